@@ -1,0 +1,117 @@
+package graph
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/gptg/gptg/internal/golden"
+)
+
+// TestGolden builds every golden case's model, loads its parameters, runs one
+// forward and backward pass and compares logits, loss, attention weights and
+// every gradient with the PyTorch reference, in float64 and in float32.
+//
+// Tolerances are the golden files' rule: float64 ‖a−b‖/‖b‖ ≤ 1e-9 (a gradient
+// listed in zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤ 1e-4 with the
+// gradient denominators floored at 1e-3·‖all gradients‖.
+func TestGolden(t *testing.T) {
+	cases, err := golden.Load(golden.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			for _, dtype := range []string{"float64", "float32"} {
+				t.Run(dtype, func(t *testing.T) { checkGolden(t, c, dtype) })
+			}
+		})
+	}
+}
+
+func checkGolden(t *testing.T, c *golden.Case, dtype string) {
+	tol := 1e-9
+	if dtype == "float32" {
+		tol = 1e-4
+	}
+	spec := c.Model
+	spec.Dtype = dtype
+	m, err := Build(spec, c.Batch, true, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if len(m.Params) != len(c.Params) {
+		t.Fatalf("graph has %d parameters, golden file %d", len(m.Params), len(c.Params))
+	}
+	for _, prm := range m.Params {
+		want, ok := c.Params[prm.Name]
+		if !ok {
+			t.Fatalf("parameter %s is not in the golden file", prm.Name)
+		}
+		if !equalInts(prm.Shape, want.Shape) {
+			t.Fatalf("%s: shape %v, golden %v", prm.Name, prm.Shape, want.Shape)
+		}
+		if err := prm.SetFloat64s(want.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Run(golden.Flat(c.Inputs), golden.Flat(c.Targets)); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(what string, got, want []float64, floor float64) {
+		t.Helper()
+		if e := golden.RelErr(got, want, floor); !(e <= tol) {
+			t.Errorf("%s: relative error %.3g > %.0g", what, e, tol)
+		}
+	}
+	check("logits", Float64s(m.Logits.Value()), c.Logits.Data, 0)
+	check("loss", []float64{p.Loss()}, []float64{c.Loss}, 0)
+	if len(m.Attention) != len(c.AttentionWeights) {
+		t.Fatalf("%d attention nodes, golden %d", len(m.Attention), len(c.AttentionWeights))
+	}
+	for i, a := range m.Attention {
+		check("attention weights of block "+strconv.Itoa(i), Float64s(a.Value()), c.AttentionWeights[i], 0)
+	}
+
+	var all []float64
+	for _, g := range c.Grads {
+		all = append(all, g...)
+	}
+	gradNorm := golden.Norm(all)
+	zero := map[string]bool{}
+	for _, n := range c.ZeroGrads {
+		zero[n] = true
+	}
+	for i, prm := range m.Params {
+		got := Float64s(p.Grads[i].Value())
+		want := c.Grads[prm.Name]
+		switch {
+		case zero[prm.Name] && dtype == "float64":
+			if n := golden.Norm(got); n > 1e-9*gradNorm {
+				t.Errorf("grad %s: ‖g‖ = %.3g, want ≤ 1e-9·%.3g (zero in exact arithmetic)", prm.Name, n, gradNorm)
+			}
+		case dtype == "float32":
+			check("grad "+prm.Name, got, want, 1e-3*gradNorm)
+		default:
+			check("grad "+prm.Name, got, want, 0)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+

@@ -1,0 +1,160 @@
+package graph
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Program is a built model compiled for a TapeMachine: one run computes the
+// forward pass and, when the model has a loss, every parameter's gradient.
+type Program struct {
+	*Model
+	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
+
+	vm      G.VM
+	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
+	targets *tensor.Dense // one-hot, fed to Model.Targets
+	onehot  []int         // where targets holds its ones, to clear them
+}
+
+// Compile adds the symbolic gradients (when the model has a loss) and
+// compiles the graph once; every later Run reuses it.
+func Compile(m *Model) (*Program, error) {
+	p := &Program{Model: m}
+	if m.Loss != nil {
+		nodes := make(G.Nodes, len(m.Params))
+		for i, prm := range m.Params {
+			nodes[i] = prm.Node
+		}
+		grads, err := G.Grad(m.Loss, nodes...)
+		if err != nil {
+			return nil, fmt.Errorf("differentiating the graph: %w", err)
+		}
+		p.Grads = grads
+		p.targets = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(m.Targets.Shape()...))
+		p.onehot = make([]int, m.Targets.Shape()[0])
+	}
+	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
+	p.vm = G.NewTapeMachine(m.G)
+	return p, nil
+}
+
+// Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
+// runs the graph. Outputs stay readable until the next Run.
+func (p *Program) Run(tokens, targets []int) error {
+	V := p.Spec.Vocab
+	dst := p.tokens.Data().([]int)
+	if len(tokens) != len(dst) {
+		return fmt.Errorf("run: %d tokens for a graph of %d", len(tokens), len(dst))
+	}
+	for _, t := range tokens {
+		if t < 0 || t >= V {
+			return fmt.Errorf("run: token id %d outside the vocabulary of %d", t, V)
+		}
+	}
+	copy(dst, tokens)
+	if err := G.Let(p.Model.Tokens, p.tokens); err != nil {
+		return fmt.Errorf("run: feeding tokens: %w", err)
+	}
+	if p.Model.Targets != nil {
+		if len(targets) != len(p.onehot) {
+			return fmt.Errorf("run: %d targets for a graph of %d", len(targets), len(p.onehot))
+		}
+		if err := p.setOneHot(targets); err != nil {
+			return err
+		}
+		if err := G.Let(p.Model.Targets, p.targets); err != nil {
+			return fmt.Errorf("run: feeding targets: %w", err)
+		}
+	}
+	// Without a Reset first, RunAll silently runs nothing on a second call.
+	p.vm.Reset()
+	if err := p.vm.RunAll(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// setOneHot writes 1 at (row i, targets[i]), clearing last run's ones.
+func (p *Program) setOneHot(targets []int) error {
+	V := p.Spec.Vocab
+	for _, t := range targets {
+		if t < 0 || t >= V {
+			return fmt.Errorf("run: target id %d outside the vocabulary of %d", t, V)
+		}
+	}
+	switch d := p.targets.Data().(type) {
+	case []float64:
+		for i, t := range targets {
+			d[i*V+p.onehot[i]] = 0
+			d[i*V+t] = 1
+		}
+	case []float32:
+		for i, t := range targets {
+			d[i*V+p.onehot[i]] = 0
+			d[i*V+t] = 1
+		}
+	}
+	copy(p.onehot, targets)
+	return nil
+}
+
+// Loss is the last run's mean cross-entropy.
+func (p *Program) Loss() float64 { return scalarOf(p.Model.Loss.Value()) }
+
+// Close releases the machine.
+func (p *Program) Close() error { return p.vm.Close() }
+
+func scalarOf(v G.Value) float64 {
+	switch x := v.Data().(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case []float64:
+		return x[0]
+	case []float32:
+		return float64(x[0])
+	}
+	return 0
+}
+
+// Float64s returns a copy of a node's value as float64s, whatever its dtype.
+func Float64s(v G.Value) []float64 {
+	switch x := v.Data().(type) {
+	case []float64:
+		return append([]float64(nil), x...)
+	case []float32:
+		out := make([]float64, len(x))
+		for i, f := range x {
+			out[i] = float64(f)
+		}
+		return out
+	case float64:
+		return []float64{x}
+	case float32:
+		return []float64{float64(x)}
+	}
+	return nil
+}
+
+// SetFloat64s overwrites a parameter's value with data (converted to its dtype).
+func (p *Param) SetFloat64s(data []float64) error {
+	switch d := p.Value().Data().(type) {
+	case []float64:
+		if len(d) != len(data) {
+			return fmt.Errorf("%s: %d values for %d entries", p.Name, len(data), len(d))
+		}
+		copy(d, data)
+	case []float32:
+		if len(d) != len(data) {
+			return fmt.Errorf("%s: %d values for %d entries", p.Name, len(data), len(d))
+		}
+		for i, v := range data {
+			d[i] = float32(v)
+		}
+	}
+	return nil
+}
