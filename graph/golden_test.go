@@ -14,8 +14,15 @@ import (
 // Tolerances are the golden files' rule: float64 ‖a−b‖/‖b‖ ≤ 1e-9 (a gradient
 // listed in zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤ 1e-4 with the
 // gradient denominators floored at 1e-3·‖all gradients‖.
-func TestGolden(t *testing.T) {
-	cases, err := golden.Load(golden.Dir())
+func TestGolden(t *testing.T) { runGolden(t, golden.Dir()) }
+
+// TestGoldenOtherSizes runs cases of another shape, made with
+// gptref.py golden --out testdata/golden-sizes --seed-offset 50 --vocab 11
+// --context 6 --embedding 12 --blocks 3 --batch 2 (4 heads of size 3).
+func TestGoldenOtherSizes(t *testing.T) { runGolden(t, "../testdata/golden-sizes") }
+
+func runGolden(t *testing.T, dir string) {
+	cases, err := golden.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +46,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(m)
+	p, err := Compile(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,4 +121,3 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
-

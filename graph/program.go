@@ -19,11 +19,15 @@ type Program struct {
 	onehot  []int         // where targets holds its ones, to clear them
 }
 
-// Compile adds the symbolic gradients (when the model has a loss) and
-// compiles the graph once; every later Run reuses it.
-func Compile(m *Model) (*Program, error) {
+// Compile compiles the graph once for a TapeMachine; every later Run reuses
+// it. withGrads adds the symbolic gradients of the loss (training); without
+// them a run is the forward pass alone (evaluation, sampling).
+func Compile(m *Model, withGrads bool) (*Program, error) {
 	p := &Program{Model: m}
-	if m.Loss != nil {
+	if withGrads && m.Loss == nil {
+		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
+	}
+	if withGrads {
 		nodes := make(G.Nodes, len(m.Params))
 		for i, prm := range m.Params {
 			nodes[i] = prm.Node
@@ -33,6 +37,8 @@ func Compile(m *Model) (*Program, error) {
 			return nil, fmt.Errorf("differentiating the graph: %w", err)
 		}
 		p.Grads = grads
+	}
+	if m.Targets != nil {
 		p.targets = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(m.Targets.Shape()...))
 		p.onehot = make([]int, m.Targets.Shape()[0])
 	}

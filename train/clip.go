@@ -1,0 +1,50 @@
+package train
+
+import "math"
+
+// ClipGlobalNorm scales every gradient by clip/(norm + 1e-6) when that is
+// below 1, where norm is the Euclidean norm over all gradient entries
+// together (PyTorch's clip_grad_norm_). It returns the norm before
+// clipping; clip ≤ 0 only measures.
+func ClipGlobalNorm(grads []any, clip float64) float64 {
+	sum := 0.0
+	for _, g := range grads {
+		switch d := g.(type) {
+		case []float64:
+			sum += sumSquares(d)
+		case []float32:
+			sum += sumSquares(d)
+		}
+	}
+	norm := math.Sqrt(sum)
+	if clip <= 0 {
+		return norm
+	}
+	coef := clip / (norm + 1e-6)
+	if coef >= 1 {
+		return norm
+	}
+	for _, g := range grads {
+		switch d := g.(type) {
+		case []float64:
+			scale(d, coef)
+		case []float32:
+			scale(d, coef)
+		}
+	}
+	return norm
+}
+
+func sumSquares[F float32 | float64](d []F) float64 {
+	s := 0.0
+	for _, v := range d {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
+func scale[F float32 | float64](d []F, c float64) {
+	for i := range d {
+		d[i] = F(float64(d[i]) * c)
+	}
+}

@@ -1,0 +1,134 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/golden"
+)
+
+// TestGoldenTrajectory replays each golden file's 4 AdamW steps (warmup 2,
+// cosine to min_lr, clipping at 1) in float64 and compares the learning rate,
+// loss and pre-clip gradient norm of every step and the parameters after the
+// last one with the reference: relative error ≤ 1e-9.
+func TestGoldenTrajectory(t *testing.T) {
+	cases, err := golden.Load(golden.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			const tol = 1e-9
+			spec := c.Model
+			spec.Dtype = "float64"
+			m, err := graph.Build(spec, c.Batch, true, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := graph.Compile(m, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer prog.Close()
+			for _, p := range m.Params {
+				if err := p.SetFloat64s(c.Params[p.Name].Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := c.Optimizer
+			sched := Schedule{LR: o.Schedule.LR, MinLR: o.Schedule.MinLR, Warmup: o.Schedule.Warmup, Total: o.Schedule.Total}
+			opt := &AdamW{Beta1: o.Betas[0], Beta2: o.Betas[1], Eps: o.Eps, WeightDecay: o.Schedule.WeightDecay}
+			s := NewStepper(prog, opt, sched, o.Schedule.Clip)
+			for _, want := range o.Trajectory {
+				r, err := s.Step(want.Step, golden.Flat(c.Inputs), golden.Flat(c.Targets))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, q := range []struct {
+					what      string
+					got, want float64
+				}{{"lr", r.LR, want.LR}, {"loss", r.Loss, want.Loss}, {"grad_norm", r.GradNorm, want.GradNorm}} {
+					if e := math.Abs(q.got-q.want) / math.Abs(q.want); !(e <= tol) {
+						t.Errorf("step %d %s: %.17g, want %.17g (relative error %.3g)", want.Step, q.what, q.got, q.want, e)
+					}
+				}
+			}
+			for _, p := range m.Params {
+				got := graph.Float64s(p.Node.Value())
+				if e := golden.RelErr(got, o.ParamsAfter[p.Name], 0); !(e <= tol) {
+					t.Errorf("%s after %d steps: relative error %.3g", p.Name, len(o.Trajectory), e)
+				}
+			}
+		})
+	}
+}
+
+func TestScheduleMatchesReference(t *testing.T) {
+	// Values of gptref.py lr_at(step, 1e-3, 1000, 100, 1e-4).
+	s := Schedule{LR: 1e-3, MinLR: 1e-4, Warmup: 100, Total: 1000}
+	for _, c := range []struct {
+		step int
+		want float64
+	}{
+		{0, 1e-5}, {49, 5e-4}, {99, 1e-3}, {100, 1e-3},
+		{550, 1e-4 + 0.5*9e-4*(1+math.Cos(math.Pi*0.5))}, {1000, 1e-4}, {5000, 1e-4},
+	} {
+		if got := s.At(c.step); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("At(%d) = %.17g, want %.17g", c.step, got, c.want)
+		}
+	}
+	// Warmup longer than the run: never divides by zero, stays in warmup.
+	if got := (Schedule{LR: 1, MinLR: 0, Warmup: 10, Total: 5}).At(4); got != 0.5 {
+		t.Errorf("warmup past total: %v", got)
+	}
+}
+
+func TestClipGlobalNorm(t *testing.T) {
+	a, b := []float64{3, 0}, []float32{0, 4}
+	norm := ClipGlobalNorm([]any{a, b}, 1)
+	if norm != 5 {
+		t.Fatalf("norm %v, want 5", norm)
+	}
+	coef := 1 / (5 + 1e-6)
+	if math.Abs(a[0]-3*coef) > 1e-15 || math.Abs(float64(b[1])-4*coef) > 1e-6 {
+		t.Fatalf("clipped to %v %v", a, b)
+	}
+	c := []float64{0.3, 0.4}
+	if n := ClipGlobalNorm([]any{c}, 1); math.Abs(n-0.5) > 1e-15 || c[0] != 0.3 {
+		t.Fatalf("a norm under the clip must leave gradients alone: %v %v", n, c)
+	}
+}
+
+func TestAdamWOneStepByHand(t *testing.T) {
+	// One step from zero moments: m̂ = g, v̂ = g², so p ← p(1−lr·wd) − lr·g/(|g|+eps).
+	w := []float64{1, -2}
+	g := []float64{0.5, -0.25}
+	o := &AdamW{LR: 0.1, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+	if err := o.Step(fakeParams(w, g)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{1*(1-0.001) - 0.1*0.5/(0.5+1e-8), -2*(1-0.001) + 0.1*0.25/(0.25+1e-8)} {
+		if math.Abs(w[i]-want) > 1e-12 {
+			t.Errorf("w[%d] = %.15g, want %.15g", i, w[i], want)
+		}
+	}
+	if o.Steps != 1 {
+		t.Errorf("Steps = %d", o.Steps)
+	}
+}
+
+type fakeVG struct{ w, g *tensor.Dense }
+
+func (f fakeVG) Value() G.Value         { return f.w }
+func (f fakeVG) Grad() (G.Value, error) { return f.g, nil }
+
+func fakeParams(w, g []float64) []G.ValueGrad {
+	return []G.ValueGrad{fakeVG{
+		tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(w)),
+		tensor.New(tensor.WithShape(len(g)), tensor.WithBacking(g)),
+	}}
+}
