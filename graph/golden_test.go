@@ -42,7 +42,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string) {
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := Build(spec, c.Batch, true, 1)
+	m, err := Build(spec, Options{Batch: c.Batch, Loss: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 
 // Model is a built graph: its inputs, outputs and parameters.
 type Model struct {
-	Spec  config.Model // the [model] table, with Vocab filled in
-	Batch int
+	Spec   config.Model // the [model] table, with Vocab filled in
+	Batch  int
+	SeqLen int // positions per sequence: Spec.Context unless built shorter
 
 	G *G.ExprGraph
 	// Tokens holds the B·T token ids of a batch, row after row (tensor.Int).
@@ -35,13 +36,30 @@ type Model struct {
 	Params    []*Param
 }
 
-// Build emits the graph of spec for a batch of the given size. With withLoss
-// the graph also takes one-hot targets and ends in the mean cross-entropy
-// (training and evaluation); without it, it ends in the logits (sampling).
-// Parameters start at PyTorch's default initialisation drawn from seed.
-func Build(spec config.Model, batch int, withLoss bool, seed int64) (m *Model, err error) {
-	if err := checkSpec(spec, batch); err != nil {
+// Options say which graph of a model to emit.
+type Options struct {
+	Batch int // sequences per run
+	// SeqLen is the number of positions per sequence, 0 for the model's
+	// context. A shorter graph serves an unmasked model a short prompt: it
+	// uses the first SeqLen rows of the position table.
+	SeqLen int
+	// Loss adds one-hot targets and the mean cross-entropy (training,
+	// evaluation); without it the graph ends in the logits (sampling).
+	Loss bool
+	// Seed draws the initial parameters (PyTorch's default initialisation).
+	Seed int64
+}
+
+// Build emits the graph of spec.
+func Build(spec config.Model, o Options) (m *Model, err error) {
+	if o.SeqLen == 0 {
+		o.SeqLen = spec.Context
+	}
+	if err := checkSpec(spec, o.Batch); err != nil {
 		return nil, err
+	}
+	if o.SeqLen < 1 || o.SeqLen > spec.Context {
+		return nil, fmt.Errorf("sequence length %d outside 1..context %d", o.SeqLen, spec.Context)
 	}
 	// The Gorgonia API reports shape and type mistakes as errors on every
 	// call; G.Must turns them into panics so the layers below read like the
@@ -52,9 +70,9 @@ func Build(spec config.Model, batch int, withLoss bool, seed int64) (m *Model, e
 			m, err = nil, fmt.Errorf("building the graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, batch, seed)
-	m = &Model{Spec: spec, Batch: batch, G: b.g}
-	T := spec.Context
+	b := newBuilder(spec, o.Batch, o.SeqLen, o.Seed)
+	m = &Model{Spec: spec, Batch: o.Batch, SeqLen: o.SeqLen, G: b.g}
+	batch, T := o.Batch, o.SeqLen
 
 	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(batch*T), G.WithName("tokens"))
 	x := b.embedding(m.Tokens)
@@ -64,7 +82,7 @@ func Build(spec config.Model, batch int, withLoss bool, seed int64) (m *Model, e
 		m.Attention = append(m.Attention, att)
 	}
 	m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab)
-	if withLoss {
+	if o.Loss {
 		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(batch*T, spec.Vocab), G.WithName("targets"))
 		m.Loss = b.crossEntropy(m.Logits, m.Targets)
 	}
@@ -74,9 +92,12 @@ func Build(spec config.Model, batch int, withLoss bool, seed int64) (m *Model, e
 
 // embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C).
 func (b *builder) embedding(tokens *G.Node) *G.Node {
-	V, T, C := b.spec.Vocab, b.spec.Context, b.spec.Embedding
+	V, T, C := b.spec.Vocab, b.seqLen, b.spec.Embedding
 	tok := b.param("tok.weight", normal, V, C)
-	pos := b.param("pos.weight", normal, T, C)
+	pos := b.param("pos.weight", normal, b.spec.Context, C)
+	if T < b.spec.Context {
+		pos = G.Must(G.Slice(pos, G.S(0, T)))
+	}
 	x := G.Must(G.ByIndices(tok, tokens, 0))
 	x = G.Must(G.Reshape(x, tensor.Shape{b.batch, T, C}))
 	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
@@ -88,7 +109,7 @@ func (b *builder) embedding(tokens *G.Node) *G.Node {
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 	s := b.spec
-	B, T, C, H := b.batch, s.Context, s.Embedding, s.Heads
+	B, T, C, H := b.batch, b.seqLen, s.Embedding, s.Heads
 	q, k, v := x, x, x
 	if s.QKV {
 		q = b.linear(name+".q", x, C, C)

@@ -42,19 +42,20 @@ type builder struct {
 	g      *G.ExprGraph
 	spec   config.Model
 	batch  int
+	seqLen int
 	dt     tensor.Dtype
 	rng    *rand.Rand
 	params []*Param
 	consts map[string]*G.Node
 }
 
-func newBuilder(spec config.Model, batch int, seed int64) *builder {
+func newBuilder(spec config.Model, batch, seqLen int, seed int64) *builder {
 	dt := tensor.Float32
 	if spec.Dtype == "float64" {
 		dt = tensor.Float64
 	}
 	return &builder{
-		g: G.NewGraph(), spec: spec, batch: batch, dt: dt,
+		g: G.NewGraph(), spec: spec, batch: batch, seqLen: seqLen, dt: dt,
 		rng: rand.New(rand.NewSource(seed)), consts: map[string]*G.Node{},
 	}
 }
@@ -119,11 +120,15 @@ func (b *builder) linear(name string, x *G.Node, in, out int) *G.Node {
 }
 
 // splitHeads turns rows (B·T, C) into per-head sequences (B·H, T, C/H).
+//
+// It transposes even for one head, where a reshape alone would do: Gorgonia's
+// Reshape returns a view sharing its input's memory, which the register
+// allocator does not know about. When the input has another consumer that
+// works in place (the residual Add of qkv = false) it overwrites the memory
+// the view still needs in the backward pass, and the gradients come out
+// silently wrong (TestFiniteDifferences catches it). Transpose copies.
 func (b *builder) splitHeads(x *G.Node) *G.Node {
-	B, T, C, H := b.batch, b.spec.Context, b.spec.Embedding, b.spec.Heads
-	if H == 1 {
-		return G.Must(G.Reshape(x, tensor.Shape{B, T, C}))
-	}
+	B, T, C, H := b.batch, b.seqLen, b.spec.Embedding, b.spec.Heads
 	x = G.Must(G.Reshape(x, tensor.Shape{B, T, H, C / H}))
 	x = G.Must(G.Transpose(x, 0, 2, 1, 3))
 	return G.Must(G.Reshape(x, tensor.Shape{B * H, T, C / H}))
@@ -132,10 +137,8 @@ func (b *builder) splitHeads(x *G.Node) *G.Node {
 // mergeHeads is splitHeads backwards: (B·H, T, C/H) to rows (B·T, C).
 func (b *builder) mergeHeads(y *G.Node, B, T, C int) *G.Node {
 	H := b.spec.Heads
-	if H > 1 {
-		y = G.Must(G.Reshape(y, tensor.Shape{B, H, T, C / H}))
-		y = G.Must(G.Transpose(y, 0, 2, 1, 3))
-	}
+	y = G.Must(G.Reshape(y, tensor.Shape{B, H, T, C / H}))
+	y = G.Must(G.Transpose(y, 0, 2, 1, 3))
 	return G.Must(G.Reshape(y, tensor.Shape{B * T, C}))
 }
 
@@ -163,7 +166,7 @@ func (b *builder) causalMask(name string) *G.Node {
 	if n, ok := b.consts["mask"]; ok {
 		return n
 	}
-	T := b.spec.Context
+	T := b.seqLen
 	data := make([]float64, T*T)
 	for i := 0; i < T; i++ {
 		for j := i + 1; j < T; j++ {
