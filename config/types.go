@@ -1,0 +1,84 @@
+// Package config reads gptg experiment files (TOML) into a validated Config.
+package config
+
+// Config is one experiment: where the text comes from, the model's shape and
+// switches, how to train it and how to sample from it.
+type Config struct {
+	// Path is the file the config was loaded from ("" when built in code).
+	Path string `toml:"-" json:"-"`
+	// Name is the file's base name without its extension; it names the run folder.
+	Name string `toml:"-" json:"-"`
+
+	Data   Data   `toml:"data" json:"data"`
+	Model  Model  `toml:"model" json:"model"`
+	Train  Train  `toml:"train" json:"train"`
+	Sample Sample `toml:"sample" json:"sample"`
+}
+
+// Data says where the corpus is and how it is cut into windows.
+type Data struct {
+	// Path is the text file. A relative path is relative to the current
+	// working directory, not to the config file.
+	Path      string  `toml:"path" json:"path"`
+	URL       string  `toml:"url" json:"url,omitempty"`       // where to download Path from if missing; http(s)
+	SHA256    string  `toml:"sha256" json:"sha256,omitempty"` // expected hex digest of Path; lower case after Load
+	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char" or "word"
+	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
+	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
+}
+
+// Model is the [model] table. Its JSON form (these tags) is also what the
+// model file's metadata stores under "model", and what gptref.py reads.
+type Model struct {
+	Vocab      int    `toml:"vocab" json:"vocab"` // 0 = take it from the data
+	Context    int    `toml:"context" json:"context"`
+	Embedding  int    `toml:"embedding" json:"embedding"`
+	Blocks     int    `toml:"blocks" json:"blocks"`
+	Heads      int    `toml:"heads" json:"heads"`
+	QKV        bool   `toml:"qkv" json:"qkv"`
+	Mask       bool   `toml:"mask" json:"mask"`
+	OutProj    bool   `toml:"out_proj" json:"out_proj"`
+	Residual   bool   `toml:"residual" json:"residual"`
+	Norm       string `toml:"norm" json:"norm"`             // "none" | "pre" | "post"
+	Activation string `toml:"activation" json:"activation"` // "gelu" | "relu"
+	FFMult     int    `toml:"ff_mult" json:"ff_mult"`
+	Dtype      string `toml:"dtype" json:"dtype"` // "float32" | "float64"
+}
+
+// Train holds the optimiser, schedule and bookkeeping settings.
+type Train struct {
+	Batch       int     `toml:"batch" json:"batch"`
+	Epochs      float64 `toml:"epochs" json:"epochs"`
+	MaxSteps    int     `toml:"max_steps" json:"max_steps"` // 0 = epochs decide
+	LR          float64 `toml:"lr" json:"lr"`
+	MinLR       float64 `toml:"min_lr" json:"min_lr"` // default: the final lr / 10
+	Warmup      int     `toml:"warmup" json:"warmup"`
+	WeightDecay float64 `toml:"weight_decay" json:"weight_decay"`
+	Beta1       float64 `toml:"beta1" json:"beta1"`
+	Beta2       float64 `toml:"beta2" json:"beta2"`
+	Eps         float64 `toml:"eps" json:"eps"`
+	Clip        float64 `toml:"clip" json:"clip"` // global gradient norm; 0 = off
+	Seed        int64   `toml:"seed" json:"seed"`
+	EvalEvery   int     `toml:"eval_every" json:"eval_every"` // 0 = only at the end
+	Out         string  `toml:"out" json:"out"`               // run folder, relative to the working directory; default runs/<Name> (Load resolves it)
+	LogEvery    int     `toml:"log_every" json:"log_every"`   // metrics.jsonl row every N steps
+}
+
+// Sample holds the defaults of `gptg sample`.
+type Sample struct {
+	Prompt      string  `toml:"prompt" json:"prompt"`
+	Tokens      int     `toml:"tokens" json:"tokens"`
+	Temperature float64 `toml:"temperature" json:"temperature"`
+	TopK        int     `toml:"top_k" json:"top_k"` // 0 = off
+	TopP        float64 `toml:"top_p" json:"top_p"` // 0 = off
+}
+
+// DefaultModel returns the seed chapter 000 model: Q/K/V projections and the
+// causal mask, one head, no residuals or norms, GELU feed-forward.
+func DefaultModel() Model {
+	return Model{
+		Context: 32, Embedding: 64, Blocks: 2, Heads: 1,
+		QKV: true, Mask: true, OutProj: true, Residual: false,
+		Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32",
+	}
+}

@@ -1,0 +1,179 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strings"
+)
+
+// Upper bounds that keep a typo (context = 320000) from turning into a
+// multi-gigabyte allocation deep inside the model code. They are far above
+// anything this project trains on a CPU.
+const (
+	maxContext   = 4096
+	maxEmbedding = 8192
+	maxBlocks    = 64
+	maxFFMult    = 64
+	maxBatch     = 4096
+	maxVocab     = 1 << 20
+)
+
+// Validate reports the first impossible or absurd value in c as an *Error
+// naming c.Path and the key. Stride 0 and Out "" are accepted (they mean
+// "use the default"), so a Config from Default() validates.
+func (c *Config) Validate() error {
+	return c.validate(func(string) string { return c.Path })
+}
+
+// validate does the work of Validate; origin says which file (or --set)
+// each key came from, so the error points at the line to change.
+func (c *Config) validate(origin func(key string) string) error {
+	v := &checker{origin: origin}
+
+	d := c.Data
+	if d.Path == "" {
+		v.fail("data.path", "must not be empty")
+	}
+	if d.URL != "" {
+		u, err := url.Parse(d.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.fail("data.url", "%q is not an http(s) URL (leave it empty to use data.path only)", d.URL)
+		}
+	}
+	if d.SHA256 != "" && !isHex(d.SHA256, 64) {
+		v.fail("data.sha256", "%q is not a SHA-256 (expected 64 hex characters, or empty)", d.SHA256)
+	}
+	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word")
+	v.float("data.split", d.Split)
+	if !(d.Split > 0 && d.Split < 1) {
+		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
+	}
+	v.atLeast("data.stride", d.Stride, 0)
+
+	m := c.Model
+	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
+	v.intIn("model.context", m.Context, 1, maxContext)
+	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
+	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)
+	v.intIn("model.heads", m.Heads, 1, max(1, m.Embedding))
+	if m.Heads >= 1 && m.Embedding >= 1 && m.Embedding%m.Heads != 0 {
+		v.fail("model.heads", "%d does not divide embedding %d (heads must divide embedding)", m.Heads, m.Embedding)
+	}
+	v.oneOf("model.norm", m.Norm, "none", "pre", "post")
+	v.oneOf("model.activation", m.Activation, "gelu", "relu")
+	v.intIn("model.ff_mult", m.FFMult, 1, maxFFMult)
+	v.oneOf("model.dtype", m.Dtype, "float32", "float64")
+
+	t := c.Train
+	v.intIn("train.batch", t.Batch, 1, maxBatch)
+	v.float("train.epochs", t.Epochs)
+	v.atLeast("train.max_steps", t.MaxSteps, 0)
+	if t.MaxSteps == 0 && !(t.Epochs > 0) {
+		v.fail("train.epochs", "%s is invalid (must be > 0 unless train.max_steps > 0)", formatFloat(t.Epochs))
+	} else if t.Epochs < 0 {
+		v.fail("train.epochs", "%s is invalid (must be >= 0)", formatFloat(t.Epochs))
+	}
+	v.float("train.lr", t.LR)
+	if !(t.LR > 0) {
+		v.fail("train.lr", "%s is invalid (must be > 0)", formatFloat(t.LR))
+	}
+	v.float("train.min_lr", t.MinLR)
+	if t.MinLR < 0 || t.MinLR > t.LR {
+		v.fail("train.min_lr", "%s is out of range (allowed: 0..lr, and lr is %s)", formatFloat(t.MinLR), formatFloat(t.LR))
+	}
+	v.atLeast("train.warmup", t.Warmup, 0)
+	v.floatAtLeast("train.weight_decay", t.WeightDecay)
+	v.beta("train.beta1", t.Beta1)
+	v.beta("train.beta2", t.Beta2)
+	v.float("train.eps", t.Eps)
+	if !(t.Eps > 0) {
+		v.fail("train.eps", "%s is invalid (must be > 0)", formatFloat(t.Eps))
+	}
+	v.floatAtLeast("train.clip", t.Clip)
+	v.atLeast("train.eval_every", t.EvalEvery, 0)
+	v.atLeast("train.log_every", t.LogEvery, 1)
+
+	s := c.Sample
+	v.atLeast("sample.tokens", s.Tokens, 0)
+	v.floatAtLeast("sample.temperature", s.Temperature)
+	v.atLeast("sample.top_k", s.TopK, 0)
+	v.float("sample.top_p", s.TopP)
+	if s.TopP < 0 || s.TopP > 1 {
+		v.fail("sample.top_p", "%s is out of range (allowed: 0..1, 0 = off)", formatFloat(s.TopP))
+	}
+
+	return v.err
+}
+
+// checker keeps the first failure so validate reads as a flat list of rules
+// instead of a ladder of if err != nil.
+type checker struct {
+	origin func(key string) string
+	err    error
+}
+
+func (v *checker) fail(key, format string, args ...any) {
+	if v.err == nil {
+		v.err = &Error{File: v.origin(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (v *checker) intIn(key string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.fail(key, "%d is out of range (allowed: %d..%d)", n, lo, hi)
+	}
+}
+
+func (v *checker) atLeast(key string, n, lo int) {
+	if n < lo {
+		v.fail(key, "%d is invalid (must be >= %d)", n, lo)
+	}
+}
+
+// float rejects NaN and ±Inf. Load already refuses them from files, but a
+// Config changed in code could still carry one.
+func (v *checker) float(key string, x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		v.fail(key, "%v is not allowed (must be a finite number)", x)
+	}
+}
+
+func (v *checker) floatAtLeast(key string, x float64) {
+	v.float(key, x)
+	if x < 0 {
+		v.fail(key, "%s is invalid (must be >= 0)", formatFloat(x))
+	}
+}
+
+func (v *checker) beta(key string, x float64) {
+	v.float(key, x)
+	if x < 0 || x >= 1 {
+		v.fail(key, "%s is out of range (allowed: 0 <= %s < 1)", formatFloat(x), key[strings.LastIndex(key, ".")+1:])
+	}
+}
+
+func (v *checker) oneOf(key, s string, allowed ...string) {
+	for _, a := range allowed {
+		if s == a {
+			return
+		}
+	}
+	msg := fmt.Sprintf("%q is not allowed", s)
+	if g := suggest(s, allowed); g != "" {
+		msg += fmt.Sprintf("; did you mean %q?", g)
+	}
+	v.fail(key, "%s (allowed: %s)", msg, strings.Join(allowed, ", "))
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
