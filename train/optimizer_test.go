@@ -25,7 +25,7 @@ func TestGoldenTrajectory(t *testing.T) {
 			const tol = 1e-9
 			spec := c.Model
 			spec.Dtype = "float64"
-			m, err := graph.Build(spec, c.Batch, true, 1)
+			m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"github.com/gptg/gptg/internal/atomicfile"
+	"os"
+	"strings"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
+)
+
+var graphCommand = command{
+	summary: "print a config's parameter table and graph size; --dot writes Graphviz",
+	usage: `Usage: gptg graph CONFIG.toml [--set section.key=value]... [--dot FILE]
+
+Builds the training graph CONFIG describes (the vocabulary size comes from
+the data file unless model.vocab is set) and prints every parameter with its
+shape and count, the total, and the number of nodes of the compiled training
+graph (forward and symbolic backward).
+
+Flags:
+  --set section.key=value  override a config value (repeatable)
+  --dot FILE               also write the expression graph as Graphviz DOT
+`,
+	run: runGraph,
+}
+
+func runGraph(args []string) error {
+	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
+	var sets setFlags
+	fs.Var(&sets, "set", "")
+	dot := fs.String("dot", "", "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("graph needs exactly one CONFIG file, got %d arguments", len(pos))
+	}
+	cfg, err := config.Load(pos[0], sets)
+	if err != nil {
+		return err
+	}
+	if cfg.Model.Vocab == 0 {
+		d := cfg.Data
+		if err := corpus.Ensure(d.Path, d.URL, d.SHA256, nil); err != nil {
+			return err
+		}
+		data, err := corpus.Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+		if err != nil {
+			return err
+		}
+		cfg.Model.Vocab = data.Vocab.Size()
+	}
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed})
+	if err != nil {
+		return err
+	}
+	p, err := graph.Compile(m, true)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	printParams(os.Stdout, m.Params)
+	fmt.Printf("graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
+	if *dot != "" {
+		if err := atomicfile.WriteFile(*dot, []byte(m.G.ToDot())); err != nil {
+			return fmt.Errorf("writing %s: %w", *dot, err)
+		}
+		fmt.Printf("wrote %s\n", *dot)
+	}
+	return nil
+}
+
+func printParams(w *os.File, params []*graph.Param) {
+	total := 0
+	fmt.Fprintf(w, "%-28s %-12s %10s\n", "parameter", "shape", "count")
+	for _, p := range params {
+		n := 1
+		dims := make([]string, len(p.Shape))
+		for i, d := range p.Shape {
+			n *= d
+			dims[i] = fmt.Sprint(d)
+		}
+		total += n
+		fmt.Fprintf(w, "%-28s %-12s %10d\n", p.Name, "["+strings.Join(dims, ", ")+"]", n)
+	}
+	fmt.Fprintf(w, "%-28s %-12s %10d\n", "total", "", total)
+}

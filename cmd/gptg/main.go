@@ -1,0 +1,168 @@
+// Command gptg trains and samples small GPT language models on a CPU.
+//
+// Each subcommand lives in its own file: train.go, graph.go, sample.go, ...
+// This file dispatches, prints help and turns errors into exit codes:
+// 2 for usage and config errors, 1 for failures at run time, 130 when a
+// signal interrupted training.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/gptg/gptg/config"
+)
+
+// command is one subcommand: its one-line summary, its usage text and the
+// function that runs it with the arguments after its name.
+type command struct {
+	summary string
+	usage   string
+	run     func(args []string) error
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"train":     trainCommand,
+		"graph":     graphCommand,
+		"sample":    sampleCommand,
+		"eval":      evalCommand,
+		"inspect":   inspectCommand,
+		"attention": attentionCommand,
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				fmt.Fprint(stdout, c.usage)
+				return 0
+			}
+			fmt.Fprintf(stderr, "gptg: unknown command %q (see gptg help)\n", args[1])
+			return 2
+		}
+		printHelp(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "gptg: unknown command %q%s (see gptg help)\n", args[0], suggestCommand(args[0]))
+		return 2
+	}
+	err := c.run(args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, c.usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], oneLine(err.Error()))
+	return exitCode(err)
+}
+
+// usageError marks a bad command line (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (see --help)" }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// interruptedError marks a run stopped by a signal after saving (exit 130).
+type interruptedError struct{ error }
+
+func exitCode(err error) int {
+	var ue usageError
+	var ce *config.Error
+	var ie interruptedError
+	switch {
+	case errors.As(err, &ie):
+		return 130
+	case errors.As(err, &ue), errors.As(err, &ce):
+		return 2
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `gptg trains and samples small GPT language models on a CPU, one static
+Gorgonia graph per model. Configs (TOML) describe the data, the model's
+switches (mask, Q/K/V, heads, residuals, norms) and the training.
+
+Usage: gptg <command> [arguments]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Run "gptg help <command>" or "gptg <command> --help" for its flags.
+
+Exit codes: 0 ok, 1 run-time failure, 2 bad usage or config, 130 interrupted.
+`)
+}
+
+func suggestCommand(s string) string {
+	for n := range commands {
+		if strings.HasPrefix(n, s) || strings.HasPrefix(s, n) {
+			return fmt.Sprintf("; did you mean %q?", n)
+		}
+	}
+	return ""
+}
+
+// parseFlags parses flags that may come before, between or after the
+// positional arguments (gptg sample MODEL --prompt X), which the flag
+// package alone stops at. It returns the positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard) // errors are reported once, by run
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// setFlags collects repeatable --set section.key=value overrides.
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/sample"
+)
+
+var sampleCommand = command{
+	summary: "generate text from a model file",
+	usage: `Usage: gptg sample MODEL.safetensors [--prompt TEXT | --prompt-file FILE]
+                   [--tokens N] [--temperature T] [--top-k K] [--top-p P]
+                   [--seed S] [--samples N]
+
+Rebuilds the model from the file alone (its metadata holds the config and
+the vocabulary) and streams the prompt followed by the generated tokens to
+stdout. A prompt longer than the context feeds its last context tokens, as
+the seed's generate() does. The same seed gives the same text.
+
+Flags (defaults come from the [sample] table stored with the model, else):
+  --prompt TEXT        text to start from (default "\n")
+  --prompt-file FILE   read the prompt from a file instead
+  --tokens N           tokens to generate (default 256)
+  --temperature T      1 = the model's distribution, 0 = always the most
+                       likely token (default 1)
+  --top-k K            draw only among the K most likely tokens (0 = off)
+  --top-p P            draw only among the most likely tokens whose
+                       probabilities sum to P (0 = off)
+  --seed S             random seed (default 42)
+  --samples N          independent samples, separated by a blank line (default 1)
+  --stats              print tokens/s to stderr at the end
+`,
+	run: runSample,
+}
+
+func runSample(args []string) error {
+	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	prompt := fs.String("prompt", "\n", "")
+	promptFile := fs.String("prompt-file", "", "")
+	tokens := fs.Int("tokens", 256, "")
+	temperature := fs.Float64("temperature", 1, "")
+	topK := fs.Int("top-k", 0, "")
+	topP := fs.Float64("top-p", 0, "")
+	seed := fs.Uint64("seed", 42, "")
+	samples := fs.Int("samples", 1, "")
+	stats := fs.Bool("stats", false, "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case len(pos) != 1:
+		return usagef("sample needs exactly one MODEL file, got %d arguments", len(pos))
+	case set["prompt"] && set["prompt-file"]:
+		return usagef("give --prompt or --prompt-file, not both")
+	case *tokens < 0 || *tokens > 1_000_000:
+		return usagef("--tokens %d must be between 0 and 1000000", *tokens)
+	case !(*temperature >= 0) || math.IsInf(*temperature, 0):
+		return usagef("--temperature %v must be a number ≥ 0", *temperature)
+	case *topK < 0:
+		return usagef("--top-k %d must be ≥ 0", *topK)
+	case !(*topP >= 0 && *topP <= 1):
+		return usagef("--top-p %v must be between 0 and 1", *topP)
+	case *samples < 1 || *samples > 1000:
+		return usagef("--samples %d must be between 1 and 1000", *samples)
+	}
+	if *promptFile != "" {
+		b, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return fmt.Errorf("prompt file: %w", err)
+		}
+		*prompt = string(b)
+	}
+	m, err := modelfile.LoadModel(pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := sample.New(m)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	start := time.Now()
+	for i := 0; i < *samples; i++ {
+		if i > 0 {
+			fmt.Fprint(out, "\n\n")
+		}
+		fmt.Fprint(out, *prompt)
+		o := sample.Options{Tokens: *tokens, Temperature: *temperature, TopK: *topK, TopP: *topP, Seed: *seed + uint64(i)}
+		err := s.Generate(*prompt, o, func(tok string) error {
+			if _, err := out.WriteString(tok); err != nil {
+				return err
+			}
+			return out.Flush() // stream: show each token as it is drawn
+		})
+		if err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(out)
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	if *stats {
+		secs := time.Since(start).Seconds()
+		n := *tokens * *samples
+		fmt.Fprintf(os.Stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package corpus
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gptg/gptg/internal/atomicfile"
+)
+
+// Ensure makes sure the data file is in place before training starts.
+//
+// When path exists and sum (a hex SHA-256) is set, the file must match it.
+// When path is missing it is downloaded from rawURL (nil client means
+// http.DefaultClient), checked against sum when set, and only then written,
+// so an interrupted or corrupt download never leaves a file that a later
+// run would trust. Ensure prints nothing; every failure is one error line
+// that says what to do.
+func Ensure(path, rawURL, sum string, client *http.Client) error {
+	sum = strings.ToLower(strings.TrimSpace(sum))
+	if sum != "" {
+		if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+			return fmt.Errorf("[data] sha256 %q is not 64 hex digits", sum)
+		}
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		return fmt.Errorf("data file %s is a directory", path)
+	case err == nil:
+		return verifyFile(path, sum)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("data file %s: %w", path, err)
+	case rawURL == "":
+		return fmt.Errorf("data file %s does not exist and [data] url is not set", path)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if err := download(path, rawURL, sum, client); err != nil {
+		return fmt.Errorf("downloading %s failed: %v; put the file at %s", rawURL, err, path)
+	}
+	return nil
+}
+
+// verifyFile checks an existing file against sum (when set).
+func verifyFile(path, sum string) error {
+	if sum == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("data file %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("data file %s: %w", path, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+		return fmt.Errorf("data file %s has sha256 %s, but [data] sha256 expects %s", path, got, sum)
+	}
+	return nil
+}
+
+// maxDownload bounds what a misconfigured URL can make us hold in memory;
+// a character-level corpus for a CPU trainer is a few megabytes.
+const maxDownload = 1 << 30
+
+// download fetches rawURL and, once it has all of it and the checksum
+// matches, saves it at path through a temporary file renamed into place
+// (internal/atomicfile), so a failed download leaves nothing behind. A corpus
+// is read whole by Load anyway, so holding it in memory costs nothing extra.
+func download(path, rawURL, sum string, client *http.Client) error {
+	resp, err := client.Get(rawURL)
+	if err != nil {
+		// *url.Error repeats the method and URL, which the caller says already.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %s", resp.Status)
+	}
+	// One byte past the cap tells "exactly the cap" from "too big".
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDownload+1))
+	if err != nil {
+		return fmt.Errorf("after %d bytes: %w", len(body), err)
+	}
+	if len(body) > maxDownload {
+		return fmt.Errorf("the file is larger than %d bytes", maxDownload)
+	}
+	if got := sha256.Sum256(body); sum != "" && hex.EncodeToString(got[:]) != sum {
+		return fmt.Errorf("the downloaded file has sha256 %x, but [data] sha256 expects %s", got, sum)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, body)
+}

@@ -1,0 +1,150 @@
+package corpus
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const body = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+
+func sumOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// serve answers /data.txt with body and anything else with 404.
+func serve(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/data.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// entries lists the names in dir (nil when dir does not exist).
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	list, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range list {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func wantError(t *testing.T, err error, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one containing %q", fragments)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error %q does not contain %q", err, f)
+		}
+	}
+}
+
+func TestEnsureDownloads(t *testing.T) {
+	srv := serve(t)
+	dir := filepath.Join(t.TempDir(), "data", "nested") // created by Ensure
+	path := filepath.Join(dir, "input.txt")
+	if err := Ensure(path, srv.URL+"/data.txt", strings.ToUpper(sumOf(body)), srv.Client()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != body {
+		t.Fatalf("file = %q, %v", got, err)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Fatalf("directory holds %q, want only input.txt", names)
+	}
+	// A second call finds the file and verifies it without the network.
+	if err := Ensure(path, "http://127.0.0.1:1/unused", sumOf(body), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEnsureDownloadsWithoutChecksum(t *testing.T) {
+	srv := serve(t)
+	path := filepath.Join(t.TempDir(), "input.txt")
+	if err := Ensure(path, srv.URL+"/data.txt", "", srv.Client()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != body {
+		t.Fatalf("file = %q", got)
+	}
+}
+
+func TestEnsureNotFound(t *testing.T) {
+	srv := serve(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "input.txt")
+	url := srv.URL + "/missing.txt"
+	wantError(t, Ensure(path, url, "", srv.Client()), url, "404", "put the file at "+path)
+	if names := entries(t, dir); len(names) != 0 {
+		t.Fatalf("left behind: %q", names)
+	}
+}
+
+func TestEnsureChecksumMismatch(t *testing.T) {
+	srv := serve(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "input.txt")
+	url := srv.URL + "/data.txt"
+	wrong := sumOf("something else")
+	wantError(t, Ensure(path, url, wrong, srv.Client()), url, wrong, sumOf(body), "put the file at "+path)
+	if names := entries(t, dir); len(names) != 0 {
+		t.Fatalf("left behind: %q", names)
+	}
+}
+
+func TestEnsureUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL + "/data.txt"
+	srv.Close() // nothing listens at url any more
+	dir := t.TempDir()
+	path := filepath.Join(dir, "input.txt")
+	wantError(t, Ensure(path, url, "", nil), "downloading "+url+" failed", "put the file at "+path)
+	if names := entries(t, dir); len(names) != 0 {
+		t.Fatalf("left behind: %q", names)
+	}
+}
+
+func TestEnsureExistingFile(t *testing.T) {
+	path := writeText(t, body)
+	if err := Ensure(path, "", "", nil); err != nil {
+		t.Fatalf("no checksum: %v", err)
+	}
+	if err := Ensure(path, "", sumOf(body), nil); err != nil {
+		t.Fatalf("right checksum: %v", err)
+	}
+	wrong := sumOf("x")
+	wantError(t, Ensure(path, "", wrong, nil), path, wrong, sumOf(body))
+}
+
+func TestEnsureMissingWithoutURL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "input.txt")
+	err := Ensure(path, "", "", nil)
+	want := "data file " + path + " does not exist and [data] url is not set"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+func TestEnsureBadChecksumSetting(t *testing.T) {
+	wantError(t, Ensure(writeText(t, body), "", "abc", nil), `[data] sha256 "abc" is not 64 hex digits`)
+}

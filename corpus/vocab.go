@@ -1,0 +1,203 @@
+// Package corpus turns a text file into token ids and training windows, with
+// exactly the semantics of the PyTorch reference (shared/reference/gptref.py):
+// a sorted character (or word) vocabulary, a 90/10 split of the token stream,
+// and overlapping windows that start every stride tokens.
+package corpus
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenizer kinds, as written in configs and in a model file's metadata.
+const (
+	Char = "char"
+	Word = "word"
+)
+
+// Vocab maps tokens to ids and back. A token's id is its index in Tokens().
+// A Vocab is immutable once built, so it is safe for concurrent use.
+type Vocab struct {
+	kind   string
+	tokens []string
+	// Only one of the two lookups is filled, depending on kind: runes for
+	// "char" avoid building a one-rune string per character of the corpus.
+	runeID map[rune]int
+	wordID map[string]int
+}
+
+// BuildVocab returns the vocabulary of text: for "char" the sorted set of
+// its Unicode code points, for "word" the sorted set of its
+// whitespace-separated words. Sorting strings byte-wise equals sorting by
+// code point for valid UTF-8, which is what Python's sorted(set(text)) does.
+func BuildVocab(kind, text string) (*Vocab, error) {
+	if err := checkUTF8(text); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	switch kind {
+	case Char:
+		for _, r := range text {
+			seen[string(r)] = true
+		}
+	case Word:
+		for _, w := range strings.Fields(text) {
+			seen[w] = true
+		}
+	default:
+		return nil, unknownKind(kind)
+	}
+	if len(seen) == 0 {
+		return nil, fmt.Errorf("text has no %s tokens to build a vocabulary from", kind)
+	}
+	tokens := make([]string, 0, len(seen))
+	for t := range seen {
+		tokens = append(tokens, t)
+	}
+	sort.Strings(tokens)
+	return NewVocab(kind, tokens)
+}
+
+// NewVocab rebuilds a vocabulary from its tokens in id order, as stored in a
+// model file. It rejects lists that could not have come from BuildVocab in a
+// way that would make ids ambiguous: duplicates, empty tokens, tokens of more
+// than one character (char kind) or containing whitespace (word kind).
+func NewVocab(kind string, tokens []string) (*Vocab, error) {
+	if kind != Char && kind != Word {
+		return nil, unknownKind(kind)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s vocabulary is empty", kind)
+	}
+	v := &Vocab{kind: kind, tokens: append([]string(nil), tokens...)}
+	if kind == Char {
+		v.runeID = make(map[rune]int, len(tokens))
+	} else {
+		v.wordID = make(map[string]int, len(tokens))
+	}
+	first := make(map[string]int, len(tokens))
+	for i, t := range tokens {
+		if t == "" {
+			return nil, fmt.Errorf("%s vocabulary token %d is empty", kind, i)
+		}
+		if !utf8.ValidString(t) {
+			return nil, fmt.Errorf("%s vocabulary token %d (%q) is not valid UTF-8", kind, i, t)
+		}
+		if j, dup := first[t]; dup {
+			return nil, fmt.Errorf("%s vocabulary has %q twice (ids %d and %d)", kind, t, j, i)
+		}
+		first[t] = i
+		if kind == Char {
+			r, size := utf8.DecodeRuneInString(t)
+			if size != len(t) {
+				return nil, fmt.Errorf("char vocabulary token %d (%q) is more than one character", i, t)
+			}
+			v.runeID[r] = i
+		} else {
+			// strings.Fields splits on unicode.IsSpace, so such a token
+			// could never come back out of Encode.
+			if strings.IndexFunc(t, unicode.IsSpace) >= 0 {
+				return nil, fmt.Errorf("word vocabulary token %d (%q) contains whitespace", i, t)
+			}
+			v.wordID[t] = i
+		}
+	}
+	return v, nil
+}
+
+// Kind is "char" or "word".
+func (v *Vocab) Kind() string { return v.kind }
+
+// Tokens returns the vocabulary in id order. It is a copy: changing it does
+// not change the Vocab.
+func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
+
+// Size is the number of tokens, the model's vocab dimension.
+func (v *Vocab) Size() int { return len(v.tokens) }
+
+// Encode turns text into ids. Text with tokens outside the vocabulary is an
+// error that lists every distinct unknown token, in order of appearance, so
+// a user can fix a prompt in one go.
+func (v *Vocab) Encode(text string) ([]int, error) {
+	if err := checkUTF8(text); err != nil {
+		return nil, err
+	}
+	var ids []int
+	var unknown []string
+	seen := map[string]bool{}
+	addUnknown := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			unknown = append(unknown, fmt.Sprintf("%q", t))
+		}
+	}
+	if v.kind == Char {
+		ids = make([]int, 0, utf8.RuneCountInString(text))
+		for _, r := range text {
+			id, ok := v.runeID[r]
+			if !ok {
+				addUnknown(string(r))
+			}
+			ids = append(ids, id)
+		}
+	} else {
+		words := strings.Fields(text)
+		ids = make([]int, 0, len(words))
+		for _, w := range words {
+			id, ok := v.wordID[w]
+			if !ok {
+				addUnknown(w)
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(unknown) > 0 {
+		what := "characters"
+		if v.kind == Word {
+			what = "words"
+		}
+		return nil, fmt.Errorf("prompt has %s outside the vocabulary: %s", what, strings.Join(unknown, ", "))
+	}
+	return ids, nil
+}
+
+// Decode turns ids back into text; word tokens are joined with single
+// spaces. An id outside the vocabulary (a caller bug) decodes to U+FFFD
+// rather than panicking in the middle of sampling.
+func (v *Vocab) Decode(ids []int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if v.kind == Word && i > 0 {
+			b.WriteByte(' ')
+		}
+		if id < 0 || id >= len(v.tokens) {
+			b.WriteRune(utf8.RuneError)
+			continue
+		}
+		b.WriteString(v.tokens[id])
+	}
+	return b.String()
+}
+
+func unknownKind(kind string) error {
+	return fmt.Errorf("unknown tokenizer %q (want %q or %q)", kind, Char, Word)
+}
+
+// checkUTF8 reports the byte offset of the first invalid UTF-8 sequence,
+// because ranging over such a string would silently turn it into U+FFFD.
+func checkUTF8(text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	for off := 0; off < len(text); {
+		r, size := utf8.DecodeRuneInString(text[off:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("text is not valid UTF-8 (bad byte 0x%02x at offset %d)", text[off], off)
+		}
+		off += size
+	}
+	return nil // unreachable: ValidString said there is a bad byte
+}

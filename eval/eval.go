@@ -1,0 +1,125 @@
+// Package eval scores a model on a corpus's test split: the seed's test
+// loss, and the prefix-only loss that shows whether a model cheats.
+package eval
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
+)
+
+// TestLoss evaluates a compiled model (built with the loss) on data's test
+// split as the seed defines it: the mean over the split's whole batches, in
+// order, of each batch's mean cross-entropy. It returns the loss and the
+// number of batches.
+func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
+	B, T := p.Batch, data.Context
+	n := data.NumTest() / B
+	if n == 0 {
+		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	}
+	x, y, w := make([]int, B*T), make([]int, B*T), make([]int, B)
+	sum := 0.0
+	for b := 0; b < n; b++ {
+		for i := range w {
+			w[i] = b*B + i
+		}
+		data.TestBatch(x, y, w)
+		if err := p.Run(x, y); err != nil {
+			return 0, 0, err
+		}
+		sum += p.Loss()
+	}
+	return sum / float64(n), n, nil
+}
+
+// ModelTestLoss builds m's graph for batches of size batch and returns its
+// test loss on data.
+func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
+	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := m.Apply(g.Params); err != nil {
+		return 0, 0, err
+	}
+	p, err := graph.Compile(g, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Close()
+	return TestLoss(p, data)
+}
+
+// PrefixOnly scores every position of the same test windows seeing only its
+// prefix, as generation does: position i of a window is predicted by a
+// graph of i+1 positions fed the window's first i+1 tokens. For a causal
+// model this equals TestLoss; a model without the mask scores far worse,
+// because its plain loss read the very tokens it predicts.
+func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
+	B, T, V := batch, data.Context, m.Spec.Vocab
+	n := data.NumTest() / B
+	if n == 0 {
+		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	}
+	progs := make([]*graph.Program, T+1)
+	defer func() {
+		for _, p := range progs {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}()
+	for L := 1; L <= T; L++ {
+		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L})
+		if err != nil {
+			return 0, 0, err
+		}
+		if err := m.Apply(g.Params); err != nil {
+			return 0, 0, err
+		}
+		if progs[L], err = graph.Compile(g, false); err != nil {
+			return 0, 0, err
+		}
+	}
+	x, y, w := make([]int, B*T), make([]int, B*T), make([]int, B)
+	sum := 0.0
+	for b := 0; b < n; b++ {
+		for i := range w {
+			w[i] = b*B + i
+		}
+		data.TestBatch(x, y, w)
+		for L := 1; L <= T; L++ {
+			in := make([]int, 0, B*L)
+			for s := 0; s < B; s++ {
+				in = append(in, x[s*T:s*T+L]...)
+			}
+			p := progs[L]
+			if err := p.Run(in, nil); err != nil {
+				return 0, 0, err
+			}
+			logits := graph.Float64s(p.Logits.Value())
+			for s := 0; s < B; s++ {
+				row := logits[(s*L+L-1)*V : (s*L+L)*V]
+				sum += crossEntropy(row, y[s*T+L-1])
+			}
+		}
+	}
+	return sum / float64(n*B*T), n, nil
+}
+
+// crossEntropy is −log softmax(row)[target], computed stably.
+func crossEntropy(row []float64, target int) float64 {
+	m := math.Inf(-1)
+	for _, v := range row {
+		m = math.Max(m, v)
+	}
+	s := 0.0
+	for _, v := range row {
+		s += math.Exp(v - m)
+	}
+	return m + math.Log(s) - row[target]
+}

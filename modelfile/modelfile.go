@@ -1,0 +1,66 @@
+// Package modelfile reads and writes gptg model files: standard safetensors
+// files (8-byte little-endian header length N, N bytes of JSON header, then
+// the raw little-endian tensor data) holding F32 or F64 tensors, with string
+// metadata such as "format", "model", "tokenizer" and "vocab".
+//
+// Read treats its input as hostile: a corrupt or malicious file gives a
+// one-line error starting with the path, never a panic or an allocation
+// larger than the file itself.
+package modelfile
+
+import "fmt"
+
+// Tensor is one named array in row-major (C) order. Exactly one of F32 and
+// F64 is non-nil; it picks the dtype written to the file. A tensor with no
+// elements must still set its slice to an empty, non-nil one.
+type Tensor struct {
+	Name  string
+	Shape []int // empty for a scalar
+	F32   []float32
+	F64   []float64
+}
+
+// DType is "F32" or "F64", as named in the file's header.
+func (t Tensor) DType() string {
+	if t.F32 != nil {
+		return "F32"
+	}
+	return "F64"
+}
+
+// File is the content of a model file.
+type File struct {
+	Meta    map[string]string // never nil
+	Tensors map[string]Tensor
+	Order   []string // tensor names in the order of their data in the file
+}
+
+// Limits bounds what Read accepts. Zero fields take the defaults.
+type Limits struct {
+	// MaxFileSize is the largest file Read will open, in bytes
+	// (default DefaultMaxFileSize).
+	MaxFileSize int64
+	// MaxTensors caps the number of tensors (default: no cap beyond what
+	// the header size allows).
+	MaxTensors int
+	// MaxElements caps the elements of any one tensor (default: no cap
+	// beyond what the file size allows).
+	MaxElements int64
+}
+
+const (
+	// DefaultMaxFileSize is 2 GiB, far above any model this CPU trainer makes.
+	DefaultMaxFileSize = 2 << 30
+	// maxHeaderSize is the safetensors reference implementation's limit.
+	maxHeaderSize = 100_000_000
+)
+
+// dtypeSize maps the dtypes gptg uses to their element size in bytes.
+var dtypeSize = map[string]int64{"F32": 4, "F64": 8}
+
+// fail formats an error that starts with the file's path, as every error of
+// this package does, so a user sees at once which file is wrong. A %w verb
+// in format still wraps its argument.
+func fail(path, format string, args ...any) error {
+	return fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+}

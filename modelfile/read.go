@@ -1,0 +1,110 @@
+package modelfile
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// Read loads a model file, checking everything a hostile file could get
+// wrong before allocating anything sized by it:
+//
+//   - the file size, against limits.MaxFileSize;
+//   - the header length: at least 2 ("{}"), inside the file, at most 100 MB;
+//   - the header: a JSON object without repeated keys, whose "__metadata__"
+//     maps strings to strings and whose other entries are tensors with
+//     exactly dtype (F32 or F64), shape (non-negative integers whose product
+//     does not overflow and respects limits.MaxElements) and data_offsets
+//     ([begin, end] with end-begin matching dtype and shape);
+//   - the layout: tensors inside the data, not overlapping, and covering it
+//     without gaps, as the safetensors format requires.
+//
+// Every error is one line starting with path.
+func Read(path string, limits Limits) (*File, error) {
+	maxSize := limits.MaxFileSize
+	if maxSize <= 0 {
+		maxSize = DefaultMaxFileSize
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, pathError(path, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, pathError(path, err)
+	}
+	size := info.Size()
+	switch {
+	case info.IsDir():
+		return nil, fail(path, "is a directory, not a model file")
+	case size == 0:
+		return nil, fail(path, "file is empty")
+	case size < 8:
+		return nil, fail(path, "file is only %d bytes, too short for the 8-byte header length", size)
+	case size > maxSize:
+		return nil, fail(path, "file is %d bytes, more than the limit of %d", size, maxSize)
+	}
+
+	r := bufio.NewReaderSize(f, 1<<16)
+	var n uint64
+	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+		return nil, fail(path, "reading the header length: %w", err)
+	}
+	// Compare in uint64: a hostile length may not fit an int64.
+	switch {
+	case n < 2:
+		return nil, fail(path, "header length %d is too small (the empty header {} has 2 bytes)", n)
+	case n > uint64(size-8):
+		return nil, fail(path, "header length %d exceeds the file size %d", n, size)
+	case n > maxHeaderSize:
+		return nil, fail(path, "header length %d exceeds the safetensors limit of %d bytes", n, maxHeaderSize)
+	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return nil, fail(path, "reading the header: %w", err)
+	}
+
+	entries, meta, err := parseHeader(header, limits)
+	if err != nil {
+		return nil, fail(path, "%w", err)
+	}
+	if err := checkLayout(entries, size-8-int64(n)); err != nil {
+		return nil, fail(path, "%w", err)
+	}
+
+	file := &File{Meta: meta, Tensors: make(map[string]Tensor, len(entries))}
+	// checkLayout sorted the entries by offset and proved they tile the
+	// data, so reading them in order consumes the rest of the file exactly.
+	for _, e := range entries {
+		t := Tensor{Name: e.name, Shape: e.shape}
+		n := (e.end - e.begin) / dtypeSize[e.dtype]
+		if e.dtype == "F32" {
+			t.F32 = make([]float32, n)
+			err = binary.Read(r, binary.LittleEndian, t.F32)
+		} else {
+			t.F64 = make([]float64, n)
+			err = binary.Read(r, binary.LittleEndian, t.F64)
+		}
+		if err != nil {
+			// Only possible if the file changed after the size check.
+			return nil, fail(path, "reading tensor %q: %w", e.name, err)
+		}
+		file.Tensors[e.name] = t
+		file.Order = append(file.Order, e.name)
+	}
+	return file, nil
+}
+
+// pathError drops the path that *fs.PathError repeats, since fail already
+// starts with it, and keeps the cause for errors.Is(err, fs.ErrNotExist).
+func pathError(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fail(path, "cannot %s: %w", pe.Op, pe.Err)
+	}
+	return fail(path, "%w", err)
+}

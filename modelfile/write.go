@@ -1,0 +1,136 @@
+package modelfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/gptg/gptg/internal/atomicfile"
+)
+
+// Write saves tensors, in the order given, and meta as a safetensors file.
+// It goes through a temporary file renamed over path (internal/atomicfile),
+// so a crash or a full disk leaves the old file or the new one, never a
+// torn mix, and no temporary file behind.
+func Write(path string, tensors []Tensor, meta map[string]string) error {
+	header, dataSize, err := encodeHeader(tensors, meta)
+	if err != nil {
+		return fail(path, "%w", err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(8 + len(header) + int(dataSize))
+	// Writes to a bytes.Buffer cannot fail, so their errors are not checked.
+	binary.Write(&buf, binary.LittleEndian, uint64(len(header)))
+	buf.Write(header)
+	for _, t := range tensors {
+		if t.F32 != nil {
+			binary.Write(&buf, binary.LittleEndian, t.F32)
+		} else {
+			binary.Write(&buf, binary.LittleEndian, t.F64)
+		}
+	}
+	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
+		return pathError(path, err)
+	}
+	return nil
+}
+
+// headerEntry is one tensor's line in the header; the field order is the
+// one the safetensors reference writes.
+type headerEntry struct {
+	DType       string   `json:"dtype"`
+	Shape       []int    `json:"shape"`
+	DataOffsets [2]int64 `json:"data_offsets"`
+}
+
+// encodeHeader checks the tensors and returns the JSON header, padded with
+// spaces to a multiple of 8 bytes so the data that follows is aligned, and
+// the size of that data. Tensors are laid out contiguously in the given order.
+func encodeHeader(tensors []Tensor, meta map[string]string) ([]byte, int64, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	if len(meta) > 0 {
+		m, err := json.Marshal(meta) // keys sorted, so output is reproducible
+		if err != nil {
+			return nil, 0, err
+		}
+		buf.WriteString(`"__metadata__":`)
+		buf.Write(m)
+	}
+	seen := make(map[string]bool, len(tensors))
+	var offset int64
+	for _, t := range tensors {
+		n, err := checkTensor(t)
+		if err != nil {
+			return nil, 0, err
+		}
+		if seen[t.Name] {
+			return nil, 0, fmt.Errorf("tensor %q is given twice", t.Name)
+		}
+		seen[t.Name] = true
+
+		size := n * dtypeSize[t.DType()]
+		shape := t.Shape
+		if shape == nil {
+			shape = []int{} // a scalar: JSON [] rather than null
+		}
+		name, err := json.Marshal(t.Name)
+		if err != nil {
+			return nil, 0, err
+		}
+		entry, err := json.Marshal(headerEntry{t.DType(), shape, [2]int64{offset, offset + size}})
+		if err != nil {
+			return nil, 0, err
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		buf.Write(name)
+		buf.WriteByte(':')
+		buf.Write(entry)
+		offset += size
+	}
+	buf.WriteByte('}')
+	for buf.Len()%8 != 0 {
+		buf.WriteByte(' ')
+	}
+	return buf.Bytes(), offset, nil
+}
+
+// checkTensor returns the number of elements of t after checking that its
+// name, shape and data agree.
+func checkTensor(t Tensor) (int64, error) {
+	if t.Name == "" || t.Name == "__metadata__" {
+		return 0, fmt.Errorf("tensor name %q is reserved or empty", t.Name)
+	}
+	if (t.F32 == nil) == (t.F64 == nil) {
+		return 0, fmt.Errorf("tensor %q must have exactly one of F32 and F64 set", t.Name)
+	}
+	n, err := numElements(t.Shape)
+	if err != nil {
+		return 0, fmt.Errorf("tensor %q: %w", t.Name, err)
+	}
+	if have := int64(len(t.F32) + len(t.F64)); have != n {
+		return 0, fmt.Errorf("tensor %q has shape %v (%d elements) but %d values", t.Name, t.Shape, n, have)
+	}
+	return n, nil
+}
+
+// numElements is the product of shape (1 for a scalar, shape []). It refuses
+// negative dimensions and products whose size in bytes, at up to 8 bytes per
+// element, would overflow an int64.
+func numElements(shape []int) (int64, error) {
+	n := int64(1)
+	for i, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("shape[%d] is negative (%d)", i, d)
+		}
+		if d != 0 && n > math.MaxInt64/8/int64(d) {
+			return 0, fmt.Errorf("shape %v has too many elements", shape)
+		}
+		n *= int64(d)
+	}
+	return n, nil
+}

@@ -1,0 +1,202 @@
+package train
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/modelfile"
+)
+
+// tinyConfig is a float64 model small enough to train 60 steps in a second.
+func tinyConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	c := config.Default()
+	c.Data.Path = "../testdata/tiny.txt"
+	c.Data.Stride = 4
+	c.Model = config.Model{Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
+		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float64"}
+	c.Train.Batch = 2
+	c.Train.MaxSteps = 60
+	c.Train.Warmup = 5
+	c.Train.LR = 1e-2
+	c.Train.MinLR = 1e-3
+	c.Train.LogEvery = 10
+	c.Train.EvalEvery = 20
+	c.Train.Out = dir
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// rows reads metrics.jsonl without the fields that measure time or memory,
+// which differ between runs by nature.
+func rows(t *testing.T, dir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"tokens_per_s", "elapsed_s", "heap_mb"} {
+			if _, ok := r[k]; !ok {
+				t.Fatalf("metrics row without %s: %s", k, sc.Text())
+			}
+			delete(r, k)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func params(t *testing.T, dir string) map[string]modelfile.Tensor {
+	t.Helper()
+	f, err := modelfile.Read(filepath.Join(dir, ModelFile), modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Tensors
+}
+
+func TestSameSeedSameRun(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	ra, err := Run(context.Background(), tinyConfig(t, a), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := Run(context.Background(), tinyConfig(t, b), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Steps != 60 || ra.TestLoss != rb.TestLoss || ra.TrainLoss != rb.TrainLoss {
+		t.Fatalf("results differ: %+v vs %+v", ra, rb)
+	}
+	ma, mb := rows(t, a), rows(t, b)
+	if len(ma) != 6 {
+		t.Fatalf("%d metrics rows, want 6 (every 10 of 60 steps)", len(ma))
+	}
+	if !reflect.DeepEqual(ma, mb) {
+		t.Fatalf("metrics differ:\n%v\n%v", ma, mb)
+	}
+	if !reflect.DeepEqual(params(t, a), params(t, b)) {
+		t.Fatal("parameters differ")
+	}
+	// Training must have learnt something, or determinism proves little.
+	first, last := ma[0]["loss"].(float64), ma[len(ma)-1]["loss"].(float64)
+	if !(last < first) {
+		t.Fatalf("loss did not fall: %v → %v", first, last)
+	}
+	// Evaluation rows carry the test loss; the others don't.
+	for _, r := range ma {
+		_, has := r["test_loss"]
+		if step := int(r["step"].(float64)); has != (step%20 == 0) {
+			t.Errorf("step %d: test_loss present = %v", step, has)
+		}
+	}
+	// Another seed, another run.
+	c := tinyConfig(t, t.TempDir())
+	c.Train.Seed = 7
+	rc, err := Run(context.Background(), c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.TestLoss == ra.TestLoss {
+		t.Fatal("seed 7 gave the same test loss as seed 42")
+	}
+}
+
+// TestInterruptAndResume stops a run at several steps (between checkpoints
+// and right after one), resumes it, and requires exactly the parameters and
+// metrics of the uninterrupted run.
+func TestInterruptAndResume(t *testing.T) {
+	whole := t.TempDir()
+	if _, err := Run(context.Background(), tinyConfig(t, whole), Options{CheckpointEvery: 25}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stopAt := range []int{1, 25, 37, 59} {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		opts := Options{CheckpointEvery: 25, AfterStep: func(s int) {
+			if s == stopAt {
+				cancel()
+			}
+		}}
+		_, err := Run(ctx, tinyConfig(t, dir), opts)
+		cancel()
+		if !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("stop at %d: got %v, want ErrInterrupted", stopAt, err)
+		}
+		var log strings.Builder
+		res, err := Resume(context.Background(), dir, Options{CheckpointEvery: 25, Log: &log})
+		if err != nil {
+			t.Fatalf("resume after %d: %v", stopAt, err)
+		}
+		if !strings.Contains(log.String(), "resuming") || res.Steps != 60 {
+			t.Fatalf("resume after %d: steps %d, log %q", stopAt, res.Steps, log.String())
+		}
+		if !reflect.DeepEqual(params(t, dir), params(t, whole)) {
+			t.Errorf("stop at %d: parameters differ from the uninterrupted run", stopAt)
+		}
+		if got, want := rows(t, dir), rows(t, whole); !reflect.DeepEqual(got, want) {
+			t.Errorf("stop at %d: metrics differ:\n%v\n%v", stopAt, got, want)
+		}
+	}
+}
+
+func TestRefusesToOverwriteARun(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), tinyConfig(t, dir), Options{})
+	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{Force: true}); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if _, err := Resume(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
+		t.Fatalf("resume of a finished run: %v", err)
+	}
+}
+
+// TestDivergenceStopsAndKeepsCheckpoint trains with an absurd learning rate:
+// the weights overflow float32, the loss turns non-finite, and training must
+// stop naming the step while the last good checkpoint stays loadable.
+func TestDivergenceStopsAndKeepsCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig(t, dir)
+	c.Model.Dtype = "float32"
+	c.Train.LR, c.Train.MinLR, c.Train.Warmup = 1e30, 1e30, 0
+	c.Train.Clip = 0
+	_, err := Run(context.Background(), c, Options{CheckpointEvery: 1})
+	if err == nil || !strings.Contains(err.Error(), "step ") || !strings.Contains(err.Error(), "diverged") {
+		t.Fatalf("got %v", err)
+	}
+	f, err := modelfile.Read(filepath.Join(dir, CheckpointFile), modelfile.Limits{})
+	if err != nil {
+		t.Fatalf("the last checkpoint is gone or broken: %v", err)
+	}
+	for name, tn := range f.Tensors {
+		for _, v := range tn.F32 {
+			if v != v {
+				t.Fatalf("checkpoint tensor %s holds NaN", name)
+			}
+		}
+	}
+}
