@@ -54,7 +54,7 @@ func TestReadMalformed(t *testing.T) {
 	}{
 		{"empty file", nil, "file is empty"},
 		{"shorter than 8 bytes", []byte{1, 2, 3, 4, 5}, "file is only 5 bytes"},
-		{"huge header length", withLength(9999999999, "{}  "), "header length 9999999999 exceeds the file size 12"},
+		{"huge header length", withLength(9999999999, "{}  "), "header length 9999999999 exceeds the file size 12 (4 bytes follow the length field)"},
 		{"header length 0", withLength(0, "{}"), "header length 0 is too small"},
 		{"header length 1", withLength(1, "{}"), "header length 1 is too small"},
 		{"header not JSON", rawFile(`{"a":`, 0), "header is not valid JSON: unexpected end of JSON input"},

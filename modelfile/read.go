@@ -59,7 +59,7 @@ func Read(path string, limits Limits) (*File, error) {
 	case n < 2:
 		return nil, fail(path, "header length %d is too small (the empty header {} has 2 bytes)", n)
 	case n > uint64(size-8):
-		return nil, fail(path, "header length %d exceeds the file size %d", n, size)
+		return nil, fail(path, "header length %d exceeds the file size %d (%d bytes follow the length field)", n, size, size-8)
 	case n > maxHeaderSize:
 		return nil, fail(path, "header length %d exceeds the safetensors limit of %d bytes", n, maxHeaderSize)
 	}
