@@ -96,7 +96,8 @@ func (b *builder) embedding(tokens *G.Node) *G.Node {
 	tok := b.param("tok.weight", normal, V, C)
 	pos := b.param("pos.weight", normal, b.spec.Context, C)
 	if T < b.spec.Context {
-		pos = G.Must(G.Slice(pos, G.S(0, T)))
+		// Slice drops an axis of length 1; the reshape puts it back.
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
 	}
 	x := G.Must(G.ByIndices(tok, tokens, 0))
 	x = G.Must(G.Reshape(x, tensor.Shape{b.batch, T, C}))

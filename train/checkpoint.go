@@ -136,3 +136,19 @@ func sameInts(a, b []int) bool {
 	}
 	return true
 }
+
+// Progress reports how far the run in dir has come: the steps its last
+// checkpoint holds and the steps it plans. A folder without a checkpoint
+// gives an error wrapping fs.ErrNotExist.
+func Progress(dir string) (step, total int, err error) {
+	path := filepath.Join(dir, CheckpointFile)
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	if err != nil {
+		return 0, 0, err
+	}
+	var st checkpointState
+	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil || f.Meta["format"] != checkpointFormat {
+		return 0, 0, fmt.Errorf("%s: not a gptg checkpoint", path)
+	}
+	return st.Step, st.Total, nil
+}

@@ -36,6 +36,7 @@ func init() {
 		"eval":      evalCommand,
 		"inspect":   inspectCommand,
 		"attention": attentionCommand,
+		"ablate":    ablateCommand,
 	}
 }
 
