@@ -1,0 +1,73 @@
+package corpus
+
+import (
+	"math/rand/v2"
+	"strings"
+)
+
+// The toy grammar of seed 001's word-level experiments: every sentence is
+// determiner, optional adjective, subject, verb, determiner, optional
+// adjective, object, full stop. A model that learns it must learn word
+// classes and their order, which is easy to check by eye in its samples.
+var (
+	toyDeterminers = []string{"the", "a", "every", "this", "my"}
+	toyAdjectives  = []string{"big", "small", "red", "quiet", "happy", "old", "clever"}
+	toySubjects    = []string{"cat", "dog", "bird", "child", "teacher", "farmer"}
+	toyVerbs       = []string{"chases", "sees", "likes", "finds", "follows", "carries"}
+	toyObjects     = []string{"ball", "mouse", "book", "tree", "apple", "hat"}
+)
+
+// ToySentences returns n sentences of the toy grammar, one per line, drawn
+// from seed: the same seed gives the same text.
+func ToySentences(n int, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	pick := func(words []string) string { return words[rng.IntN(len(words))] }
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		phrase := func(nouns []string) {
+			b.WriteString(pick(toyDeterminers) + " ")
+			if rng.IntN(2) == 0 {
+				b.WriteString(pick(toyAdjectives) + " ")
+			}
+			b.WriteString(pick(nouns))
+		}
+		phrase(toySubjects)
+		b.WriteString(" " + pick(toyVerbs) + " ")
+		phrase(toyObjects)
+		b.WriteString(" .\n")
+	}
+	return b.String()
+}
+
+// IsToySentence says whether words (without the full stop) follow the toy
+// grammar; tests use it to check that a model's samples are grammatical.
+func IsToySentence(words []string) bool {
+	in := func(w string, set []string) bool {
+		for _, s := range set {
+			if s == w {
+				return true
+			}
+		}
+		return false
+	}
+	i := 0
+	phrase := func(nouns []string) bool {
+		if i >= len(words) || !in(words[i], toyDeterminers) {
+			return false
+		}
+		i++
+		if i < len(words) && in(words[i], toyAdjectives) {
+			i++
+		}
+		if i >= len(words) || !in(words[i], nouns) {
+			return false
+		}
+		i++
+		return true
+	}
+	if !phrase(toySubjects) || i >= len(words) || !in(words[i], toyVerbs) {
+		return false
+	}
+	i++
+	return phrase(toyObjects) && i == len(words)
+}
