@@ -179,6 +179,8 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"train.clip: -1 is invalid (must be >= 0)"}},
 		{name: "eval_every negative", files: map[string]string{"x.toml": "[train]\neval_every = -1\n"},
 			want: []string{"train.eval_every: -1 is invalid (must be >= 0)"}},
+		{name: "checkpoint_every 0", files: map[string]string{"x.toml": "[train]\ncheckpoint_every = 0\n"},
+			want: []string{"train.checkpoint_every: 0 is invalid (must be >= 1)"}},
 		{name: "log_every 0", files: map[string]string{"x.toml": "[train]\nlog_every = 0\n"},
 			want: []string{"train.log_every: 0 is invalid (must be >= 1)"}},
 
@@ -316,7 +318,7 @@ func TestDefaults(t *testing.T) {
 		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
-			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100,
+			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -472,7 +474,7 @@ func TestShakespeare(t *testing.T) {
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
-			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100,
+			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}

@@ -62,6 +62,9 @@ type Train struct {
 	EvalEvery   int     `toml:"eval_every" json:"eval_every"` // 0 = only at the end
 	Out         string  `toml:"out" json:"out"`               // run folder, relative to the working directory; default runs/<Name> (Load resolves it)
 	LogEvery    int     `toml:"log_every" json:"log_every"`   // metrics.jsonl row every N steps
+	// CheckpointEvery writes checkpoint and model every N steps, besides
+	// evaluations, the end and interrupts.
+	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
 }
 
 // Sample holds the defaults of `gptg sample`.

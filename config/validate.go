@@ -93,6 +93,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.floatAtLeast("train.clip", t.Clip)
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.log_every", t.LogEvery, 1)
+	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 1)
 
 	s := c.Sample
 	v.atLeast("sample.tokens", s.Tokens, 0)

@@ -35,8 +35,7 @@ type Options struct {
 	Progress bool         // a live progress bar instead of periodic lines
 	Force    bool         // start over in a run folder that holds a run
 	Client   *http.Client // for downloading the corpus; nil = http.DefaultClient
-	// CheckpointEvery writes the checkpoint and model file every so many
-	// steps (0 = 1000), besides evaluations, the end and interrupts.
+	// CheckpointEvery, when set, replaces the config's train.checkpoint_every.
 	CheckpointEvery int
 	// AfterStep, when set, is called after every step (tests interrupt here).
 	AfterStep func(step int)
@@ -142,6 +141,9 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		opts.Log = io.Discard
 	}
 	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = cfg.Train.CheckpointEvery
+	}
+	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
 	d := cfg.Data

@@ -1,0 +1,125 @@
+package train
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gptg/gptg/modelfile"
+)
+
+// TestSIGKILLAndResume kills `gptg train` with SIGKILL at random moments, 20
+// times, checkpointing every 3 steps so that many kills land inside a
+// checkpoint or model write. After every kill the files that exist must
+// load, and the run resumes from its last checkpoint (or restarts when it
+// died before the first one). Finally it must end exactly as a run that was
+// never killed: the same weights and the same metrics.
+func TestSIGKILLAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the SIGKILL test (it trains for about 20 seconds)")
+	}
+	exe := filepath.Join(t.TempDir(), "gptg")
+	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/gptg").CombinedOutput(); err != nil {
+		t.Fatalf("building gptg: %v\n%s", err, out)
+	}
+	data, _ := filepath.Abs("../testdata/tiny.txt")
+	cfg := filepath.Join(t.TempDir(), "kill.toml")
+	os.WriteFile(cfg, []byte(`
+[data]
+path = "`+data+`"
+stride = 4
+[model]
+context = 8
+embedding = 16
+blocks = 2
+heads = 2
+residual = true
+norm = "pre"
+dtype = "float64"
+[train]
+batch = 4
+max_steps = 400
+warmup = 10
+lr = 0.01
+log_every = 10
+eval_every = 100
+checkpoint_every = 3
+`), 0o644)
+
+	whole := t.TempDir()
+	if out, err := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+whole).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "run")
+	rng := rand.New(rand.NewPCG(1, 2))
+	kills, midRun := 0, 0
+	for attempt := 0; kills < 20; attempt++ {
+		if attempt > 200 {
+			t.Fatalf("only %d kills landed in 200 attempts", kills)
+		}
+		args := []string{"train", cfg, "--quiet", "--force", "--set", "train.out=" + dir}
+		if _, _, err := Progress(dir); err == nil {
+			args = []string{"train", "--resume", dir, "--quiet"}
+		}
+		cmd := exec.Command(exe, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("gptg %v failed on its own: %v", args, err)
+			}
+			// Finished before the kill: only a full run is expected now.
+			if step, total, _ := Progress(dir); step != total {
+				t.Fatalf("exited at step %d of %d", step, total)
+			}
+			os.RemoveAll(dir) // start over to land the remaining kills
+			continue
+		case <-time.After(time.Duration(50+rng.IntN(500)) * time.Millisecond):
+			cmd.Process.Kill()
+			<-done
+			kills++
+		}
+		// Whatever files exist after a SIGKILL must be whole.
+		if _, err := os.Stat(filepath.Join(dir, CheckpointFile)); err == nil {
+			step, _, err := Progress(dir)
+			if err != nil {
+				t.Fatalf("kill %d: checkpoint does not load: %v", kills, err)
+			}
+			if step > 0 {
+				midRun++
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, ModelFile)); err == nil {
+			if _, err := modelfile.LoadModel(filepath.Join(dir, ModelFile)); err != nil {
+				t.Fatalf("kill %d: model file does not load: %v", kills, err)
+			}
+		}
+	}
+	args := []string{"train", "--resume", dir, "--quiet"}
+	if _, _, err := Progress(dir); err != nil {
+		args = []string{"train", cfg, "--quiet", "--force", "--set", "train.out=" + dir}
+	}
+	if out, err := exec.Command(exe, args...).CombinedOutput(); err != nil {
+		t.Fatalf("final resume: %v\n%s", err, out)
+	}
+	if !reflect.DeepEqual(params(t, dir), params(t, whole)) {
+		t.Error("after 20 kills and resumes the weights differ from the uninterrupted run")
+	}
+	if got, want := rows(t, dir), rows(t, whole); !reflect.DeepEqual(got, want) {
+		t.Errorf("after 20 kills the metrics differ:\n%v\n%v", got, want)
+	}
+	// Kills before the first checkpoint test little; most must land later.
+	if midRun < 10 {
+		t.Errorf("only %d of %d kills came after a checkpoint", midRun, kills)
+	}
+	t.Logf("%d kills, %d after a checkpoint", kills, midRun)
+}
