@@ -1,11 +1,13 @@
 package train
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,34 +24,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the SIGKILL test (it trains for about 20 seconds)")
 	}
-	exe := filepath.Join(t.TempDir(), "gptg")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/gptg").CombinedOutput(); err != nil {
-		t.Fatalf("building gptg: %v\n%s", err, out)
-	}
-	data, _ := filepath.Abs("../testdata/tiny.txt")
-	cfg := filepath.Join(t.TempDir(), "kill.toml")
-	os.WriteFile(cfg, []byte(`
-[data]
-path = "`+data+`"
-stride = 4
-[model]
-context = 8
-embedding = 16
-blocks = 2
-heads = 2
-residual = true
-norm = "pre"
-dtype = "float64"
-[train]
-batch = 4
-max_steps = 400
-warmup = 10
-lr = 0.01
-log_every = 10
-eval_every = 100
-checkpoint_every = 3
-`), 0o644)
-
+	exe, cfg := buildGptg(t), killConfig(t)
 	whole := t.TempDir()
 	if out, err := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+whole).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
@@ -122,4 +97,83 @@ checkpoint_every = 3
 		t.Errorf("only %d of %d kills came after a checkpoint", midRun, kills)
 	}
 	t.Logf("%d kills, %d after a checkpoint", kills, midRun)
+}
+
+// buildGptg builds the CLI into a temporary folder.
+func buildGptg(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "gptg")
+	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/gptg").CombinedOutput(); err != nil {
+		t.Fatalf("building gptg: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// killConfig writes a small float64 config that checkpoints every 3 steps.
+func killConfig(t *testing.T) string {
+	t.Helper()
+	data, _ := filepath.Abs("../testdata/tiny.txt")
+	cfg := filepath.Join(t.TempDir(), "kill.toml")
+	if err := os.WriteFile(cfg, []byte(`
+[data]
+path = "`+data+`"
+stride = 4
+[model]
+context = 8
+embedding = 16
+blocks = 2
+heads = 2
+residual = true
+norm = "pre"
+dtype = "float64"
+[train]
+batch = 4
+max_steps = 400
+warmup = 10
+lr = 0.01
+log_every = 10
+eval_every = 100
+checkpoint_every = 3
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestSIGINTSavesAndExits130 interrupts the real binary as Ctrl-C would:
+// it must save, say how to resume, exit 130, and the resume must finish.
+func TestSIGINTSavesAndExits130(t *testing.T) {
+	exe, cfg := buildGptg(t), killConfig(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(exe, "train", cfg, "--set", "train.out="+dir, "--set", "train.checkpoint_every=1000")
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no metrics row within 20 s")
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit: %v, want code 130; output:\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "resume with: gptg train --resume "+dir) {
+		t.Fatalf("no resume hint in:\n%s", out.String())
+	}
+	step, total, err := Progress(dir)
+	if err != nil || step == 0 || step >= total {
+		t.Fatalf("checkpoint after SIGINT: step %d of %d, %v", step, total, err)
+	}
+	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("resume: %v\n%s", err, b)
+	}
 }
