@@ -41,7 +41,7 @@ func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
 	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
 	}
 	if err := m.Apply(g.Params); err != nil {
 		return 0, 0, err

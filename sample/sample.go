@@ -58,7 +58,8 @@ func (s *Sampler) program(n int) (*graph.Program, error) {
 	}
 	m, err := graph.Build(s.Model.Spec, graph.Options{Batch: 1, SeqLen: n})
 	if err != nil {
-		return nil, err
+		// The spec came from the file's metadata: say which file is wrong.
+		return nil, fmt.Errorf("%s: %w", s.Model.Path, err)
 	}
 	if err := s.Model.Apply(m.Params); err != nil {
 		return nil, err

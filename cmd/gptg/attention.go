@@ -1,45 +1,78 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 )
 
 var attentionCommand = command{
 	summary: "show the attention weights of every block and head over a text",
-	usage: `Usage: gptg attention MODEL.safetensors --text TEXT
+	usage: `Usage: gptg attention MODEL.safetensors --text TEXT [--out FILE] [--format png|text]
 
 Runs the model on TEXT (at most the context; a longer text keeps its last
-context tokens) and prints, for every block and head, the attention weights
-as a table: row i is the position that looks, column j the position it
-looks at, each row sums to 1. With the causal mask, everything right of the
-diagonal is 0.
+context tokens) and shows, for every block and head, the attention weights:
+row i is the position that looks, column j the position it looks at, each
+row sums to 1. With the causal mask, everything right of the diagonal is 0.
+
+As text, every block and head is a table printed to stdout. As png, the
+file holds a grid of heatmaps, one row per block and one column per head,
+with the tokens on both axes (a space shows as ·, a newline as ¶) and one
+colour scale, 0 to 1, for all.
 
 Flags:
-  --text TEXT   the text to look at (required)
+  --text TEXT        the text to look at (required)
+  --format png|text  what to write (default png when --out is given, else text)
+  --out FILE         the PNG file to write (default att.png)
 `,
 	run: runAttention,
 }
 
+// matrix is one head's n×n attention weights, row-major.
+type matrix struct {
+	n int
+	w []float64
+}
+
+func (m matrix) at(i, j int) float64 { return m.w[i*m.n+j] }
+
 func runAttention(args []string) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
 	text := fs.String("text", "", "")
+	format := fs.String("format", "", "")
+	out := fs.String("out", "", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *format == "" {
+		*format = "text"
+		if *out != "" {
+			*format = "png"
+		}
 	}
 	switch {
 	case len(pos) != 1:
 		return usagef("attention needs exactly one MODEL file, got %d arguments", len(pos))
 	case *text == "":
 		return usagef("attention needs --text TEXT")
+	case *format != "png" && *format != "text":
+		return usagef("--format %q is not png or text", *format)
+	case *format == "text" && *out != "":
+		return usagef("--out is for --format png; text goes to stdout")
 	}
+	if *format == "png" && *out == "" {
+		*out = "att.png"
+	}
+
 	m, err := modelfile.LoadModel(pos[0])
 	if err != nil {
 		return err
@@ -51,32 +84,79 @@ func runAttention(args []string) error {
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
-	s, err := sample.New(m)
+	maps, err := attentionMaps(m, ids)
 	if err != nil {
 		return err
+	}
+	labels := make([]string, len(ids))
+	for i, id := range ids {
+		labels[i] = m.Vocab.Decode([]int{id})
+	}
+
+	if *format == "text" {
+		for i, l := range labels {
+			labels[i] = fmt.Sprintf("%q", l)
+		}
+		for b := range maps {
+			for h, mat := range maps[b] {
+				fmt.Printf("block %d, head %d\n", b, h)
+				printMatrix(os.Stdout, labels, mat)
+				fmt.Println()
+			}
+		}
+		return nil
+	}
+	for i, l := range labels {
+		labels[i] = tokenLabel(l)
+	}
+	png, err := attentionPNG(maps, labels)
+	if err != nil {
+		return err
+	}
+	// Encoded in memory first and renamed into place: a failure leaves no
+	// half-written image behind, and an old one stays intact.
+	if err := atomicfile.WriteFile(*out, png); err != nil {
+		// The path in an *os.PathError is atomicfile's temporary file, a
+		// name the user never asked for; say which file failed instead.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", *out, err)
+	}
+	fmt.Printf("wrote %s: %d×%d heatmaps (blocks × heads) over %d tokens\n", *out, len(maps), m.Spec.Heads, len(ids))
+	return nil
+}
+
+// attentionMaps runs the model on ids and returns maps[b][h], the weights
+// of block b, head h over the len(ids) real positions. A causal model runs
+// a padded full-context graph; its padding rows and columns are cut off.
+func attentionMaps(m *modelfile.Model, ids []int) ([][]matrix, error) {
+	s, err := sample.New(m)
+	if err != nil {
+		return nil, err
 	}
 	defer s.Close()
 	p, n, err := s.Forward(ids)
 	if err != nil {
-		return err
-	}
-	labels := make([]string, n)
-	for i, id := range ids {
-		labels[i] = fmt.Sprintf("%q", m.Vocab.Decode([]int{id}))
+		return nil, err
 	}
 	H, L := m.Spec.Heads, p.SeqLen
+	maps := make([][]matrix, len(p.Attention))
 	for b, node := range p.Attention {
 		w := graph.Float64s(node.Value()) // (heads, L, L) for batch 1
 		for h := 0; h < H; h++ {
-			fmt.Printf("block %d, head %d\n", b, h)
-			printMatrix(os.Stdout, labels, func(i, j int) float64 { return w[(h*L+i)*L+j] })
-			fmt.Println()
+			mat := matrix{n: n, w: make([]float64, n*n)}
+			for i := 0; i < n; i++ {
+				copy(mat.w[i*n:(i+1)*n], w[(h*L+i)*L:(h*L+i)*L+n])
+			}
+			maps[b] = append(maps[b], mat)
 		}
 	}
-	return nil
+	return maps, nil
 }
 
-func printMatrix(w *os.File, labels []string, at func(i, j int) float64) {
+func printMatrix(w io.Writer, labels []string, m matrix) {
 	width := 5
 	for _, l := range labels {
 		width = max(width, len(l))
@@ -89,7 +169,7 @@ func printMatrix(w *os.File, labels []string, at func(i, j int) float64) {
 	for i, l := range labels {
 		var row strings.Builder
 		for j := range labels {
-			fmt.Fprintf(&row, " %*.3f", width, at(i, j))
+			fmt.Fprintf(&row, " %*.3f", width, m.at(i, j))
 		}
 		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
 	}

@@ -37,7 +37,7 @@ func runInspect(args []string) error {
 	}
 	g, err := graph.Build(m.Spec, graph.Options{Batch: 1})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
 	}
 	if err := m.Apply(g.Params); err != nil {
 		return err

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/train"
 )
 
 var sampleCommand = command{
@@ -23,10 +27,14 @@ the vocabulary) and streams the prompt followed by the generated tokens to
 stdout. A prompt longer than the context feeds its last context tokens, as
 the seed's generate() does. The same seed gives the same text.
 
-Flags (defaults come from the [sample] table stored with the model, else):
+In a run folder, the defaults of --prompt, --tokens, --temperature,
+--top-k and --top-p come from the [sample] table of the config.toml beside
+the model file; a model file elsewhere takes the defaults below.
+
+Flags:
   --prompt TEXT        text to start from (default "\n")
   --prompt-file FILE   read the prompt from a file instead
-  --tokens N           tokens to generate (default 256)
+  --tokens N           tokens to generate, at most 1000000 (default 256)
   --temperature T      1 = the model's distribution, 0 = always the most
                        likely token (default 1)
   --top-k K            draw only among the K most likely tokens (0 = off)
@@ -41,10 +49,10 @@ Flags (defaults come from the [sample] table stored with the model, else):
 
 func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
-	prompt := fs.String("prompt", "\n", "")
+	prompt := fs.String("prompt", "", "")
 	promptFile := fs.String("prompt-file", "", "")
-	tokens := fs.Int("tokens", 256, "")
-	temperature := fs.Float64("temperature", 1, "")
+	tokens := fs.Int("tokens", 0, "")
+	temperature := fs.Float64("temperature", 0, "")
 	topK := fs.Int("top-k", 0, "")
 	topP := fs.Float64("top-p", 0, "")
 	seed := fs.Uint64("seed", 42, "")
@@ -61,6 +69,31 @@ func runSample(args []string) error {
 		return usagef("sample needs exactly one MODEL file, got %d arguments", len(pos))
 	case set["prompt"] && set["prompt-file"]:
 		return usagef("give --prompt or --prompt-file, not both")
+	}
+
+	// Flags the user left out take the run's [sample] table, so that
+	// `gptg sample runs/x/model.safetensors` samples as the config says.
+	defaults, err := sampleDefaults(pos[0])
+	if err != nil {
+		return err
+	}
+	if !set["prompt"] {
+		*prompt = defaults.Prompt
+	}
+	if !set["tokens"] {
+		*tokens = defaults.Tokens
+	}
+	if !set["temperature"] {
+		*temperature = defaults.Temperature
+	}
+	if !set["top-k"] {
+		*topK = defaults.TopK
+	}
+	if !set["top-p"] {
+		*topP = defaults.TopP
+	}
+	// Checked after the merge: a run's config.toml may be edited by hand.
+	switch {
 	case *tokens < 0 || *tokens > 1_000_000:
 		return usagef("--tokens %d must be between 0 and 1000000", *tokens)
 	case !(*temperature >= 0) || math.IsInf(*temperature, 0):
@@ -117,4 +150,19 @@ func runSample(args []string) error {
 		fmt.Fprintf(os.Stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
 	}
 	return nil
+}
+
+// sampleDefaults returns the [sample] table of the config.toml beside the
+// model file, which is where train writes both in a run folder. A model
+// file elsewhere takes the built-in defaults (config.Default's).
+func sampleDefaults(modelPath string) (config.Sample, error) {
+	path := filepath.Join(filepath.Dir(modelPath), train.ConfigFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return config.Default().Sample, nil
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		return config.Sample{}, fmt.Errorf("reading the [sample] defaults beside the model: %w", err)
+	}
+	return cfg.Sample, nil
 }

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"io/fs"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/modelfile"
+)
+
+// badInput is one wrong way to call gptg and what the user must see.
+type badInput struct {
+	name  string
+	files map[string]string              // written into the row's directory first
+	setup func(t *testing.T, dir string) // for files made from the tiny model
+	args  []string
+	code  int
+	msg   string // a fragment of the one-line message on stderr
+}
+
+// TestBadInputs runs every row in a fresh directory and requires exactly
+// one line on stderr that says what is wrong, the row's exit code, no
+// trace of a panic, and no file left behind (a half-written run folder,
+// model or image, a temporary file).
+func TestBadInputs(t *testing.T) {
+	tiny := testmodel.TinyText()
+	model := causalModel
+	const brokenModel = "broken.safetensors"
+	// A metadata model table that LoadModel passes but no graph can have.
+	threeHeads := alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+		var m config.Model
+		if err := json.Unmarshal([]byte(f.Meta["model"]), &m); err != nil {
+			t.Fatal(err)
+		}
+		m.Heads = 3
+		b, _ := json.Marshal(m)
+		f.Meta["model"] = string(b)
+	})
+
+	rows := []badInput{
+		// Dispatch and arguments.
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2, msg: `unknown command "frobnicate"`},
+		{name: "misspelt command", args: []string{"samp", model}, code: 2, msg: `did you mean "sample"?`},
+		{name: "help for an unknown command", args: []string{"help", "nope"}, code: 2, msg: `unknown command "nope"`},
+		{name: "train without a config", args: []string{"train"}, code: 2, msg: "train needs exactly one CONFIG file, got 0"},
+		{name: "graph with two configs", args: []string{"graph", "a.toml", "b.toml"}, code: 2, msg: "graph needs exactly one CONFIG file, got 2"},
+		{name: "sample without a model", args: []string{"sample"}, code: 2, msg: "sample needs exactly one MODEL file, got 0"},
+		{name: "eval without a model", args: []string{"eval", "--data", tiny}, code: 2, msg: "eval needs exactly one MODEL file"},
+		{name: "inspect without a model", args: []string{"inspect"}, code: 2, msg: "inspect needs exactly one MODEL file"},
+		{name: "attention without text", args: []string{"attention", model}, code: 2, msg: "attention needs --text TEXT"},
+		{name: "train --resume with a config", args: []string{"train", "--resume", "runs/x", "c.toml"}, code: 2, msg: "--resume takes the run folder alone"},
+
+		// Configs: exit 2 and the file and key to change.
+		{name: "malformed TOML", files: map[string]string{"c.toml": "[model]\ncontext = = 8\n"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "config c.toml: line 2:"},
+		{name: "unknown key", files: map[string]string{"c.toml": "[model]\nhaeds = 2\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "model.haeds: unknown key; did you mean model.heads?"},
+		{name: "wrong type", files: map[string]string{"c.toml": "[model]\ncontext = \"eight\"\n"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "model.context: expected an integer"},
+		{name: "heads not dividing embedding", files: map[string]string{"c.toml": "[model]\nembedding = 10\nheads = 3\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "model.heads: 3 does not divide embedding 10"},
+		{name: "context 0", files: map[string]string{"c.toml": "[model]\ncontext = 0\n"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "model.context: 0 is out of range"},
+		{name: "split 1.5", files: map[string]string{"c.toml": "[data]\nsplit = 1.5\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "data.split: 1.5 is out of range"},
+		{name: "extends cycle", files: map[string]string{"a.toml": "extends = \"b.toml\"\n", "b.toml": "extends = \"a.toml\"\n"},
+			args: []string{"graph", "a.toml"}, code: 2, msg: "cycle: a.toml -> b.toml -> a.toml"},
+		{name: "missing config file", args: []string{"train", "nope.toml"}, code: 2, msg: "nope.toml: no such file"},
+		{name: "missing config file for graph", args: []string{"graph", "nope.toml"}, code: 2, msg: "nope.toml: no such file"},
+		{name: "--set unknown key", files: map[string]string{"c.toml": ""},
+			args: []string{"graph", "c.toml", "--set", "model.haeds=2"}, code: 2, msg: "--set model.haeds: unknown key; did you mean model.heads?"},
+		{name: "--set bad value", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--set", "model.context=abc"}, code: 2, msg: "--set model.context: expected an integer"},
+		{name: "--set without =", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--set", "model.heads"}, code: 2, msg: "expected section.key=value"},
+		{name: "train: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
+		{name: "graph: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
+			args: []string{"graph", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
+
+		// Flags of sample.
+		{name: "sample --temperature -1", args: []string{"sample", model, "--temperature", "-1"}, code: 2, msg: "--temperature -1 must be a number ≥ 0"},
+		{name: "sample --top-p 2", args: []string{"sample", model, "--top-p", "2"}, code: 2, msg: "--top-p 2 must be between 0 and 1"},
+		{name: "sample --top-k -1", args: []string{"sample", model, "--top-k", "-1"}, code: 2, msg: "--top-k -1 must be ≥ 0"},
+		{name: "sample --tokens -5", args: []string{"sample", model, "--tokens", "-5"}, code: 2, msg: "--tokens -5 must be between 0 and 1000000"},
+		{name: "sample --tokens abc", args: []string{"sample", model, "--tokens", "abc"}, code: 2, msg: `invalid value "abc" for flag -tokens`},
+		{name: "sample --samples 0", args: []string{"sample", model, "--samples", "0"}, code: 2, msg: "--samples 0 must be between 1 and 1000"},
+		{name: "sample --prompt and --prompt-file", files: map[string]string{"p.txt": "First"},
+			args: []string{"sample", model, "--prompt", "A", "--prompt-file", "p.txt"}, code: 2, msg: "give --prompt or --prompt-file, not both"},
+		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: -frobnicate"},
+		{name: "sample missing prompt file", args: []string{"sample", model, "--prompt-file", "nope.txt"}, code: 1, msg: "prompt file: open nope.txt: no such file"},
+		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 1,
+			msg: `"G", "K", "X", "x", "€"`},
+		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 1, msg: `"Z"`},
+		{name: "attention --format bmp", args: []string{"attention", model, "--text", "First", "--format", "bmp"}, code: 2, msg: `--format "bmp" is not png or text`},
+		{name: "attention --out with --format text", args: []string{"attention", model, "--text", "First", "--format", "text", "--out", "a.png"}, code: 2, msg: "--out is for --format png"},
+		{name: "attention --out in a missing folder", args: []string{"attention", model, "--text", "First", "--out", "no/such/dir/a.png"}, code: 1, msg: "writing no/such/dir/a.png: no such file or directory"},
+
+		// eval.
+		{name: "eval without --data", args: []string{"eval", model}, code: 2, msg: "eval needs --data FILE"},
+		{name: "eval --batch 0", args: []string{"eval", model, "--data", tiny, "--batch", "0"}, code: 2, msg: "--batch 0 must be between 1 and 4096"},
+		{name: "eval --split 1", args: []string{"eval", model, "--data", tiny, "--split", "1"}, code: 2, msg: "--split 1 must be between 0 and 1"},
+		{name: "eval missing data file", args: []string{"eval", model, "--data", "nope.txt"}, code: 1, msg: "data file nope.txt does not exist"},
+		{name: "eval corpus of another vocabulary", files: map[string]string{"abc.txt": strings.Repeat("abc cab ", 50)},
+			args: []string{"eval", model, "--data", "abc.txt"}, code: 1, msg: "abc.txt has a different vocabulary (4 tokens) from the model's (55 tokens)"},
+
+		// Model files.
+		{name: "sample: nonexistent model", args: []string{"sample", "nope.safetensors"}, code: 1, msg: "nope.safetensors: cannot open: no such file or directory"},
+		{name: "eval: nonexistent model", args: []string{"eval", "nope.safetensors", "--data", tiny}, code: 1, msg: "nope.safetensors: cannot open"},
+		{name: "inspect: a directory", args: []string{"inspect", "."}, code: 1, msg: "is a directory, not a model file"},
+		{name: "inspect: empty file", files: map[string]string{brokenModel: ""},
+			args: []string{"inspect", brokenModel}, code: 1, msg: "broken.safetensors: file is empty"},
+		{name: "eval: 3-byte file", files: map[string]string{brokenModel: "abc"},
+			args: []string{"eval", brokenModel, "--data", tiny}, code: 1, msg: "file is only 3 bytes"},
+		{name: "sample: huge header length", files: map[string]string{brokenModel: headerLength(1<<62) + "{}      "},
+			args: []string{"sample", brokenModel}, code: 1, msg: "header length 4611686018427387904 exceeds the file size 16"},
+		{name: "inspect: header not JSON", files: map[string]string{brokenModel: headerLength(8) + "not json"},
+			args: []string{"inspect", brokenModel}, code: 1, msg: "header is not valid JSON"},
+		{name: "sample: truncated data", setup: truncatedModel(brokenModel, 100),
+			args: []string{"sample", brokenModel}, code: 1, msg: "the file is truncated or its header is wrong"},
+		{name: "inspect: tensor of the wrong shape", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			tok := f.Tensors["tok.weight"]
+			tok.Shape = []int{tok.Shape[1], tok.Shape[0]} // as many values, transposed
+			f.Tensors["tok.weight"] = tok
+		}), args: []string{"inspect", brokenModel}, code: 1, msg: "tensor tok.weight has shape [8 55], the model's metadata needs [55 8]"},
+		{name: "eval: missing tensor", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			delete(f.Tensors, "out.bias")
+		}), args: []string{"eval", brokenModel, "--data", tiny}, code: 1, msg: "tensor out.bias is missing"},
+		{name: "sample: extra tensor", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Tensors["blocks.1.att.q.bias"] = modelfile.Tensor{Name: "blocks.1.att.q.bias", Shape: []int{8}, F64: make([]float64, 8)}
+		}), args: []string{"sample", brokenModel}, code: 1, msg: "unexpected tensors for this model: blocks.1.att.q.bias"},
+		{name: "attention: NaN weights", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Tensors["blocks.0.ff.up.weight"].F64[5] = math.NaN()
+		}), args: []string{"attention", brokenModel, "--text", "First"}, code: 1, msg: "tensor blocks.0.ff.up.weight holds NaN at entry 5"},
+		{name: "sample: format not gptg/1", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Meta["format"] = "pt"
+		}), args: []string{"sample", brokenModel}, code: 1, msg: `not a gptg model file (metadata format is "pt", want "gptg/1")`},
+		{name: "inspect: heads not dividing embedding", setup: threeHeads,
+			args: []string{"inspect", brokenModel}, code: 1, msg: "broken.safetensors: model: heads 3 must divide embedding 8"},
+		{name: "sample: heads not dividing embedding", setup: threeHeads,
+			args: []string{"sample", brokenModel}, code: 1, msg: "broken.safetensors: model: heads 3 must divide embedding 8"},
+	}
+
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range row.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if row.setup != nil {
+				row.setup(t, dir)
+			}
+			before := listFiles(t, dir)
+			r := gptg(t, dir, row.args...)
+
+			if r.code != row.code {
+				t.Errorf("exit code %d, want %d; stderr: %s", r.code, row.code, r.stderr)
+			}
+			if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+				t.Errorf("stderr is not exactly one line:\n%s", r.stderr)
+			}
+			if !strings.Contains(r.stderr, row.msg) {
+				t.Errorf("stderr %q\ndoes not contain %q", r.stderr, row.msg)
+			}
+			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine") {
+				t.Errorf("stderr shows a panic:\n%s", r.stderr)
+			}
+			if after := listFiles(t, dir); !slices.Equal(after, before) {
+				t.Errorf("files before the run %v, after %v", before, after)
+			}
+		})
+	}
+}
+
+// headerLength is the 8-byte little-endian header length that starts a
+// safetensors file.
+func headerLength(n uint64) string {
+	return string(binary.LittleEndian.AppendUint64(nil, n))
+}
+
+// truncatedModel writes the tiny model without its last cut bytes.
+func truncatedModel(name string, cut int) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		b, err := os.ReadFile(causalModel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b[:len(b)-cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// alteredModel writes the tiny model after change has altered it. The file
+// stays a valid safetensors file, so only the model checks can catch it.
+func alteredModel(name string, change func(t *testing.T, f *modelfile.File)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		f, err := modelfile.Read(causalModel, modelfile.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(t, f)
+		var tensors []modelfile.Tensor
+		for _, n := range slices.Sorted(maps.Keys(f.Tensors)) {
+			tensors = append(tensors, f.Tensors[n])
+		}
+		if err := modelfile.Write(filepath.Join(dir, name), tensors, f.Meta); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// listFiles returns every file and folder under dir, relative to it, hidden
+// ones (such as atomicfile's temporaries) included.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// Sizes of the attention figure, in points. A tile grows with the number
+// of tokens so that every tick label keeps room for itself.
+const (
+	minTile      = 220 * vg.Length(1)
+	tilePerToken = 16 * vg.Length(1)
+	tileMargin   = 70 * vg.Length(1) // title, axis labels and short tick labels
+	perLabelRune = 6 * vg.Length(1)  // room for longer tick labels (words)
+	colorBarW    = 80 * vg.Length(1)
+)
+
+// attentionPNG draws maps[b][h], the n×n attention weights of block b and
+// head h, as a grid of heatmaps (rows = blocks, columns = heads) with the
+// tokens as tick labels and one colour scale for all, and returns the
+// encoded PNG.
+//
+// Every heatmap uses the fixed range 0..1 rather than its own min and max:
+// weights are probabilities, and a shared scale lets heads be compared at a
+// glance (a head that spreads its attention looks pale next to one that
+// locks onto a single token).
+func attentionPNG(maps [][]matrix, labels []string) (png []byte, err error) {
+	// gonum/plot reports some drawing problems by panicking; a figure that
+	// cannot be drawn is a run-time error, never a crash of the CLI.
+	defer func() {
+		if r := recover(); r != nil {
+			png, err = nil, fmt.Errorf("drawing the attention heatmaps: %v", r)
+		}
+	}()
+	rows, cols := len(maps), 0
+	if rows > 0 {
+		cols = len(maps[0])
+	}
+	if rows == 0 || cols == 0 {
+		return nil, fmt.Errorf("the model has no attention to draw (%d blocks)", rows)
+	}
+
+	colors := moreland.ExtendedBlackBody()
+	colors.SetMin(0)
+	colors.SetMax(1)
+	pal := colors.Palette(256)
+
+	plots := make([][]*plot.Plot, rows)
+	for b := range maps {
+		plots[b] = make([]*plot.Plot, cols)
+		for h, m := range maps[b] {
+			plots[b][h] = heatmapPlot(m, labels, pal, fmt.Sprintf("block %d, head %d", b, h))
+		}
+	}
+
+	longest := 0
+	for _, l := range labels {
+		longest = max(longest, len([]rune(l)))
+	}
+	tile := max(minTile, tileMargin+perLabelRune*vg.Length(longest)+tilePerToken*vg.Length(len(labels)))
+	width, height := tile*vg.Length(cols)+colorBarW, tile*vg.Length(rows)
+	img := vgimg.New(width, height)
+	dc := draw.New(img)
+
+	grid := draw.Crop(dc, 0, -colorBarW, 0, 0)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	// Align gives every heatmap the same data area even when the tick
+	// labels of one column are wider than another's.
+	canvases := plot.Align(plots, tiles, grid)
+	for b := range plots {
+		for h := range plots[b] {
+			plots[b][h].Draw(canvases[b][h])
+		}
+	}
+
+	// The colour bar takes the right-hand strip, at most one tile high so
+	// that it stays a legend rather than a column of its own.
+	barHeight := min(height, tile)
+	bar := draw.Crop(dc, width-colorBarW, 0, height-barHeight, 0)
+	colorBarPlot(colors).Draw(draw.Crop(bar, vg.Millimeter*2, -vg.Millimeter*2, vg.Millimeter*8, -vg.Millimeter*8))
+
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("encoding the PNG: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// heatmapPlot is one head's heatmap: the x axis is the position looked at,
+// the y axis the position that looks, read from the top as in the text
+// tables, so a causal model shows a lower-left triangle.
+func heatmapPlot(m matrix, labels []string, pal palette.Palette, title string) *plot.Plot {
+	// hm.Rasterized stays false: it would scale a tiny n×n image up with
+	// interpolation and blur the cells into each other. Drawn as
+	// rectangles, each cell stays sharp and the seams read as a grid.
+	hm := plotter.NewHeatMap(flipped{m}, pal)
+	hm.Min, hm.Max = 0, 1
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "key: the position looked at"
+	p.Y.Label.Text = "query: the position looking"
+	p.X.Padding, p.Y.Padding = 0, 0
+	p.Add(hm)
+
+	n := m.n
+	xt, yt := make(plot.ConstantTicks, n), make(plot.ConstantTicks, n)
+	rotate := false
+	for i, l := range labels {
+		xt[i] = plot.Tick{Value: float64(i), Label: l}
+		yt[i] = plot.Tick{Value: float64(n - 1 - i), Label: l}
+		rotate = rotate || len([]rune(l)) > 2
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = xt, yt
+	if rotate { // words would overlap side by side; stand them up
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign = draw.XRight
+		p.X.Tick.Label.YAlign = draw.YCenter
+	}
+	return p
+}
+
+// colorBarPlot is the legend: which colour stands for which weight.
+func colorBarPlot(colors palette.ColorMap) *plot.Plot {
+	p := plot.New()
+	p.Add(&plotter.ColorBar{ColorMap: colors, Vertical: true})
+	p.HideX()
+	p.Y.Padding = 0
+	p.Y.Label.Text = "weight"
+	return p
+}
+
+// flipped presents an attention matrix as a plotter.GridXYZ. The plot's y
+// grows upwards, so grid row r is matrix row n−1−r: position 0 ends up on
+// top, where a reader of the table expects it.
+type flipped struct{ m matrix }
+
+func (f flipped) Dims() (c, r int)   { return f.m.n, f.m.n }
+func (f flipped) Z(c, r int) float64 { return f.m.at(f.m.n-1-r, c) }
+func (f flipped) X(c int) float64    { return float64(c) }
+func (f flipped) Y(r int) float64    { return float64(r) }
+
+// tokenLabel shows a token so that it can be read on an axis: a space and
+// a newline get a stand-in the plot's font has a glyph for, other control
+// characters their Go escape, the rest stay as they are.
+func tokenLabel(tok string) string {
+	switch tok {
+	case " ":
+		return "·"
+	case "\n":
+		return "¶"
+	}
+	if strings.TrimSpace(tok) == "" || strings.ContainsFunc(tok, func(r rune) bool { return r < ' ' }) {
+		q := strconv.Quote(tok)
+		return q[1 : len(q)-1]
+	}
+	return tok
+}

@@ -1,0 +1,112 @@
+package main
+
+// The tests of this package run the real gptg binary, built once by
+// TestMain, on two tiny models trained by TestMain: what a user sees (exit
+// code, stdout, stderr, files) is what is checked.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/testmodel"
+)
+
+var (
+	gptgBin string // the binary under test
+
+	// causalModel and unmaskedModel are model.safetensors files inside run
+	// folders, each beside the config.toml it was trained with.
+	causalModel, unmaskedModel string
+
+	// runSampleTable is the [sample] table of the causal model's run, chosen
+	// unlike the built-in defaults so that a test can tell them apart.
+	runSampleTable = config.Sample{Prompt: "First", Tokens: 7, Temperature: 0}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(setUpAndRun(m))
+}
+
+func setUpAndRun(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "gptg-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if err := setUp(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the CLI tests:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func setUp(tmp string) error {
+	gptgBin = filepath.Join(tmp, "gptg")
+	build := exec.Command("go", "build", "-o", gptgBin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	causal := testmodel.Config(filepath.Join(tmp, "causal"), true, 30)
+	causal.Sample = runSampleTable
+	var err error
+	if causalModel, err = testmodel.Train(causal); err != nil {
+		return err
+	}
+	unmaskedModel, err = testmodel.Train(testmodel.Config(filepath.Join(tmp, "unmasked"), false, 30))
+	return err
+}
+
+// result is what one run of the binary showed.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// commandTimeout bounds every run: a hang is a failure, not a stuck test.
+const commandTimeout = 10 * time.Second
+
+// gptg runs the binary with args in dir.
+func gptg(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gptgBin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("gptg %s: still running after %v", strings.Join(args, " "), commandTimeout)
+	}
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("gptg %s: %v", strings.Join(args, " "), err)
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// copyFile copies src to dst, for a model file taken out of its run folder.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
