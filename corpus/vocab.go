@@ -159,7 +159,7 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 		if v.kind == Word {
 			what = "words"
 		}
-		return nil, fmt.Errorf("prompt has %s outside the vocabulary: %s", what, strings.Join(unknown, ", "))
+		return nil, fmt.Errorf("%s outside the vocabulary: %s", what, strings.Join(unknown, ", "))
 	}
 	return ids, nil
 }

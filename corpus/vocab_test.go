@@ -51,7 +51,7 @@ func TestBuildVocabWord(t *testing.T) {
 		t.Fatalf("Decode = %q", got)
 	}
 	_, err = v.Encode("the dog ate the cat dog")
-	if err == nil || err.Error() != `prompt has words outside the vocabulary: "dog", "ate"` {
+	if err == nil || err.Error() != `words outside the vocabulary: "dog", "ate"` {
 		t.Fatalf("unknown words: err = %v", err)
 	}
 }
@@ -62,7 +62,7 @@ func TestEncodeUnknownCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = v.Encode("abé\tcé\t")
-	want := `prompt has characters outside the vocabulary: "é", "\t"`
+	want := `characters outside the vocabulary: "é", "\t"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}

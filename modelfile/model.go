@@ -75,13 +75,10 @@ func LoadModel(path string) (*Model, error) {
 	if err := decodeStrict([]byte(f.Meta["model"]), &m.Spec); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
 	}
-	if m.Spec.Dtype == "" {
+	if m.Spec.Dtype == "" { // a file written by the reference: its tensors say
 		m.Spec.Dtype = "float32"
-		for _, t := range f.Tensors {
-			if t.F64 != nil {
-				m.Spec.Dtype = "float64"
-			}
-			break
+		if f.Tensors["tok.weight"].F64 != nil {
+			m.Spec.Dtype = "float64"
 		}
 	}
 	var tokens []string
@@ -98,8 +95,12 @@ func LoadModel(path string) (*Model, error) {
 	if m.Spec.Vocab != m.Vocab.Size() {
 		return nil, fmt.Errorf("%s: metadata model.vocab is %d but the vocabulary has %d tokens", path, m.Spec.Vocab, m.Vocab.Size())
 	}
-	if err := checkSize(m.Spec); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
+	// The same rules as a config file's [model] table, sizes included, so a
+	// hostile file cannot ask for a giant graph.
+	check := config.Default()
+	check.Model = m.Spec
+	if err := check.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, strings.TrimPrefix(err.Error(), "config: "))
 	}
 	return m, nil
 }
@@ -112,16 +113,6 @@ func decodeStrict(raw []byte, v any) error {
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.DisallowUnknownFields()
 	return d.Decode(v)
-}
-
-// checkSize rejects metadata whose graph would be absurdly large, before
-// anything is allocated for it.
-func checkSize(s config.Model) error {
-	if s.Context > 1<<16 || s.Embedding > 1<<16 || s.Blocks > 1024 || s.Vocab > 1<<22 || s.FFMult > 1024 {
-		return fmt.Errorf("sizes out of range (context %d, embedding %d, blocks %d, vocab %d, ff_mult %d)",
-			s.Context, s.Embedding, s.Blocks, s.Vocab, s.FFMult)
-	}
-	return nil
 }
 
 // Apply copies the file's tensors into a graph's parameters. Every

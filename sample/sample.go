@@ -114,7 +114,7 @@ func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) er
 	}
 	ids, err := s.Model.Vocab.Encode(prompt)
 	if err != nil {
-		return err
+		return fmt.Errorf("the prompt has %w", err)
 	}
 	if len(ids) == 0 {
 		return errors.New("the prompt has no tokens")

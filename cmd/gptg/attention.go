@@ -79,7 +79,7 @@ func runAttention(args []string) error {
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
-		return err
+		return fmt.Errorf("--text has %w", err)
 	}
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]

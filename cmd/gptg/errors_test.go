@@ -145,9 +145,9 @@ func TestBadInputs(t *testing.T) {
 			f.Meta["format"] = "pt"
 		}), args: []string{"sample", brokenModel}, code: 1, msg: `not a gptg model file (metadata format is "pt", want "gptg/1")`},
 		{name: "inspect: heads not dividing embedding", setup: threeHeads,
-			args: []string{"inspect", brokenModel}, code: 1, msg: "broken.safetensors: model: heads 3 must divide embedding 8"},
+			args: []string{"inspect", brokenModel}, code: 1, msg: `broken.safetensors: metadata "model": model.heads: 3 does not divide embedding 8`},
 		{name: "sample: heads not dividing embedding", setup: threeHeads,
-			args: []string{"sample", brokenModel}, code: 1, msg: "broken.safetensors: model: heads 3 must divide embedding 8"},
+			args: []string{"sample", brokenModel}, code: 1, msg: `broken.safetensors: metadata "model": model.heads: 3 does not divide embedding 8`},
 	}
 
 	for _, row := range rows {
