@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strconv"
 	"encoding/json"
 	"io/fs"
 	"maps"
@@ -150,6 +152,7 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"sample", brokenModel}, code: 1, msg: `broken.safetensors: metadata "model": model.heads: 3 does not divide embedding 8`},
 	}
 
+	var table []errorDoc
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -179,7 +182,62 @@ func TestBadInputs(t *testing.T) {
 			if after := listFiles(t, dir); !slices.Equal(after, before) {
 				t.Errorf("files before the run %v, after %v", before, after)
 			}
+			table = append(table, errorDoc{row, r, dir})
 		})
+	}
+	checkErrorsDoc(t, table)
+}
+
+// errorDoc is one row of docs/errors.md: the input and what gptg said.
+type errorDoc struct {
+	row badInput
+	got result
+	dir string
+}
+
+// checkErrorsDoc renders docs/errors.md, the table of bad inputs with the
+// exact message gptg gives, from the runs above, and fails when the
+// committed file differs: the document cannot drift from the program.
+// GPTG_UPDATE_ERRORS=1 rewrites it.
+func checkErrorsDoc(t *testing.T, table []errorDoc) {
+	var b strings.Builder
+	b.WriteString("# What gptg says when the input is wrong\n\n")
+	b.WriteString("Every row is run through the real binary by `TestBadInputs` (cmd/gptg/errors_test.go),\n")
+	b.WriteString("which checks the exit code, that stderr is this one line, that no panic shows and that no\n")
+	b.WriteString("file is left behind. The test regenerates this table and fails when it differs;\n")
+	b.WriteString("`GPTG_UPDATE_ERRORS=1 go test ./cmd/gptg -run TestBadInputs` rewrites it.\n")
+	b.WriteString("`runs/causal` and `runs/unmasked` stand for two tiny trained models, `data/tiny.txt` for a small corpus.\n\n")
+	b.WriteString("| # | bad input | command | exit | message (stderr) |\n|---|---|---|---|---|\n")
+	cell := strings.NewReplacer("|", `\|`, "\n", " ", "`", "'")
+	for i, d := range table {
+		clean := strings.NewReplacer(
+			d.dir+string(filepath.Separator), "", d.dir, ".",
+			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked",
+			testmodel.TinyText(), "data/tiny.txt")
+		var args []string
+		for _, a := range append([]string{"gptg"}, d.row.args...) {
+			a = clean.Replace(a)
+			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 {
+				a = strconv.Quote(a)
+			}
+			if len(a) > 60 {
+				a = a[:57] + "…"
+			}
+			args = append(args, a)
+		}
+		fmt.Fprintf(&b, "| %d | %s | `%s` | %d | `%s` |\n", i+1, cell.Replace(d.row.name),
+			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(clean.Replace(d.got.stderr))))
+	}
+	const path = "../../docs/errors.md"
+	if os.Getenv("GPTG_UPDATE_ERRORS") == "1" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	old, err := os.ReadFile(path)
+	if err != nil || string(old) != b.String() {
+		t.Errorf("docs/errors.md is missing or out of date (%v): run GPTG_UPDATE_ERRORS=1 go test ./cmd/gptg -run TestBadInputs", err)
 	}
 }
 
