@@ -19,7 +19,8 @@ type metricsRow struct {
 	GradNorm     float64  `json:"grad_norm"`
 	TokensPerSec float64  `json:"tokens_per_s"`
 	ElapsedSecs  float64  `json:"elapsed_s"`
-	HeapMB       float64  `json:"heap_mb"` // live heap after the step, to show it stays flat
+	HeapMB       float64  `json:"heap_mb"` // live heap at the last GC, to show it stays flat
+	RSSMB        float64  `json:"rss_mb"`  // resident memory of the process
 	TestLoss     *float64 `json:"test_loss,omitempty"`
 }
 

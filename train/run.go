@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
+	"runtime/metrics"
 	"time"
 
 	G "gorgonia.org/gorgonia"
@@ -270,7 +270,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 				Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
 				Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
 				TokensPerSec: float64(t.step) * tokensPerStep / elapsed, ElapsedSecs: elapsed,
-				HeapMB: heapMB(),
+				HeapMB: heapMB(), RSSMB: rssMB(),
 			}
 			t.lastTrainLoss = row.Loss
 			t.lossSum, t.lossCount = 0, 0
@@ -316,12 +316,29 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// heapMB is the live heap in MiB. Reading it stops the world for a few
-// microseconds, once per metrics row.
+// heapMB is the heap the last garbage collection found live, in MiB: unlike
+// the momentary heap size it does not saw up and down between collections,
+// so a leak shows as a rising line.
 func heapMB() float64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapAlloc) / (1 << 20)
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return float64(s[0].Value.Uint64()) / (1 << 20)
+}
+
+// rssMB is the process's resident memory in MiB (Linux; 0 elsewhere).
+func rssMB() float64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
+		return 0
+	}
+	return float64(resident*int64(os.Getpagesize())) / (1 << 20)
 }
 
 // saveAll writes the model file and then the checkpoint, each atomically.

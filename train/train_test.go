@@ -53,7 +53,7 @@ func rows(t *testing.T, dir string) []map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"tokens_per_s", "elapsed_s", "heap_mb"} {
+		for _, k := range []string{"tokens_per_s", "elapsed_s", "heap_mb", "rss_mb"} {
 			if _, ok := r[k]; !ok {
 				t.Fatalf("metrics row without %s: %s", k, sc.Text())
 			}
