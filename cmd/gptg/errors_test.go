@@ -2,15 +2,15 @@ package main
 
 import (
 	"encoding/binary"
-	"fmt"
-	"strconv"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
