@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -126,7 +127,7 @@ func (m *Model) Apply(params []*graph.Param) error {
 		if !ok {
 			return fmt.Errorf("%s: tensor %s is missing", m.Path, p.Name)
 		}
-		if !sameShape(t.Shape, p.Shape) {
+		if !slices.Equal(t.Shape, p.Shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, the model's metadata needs %v", m.Path, p.Name, t.Shape, p.Shape)
 		}
 		data := t.F64
@@ -156,16 +157,4 @@ func (m *Model) Apply(params []*graph.Param) error {
 		return fmt.Errorf("%s: unexpected tensors for this model: %s", m.Path, strings.Join(extra, ", "))
 	}
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

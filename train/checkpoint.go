@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/gptg/gptg/modelfile"
 )
@@ -85,7 +86,7 @@ func (t *trainer) loadCheckpoint() error {
 		if !ok {
 			return nil, fmt.Errorf("%s: tensor %s is missing", path, name)
 		}
-		if !sameInts(tn.Shape, shape) {
+		if !slices.Equal(tn.Shape, shape) {
 			return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", path, name, tn.Shape, shape)
 		}
 		if tn.F64 != nil {
@@ -123,18 +124,6 @@ func (t *trainer) loadCheckpoint() error {
 	t.lossSum, t.lossCount = st.LossSum, st.LossCount
 	t.lastGradNorm, t.lastTrainLoss, t.lastTest = st.LastGradNorm, st.LastTrainLoss, st.LastTest
 	return t.metrics.reset(st.MetricsRows)
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Progress reports how far the run in dir has come: the steps its last
