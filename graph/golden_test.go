@@ -9,7 +9,8 @@ import (
 
 // TestGolden builds every golden case's model, loads its parameters, runs one
 // forward and backward pass and compares logits, loss, attention weights and
-// every gradient with the PyTorch reference, in float64 and in float32.
+// every gradient with the PyTorch reference, in float64 and in float32, for
+// the fused graph and the unfused one (subtests fused/…, unfused/…).
 //
 // Tolerances are the golden files' rule: float64 ‖a−b‖/‖b‖ ≤ 1e-9 (a gradient
 // listed in zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤ 1e-4 with the
@@ -26,23 +27,27 @@ func runGolden(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			for _, dtype := range []string{"float64", "float32"} {
-				t.Run(dtype, func(t *testing.T) { checkGolden(t, c, dtype) })
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.Name, func(t *testing.T) {
+					for _, dtype := range []string{"float64", "float32"} {
+						t.Run(dtype, func(t *testing.T) { checkGolden(t, c, dtype, path.unfused) })
+					}
+				})
 			}
 		})
 	}
 }
 
-func checkGolden(t *testing.T, c *golden.Case, dtype string) {
+func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	tol := 1e-9
 	if dtype == "float32" {
 		tol = 1e-4
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := Build(spec, Options{Batch: c.Batch, Loss: true})
+	m, err := Build(spec, Options{Batch: c.Batch, Loss: true, Unfused: unfused})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,14 @@ type Options struct {
 	Loss bool
 	// Seed draws the initial parameters (PyTorch's default initialisation).
 	Seed int64
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops of fused.go. Both compute the same function and gradients (the
+	// tests check both against the reference); the fused graph is several
+	// times faster and allocates almost nothing per run. The unfused one
+	// stays as the readable specification and for comparison
+	// (GPTG_UNFUSED=1 for gptg train, gptg bench --unfused).
+	Unfused bool
 }
 
 // Build emits the graph of spec.
@@ -70,7 +78,7 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 			m, err = nil, fmt.Errorf("building the graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, o.Batch, o.SeqLen, o.Seed)
+	b := newBuilder(spec, o.Batch, o.SeqLen, o.Seed, !o.Unfused)
 	m = &Model{Spec: spec, Batch: o.Batch, SeqLen: o.SeqLen, G: b.g}
 	batch, T := o.Batch, o.SeqLen
 
@@ -95,6 +103,9 @@ func (b *builder) embedding(tokens *G.Node) *G.Node {
 	V, T, C := b.spec.Vocab, b.seqLen, b.spec.Embedding
 	tok := b.param("tok.weight", normal, V, C)
 	pos := b.param("pos.weight", normal, b.spec.Context, C)
+	if b.fused {
+		return b.fusedEmbedding(tokens, tok, pos) // reads the first T rows of pos itself
+	}
 	if T < b.spec.Context {
 		// Slice drops an axis of length 1; the reshape puts it back.
 		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
@@ -117,14 +128,19 @@ func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 		k = b.linear(name+".k", x, C, C)
 		v = b.linear(name+".v", x, C, C)
 	}
-	q, k, v = b.splitHeads(q), b.splitHeads(k), b.splitHeads(v) // (B·H, T, C/H)
-	scores := G.Must(G.BatchedMatMul(q, k, false, true))
-	scores = G.Must(G.Mul(scores, b.scalar(name+".scale", 1/math.Sqrt(float64(C/H)))))
-	if s.Mask {
-		scores = G.Must(G.BroadcastAdd(scores, b.causalMask(name+".mask"), nil, []byte{0}))
+	scale := 1 / math.Sqrt(float64(C/H))
+	if b.fused {
+		y, w = b.fusedAttention(q, k, v, scale) // the lines below in one kernel, heads never split
+	} else {
+		q, k, v = b.splitHeads(q), b.splitHeads(k), b.splitHeads(v) // (B·H, T, C/H)
+		scores := G.Must(G.BatchedMatMul(q, k, false, true))
+		scores = G.Must(G.Mul(scores, b.scalar(name+".scale", scale)))
+		if s.Mask {
+			scores = G.Must(G.BroadcastAdd(scores, b.causalMask(name+".mask"), nil, []byte{0}))
+		}
+		w = b.softmax(scores)
+		y = b.mergeHeads(G.Must(G.BatchedMatMul(w, v)), B, T, C)
 	}
-	w = b.softmax(scores)
-	y = b.mergeHeads(G.Must(G.BatchedMatMul(w, v)), B, T, C)
 	if s.OutProj {
 		y = b.linear(name+".o", y, C, C)
 	}
@@ -135,6 +151,9 @@ func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 func (b *builder) feedForward(name string, x *G.Node) *G.Node {
 	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
 	h := b.linear(name+".up", x, C, hidden)
+	if b.fused {
+		return b.linear(name+".down", b.fusedActivation(h), hidden, C)
+	}
 	if b.spec.Activation == "relu" {
 		h = G.Must(G.Rectify(h))
 	} else {
@@ -172,6 +191,9 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 
 // crossEntropy is the mean over all B·T positions of −log softmax(logits)[target].
 func (b *builder) crossEntropy(logits, onehot *G.Node) *G.Node {
+	if b.fused {
+		return b.fusedCrossEntropy(logits, onehot)
+	}
 	logp := G.Must(G.LogSoftMax(b.subtractRowMax(logits)))
 	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
 	n := float64(logits.Shape()[0])

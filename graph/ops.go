@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // Param is one trainable tensor, named as in the reference's state_dict.
@@ -47,9 +48,14 @@ type builder struct {
 	rng    *rand.Rand
 	params []*Param
 	consts map[string]*G.Node
+
+	// fused emits the fused ops of fused.go instead of compositions of
+	// Gorgonia primitives; ws is their shared scratch space.
+	fused bool
+	ws    *gemm.Workspace
 }
 
-func newBuilder(spec config.Model, batch, seqLen int, seed int64) *builder {
+func newBuilder(spec config.Model, batch, seqLen int, seed int64, fused bool) *builder {
 	dt := tensor.Float32
 	if spec.Dtype == "float64" {
 		dt = tensor.Float64
@@ -57,6 +63,7 @@ func newBuilder(spec config.Model, batch, seqLen int, seed int64) *builder {
 	return &builder{
 		g: G.NewGraph(), spec: spec, batch: batch, seqLen: seqLen, dt: dt,
 		rng: rand.New(rand.NewSource(seed)), consts: map[string]*G.Node{},
+		fused: fused, ws: &gemm.Workspace{},
 	}
 }
 
@@ -115,6 +122,9 @@ func (b *builder) dense(data []float64, shape ...int) *tensor.Dense {
 func (b *builder) linear(name string, x *G.Node, in, out int) *G.Node {
 	w := b.param(name+".weight", uniform(in), out, in)
 	bias := b.param(name+".bias", uniform(in), out)
+	if b.fused {
+		return b.fusedLinear(x, w, bias, in, out)
+	}
 	y := G.Must(G.Mul(x, G.Must(G.Transpose(w))))
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
@@ -211,6 +221,9 @@ func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 	C := b.spec.Embedding
 	w := b.param(name+".weight", ones, C)
 	bias := b.param(name+".bias", zeros, C)
+	if b.fused {
+		return b.fusedLayerNorm(x, w, bias, 1e-5)
+	}
 	mean := G.Must(G.Mean(x, 1))
 	xc := G.Must(G.BroadcastSub(x, mean, nil, []byte{1}))
 	variance := G.Must(G.Mean(G.Must(G.Square(xc)), 1))

@@ -14,6 +14,7 @@ type Program struct {
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
 	vm      G.VM
+	inPlace func() error  // runs the tape in this goroutine; nil: use vm.RunAll (see tape.go)
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
 	targets *tensor.Dense // one-hot, fed to Model.Targets
 	onehot  []int         // where targets holds its ones, to clear them
@@ -44,6 +45,7 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 	}
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm = G.NewTapeMachine(m.G)
+	p.inPlace = runInPlace(p.vm)
 	return p, nil
 }
 
@@ -77,7 +79,11 @@ func (p *Program) Run(tokens, targets []int) error {
 	}
 	// Without a Reset first, RunAll silently runs nothing on a second call.
 	p.vm.Reset()
-	if err := p.vm.RunAll(); err != nil {
+	run := p.vm.RunAll
+	if p.inPlace != nil {
+		run = p.inPlace
+	}
+	if err := run(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil

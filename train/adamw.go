@@ -5,6 +5,8 @@ import (
 	"math"
 
 	G "gorgonia.org/gorgonia"
+
+	"github.com/gptg/gptg/train/internal/adamw"
 )
 
 // AdamW is Adam with decoupled weight decay, step for step PyTorch's
@@ -45,9 +47,12 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 		return fmt.Errorf("adamw: %d parameters, moments for %d", len(params), len(o.M))
 	}
 	t := float64(o.Steps + 1)
-	stepSize := o.LR / (1 - math.Pow(o.Beta1, t))
-	sqrtBias2 := math.Sqrt(1 - math.Pow(o.Beta2, t))
-	decay := 1 - o.LR*o.WeightDecay
+	c := adamw.Coefs{
+		Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
+		Decay:        1 - o.LR*o.WeightDecay,
+		StepSize:     o.LR / (1 - math.Pow(o.Beta1, t)),
+		InvSqrtBias2: 1 / math.Sqrt(1-math.Pow(o.Beta2, t)),
+	}
 	for i, p := range params {
 		g, err := p.Grad()
 		if err != nil {
@@ -56,9 +61,9 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 		m, v := o.M[i], o.V[i]
 		switch w := p.Value().Data().(type) {
 		case []float64:
-			err = update(w, g.Data().([]float64), m, v, o, decay, stepSize, sqrtBias2)
+			err = update(w, g.Data().([]float64), m, v, c)
 		case []float32:
-			err = update(w, g.Data().([]float32), m, v, o, decay, stepSize, sqrtBias2)
+			err = update(w, g.Data().([]float32), m, v, c)
 		default:
 			err = fmt.Errorf("unsupported dtype %T", w)
 		}
@@ -70,16 +75,10 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 	return nil
 }
 
-func update[F float32 | float64](w, g []F, m, v []float64, o *AdamW, decay, stepSize, sqrtBias2 float64) error {
-	if len(g) != len(w) || len(m) != len(w) {
+func update[F float32 | float64](w, g []F, m, v []float64, c adamw.Coefs) error {
+	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
 		return fmt.Errorf("%d weights, %d gradients, %d moments", len(w), len(g), len(m))
 	}
-	for j := range w {
-		gj := float64(g[j])
-		m[j] = o.Beta1*m[j] + (1-o.Beta1)*gj
-		v[j] = o.Beta2*v[j] + (1-o.Beta2)*gj*gj
-		p := float64(w[j]) * decay
-		w[j] = F(p - stepSize*m[j]/(math.Sqrt(v[j])/sqrtBias2+o.Eps))
-	}
+	adamw.Update(w, g, m, v, c) // the formula above, four entries at a time where the CPU can
 	return nil
 }

@@ -14,18 +14,28 @@ import (
 // TestGoldenTrajectory replays each golden file's 4 AdamW steps (warmup 2,
 // cosine to min_lr, clipping at 1) in float64 and compares the learning rate,
 // loss and pre-clip gradient norm of every step and the parameters after the
-// last one with the reference: relative error ≤ 1e-9.
+// last one with the reference: relative error ≤ 1e-9, on the fused graph
+// and on the unfused one (subtests fused/…, unfused/…).
 func TestGoldenTrajectory(t *testing.T) {
 	cases, err := golden.Load(golden.Dir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, path := range []struct {
+		name    string
+		unfused bool
+	}{{"fused", false}, {"unfused", true}} {
+		t.Run(path.name, func(t *testing.T) { goldenTrajectory(t, cases, path.unfused) })
+	}
+}
+
+func goldenTrajectory(t *testing.T, cases []*golden.Case, unfused bool) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			const tol = 1e-9
 			spec := c.Model
 			spec.Dtype = "float64"
-			m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true})
+			m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true, Unfused: unfused})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,317 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/golden"
+)
+
+// paths are the two graphs every exactness test runs on.
+var paths = []struct {
+	name    string
+	unfused bool
+}{{"fused", false}, {"unfused", true}}
+
+// layerRun is what one layer graph computed: its outputs and the gradient
+// of a random linear function of them with respect to every parameter.
+type layerRun struct {
+	outs  [][]float64
+	grads map[string][]float64
+}
+
+// runLayer emits layer on a fresh builder (fused or not), drives it with
+// the parameters the builder draws from seed, and returns what it computed.
+// The loss is Σ_k Σ outs[k]⊙r_k with fixed random r_k (or the output itself
+// when it is a scalar), so the gradients check the whole backward of the
+// layer. It runs the graph twice and requires identical results: fused ops
+// reuse their buffers from run to run.
+func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, layer func(b *builder) []*G.Node) layerRun {
+	t.Helper()
+	b := newBuilder(spec, batch, seqLen, 1, fused)
+	outs := layer(b)
+	rng := rand.New(rand.NewPCG(5, 5))
+	var loss *G.Node
+	for i, o := range outs {
+		term := o
+		if !o.IsScalar() {
+			data := make([]float64, o.Shape().TotalSize())
+			for j := range data {
+				data[j] = 2*rng.Float64() - 1
+			}
+			r := G.NewTensor(b.g, b.dt, o.Dims(), G.WithShape(o.Shape()...), G.WithName(fmt.Sprintf("r%d", i)),
+				G.WithValue(b.dense(data, o.Shape()...)))
+			term = G.Must(G.Sum(G.Must(G.HadamardProd(o, r))))
+		}
+		if loss == nil {
+			loss = term
+		} else {
+			loss = G.Must(G.Add(loss, term))
+		}
+	}
+	nodes := make(G.Nodes, len(b.params))
+	for i, p := range b.params {
+		nodes[i] = p.Node
+	}
+	grads, err := G.Grad(loss, nodes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := G.NewTapeMachine(b.g)
+	defer vm.Close()
+	var runs [2]layerRun
+	for k := range runs {
+		vm.Reset()
+		if err := vm.RunAll(); err != nil {
+			t.Fatal(err)
+		}
+		runs[k].grads = map[string][]float64{}
+		for _, o := range outs {
+			runs[k].outs = append(runs[k].outs, Float64s(o.Value()))
+		}
+		for i, p := range b.params {
+			runs[k].grads[p.Name] = Float64s(grads[i].Value())
+		}
+	}
+	if !reflect.DeepEqual(runs[0], runs[1]) {
+		t.Fatalf("fused=%v: a second run computed something else", fused)
+	}
+	return runs[0]
+}
+
+// compareLayer runs layer fused and unfused in float64 and requires the
+// same outputs and gradients to 1e-12 relative (gradients 1e-3 of the
+// whole gradient's norm or smaller to 1e-15 of that norm).
+func compareLayer(t *testing.T, spec config.Model, batch, seqLen int, layer func(b *builder) []*G.Node) {
+	t.Helper()
+	spec.Dtype = "float64"
+	fused := runLayer(t, spec, batch, seqLen, true, layer)
+	unfused := runLayer(t, spec, batch, seqLen, false, layer)
+	const tol = 1e-12
+	for i := range unfused.outs {
+		if e := golden.RelErr(fused.outs[i], unfused.outs[i], 0); !(e <= tol) {
+			t.Errorf("output %d: relative error %.3g", i, e)
+		}
+	}
+	// A gradient that is zero in exact arithmetic (a key bias: softmax
+	// ignores a constant added to a row of scores) holds only round-off in
+	// both graphs; the floor compares it with the whole instead of itself.
+	var all []float64
+	for _, g := range unfused.grads {
+		all = append(all, g...)
+	}
+	floor := 1e-3 * golden.Norm(all)
+	for name, want := range unfused.grads {
+		if e := golden.RelErr(fused.grads[name], want, floor); !(e <= tol) {
+			t.Errorf("gradient of %s: relative error %.3g", name, e)
+		}
+	}
+}
+
+// input adds a trainable (rows, cols) matrix standing for a layer's input,
+// so that the test also checks the gradient flowing out of the layer.
+func input(b *builder, rows, cols int) *G.Node {
+	return b.param("x", uniform(1), rows, cols) // U(−1, 1)
+}
+
+var layerSpec = config.Model{
+	Vocab: 7, Context: 5, Embedding: 6, Blocks: 1, Heads: 2, FFMult: 3,
+	QKV: true, Mask: true, OutProj: true, Norm: "pre", Activation: "gelu",
+}
+
+func TestFusedLinear(t *testing.T) {
+	compareLayer(t, layerSpec, 3, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17)}
+	})
+}
+
+// TestFusedAttention checks the weights and the output (both are read: the
+// weights by Model.Attention) for every mask, head and Q/K/V combination.
+func TestFusedAttention(t *testing.T) {
+	for _, heads := range []int{1, 2, 3} {
+		for _, mask := range []bool{false, true} {
+			for _, qkv := range []bool{false, true} {
+				spec := layerSpec
+				spec.Heads, spec.Mask, spec.QKV = heads, mask, qkv
+				t.Run(fmt.Sprintf("h%d_mask%v_qkv%v", heads, mask, qkv), func(t *testing.T) {
+					compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
+						y, w := b.attention("att", input(b, 10, 6))
+						return []*G.Node{y, w}
+					})
+				})
+			}
+		}
+	}
+}
+
+func TestFusedLayerNorm(t *testing.T) {
+	compareLayer(t, layerSpec, 2, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.layerNorm("norm", input(b, 10, 6))}
+	})
+}
+
+func TestFusedActivations(t *testing.T) {
+	for _, act := range []string{"gelu", "relu"} {
+		spec := layerSpec
+		spec.Activation = act
+		t.Run(act, func(t *testing.T) {
+			compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
+				x := input(b, 10, 18)
+				switch {
+				case b.fused:
+					return []*G.Node{b.fusedActivation(x)}
+				case act == "relu":
+					return []*G.Node{G.Must(G.Rectify(x))}
+				}
+				return []*G.Node{b.gelu("gelu", x)}
+			})
+		})
+	}
+}
+
+// TestFusedEmbedding includes a graph shorter than the context, which
+// reads only the first rows of the position table.
+func TestFusedEmbedding(t *testing.T) {
+	for _, seqLen := range []int{5, 3, 1} {
+		t.Run(fmt.Sprint(seqLen), func(t *testing.T) {
+			compareLayer(t, layerSpec, 3, seqLen, func(b *builder) []*G.Node {
+				ids := make([]int, 3*seqLen)
+				for i := range ids {
+					ids[i] = (5 * i) % layerSpec.Vocab // repeated ids accumulate
+				}
+				tokens := G.NewVector(b.g, tensor.Int, G.WithShape(len(ids)), G.WithName("tokens"),
+					G.WithValue(tensor.New(tensor.WithBacking(ids))))
+				return []*G.Node{b.embedding(tokens)}
+			})
+		})
+	}
+}
+
+// TestFusedCrossEntropy uses soft targets (any non-negative rows), which
+// check the general formula the one-hot case is an instance of.
+func TestFusedCrossEntropy(t *testing.T) {
+	compareLayer(t, layerSpec, 3, 5, func(b *builder) []*G.Node {
+		logits := input(b, 15, 7)
+		data := make([]float64, 15*7)
+		for i := range data {
+			data[i] = float64((i*7)%5) / 4
+		}
+		targets := G.NewMatrix(b.g, b.dt, G.WithShape(15, 7), G.WithName("targets"), G.WithValue(b.dense(data, 15, 7)))
+		return []*G.Node{b.crossEntropy(logits, targets)}
+	})
+}
+
+// TestFusedBuffersAcrossRuns trains the fused graph on batches A, B, A:
+// the second A must give bit for bit the first A's loss and gradients, and
+// B those of a fresh graph, so no kernel reads a buffer its op left from an
+// earlier run. Every switch that changes the fused graph is on.
+func TestFusedBuffersAcrossRuns(t *testing.T) {
+	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+		OutProj: true, Residual: true, Norm: "post", Activation: "gelu", Dtype: "float32"}
+	const batch = 3
+	n := batch * spec.Context
+	rng := rand.New(rand.NewPCG(9, 9))
+	batchOf := func() (x, y []int) {
+		x, y = make([]int, n), make([]int, n)
+		for i := range x {
+			x[i], y[i] = rng.IntN(spec.Vocab), rng.IntN(spec.Vocab)
+		}
+		return x, y
+	}
+	xa, ya := batchOf()
+	xb, yb := batchOf()
+	newProgram := func() *Program {
+		m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Compile(m, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	result := func(p *Program, x, y []int) [][]float64 {
+		if err := p.Run(x, y); err != nil {
+			t.Fatal(err)
+		}
+		out := [][]float64{{p.Loss()}, Float64s(p.Logits.Value())}
+		for _, g := range p.Grads {
+			out = append(out, Float64s(g.Value()))
+		}
+		for _, a := range p.Attention {
+			out = append(out, Float64s(a.Value()))
+		}
+		return out
+	}
+	p := newProgram()
+	defer p.Close()
+	first := result(p, xa, ya)
+	gotB := result(p, xb, yb)
+	again := result(p, xa, ya)
+	fresh := newProgram()
+	defer fresh.Close()
+	wantB := result(fresh, xb, yb)
+	if !reflect.DeepEqual(first, again) {
+		t.Error("batch A after batch B differs from batch A first")
+	}
+	if !reflect.DeepEqual(gotB, wantB) {
+		t.Error("batch B after batch A differs from batch B on a fresh graph")
+	}
+	if math.IsNaN(first[0][0]) {
+		t.Error("loss is NaN")
+	}
+}
+
+// TestRunInPlaceMatchesRunAll: the tape run in the calling goroutine
+// (tape.go) computes the same bits as Gorgonia's RunAll, on both graphs.
+func TestRunInPlaceMatchesRunAll(t *testing.T) {
+	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
+	const batch = 2
+	x, y := make([]int, batch*spec.Context), make([]int, batch*spec.Context)
+	for i := range x {
+		x[i], y[i] = (3*i)%spec.Vocab, (5*i+1)%spec.Vocab
+	}
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Unfused: path.unfused})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile(m, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if p.inPlace == nil {
+				t.Fatal("runInPlace did not recognise Gorgonia's TapeMachine: every run goes through RunAll")
+			}
+			result := func() [][]float64 {
+				if err := p.Run(x, y); err != nil {
+					t.Fatal(err)
+				}
+				out := [][]float64{{p.Loss()}, Float64s(p.Logits.Value())}
+				for _, g := range p.Grads {
+					out = append(out, Float64s(g.Value()))
+				}
+				for _, a := range p.Attention {
+					out = append(out, Float64s(a.Value()))
+				}
+				return out
+			}
+			inPlace := result()
+			p.inPlace = nil
+			if !reflect.DeepEqual(inPlace, result()) {
+				t.Error("run in place and RunAll differ")
+			}
+		})
+	}
+}

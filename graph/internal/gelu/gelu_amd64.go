@@ -1,0 +1,17 @@
+//go:build amd64 && !purego
+
+package gelu
+
+import "golang.org/x/sys/cpu"
+
+var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// forwardAVX2 is Forward for n elements, n a multiple of 8.
+//
+//go:noescape
+func forwardAVX2(y, x *float32, n int)
+
+// backwardAVX2 is Backward for n elements, n a multiple of 8.
+//
+//go:noescape
+func backwardAVX2(dx, x, dy *float32, n int)

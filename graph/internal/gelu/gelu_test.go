@@ -1,0 +1,90 @@
+package gelu
+
+import (
+	"math"
+	"testing"
+)
+
+// exact is GELU and its derivative in float64 with math.Tanh.
+func exact(x float64) (y, d float64) {
+	t := math.Tanh(c * (x + a*x*x*x))
+	return 0.5 * x * (1 + t), 0.5 * (1 + t + x*(1-t*t)*c*(1+3*a*x*x))
+}
+
+// TestAgainstFloat64 compares both implementations (assembly where the CPU
+// has it, and the Go loops) with float64 GELU over [−12, 12], the saturated
+// tails included, and checks a length that is not a multiple of 8. Besides
+// a relative 1e-6, the bounds allow for what float32 cannot resolve near
+// saturation, whatever the tanh: 1 + t and 1 − t² cancel when |t| is near 1
+// (float32 steps of 6e-8 there), and gelu′ multiplies 1 − t² by ~x³.
+func TestAgainstFloat64(t *testing.T) {
+	const n = 24*512 + 5
+	x, dy := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(-12 + 24*float64(i)/n)
+		dy[i] = float32(1 + math.Sin(float64(i)))
+	}
+	impls := []bool{false}
+	if haveAsm {
+		impls = append(impls, true)
+	}
+	defer func(h bool) { haveAsm = h }(haveAsm)
+	for _, asm := range impls {
+		haveAsm = asm
+		y, dx := make([]float32, n), make([]float32, n)
+		Forward(y, x)
+		Backward(dx, x, dy)
+		for i, xi := range x {
+			wy, wd := exact(float64(xi))
+			wdx := float64(dy[i]) * wd
+			if e := math.Abs(float64(y[i]) - wy); e > 1e-6*(1+math.Abs(wy))+2e-7*math.Abs(float64(xi)) {
+				t.Fatalf("asm %v: gelu(%v) = %v, want %v", asm, xi, y[i], wy)
+			}
+			if e := math.Abs(float64(dx[i]) - wdx); e > 1e-6*(1+math.Abs(wdx))+3e-7*math.Abs(float64(xi)*(1+3*a*float64(xi*xi))*float64(dy[i])) {
+				t.Fatalf("asm %v: dy·gelu′(%v) = %v, want %v", asm, xi, dx[i], wdx)
+			}
+		}
+	}
+}
+
+func BenchmarkForward(b *testing.B) {
+	x, y := make([]float32, 128*256), make([]float32, 128*256)
+	for i := range x {
+		x[i] = float32(i%200-100) / 25
+	}
+	for i := 0; i < b.N; i++ {
+		Forward(y, x)
+	}
+}
+
+func BenchmarkBackward(b *testing.B) {
+	x, dx := make([]float32, 128*256), make([]float32, 128*256)
+	for i := range x {
+		x[i] = float32(i%200-100) / 25
+	}
+	for i := 0; i < b.N; i++ {
+		Backward(dx, x, x)
+	}
+}
+
+// TestSaturates: far out, GELU is exactly 0 or x and its derivative
+// exactly 0 or 1, as float32 tanh = ±1 gives.
+func TestSaturates(t *testing.T) {
+	defer func(h bool) { haveAsm = h }(haveAsm)
+	for _, asm := range []bool{false, haveAsm} {
+		haveAsm = asm
+		x := []float32{-30, -12, -9, 9, 12, 30, -30, 30}
+		y, dx, one := make([]float32, 8), make([]float32, 8), []float32{1, 1, 1, 1, 1, 1, 1, 1}
+		Forward(y, x)
+		Backward(dx, x, one)
+		for i, xi := range x {
+			wy, wd := float32(0), float32(0)
+			if xi > 0 {
+				wy, wd = xi, 1
+			}
+			if y[i] != wy || dx[i] != wd {
+				t.Errorf("asm %v: x = %v: gelu %v, gelu′ %v; want %v, %v", asm, xi, y[i], dx[i], wy, wd)
+			}
+		}
+	}
+}

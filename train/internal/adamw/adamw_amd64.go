@@ -1,0 +1,18 @@
+//go:build amd64 && !purego
+
+package adamw
+
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
+
+var haveAsm = cpu.X86.HasAVX2
+
+func sqrt(x float64) float64 { return math.Sqrt(x) }
+
+// update32AVX2 is update for float32 parameters, n a multiple of 4.
+//
+//go:noescape
+func update32AVX2(w, grad *float32, m, v *float64, n int, c *Coefs)
