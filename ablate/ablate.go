@@ -114,7 +114,7 @@ func Run(ctx context.Context, configs []string, opts Options) ([]*Row, error) {
 		r.cfg = cfg
 	}
 
-	p := &progressLog{w: opts.Log, rows: rows, start: time.Now()}
+	p := &progressLog{w: opts.Log, rows: rows, start: time.Now(), ended: map[*Row]bool{}}
 	stop := p.every(opts.ProgressEvery)
 	sem := make(chan struct{}, opts.Jobs)
 	var wg sync.WaitGroup
@@ -333,12 +333,14 @@ type progressLog struct {
 	rows  []*Row
 	done  int
 	start time.Time
+	ended map[*Row]bool
 }
 
 func (p *progressLog) finished(r *Row) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
+	p.ended[r] = true
 	status := "done"
 	switch {
 	case r.Err != nil:
@@ -368,17 +370,17 @@ func (p *progressLog) every(d time.Duration) func() {
 }
 
 func (p *progressLog) status() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var parts []string
 	for _, r := range p.rows {
-		if r.Err != nil || r.Reused {
+		if r.Err != nil || r.Reused || p.ended[r] {
 			continue
 		}
 		if step, ok := lastStep(r.Dir); ok {
 			parts = append(parts, fmt.Sprintf("%s at step %d", r.Name, step))
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "%s: %d/%d finished; %s\n", time.Since(p.start).Round(time.Second), p.done, len(p.rows), strings.Join(parts, ", "))
 }
 
