@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -184,5 +185,72 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 	}
 	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, b)
+	}
+}
+
+// TestFullDiskKeepsTheLastCheckpoint makes every save of a resumed run fail
+// the way a full disk does: the process runs under a file-size limit
+// (ulimit -f) that the checkpoint exceeds, so writing it fails with EFBIG.
+// gptg must stop with one clear line and exit 1, leave no temporary file,
+// and leave the checkpoint and model of the last good save byte for byte;
+// a later resume without the limit must finish the run.
+func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
+	exe, cfg := buildGptg(t), killConfig(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	// A first process saves at step 20 and is stopped there.
+	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir,
+		"--set", "train.checkpoint_every=20", "--set", "train.eval_every=50")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if step, _, err := Progress(dir); err == nil && step >= 20 {
+			cmd.Process.Signal(os.Interrupt)
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no checkpoint within 20 s")
+		}
+	}
+	cmd.Wait()
+	before := map[string][]byte{}
+	for _, name := range []string{CheckpointFile, ModelFile} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[name] = b
+	}
+	if len(before[CheckpointFile]) < 150<<10 {
+		t.Fatalf("checkpoint of %d bytes: the 150 KiB limit would not stop it", len(before[CheckpointFile]))
+	}
+
+	// ulimit -f counts KiB; Go ignores SIGXFSZ, so the write returns EFBIG.
+	full := exec.Command("bash", "-c", `ulimit -f 150 && exec "$0" train --resume "$1"`, exe, dir)
+	var stderr strings.Builder
+	full.Stderr = &stderr
+	err := full.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want code 1; stderr: %s", err, stderr.String())
+	}
+	msg := stderr.String()
+	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "saving the checkpoint") || !strings.Contains(msg, "file too large") {
+		t.Fatalf("want one line about the failed save, got %q", msg)
+	}
+	for name, want := range before {
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(got, want) {
+			t.Errorf("%s changed after the failed save", name)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+	if out, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+		t.Fatalf("resume after the failed save: %v\n%s", err, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -73,6 +74,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	defer t.close()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run folder: %w", err)
+	}
+	// Starting over (--force): the old run's checkpoint and model must not
+	// survive beside the new run's files, where a resume would mix them.
+	for _, name := range []string{CheckpointFile, ModelFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
+		}
 	}
 	text, err := cfg.TOML()
 	if err != nil {
@@ -341,15 +349,17 @@ func rssMB() float64 {
 	return float64(resident*int64(os.Getpagesize())) / (1 << 20)
 }
 
-// saveAll writes the model file and then the checkpoint, each atomically.
-// The checkpoint goes last: a crash between the two leaves the older
-// checkpoint, from which a resume recomputes the same model.
+// saveAll writes the checkpoint and then the model file, each atomically.
+// The checkpoint goes first, so a write that fails (a full disk) leaves
+// both files as they were, at the same earlier step; a crash between the
+// two leaves a newer checkpoint beside an older model, which the next save
+// of the resumed run brings level.
 func (t *trainer) saveAll() error {
-	if err := modelfile.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
-		return fmt.Errorf("saving the model: %w", err)
-	}
 	if err := t.saveCheckpoint(); err != nil {
 		return fmt.Errorf("saving the checkpoint: %w", err)
+	}
+	if err := modelfile.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil
 }
