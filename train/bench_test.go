@@ -1,7 +1,12 @@
 package train
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gptg/gptg/config"
@@ -63,4 +68,48 @@ func benchmarkTrainStep(b *testing.B, unfused bool) {
 		}
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkLongRunMemory trains the seed config for 30,000 steps through
+// train.Run (metrics, evaluations and checkpoints included, on the 6 KB
+// test corpus, so it needs nothing beside the repository) and reports the
+// live heap and the resident set at step 1,000 and at step 30,000 from
+// metrics.jsonl: a leak shows as the second pair outgrowing the first.
+// Not a CI test: it takes about a minute.
+//
+//	go test ./train -run XXX -bench LongRunMemory -benchtime 1x
+func BenchmarkLongRunMemory(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		c := config.Default()
+		c.Data.Path = "../testdata/tiny.txt"
+		c.Train.MaxSteps, c.Train.Epochs = 30000, 1000
+		c.Train.LogEvery, c.Train.EvalEvery, c.Train.Out = 1000, 10000, dir
+		if err := c.Validate(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, MetricsFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var r metricsRow
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				b.Fatal(err)
+			}
+			switch r.Step {
+			case 1000:
+				b.ReportMetric(r.HeapMB, "heapMB@1k")
+				b.ReportMetric(r.RSSMB, "rssMB@1k")
+			case 30000:
+				b.ReportMetric(r.HeapMB, "heapMB@30k")
+				b.ReportMetric(r.RSSMB, "rssMB@30k")
+			}
+		}
+		f.Close()
+	}
 }
