@@ -39,7 +39,7 @@ func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 // ModelTestLoss builds m's graph for batches of size batch and returns its
 // test loss on data.
 func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
-	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true})
+	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
 	}
@@ -74,7 +74,7 @@ func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, i
 		}
 	}()
 	for L := 1; L <= T; L++ {
-		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L})
+		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L, Unfused: graph.UnfusedFromEnv()})
 		if err != nil {
 			return 0, 0, err
 		}

@@ -9,6 +9,7 @@ package graph
 import (
 	"fmt"
 	"math"
+	"os"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -54,9 +55,18 @@ type Options struct {
 	// tests check both against the reference); the fused graph is several
 	// times faster and allocates almost nothing per run. The unfused one
 	// stays as the readable specification and for comparison
-	// (GPTG_UNFUSED=1 for gptg train, gptg bench --unfused).
+	// (GPTG_UNFUSED=1 for every gptg command: see UnfusedFromEnv).
 	Unfused bool
 }
+
+// EnvUnfused names the environment variable that, set to 1, makes gptg
+// build unfused graphs (Options.Unfused) for training, evaluation and
+// sampling: the same model composed from Gorgonia primitives, several
+// times slower, for comparisons such as GPTG_UNFUSED=1 bench/compare.sh.
+const EnvUnfused = "GPTG_UNFUSED"
+
+// UnfusedFromEnv reports whether EnvUnfused asks for unfused graphs.
+func UnfusedFromEnv() bool { return os.Getenv(EnvUnfused) == "1" }
 
 // Build emits the graph of spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {

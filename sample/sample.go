@@ -56,7 +56,7 @@ func (s *Sampler) program(n int) (*graph.Program, error) {
 	if p, ok := s.graphs[n]; ok {
 		return p, nil
 	}
-	m, err := graph.Build(s.Model.Spec, graph.Options{Batch: 1, SeqLen: n})
+	m, err := graph.Build(s.Model.Spec, graph.Options{Batch: 1, SeqLen: n, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
 		// The spec came from the file's metadata: say which file is wrong.
 		return nil, fmt.Errorf("%s: %w", s.Model.Path, err)

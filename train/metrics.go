@@ -5,8 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/gptg/gptg/internal/atomicfile"
 	"os"
+
+	"github.com/gptg/gptg/internal/atomicfile"
 )
 
 // metricsRow is one line of metrics.jsonl. Loss is the mean training loss

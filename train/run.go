@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gptg/gptg/internal/atomicfile"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -16,6 +15,8 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"time"
+
+	"github.com/gptg/gptg/internal/atomicfile"
 
 	G "gorgonia.org/gorgonia"
 
@@ -182,14 +183,14 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
 
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: Unfused()})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
 		return nil, err
 	}
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: Unfused()})
+	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
 		return nil, err
 	}

@@ -3,21 +3,11 @@ package train
 import (
 	"fmt"
 	"math"
-	"os"
 
 	G "gorgonia.org/gorgonia"
 
 	"github.com/gptg/gptg/graph"
 )
-
-// EnvUnfused names the environment variable that, set to 1, makes training
-// build the unfused graph (graph.Options.Unfused): the same model composed
-// from Gorgonia primitives, several times slower, for comparisons such as
-// GPTG_UNFUSED=1 bench/compare.sh.
-const EnvUnfused = "GPTG_UNFUSED"
-
-// Unfused reports whether EnvUnfused asks for the unfused graph.
-func Unfused() bool { return os.Getenv(EnvUnfused) == "1" }
 
 // Stepper does one training step on a compiled program: forward and
 // backward, global-norm clipping, then AdamW at the scheduled rate.

@@ -3,9 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/gptg/gptg/internal/atomicfile"
 	"os"
 	"strings"
+
+	"github.com/gptg/gptg/internal/atomicfile"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
@@ -55,7 +56,7 @@ func runGraph(args []string) error {
 		}
 		cfg.Model.Vocab = data.Vocab.Size()
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
 		return err
 	}
