@@ -12,15 +12,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gptg/gptg/internal/atomicfile"
 )
 
+// downloadTimeout bounds a download with the default client; the corpus
+// gptg ships a config for is 1 MB.
+const downloadTimeout = 5 * time.Minute
+
 // Ensure makes sure the data file is in place before training starts.
 //
 // When path exists and sum (a hex SHA-256) is set, the file must match it.
-// When path is missing it is downloaded from rawURL (nil client means
-// http.DefaultClient), checked against sum when set, and only then written,
+// When path is missing it is downloaded from rawURL (a nil client means one
+// with downloadTimeout), checked against sum when set, and only then written,
 // so an interrupted or corrupt download never leaves a file that a later
 // run would trust. Ensure prints nothing; every failure is one error line
 // that says what to do.
@@ -43,7 +48,9 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 		return fmt.Errorf("data file %s does not exist and [data] url is not set", path)
 	}
 	if client == nil {
-		client = http.DefaultClient
+		// A bound on the whole download: a network that drops packets
+		// silently would otherwise hang gptg with no word.
+		client = &http.Client{Timeout: downloadTimeout}
 	}
 	if err := download(path, rawURL, sum, client); err != nil {
 		return fmt.Errorf("downloading %s failed: %v; put the file at %s", rawURL, err, path)

@@ -156,6 +156,9 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		opts.CheckpointEvery = 1000
 	}
 	d := cfg.Data
+	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
+		fmt.Fprintf(opts.Log, "%s is missing: downloading %s\n", d.Path, d.URL)
+	}
 	if err := corpus.Ensure(d.Path, d.URL, d.SHA256, opts.Client); err != nil {
 		return nil, err
 	}
