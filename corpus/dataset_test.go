@@ -41,17 +41,6 @@ func TestWindowsByHand(t *testing.T) {
 	if d.Cut != 10 || d.NumTrain() != 3 || d.NumTest() != 3 {
 		t.Fatalf("cut %d, train %d, test %d", d.Cut, d.NumTrain(), d.NumTest())
 	}
-	for i, want := range []int{0, 2, 4} {
-		if got := d.TrainStart(i); got != want {
-			t.Errorf("TrainStart(%d) = %d, want %d", i, got, want)
-		}
-	}
-	for i, want := range []int{10, 12, 14} {
-		if got := d.TestStart(i); got != want {
-			t.Errorf("TestStart(%d) = %d, want %d", i, got, want)
-		}
-	}
-
 	x, y := make([]int, 6), make([]int, 6)
 	d.TrainBatch(x, y, []int{2, 0})
 	if !slices.Equal(x, []int{4, 5, 6, 0, 1, 2}) || !slices.Equal(y, []int{5, 6, 7, 1, 2, 3}) {

@@ -17,12 +17,6 @@ func (d *Dataset) TestBatches(batch int) int {
 	return d.NumTest() / batch
 }
 
-// TrainStart is the offset in Tokens of training window i.
-func (d *Dataset) TrainStart(i int) int { return i * d.Stride }
-
-// TestStart is the offset in Tokens of test window i.
-func (d *Dataset) TestStart(i int) int { return d.Cut + i*d.Stride }
-
 // TrainBatch fills x and y, each len(windows)*Context long, with the inputs
 // and targets of the given training windows, row after row (B×T, row-major).
 // It does not allocate, so a training loop can reuse its buffers. Wrong

@@ -17,7 +17,7 @@ import (
 // number of batches.
 func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 	B, T := p.Batch, data.Context
-	n := data.NumTest() / B
+	n := data.TestBatches(B)
 	if n == 0 {
 		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
 	}
@@ -61,7 +61,7 @@ func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64
 // because its plain loss read the very tokens it predicts.
 func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
-	n := data.NumTest() / B
+	n := data.TestBatches(B)
 	if n == 0 {
 		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
 	}

@@ -322,7 +322,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	bar.finish()
 	res := &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
-		TestBatch: t.data.NumTest() / cfg.Batch, TrainSecs: t.trainSecs,
+		TestBatch: t.data.TestBatches(cfg.Batch), TrainSecs: t.trainSecs,
 		TokensPerSec: float64(t.step) * tokensPerStep / t.trainSecs,
 	}
 	return res, nil
