@@ -178,6 +178,11 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 	if t.perEpoch == 0 {
 		return nil, fmt.Errorf("%s has %d training windows, fewer than one batch of %d", d.Path, data.NumTrain(), tr.Batch)
 	}
+	// Checked now, not when the first evaluation finds it after hours.
+	if data.TestBatches(tr.Batch) == 0 {
+		return nil, fmt.Errorf("%s has %d test windows, fewer than one batch of %d: lower train.batch or data.split",
+			d.Path, data.NumTest(), tr.Batch)
+	}
 	t.total = int(float64(t.perEpoch) * tr.Epochs)
 	if tr.MaxSteps > 0 && tr.MaxSteps < t.total {
 		t.total = tr.MaxSteps

@@ -86,6 +86,8 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"train", "c.toml", "--set", "model.heads"}, code: 2, msg: "expected section.key=value"},
 		{name: "train: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
 			args: []string{"train", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
+		{name: "train: batch larger than the test split", files: map[string]string{"c.toml": "[data]\npath = \"" + tiny + "\"\n[train]\nbatch = 100\n"},
+			args: []string{"train", "c.toml"}, code: 1, msg: "has 36 test windows, fewer than one batch of 100: lower train.batch or data.split"},
 		{name: "graph: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
 			args: []string{"graph", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
 
