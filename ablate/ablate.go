@@ -206,6 +206,11 @@ func changed(dir string, cfg *config.Config) []string {
 // gptg runs the gptg binary; its last stderr line becomes the error.
 func gptg(ctx context.Context, exe string, stdout io.Writer, args ...string) error {
 	cmd := exec.CommandContext(ctx, exe, args...)
+	// On Ctrl-C a training must save its checkpoint, not die mid-step:
+	// pass the interrupt on (the terminal may have sent it already) and
+	// give it time to finish writing.
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -88,6 +89,11 @@ func runAblate(args []string) error {
 	fmt.Println()
 	fmt.Print(ablate.Markdown(rows))
 	fmt.Printf("\nwrote %s, %s and %s\n", filepath.Join(*out, "summary.md"), filepath.Join(*out, "summary.csv"), filepath.Join(*out, "loss.png"))
+	if errors.Is(err, context.Canceled) {
+		// Each training saved its checkpoint on the same signal; the same
+		// command resumes them.
+		return interruptedError{fmt.Errorf("interrupted: run the same command again to continue the unfinished runs")}
+	}
 	if err != nil {
 		return err
 	}
