@@ -75,6 +75,15 @@ func columnSum[F gemm.Float](a *args[F]) {
 	gemm.SumRows(a.ws, len(dy)/w, w, dy, w, a.out)
 }
 
+// eachHead calls f for every head h of every sequence b of a batch.
+func eachHead(p *opParams, f func(b, h int)) {
+	for b := 0; b < p.Batch; b++ {
+		for h := 0; h < p.Heads; h++ {
+			f(b, h)
+		}
+	}
+}
+
 // head returns rows (B·T, C) from the first element of sequence b's head h
 // on; the head's rows are C apart, the stride to give gemm.Mul.
 func head[F gemm.Float](x []F, p *opParams, b, h int) []F {
@@ -127,36 +136,30 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 func attnMix[F gemm.Float](a *args[F]) {
 	w, v, p := a.in[0], a.in[1], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	for b := 0; b < p.Batch; b++ {
-		for h := 0; h < p.Heads; h++ {
-			wh := w[(b*p.Heads+h)*T*T:]
-			gemm.Mul(a.ws, false, false, T, hs, T, wh, T, head(v, p, b, h), C, head(a.out, p, b, h), C, false)
-		}
-	}
+	eachHead(p, func(b, h int) {
+		wh := w[(b*p.Heads+h)*T*T:]
+		gemm.Mul(a.ws, false, false, T, hs, T, wh, T, head(v, p, b, h), C, head(a.out, p, b, h), C, false)
+	})
 }
 
 // attnMixGradW: ∂w = dy·vᵀ per sequence and head. in: dy (rows, C), v (rows, C).
 func attnMixGradW[F gemm.Float](a *args[F]) {
 	dy, v, p := a.in[0], a.in[1], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	for b := 0; b < p.Batch; b++ {
-		for h := 0; h < p.Heads; h++ {
-			dw := a.out[(b*p.Heads+h)*T*T:]
-			gemm.Mul(a.ws, false, true, T, T, hs, head(dy, p, b, h), C, head(v, p, b, h), C, dw, T, false)
-		}
-	}
+	eachHead(p, func(b, h int) {
+		dw := a.out[(b*p.Heads+h)*T*T:]
+		gemm.Mul(a.ws, false, true, T, T, hs, head(dy, p, b, h), C, head(v, p, b, h), C, dw, T, false)
+	})
 }
 
 // attnMixGradV: ∂v = wᵀ·dy per sequence and head. in: w (B·H, T, T), dy (rows, C).
 func attnMixGradV[F gemm.Float](a *args[F]) {
 	w, dy, p := a.in[0], a.in[1], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	for b := 0; b < p.Batch; b++ {
-		for h := 0; h < p.Heads; h++ {
-			wh := w[(b*p.Heads+h)*T*T:]
-			gemm.Mul(a.ws, true, false, T, hs, T, wh, T, head(dy, p, b, h), C, head(a.out, p, b, h), C, false)
-		}
-	}
+	eachHead(p, func(b, h int) {
+		wh := w[(b*p.Heads+h)*T*T:]
+		gemm.Mul(a.ws, true, false, T, hs, T, wh, T, head(dy, p, b, h), C, head(a.out, p, b, h), C, false)
+	})
 }
 
 // attnScoreGrad is the softmax backward, times the scale: the gradient of
@@ -180,24 +183,20 @@ func attnScoreGrad[F gemm.Float](a *args[F]) {
 func attnQGrad[F gemm.Float](a *args[F]) {
 	ds, k, p := a.in[0], a.in[1], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	for b := 0; b < p.Batch; b++ {
-		for h := 0; h < p.Heads; h++ {
-			dh := ds[(b*p.Heads+h)*T*T:]
-			gemm.Mul(a.ws, false, false, T, hs, T, dh, T, head(k, p, b, h), C, head(a.out, p, b, h), C, false)
-		}
-	}
+	eachHead(p, func(b, h int) {
+		dh := ds[(b*p.Heads+h)*T*T:]
+		gemm.Mul(a.ws, false, false, T, hs, T, dh, T, head(k, p, b, h), C, head(a.out, p, b, h), C, false)
+	})
 }
 
 // attnKGrad: ∂k = ∂sᵀ·q per sequence and head. in: ∂s (B·H, T, T), q (rows, C).
 func attnKGrad[F gemm.Float](a *args[F]) {
 	ds, q, p := a.in[0], a.in[1], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	for b := 0; b < p.Batch; b++ {
-		for h := 0; h < p.Heads; h++ {
-			dh := ds[(b*p.Heads+h)*T*T:]
-			gemm.Mul(a.ws, true, false, T, hs, T, dh, T, head(q, p, b, h), C, head(a.out, p, b, h), C, false)
-		}
-	}
+	eachHead(p, func(b, h int) {
+		dh := ds[(b*p.Heads+h)*T*T:]
+		gemm.Mul(a.ws, true, false, T, hs, T, dh, T, head(q, p, b, h), C, head(a.out, p, b, h), C, false)
+	})
 }
 
 // rowStats returns a row's mean and its standard deviation √(var + eps),
