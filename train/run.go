@@ -119,6 +119,31 @@ func Resume(ctx context.Context, dir string, opts Options) (*Result, error) {
 	return t.loop(ctx)
 }
 
+// LoadData makes sure cfg's corpus is in place (downloading it when it is
+// missing and data.url is set, saying so on log), reads it into windows of
+// the model's context, and fills in model.vocab from it, or checks the
+// vocab the config gives.
+func LoadData(cfg *config.Config, log io.Writer, client *http.Client) (*corpus.Dataset, error) {
+	d := cfg.Data
+	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
+		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
+	}
+	if err := corpus.Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
+		return nil, err
+	}
+	data, err := corpus.Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	if err != nil {
+		return nil, err
+	}
+	if v := data.Vocab.Size(); cfg.Model.Vocab == 0 {
+		cfg.Model.Vocab = v
+	} else if cfg.Model.Vocab != v {
+		return nil, fmt.Errorf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
+			cfg.Model.Vocab, d.Path, v, d.Tokenizer)
+	}
+	return data, nil
+}
+
 // trainer is one training run's state.
 type trainer struct {
 	cfg     *config.Config
@@ -155,24 +180,11 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	d := cfg.Data
-	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
-		fmt.Fprintf(opts.Log, "%s is missing: downloading %s\n", d.Path, d.URL)
-	}
-	if err := corpus.Ensure(d.Path, d.URL, d.SHA256, opts.Client); err != nil {
-		return nil, err
-	}
-	data, err := corpus.Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	data, err := LoadData(cfg, opts.Log, opts.Client)
 	if err != nil {
 		return nil, err
 	}
-	if v := data.Vocab.Size(); cfg.Model.Vocab == 0 {
-		cfg.Model.Vocab = v
-	} else if cfg.Model.Vocab != v {
-		return nil, fmt.Errorf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
-			cfg.Model.Vocab, d.Path, v, d.Tokenizer)
-	}
-	tr := cfg.Train
+	d, tr := cfg.Data, cfg.Train
 	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1}
 	t.perEpoch = data.NumTrain() / tr.Batch
 	if t.perEpoch == 0 {

@@ -9,8 +9,8 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/train"
 )
 
 var graphCommand = command{
@@ -45,16 +45,10 @@ func runGraph(args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Model.Vocab == 0 {
-		d := cfg.Data
-		if err := corpus.Ensure(d.Path, d.URL, d.SHA256, nil); err != nil {
+	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
+		if _, err := train.LoadData(cfg, os.Stdout, nil); err != nil {
 			return err
 		}
-		data, err := corpus.Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
-		if err != nil {
-			return err
-		}
-		cfg.Model.Vocab = data.Vocab.Size()
 	}
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Unfused: graph.UnfusedFromEnv()})
 	if err != nil {
