@@ -16,24 +16,40 @@ import (
 // order, of each batch's mean cross-entropy. It returns the loss and the
 // number of batches.
 func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
-	B, T := p.Batch, data.Context
+	sum := 0.0
+	n, err := eachTestBatch(data, p.Batch, func(x, y []int) error {
+		if err := p.Run(x, y); err != nil {
+			return err
+		}
+		sum += p.Loss()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return sum / float64(n), n, nil
+}
+
+// eachTestBatch calls f with the inputs and targets (B·T each) of the test
+// split's whole batches of size B, in order, and returns how many there
+// were; the incomplete last batch is left out, as the seed's test loss does.
+func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, error) {
 	n := data.TestBatches(B)
 	if n == 0 {
-		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+		return 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
 	}
+	T := data.Context
 	x, y, w := make([]int, B*T), make([]int, B*T), make([]int, B)
-	sum := 0.0
 	for b := 0; b < n; b++ {
 		for i := range w {
 			w[i] = b*B + i
 		}
 		data.TestBatch(x, y, w)
-		if err := p.Run(x, y); err != nil {
-			return 0, 0, err
+		if err := f(x, y); err != nil {
+			return 0, err
 		}
-		sum += p.Loss()
 	}
-	return sum / float64(n), n, nil
+	return n, nil
 }
 
 // ModelTestLoss builds m's graph for batches of size batch and returns its
@@ -61,11 +77,7 @@ func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64
 // because its plain loss read the very tokens it predicts.
 func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
-	n := data.TestBatches(B)
-	if n == 0 {
-		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
-	}
-	progs := make([]*graph.Program, T+1)
+	progs := make([]*graph.Program, T+1) // progs[L] sees L positions; built on first use
 	defer func() {
 		for _, p := range progs {
 			if p != nil {
@@ -73,33 +85,34 @@ func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, i
 			}
 		}
 	}()
-	for L := 1; L <= T; L++ {
+	program := func(L int) (*graph.Program, error) {
+		if progs[L] != nil {
+			return progs[L], nil
+		}
 		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L, Unfused: graph.UnfusedFromEnv()})
 		if err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		if err := m.Apply(g.Params); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
-		if progs[L], err = graph.Compile(g, false); err != nil {
-			return 0, 0, err
-		}
+		progs[L], err = graph.Compile(g, false)
+		return progs[L], err
 	}
-	x, y, w := make([]int, B*T), make([]int, B*T), make([]int, B)
 	sum := 0.0
-	for b := 0; b < n; b++ {
-		for i := range w {
-			w[i] = b*B + i
-		}
-		data.TestBatch(x, y, w)
+	in := make([]int, 0, B*T)
+	n, err := eachTestBatch(data, B, func(x, y []int) error {
 		for L := 1; L <= T; L++ {
-			in := make([]int, 0, B*L)
+			in = in[:0]
 			for s := 0; s < B; s++ {
 				in = append(in, x[s*T:s*T+L]...)
 			}
-			p := progs[L]
+			p, err := program(L)
+			if err != nil {
+				return err
+			}
 			if err := p.Run(in, nil); err != nil {
-				return 0, 0, err
+				return err
 			}
 			logits := graph.Float64s(p.Logits.Value())
 			for s := 0; s < B; s++ {
@@ -107,6 +120,10 @@ func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, i
 				sum += crossEntropy(row, y[s*T+L-1])
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	return sum / float64(n*B*T), n, nil
 }
