@@ -69,8 +69,7 @@ func (b *builder) fusedLinear(x, w, bias *G.Node, in, out int) *G.Node {
 		if err != nil {
 			return nil, err
 		}
-		db, err := op.derive("ColumnSum", kernelOf(columnSum[float32], columnSum[float64]),
-			rank(2), in[2].Shape().Clone(), dy)
+		db, err := op.biasGrad(in[2], dy)
 		return G.Nodes{dx, dw, db}, err
 	}
 	return G.Must(G.ApplyOp(op, x, w, bias))
@@ -139,11 +138,17 @@ func (b *builder) fusedLayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 		if err != nil {
 			return nil, err
 		}
-		db, err := op.derive("ColumnSum", kernelOf(columnSum[float32], columnSum[float64]),
-			rank(2), in[2].Shape().Clone(), dy)
+		db, err := op.biasGrad(in[2], dy)
 		return G.Nodes{dx, dw, db}, err
 	}
 	return G.Must(G.ApplyOp(op, x, w, bias))
+}
+
+// biasGrad is the gradient of a bias added to every row (Linear,
+// LayerNorm): the rows of dy summed.
+func (op *fusedOp) biasGrad(bias, dy *G.Node) (*G.Node, error) {
+	return op.derive("ColumnSum", kernelOf(columnSum[float32], columnSum[float64]),
+		rank(2), bias.Shape().Clone(), dy)
 }
 
 // fusedActivation: GELU (tanh form) or ReLU, element by element.
