@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -64,7 +65,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 		if !ok {
 			t.Fatalf("parameter %s is not in the golden file", prm.Name)
 		}
-		if !equalInts(prm.Shape, want.Shape) {
+		if !slices.Equal(prm.Shape, want.Shape) {
 			t.Fatalf("%s: shape %v, golden %v", prm.Name, prm.Shape, want.Shape)
 		}
 		if err := prm.SetFloat64s(want.Data); err != nil {
@@ -113,16 +114,4 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 			check("grad "+prm.Name, got, want, 0)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
