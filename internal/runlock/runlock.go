@@ -1,0 +1,65 @@
+// Package runlock keeps two gptg processes out of one run folder.
+//
+// The lock is flock(2) on a file in the folder: the kernel drops it when
+// the holding process exits, however it exits (Ctrl-C, SIGKILL, a crash),
+// so a stale lock never blocks a requeued Slurm task or a resumed run.
+// The file also records the holder's pid, for the message the second
+// process prints.
+package runlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Name is the lock file's name inside a run folder.
+const Name = ".gptg.lock"
+
+// ErrHeld is wrapped by Acquire's error when another process holds the lock.
+var ErrHeld = errors.New("run folder is in use")
+
+// Lock is a held lock; Release gives it up.
+type Lock struct{ f *os.File }
+
+// Acquire takes the exclusive lock on dir (which must exist) without
+// waiting. When another process holds it, the error names that process.
+func Acquire(dir string) (*Lock, error) {
+	path := filepath.Join(dir, Name)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(path); rerr == nil {
+				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+					holder = fmt.Sprintf("process %d", pid)
+				}
+			}
+			return nil, fmt.Errorf("%s: %w by %s (wait for it to finish, or stop it)", dir, ErrHeld, holder)
+		}
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release gives the lock up. The file stays: removing it would race with
+// a process that has just opened it.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
