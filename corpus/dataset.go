@@ -88,7 +88,7 @@ func readText(path string) (string, error) {
 	}
 	text := string(raw)
 	if err := checkUTF8(text); err != nil {
-		return "", fmt.Errorf("data file %s: %w", path, err)
+		return "", fmt.Errorf("data file %s is %w", path, err)
 	}
 	return text, nil
 }
