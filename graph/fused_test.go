@@ -282,7 +282,7 @@ func TestRunInPlaceMatchesRunAll(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Unfused: path.unfused})
+			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Backend: Backend{Unfused: path.unfused}})
 			if err != nil {
 				t.Fatal(err)
 			}

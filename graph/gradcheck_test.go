@@ -42,7 +42,7 @@ func finiteDifferences(t *testing.T, unfused bool) {
 
 func gradCheck(t *testing.T, spec config.Model, seed int64, unfused bool) {
 	const B = 2
-	m, err := Build(spec, Options{Batch: B, Loss: true, Seed: seed, Unfused: unfused})
+	m, err := Build(spec, Options{Batch: B, Loss: true, Seed: seed, Backend: Backend{Unfused: unfused}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ package graph
 import (
 	"fmt"
 	"math"
-	"os"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -49,24 +48,21 @@ type Options struct {
 	Loss bool
 	// Seed draws the initial parameters (PyTorch's default initialisation).
 	Seed int64
-	// Unfused composes every layer from Gorgonia primitives (MatMul,
-	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
-	// ops of fused.go. Both compute the same function and gradients (the
-	// tests check both against the reference); the fused graph is several
-	// times faster and allocates almost nothing per run. The unfused one
-	// stays as the readable specification and for comparison
-	// (GPTG_UNFUSED=1 for every gptg command: see UnfusedFromEnv).
-	Unfused bool
+	Backend
 }
 
-// EnvUnfused names the environment variable that, set to 1, makes gptg
-// build unfused graphs (Options.Unfused) for training, evaluation and
-// sampling: the same model composed from Gorgonia primitives, several
-// times slower, for comparisons such as GPTG_UNFUSED=1 bench/compare.sh.
-const EnvUnfused = "GPTG_UNFUSED"
-
-// UnfusedFromEnv reports whether EnvUnfused asks for unfused graphs.
-func UnfusedFromEnv() bool { return os.Getenv(EnvUnfused) == "1" }
+// Backend says how a graph computes, not what: the same model, the same
+// function and gradients whatever it says. The command line sets it once
+// (cmd/gptg) and passes it down to training, evaluation and sampling.
+type Backend struct {
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops. Both compute the same function and gradients (the tests check
+	// both against the reference); the fused graph is several times faster
+	// and allocates almost nothing per run. The unfused one stays as the
+	// readable specification and for comparison (GPTG_UNFUSED=1).
+	Unfused bool
+}
 
 // Build emits the graph of spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -34,14 +34,14 @@ func TestWordModelLearnsToyGrammar(t *testing.T) {
 	if _, err := Run(context.Background(), c, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelfile.LoadModel(filepath.Join(c.Train.Out, ModelFile))
+	m, err := graph.LoadModel(filepath.Join(c.Train.Out, ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Meta["tokenizer"] != "word" || m.Vocab.Kind() != "word" {
 		t.Fatalf("model file tokenizer %q", m.Meta["tokenizer"])
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -43,6 +44,18 @@ func init() {
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// envUnfused names the environment variable that, set to 1, makes every
+// command build the unfused graph (graph.Backend.Unfused): the same model
+// composed from Gorgonia primitives, several times slower, for comparisons
+// such as GPTG_UNFUSED=1 bench/compare.sh.
+const envUnfused = "GPTG_UNFUSED"
+
+// backend is how this process's graphs compute. It is the one place that
+// reads the environment; the library packages get it as an argument.
+func backend() graph.Backend {
+	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1"}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
