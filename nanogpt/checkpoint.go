@@ -113,7 +113,7 @@ func (rebuildTensor) Call(args ...any) (any, error) {
 // checkpointClasses are the only globals a checkpoint's pickle may name.
 func checkpointClasses() map[string]any {
 	c := map[string]any{
-		"collections.OrderedDict":      &types.OrderedDictClass{},
+		"collections.OrderedDict":         &types.OrderedDictClass{},
 		"torch._utils._rebuild_tensor_v2": rebuildTensor{},
 	}
 	for name, size := range storageTypes {

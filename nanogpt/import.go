@@ -22,6 +22,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -83,7 +84,7 @@ func (m *Model) Save(path string) error {
 		return err
 	}
 	meta := map[string]string{
-		"format": modelfile.Format, "model": string(spec),
+		"format": graph.Format, "model": string(spec),
 		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
 		"source": "nanoGPT checkpoint",
 	}
