@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/chewxy/hm v1.0.0
+	github.com/nlpodyssey/gopickle v0.2.0
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.50.0
@@ -30,7 +31,6 @@ require (
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/leesper/go_rng v0.0.0-20190531154944-a612b043e353 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
-	github.com/nlpodyssey/gopickle v0.2.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/xtgo/set v1.0.0 // indirect
