@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 )
 
 // TestSIGKILLAndResume kills `gptg train` with SIGKILL at random moments, 20
@@ -81,7 +81,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, ModelFile)); err == nil {
-			if _, err := modelfile.LoadModel(filepath.Join(dir, ModelFile)); err != nil {
+			if _, err := graph.LoadModel(filepath.Join(dir, ModelFile)); err != nil {
 				t.Fatalf("kill %d: model file does not load: %v", kills, err)
 			}
 		}
