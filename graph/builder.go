@@ -87,6 +87,9 @@ func checkSpec(s config.Model, batch int) error {
 		return fmt.Errorf("model: norm %q must be none, pre or post", s.Norm)
 	case s.Activation != "gelu" && s.Activation != "relu":
 		return fmt.Errorf("model: activation %q must be gelu or relu", s.Activation)
+	case s.TieEmbeddings || !s.Bias || s.FinalNorm || s.Init == "gpt2" || s.Dropout != 0:
+		// config accepts nanoGPT's switches (issue #11); the graph has yet to emit them.
+		return fmt.Errorf("model: tie_embeddings, bias = false, final_norm, init = \"gpt2\" and dropout are not built yet")
 	case s.Dtype != "float32" && s.Dtype != "float64":
 		return fmt.Errorf("model: dtype %q must be float32 or float64", s.Dtype)
 	case batch < 1:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -40,6 +41,7 @@ func init() {
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
 		"data":      dataCommand,
+		"import":    importCommand,
 	}
 }
 
@@ -122,10 +124,11 @@ func exitCode(err error) int {
 	var ue usageError
 	var ce *config.Error
 	var ie interruptedError
+	var ne *nanogpt.InputError
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne):
 		return 2
 	}
 	return 1
