@@ -102,6 +102,10 @@ type Train struct {
 	// "matrices" (those with two or more dimensions, nanoGPT's
 	// configure_optimizers: not biases or LayerNorm weights).
 	Decay string `toml:"decay" json:"decay"`
+	// Threads bounds the cores training and evaluation use; 0 = all of
+	// them. The weights are the same bits for every value, so it is a
+	// setting of the machine, not of the experiment (--threads overrides it).
+	Threads int `toml:"threads" json:"threads"`
 }
 
 // Sample holds the defaults of `gptg sample`.

@@ -103,6 +103,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("train.eval_batches", t.EvalBatches, 0, 1_000_000)
 	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
 	v.oneOf("train.decay", t.Decay, "all", "matrices")
+	v.atLeast("train.threads", t.Threads, 0)
 
 	s := c.Sample
 	v.atLeast("sample.tokens", s.Tokens, 0)

@@ -58,9 +58,12 @@ func linearForward[F gemm.Float](a *args[F]) {
 	x, w, n, in, out := a.in[0], a.in[1], a.p.Rows, a.p.In, a.p.Out
 	hasBias := len(a.in) > 2
 	if hasBias {
-		for i := 0; i < n; i++ {
-			copy(a.out[i*out:(i+1)*out], a.in[2])
-		}
+		bias := a.in[2]
+		rows(a, n, n*out, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(a.out[i*out:(i+1)*out], bias)
+			}
+		})
 	}
 	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, hasBias)
 }
