@@ -153,6 +153,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "sample: heads not dividing embedding", setup: threeHeads,
 			args: []string{"sample", brokenModel}, code: 1, msg: `broken.safetensors: metadata "model": model.heads: 3 does not divide embedding 8`},
 	}
+	rows = append(rows, hardenedInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -214,6 +215,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	for i, d := range table {
 		clean := strings.NewReplacer(
 			d.dir+string(filepath.Separator), "", d.dir, ".",
+			fmt.Sprintf("process %d", os.Getpid()), "process 4242",
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string

@@ -5,6 +5,7 @@
 package inputfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,6 +27,10 @@ func (e *Error) Error() string { return e.Path + " " + e.Problem }
 // path; a missing file's error still matches fs.ErrNotExist.
 func Open(path string, limit int64) (*os.File, int64, error) {
 	info, err := os.Stat(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Op = "open" // looking comes first here, but to a user this is opening
+	}
 	if err != nil {
 		return nil, 0, err
 	}
