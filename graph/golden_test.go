@@ -48,7 +48,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := Build(spec, Options{Batch: c.Batch, Loss: true, Unfused: unfused})
+	m, err := Build(spec, Options{Batch: c.Batch, Loss: true, Backend: Backend{Unfused: unfused}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestFiniteDifferences(t *testing.T) {
 func finiteDifferences(t *testing.T, unfused bool) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := 0; i < 32; i++ {
-		spec := config.Model{
+		spec := config.Model{Bias: true, Init: "torch",
 			Vocab: 5, Context: 4, Embedding: 4, Blocks: 2, FFMult: 2, Dtype: "float64",
 			Heads:      []int{1, 2, 4}[rng.IntN(3)],
 			QKV:        rng.IntN(2) == 0,
@@ -42,7 +42,7 @@ func finiteDifferences(t *testing.T, unfused bool) {
 
 func gradCheck(t *testing.T, spec config.Model, seed int64, unfused bool) {
 	const B = 2
-	m, err := Build(spec, Options{Batch: B, Loss: true, Seed: seed, Unfused: unfused})
+	m, err := Build(spec, Options{Batch: B, Loss: true, Seed: seed, Backend: Backend{Unfused: unfused}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,15 @@
 //
 // This file is the whole model, layer by layer, in the order of the seed's
 // classes and the reference (gptref.py): embedding, attention, feed-forward,
-// transformer block, output and the loss. Everything else in the package is
-// plumbing: parameters, constants and the small helpers in ops.go.
+// transformer block, output and the loss. It creates the parameters and
+// says what each layer computes; an emitter (emitter.go) turns each layer
+// into graph nodes, either fused kernels or Gorgonia primitives. Everything
+// else in the package is plumbing.
 package graph
 
 import (
 	"fmt"
 	"math"
-	"os"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -49,24 +50,21 @@ type Options struct {
 	Loss bool
 	// Seed draws the initial parameters (PyTorch's default initialisation).
 	Seed int64
-	// Unfused composes every layer from Gorgonia primitives (MatMul,
-	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
-	// ops of fused.go. Both compute the same function and gradients (the
-	// tests check both against the reference); the fused graph is several
-	// times faster and allocates almost nothing per run. The unfused one
-	// stays as the readable specification and for comparison
-	// (GPTG_UNFUSED=1 for every gptg command: see UnfusedFromEnv).
-	Unfused bool
+	Backend
 }
 
-// EnvUnfused names the environment variable that, set to 1, makes gptg
-// build unfused graphs (Options.Unfused) for training, evaluation and
-// sampling: the same model composed from Gorgonia primitives, several
-// times slower, for comparisons such as GPTG_UNFUSED=1 bench/compare.sh.
-const EnvUnfused = "GPTG_UNFUSED"
-
-// UnfusedFromEnv reports whether EnvUnfused asks for unfused graphs.
-func UnfusedFromEnv() bool { return os.Getenv(EnvUnfused) == "1" }
+// Backend says how a graph computes, not what: the same model, the same
+// function and gradients whatever it says. The command line sets it once
+// (cmd/gptg) and passes it down to training, evaluation and sampling.
+type Backend struct {
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops. Both compute the same function and gradients (the tests check
+	// both against the reference); the fused graph is several times faster
+	// and allocates almost nothing per run. The unfused one stays as the
+	// readable specification and for comparison (GPTG_UNFUSED=1).
+	Unfused bool
+}
 
 // Build emits the graph of spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {
@@ -81,18 +79,18 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	}
 	// The Gorgonia API reports shape and type mistakes as errors on every
 	// call; G.Must turns them into panics so the layers below read like the
-	// reference. A panic here is a bug in this file, never bad user input
-	// (checkSpec ran first), and still comes back as an error.
+	// reference. A panic here is a bug in this package, never bad user
+	// input (checkSpec ran first), and still comes back as an error.
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("building the graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, o.Batch, o.SeqLen, o.Seed, !o.Unfused)
+	b := newBuilder(spec, o)
 	m = &Model{Spec: spec, Batch: o.Batch, SeqLen: o.SeqLen, G: b.g}
-	batch, T := o.Batch, o.SeqLen
+	rows := o.Batch * o.SeqLen
 
-	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(batch*T), G.WithName("tokens"))
+	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("tokens"))
 	x := b.embedding(m.Tokens)
 	for i := 0; i < spec.Blocks; i++ {
 		var att *G.Node
@@ -101,8 +99,8 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	}
 	m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab)
 	if o.Loss {
-		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(batch*T, spec.Vocab), G.WithName("targets"))
-		m.Loss = b.crossEntropy(m.Logits, m.Targets)
+		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
+		m.Loss = b.op.crossEntropy(m.Logits, m.Targets)
 	}
 	m.Params = b.params
 	return m, nil
@@ -110,20 +108,16 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 
 // embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C).
 func (b *builder) embedding(tokens *G.Node) *G.Node {
-	V, T, C := b.spec.Vocab, b.seqLen, b.spec.Embedding
-	tok := b.param("tok.weight", normal, V, C)
-	pos := b.param("pos.weight", normal, b.spec.Context, C)
-	if b.fused {
-		return b.fusedEmbedding(tokens, tok, pos) // reads the first T rows of pos itself
-	}
-	if T < b.spec.Context {
-		// Slice drops an axis of length 1; the reshape puts it back.
-		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
-	}
-	x := G.Must(G.ByIndices(tok, tokens, 0))
-	x = G.Must(G.Reshape(x, tensor.Shape{b.batch, T, C}))
-	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
-	return G.Must(G.Reshape(x, tensor.Shape{b.batch * T, C}))
+	tok := b.param("tok.weight", normal, b.spec.Vocab, b.spec.Embedding)
+	pos := b.param("pos.weight", normal, b.spec.Context, b.spec.Embedding)
+	return b.op.embedding(tokens, tok, pos)
+}
+
+// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in].
+func (b *builder) linear(name string, x *G.Node, in, out int) *G.Node {
+	w := b.param(name+".weight", uniform(in), out, in)
+	bias := b.param(name+".bias", uniform(in), out)
+	return b.op.linear(x, w, bias)
 }
 
 // attention is scaled dot-product self-attention over rows (B·T, C):
@@ -131,26 +125,15 @@ func (b *builder) embedding(tokens *G.Node) *G.Node {
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 	s := b.spec
-	B, T, C, H := b.batch, b.seqLen, s.Embedding, s.Heads
+	C := s.Embedding
 	q, k, v := x, x, x
 	if s.QKV {
 		q = b.linear(name+".q", x, C, C)
 		k = b.linear(name+".k", x, C, C)
 		v = b.linear(name+".v", x, C, C)
 	}
-	scale := 1 / math.Sqrt(float64(C/H))
-	if b.fused {
-		y, w = b.fusedAttention(q, k, v, scale) // the lines below in one kernel, heads never split
-	} else {
-		q, k, v = b.splitHeads(q), b.splitHeads(k), b.splitHeads(v) // (B·H, T, C/H)
-		scores := G.Must(G.BatchedMatMul(q, k, false, true))
-		scores = G.Must(G.Mul(scores, b.scalar(name+".scale", scale)))
-		if s.Mask {
-			scores = G.Must(G.BroadcastAdd(scores, b.causalMask(name+".mask"), nil, []byte{0}))
-		}
-		w = b.softmax(scores)
-		y = b.mergeHeads(G.Must(G.BatchedMatMul(w, v)), B, T, C)
-	}
+	scale := 1 / math.Sqrt(float64(C/s.Heads))
+	y, w = b.op.attention(q, k, v, scale, s.Mask)
 	if s.OutProj {
 		y = b.linear(name+".o", y, C, C)
 	}
@@ -161,15 +144,16 @@ func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 func (b *builder) feedForward(name string, x *G.Node) *G.Node {
 	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
 	h := b.linear(name+".up", x, C, hidden)
-	if b.fused {
-		return b.linear(name+".down", b.fusedActivation(h), hidden, C)
-	}
-	if b.spec.Activation == "relu" {
-		h = G.Must(G.Rectify(h))
-	} else {
-		h = b.gelu(name+".gelu", h)
-	}
+	h = b.op.activation(h, b.spec.Activation)
 	return b.linear(name+".down", h, hidden, C)
+}
+
+// layerNorm is nn.LayerNorm over each row: mean 0, variance 1 (biased, eps
+// 1e-5), then a scale and a shift per channel.
+func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
+	w := b.param(name+".weight", ones, b.spec.Embedding)
+	bias := b.param(name+".bias", zeros, b.spec.Embedding)
+	return b.op.layerNorm(x, w, bias, 1e-5)
 }
 
 // block is one transformer block: attention, then feed-forward, each wrapped
@@ -197,15 +181,4 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 	})
 	x = sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 	return x, att
-}
-
-// crossEntropy is the mean over all B·T positions of −log softmax(logits)[target].
-func (b *builder) crossEntropy(logits, onehot *G.Node) *G.Node {
-	if b.fused {
-		return b.fusedCrossEntropy(logits, onehot)
-	}
-	logp := G.Must(G.LogSoftMax(b.subtractRowMax(logits)))
-	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
-	n := float64(logits.Shape()[0])
-	return G.Must(G.Mul(picked, b.scalar("loss.scale", -1/n)))
 }

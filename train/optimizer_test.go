@@ -35,7 +35,7 @@ func goldenTrajectory(t *testing.T, cases []*golden.Case, unfused bool) {
 			const tol = 1e-9
 			spec := c.Model
 			spec.Dtype = "float64"
-			m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true, Unfused: unfused})
+			m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true, Backend: graph.Backend{Unfused: unfused}})
 			if err != nil {
 				t.Fatal(err)
 			}

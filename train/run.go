@@ -30,7 +30,6 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -47,6 +46,8 @@ type Options struct {
 	CheckpointEvery int
 	// AfterStep, when set, is called after every step (tests interrupt here).
 	AfterStep func(step int)
+	// Backend says how the graphs compute (fused or not); see graph.Backend.
+	Backend graph.Backend
 	// beforeEval, when set, is called before each evaluation (tests
 	// interrupt an evaluation here).
 	beforeEval func(step int)
@@ -317,36 +318,6 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	return t.loop(ctx)
 }
 
-// LoadData makes sure cfg's corpus is in place (downloading it when it is
-// missing and data.url is set, saying so on log), reads it into windows of
-// the model's context, and fills in model.vocab from it, or checks the
-// vocab the config gives.
-func LoadData(cfg *config.Config, log io.Writer, client *http.Client) (*corpus.Dataset, error) {
-	return loadData(context.Background(), cfg, log, client)
-}
-
-// loadData is LoadData that stops loading when ctx is done.
-func loadData(ctx context.Context, cfg *config.Config, log io.Writer, client *http.Client) (*corpus.Dataset, error) {
-	d := cfg.Data
-	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
-		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
-	}
-	if err := corpus.Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
-		return nil, err
-	}
-	data, err := corpus.LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
-	if err != nil {
-		return nil, err
-	}
-	if v := data.Vocab.Size(); cfg.Model.Vocab == 0 {
-		cfg.Model.Vocab = v
-	} else if cfg.Model.Vocab != v {
-		return nil, fmt.Errorf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
-			cfg.Model.Vocab, d.Path, v, d.Tokenizer)
-	}
-	return data, nil
-}
-
 // trainer is one training run's state.
 type trainer struct {
 	cfg     *config.Config
@@ -393,7 +364,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := loadData(ctx, cfg, opts.Log, opts.Client)
+	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
 	if err != nil {
 		return nil, err
 	}
@@ -416,14 +387,14 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
 
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: opts.Backend})
 	if err != nil {
 		return nil, err
 	}
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
+	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: opts.Backend})
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +587,7 @@ func (t *trainer) saveAll() error {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
 	t.savedStep = t.step
-	if err := modelfile.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil

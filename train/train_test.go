@@ -21,7 +21,7 @@ func tinyConfig(t *testing.T, dir string) *config.Config {
 	c := config.Default()
 	c.Data.Path = "../testdata/tiny.txt"
 	c.Data.Stride = 4
-	c.Model = config.Model{Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
+	c.Model = config.Model{Bias: true, Init: "torch", Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float64"}
 	c.Train.Batch = 2
 	c.Train.MaxSteps = 60

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -73,7 +72,7 @@ func runAttention(args []string) error {
 		*out = "att.png"
 	}
 
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}
@@ -131,8 +130,8 @@ func runAttention(args []string) error {
 // attentionMaps runs the model on ids and returns maps[b][h], the weights
 // of block b, head h over the len(ids) real positions. A causal model runs
 // a padded full-context graph; its padding rows and columns are cut off.
-func attentionMaps(m *modelfile.Model, ids []int) ([][]matrix, error) {
-	s, err := sample.New(m)
+func attentionMaps(m *graph.SavedModel, ids []int) ([][]matrix, error) {
+	s, err := sample.New(m, backend())
 	if err != nil {
 		return nil, err
 	}

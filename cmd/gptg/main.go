@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -38,11 +40,24 @@ func init() {
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
 		"data":      dataCommand,
+		"import":    importCommand,
 	}
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// envUnfused names the environment variable that, set to 1, makes every
+// command build the unfused graph (graph.Backend.Unfused): the same model
+// composed from Gorgonia primitives, several times slower, for comparisons
+// such as GPTG_UNFUSED=1 bench/compare.sh.
+const envUnfused = "GPTG_UNFUSED"
+
+// backend is how this process's graphs compute. It is the one place that
+// reads the environment; the library packages get it as an argument.
+func backend() graph.Backend {
+	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1"}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -92,10 +107,11 @@ func exitCode(err error) int {
 	var ue usageError
 	var ce *config.Error
 	var ie interruptedError
+	var ne *nanogpt.InputError
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne):
 		return 2
 	}
 	return 1

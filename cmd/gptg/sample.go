@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -117,11 +117,11 @@ func runSample(args []string) error {
 		}
 		*prompt = string(b)
 	}
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, backend())
 	if err != nil {
 		return err
 	}

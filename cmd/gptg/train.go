@@ -66,7 +66,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
+	opts := train.Options{Backend: backend(), Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}

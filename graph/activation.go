@@ -1,0 +1,70 @@
+package graph
+
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+
+	"github.com/gptg/gptg/graph/internal/gelu"
+	"github.com/gptg/gptg/graph/internal/gemm"
+)
+
+// activation: GELU (tanh form) or ReLU, element by element.
+func (f *fused) activation(x *G.Node, kind string) *G.Node {
+	fwd, grad, name := kernelOf(geluForward32, geluForward64), kernelOf(geluBackward32, geluBackward64), "GELU"
+	if kind == "relu" {
+		fwd, grad, name = kernelOf(reluForward[float32], reluForward[float64]), kernelOf(reluBackward[float32], reluBackward[float64]), "ReLU"
+	}
+	dims := argKind(x.Dims())
+	op := f.newOp(name, f.dims, fwd, []argKind{dims}, x.Shape().Clone(), true)
+	op.grad = func(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
+		dx, err := op.derive(name+"Grad", grad, []argKind{dims, dims}, in[0].Shape().Clone(), in[0], dy)
+		return G.Nodes{dx}, err
+	}
+	return G.Must(G.ApplyOp(op, x))
+}
+
+// GELU in its tanh form: gelu(x) = ½x(1 + tanh(c(x + 0.044715x³))), c = √(2/π).
+const (
+	geluA = 0.044715
+	geluC = 0.7978845608028654 // √(2/π)
+)
+
+func geluForward64(a *args[float64]) {
+	for i, x := range a.in[0] {
+		a.out[i] = 0.5 * x * (1 + math.Tanh(geluC*(x+geluA*x*x*x)))
+	}
+}
+
+// geluBackward64: ∂x = dy·(½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²)), t the tanh above. in: x, dy.
+func geluBackward64(a *args[float64]) {
+	dy := a.in[1]
+	for i, x := range a.in[0] {
+		t := math.Tanh(geluC * (x + geluA*x*x*x))
+		a.out[i] = dy[i] * (0.5*(1+t) + 0.5*x*(1-t*t)*geluC*(1+3*geluA*x*x))
+	}
+}
+
+// The float32 GELU runs eight elements at a time (package gelu): one
+// element at a time it costs more than all the matrix products.
+func geluForward32(a *args[float32]) { gelu.Forward(a.out, a.in[0]) }
+
+func geluBackward32(a *args[float32]) { gelu.Backward(a.out, a.in[0], a.in[1]) }
+
+func reluForward[F gemm.Float](a *args[F]) {
+	for i, v := range a.in[0] {
+		a.out[i] = max(v, 0)
+	}
+}
+
+// reluBackward passes dy where x > 0 (0 at x = 0, as PyTorch). in: x, dy.
+func reluBackward[F gemm.Float](a *args[F]) {
+	dy := a.in[1]
+	for i, v := range a.in[0] {
+		if v > 0 {
+			a.out[i] = dy[i]
+		} else {
+			a.out[i] = 0
+		}
+	}
+}
