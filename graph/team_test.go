@@ -20,7 +20,7 @@ func TestThreadsGiveSameBits(t *testing.T) {
 	defer func() { minSplitWork = saved }()
 	for _, dtype := range []string{"float32", "float64"} {
 		for _, mask := range []bool{true, false} {
-			spec := config.Model{Vocab: 11, Context: 70, Embedding: 12, Blocks: 2, Heads: 3, FFMult: 3, QKV: true,
+			spec := config.Model{Bias: true, Init: "torch", Vocab: 11, Context: 70, Embedding: 12, Blocks: 2, Heads: 3, FFMult: 3, QKV: true,
 				Mask: mask, OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: dtype}
 			t.Run(fmt.Sprintf("%s_mask%v", dtype, mask), func(t *testing.T) {
 				const batch = 3
