@@ -9,7 +9,7 @@ import (
 func (d *Dataset) NumTrain() int { return numWindows(d.Cut, d.Context, d.Stride) }
 
 // NumTest is the number of test windows.
-func (d *Dataset) NumTest() int { return numWindows(len(d.Tokens)-d.Cut, d.Context, d.Stride) }
+func (d *Dataset) NumTest() int { return numWindows(d.tokens.len()-d.Cut, d.Context, d.Stride) }
 
 // TestBatches is the number of whole test batches of the given size; the
 // reference's test loss drops the incomplete last batch.
@@ -46,8 +46,8 @@ func (d *Dataset) fill(x, y, windows []int, n, base int, split string) {
 			panic(fmt.Sprintf("corpus: %s window %d out of range [0, %d)", split, w, n))
 		}
 		s := base + w*d.Stride
-		copy(x[b*t:(b+1)*t], d.Tokens[s:s+t])
-		copy(y[b*t:(b+1)*t], d.Tokens[s+1:s+t+1])
+		d.tokens.copyTo(x[b*t:(b+1)*t], s)
+		d.tokens.copyTo(y[b*t:(b+1)*t], s+1)
 	}
 }
 
@@ -58,7 +58,7 @@ func (d *Dataset) fill(x, y, windows []int, n, base int, split string) {
 func (d *Dataset) RandomBatch(x, y []int, test bool, rng *rand.Rand) {
 	base, end := 0, d.Cut
 	if test {
-		base, end = d.Cut, len(d.Tokens)
+		base, end = d.Cut, d.tokens.len()
 	}
 	t := d.Context
 	starts := end - base - t // offsets 0 .. starts-1 leave t+1 tokens
@@ -67,8 +67,8 @@ func (d *Dataset) RandomBatch(x, y []int, test bool, rng *rand.Rand) {
 	}
 	for b := 0; b < len(x)/t; b++ {
 		s := base + rng.IntN(starts)
-		copy(x[b*t:(b+1)*t], d.Tokens[s:s+t])
-		copy(y[b*t:(b+1)*t], d.Tokens[s+1:s+t+1])
+		d.tokens.copyTo(x[b*t:(b+1)*t], s)
+		d.tokens.copyTo(y[b*t:(b+1)*t], s+1)
 	}
 }
 

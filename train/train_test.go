@@ -167,7 +167,7 @@ func interruptAndResume(t *testing.T, configFor func(*testing.T, string) *config
 			t.Fatalf("stop at %d: got %v, want ErrInterrupted", stopAt, err)
 		}
 		var log strings.Builder
-		res, err := Resume(context.Background(), dir, Options{CheckpointEvery: 25, Log: &log})
+		res, err := Resume(context.Background(), dir, nil, Options{CheckpointEvery: 25, Log: &log})
 		if err != nil {
 			t.Fatalf("resume after %d: %v", stopAt, err)
 		}
@@ -223,13 +223,13 @@ func TestRefusesToOverwriteARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), tinyConfig(t, dir), Options{})
-	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+	if err == nil || !strings.Contains(err.Error(), "already holds a finished run (60 steps): train it longer with `gptg train --resume "+dir+" --set train.max_steps=120`") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{Force: true}); err != nil {
 		t.Fatalf("--force: %v", err)
 	}
-	if _, err := Resume(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
+	if _, err := Resume(context.Background(), dir, nil, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
 		t.Fatalf("resume of a finished run: %v", err)
 	}
 }
