@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -44,6 +44,9 @@ type Options struct {
 	SamplePrompt string
 	// ProgressEvery is the time between progress lines.
 	ProgressEvery time.Duration
+	// Backend is how the sampling graph computes (the training runs are
+	// processes of Exe and read the environment themselves).
+	Backend graph.Backend
 }
 
 // Row is one config's result. Err is set when the run failed; the fields
@@ -230,7 +233,7 @@ func measure(ctx context.Context, r *Row, opts Options) error {
 		return err
 	}
 	modelPath := filepath.Join(r.Dir, train.ModelFile)
-	m, err := modelfile.LoadModel(modelPath)
+	m, err := graph.LoadModel(modelPath)
 	if err != nil {
 		return err
 	}
@@ -259,7 +262,7 @@ func measure(ctx context.Context, r *Row, opts Options) error {
 			return err
 		}
 	}
-	r.Sample, err = sampleText(m, opts.SamplePrompt, r.Dir)
+	r.Sample, err = sampleText(m, opts.SamplePrompt, r.Dir, opts.Backend)
 	return err
 }
 
@@ -309,7 +312,7 @@ func readMetrics(r *Row) error {
 
 // sampleText draws 80 tokens from the prompt with a fixed seed, so every
 // row's sample is comparable and the table is reproducible.
-func sampleText(m *modelfile.Model, prompt, dir string) (string, error) {
+func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (string, error) {
 	if _, err := m.Vocab.Encode(prompt); err != nil {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {
@@ -317,7 +320,7 @@ func sampleText(m *modelfile.Model, prompt, dir string) (string, error) {
 		}
 		prompt = cfg.Sample.Prompt
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, be)
 	if err != nil {
 		return "", err
 	}

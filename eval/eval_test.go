@@ -12,7 +12,6 @@ import (
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -28,7 +27,7 @@ func tinyData(t *testing.T) *corpus.Dataset {
 }
 
 // trainTiny trains a tiny model and loads it back from its file.
-func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model {
+func trainTiny(t *testing.T, mask bool, steps int, lr float64) *graph.SavedModel {
 	t.Helper()
 	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), mask, steps)
 	c.Train.LR, c.Train.MinLR = lr, lr/10
@@ -36,7 +35,7 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelfile.LoadModel(path)
+	m, err := graph.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +47,11 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model 
 func TestPrefixOnlyOnACausalModel(t *testing.T) {
 	m := trainTiny(t, true, 30, 1e-3)
 	data := tinyData(t)
-	plain, n, err := eval.ModelTestLoss(m, data, 4)
+	plain, n, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, np, err := eval.PrefixOnly(m, data, 4)
+	prefix, np, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +74,11 @@ func TestPrefixOnlyOnACausalModel(t *testing.T) {
 func TestPrefixOnlyExposesAnUnmaskedModel(t *testing.T) {
 	m := trainTiny(t, false, 1300, 1e-2)
 	data := tinyData(t)
-	plain, _, err := eval.ModelTestLoss(m, data, 4)
+	plain, _, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, _, err := eval.PrefixOnly(m, data, 4)
+	prefix, _, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +124,8 @@ func TestTestLossByHand(t *testing.T) {
 		var x, y []int
 		for i := b * B; i < (b+1)*B; i++ {
 			start := data.Cut + i*data.Stride
-			x = append(x, data.Tokens[start:start+T]...)
-			y = append(y, data.Tokens[start+1:start+T+1]...)
+			x = append(x, data.Tokens()[start:start+T]...)
+			y = append(y, data.Tokens()[start+1:start+T+1]...)
 		}
 		if err := p.Run(x, y); err != nil {
 			t.Fatal(err)
@@ -183,16 +182,16 @@ func TestPrefixOnlyAgreesWithOnePassPerPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := modelfile.LoadModel(path)
+			m, err := graph.LoadModel(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, nw, err := eval.PerPrefix(m, data, 3, nil)
+			want, nw, err := eval.PerPrefix(m, data, 3, graph.Backend{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			calls := 0
-			got, n, err := eval.PrefixOnlyProgress(m, data, 3, func(done, total int) error {
+			got, n, err := eval.PrefixOnlyProgress(m, data, 3, graph.Backend{}, func(done, total int) error {
 				calls++
 				if done != calls || total != data.TestBatches(3) {
 					t.Errorf("progress(%d, %d) at call %d, want total %d", done, total, calls, data.TestBatches(3))
@@ -218,7 +217,7 @@ func TestPrefixOnlyStopsWhenProgressFails(t *testing.T) {
 	m := trainTiny(t, false, 5, 1e-3)
 	stop := errors.New("stop")
 	calls := 0
-	_, _, err := eval.PrefixOnlyProgress(m, tinyData(t), 2, func(done, total int) error {
+	_, _, err := eval.PrefixOnlyProgress(m, tinyData(t), 2, graph.Backend{}, func(done, total int) error {
 		calls++
 		return stop
 	})
@@ -239,16 +238,16 @@ func TestPrefixOnlyIsWhatGenerationSees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelfile.LoadModel(path)
+	m, err := graph.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const B = 3
-	got, n, err := eval.PrefixOnly(m, data, B)
+	got, n, err := eval.PrefixOnly(m, data, B, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -37,7 +36,7 @@ Flags:
                           is its format
   --format text|png|svg   text (the default without --out) prints tables;
                           png or svg without --out writes att.png or att.svg
-`,
+` + threadsUsage,
 	run: runAttention,
 }
 
@@ -51,6 +50,7 @@ func (m matrix) at(i, j int) float64 { return m.w[i*m.n+j] }
 
 func runAttention(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
@@ -72,7 +72,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := modelfile.LoadModel(model)
+	m, err := graph.LoadModel(model)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
-	maps, err := attentionMaps(m, ids)
+	maps, err := attentionMaps(m, ids, backend(*threads))
 	if err != nil {
 		return err
 	}
@@ -158,8 +158,8 @@ func pictureOutput(format, out, base string) (string, string, error) {
 // attentionMaps runs the model on ids and returns maps[b][h], the weights
 // of block b, head h over the len(ids) real positions. A causal model runs
 // a padded full-context graph; its padding rows and columns are cut off.
-func attentionMaps(m *modelfile.Model, ids []int) ([][]matrix, error) {
-	s, err := sample.New(m)
+func attentionMaps(m *graph.SavedModel, ids []int, be graph.Backend) ([][]matrix, error) {
+	s, err := sample.New(m, be)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/train"
 )
 
@@ -33,12 +33,13 @@ Flags:
                    generation does. For a causal model this equals the plain
                    loss; a model without the mask reads the tokens it
                    predicts in the plain loss, and this exposes it.
-`,
+` + threadsUsage,
 	run: runEval,
 }
 
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	dataPath := fs.String("data", "", "")
 	batch := fs.Int("batch", 4, "")
 	split := fs.Float64("split", 0.9, "")
@@ -77,7 +78,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			*split = cfg.Data.Split
 		}
 	}
-	m, err := modelfile.LoadModel(model)
+	m, err := graph.LoadModel(model)
 	if err != nil {
 		return err
 	}
@@ -89,7 +90,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
 			*dataPath, data.Vocab.Size(), m.Vocab.Size())
 	}
-	loss, n, err := eval.ModelTestLoss(m, data, *batch)
+	loss, n, err := eval.ModelTestLoss(m, data, *batch, backend(*threads))
 	if err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
 		bar := newStatus(stderr, "prefix-only loss")
-		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, bar.update)
+		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)
 		bar.done()
 		if err != nil {
 			return err

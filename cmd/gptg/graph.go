@@ -9,8 +9,8 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/train"
 )
 
 var graphCommand = command{
@@ -49,11 +49,11 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		if _, err := train.LoadData(cfg, stdout, nil); err != nil {
+		if _, err := corpus.LoadFor(cfg, stdout, nil); err != nil {
 			return err
 		}
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Unfused: graph.UnfusedFromEnv()})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
 	if err != nil {
 		return err
 	}

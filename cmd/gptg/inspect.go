@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 var inspectCommand = command{
@@ -42,7 +41,7 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := modelfile.LoadModel(model)
+	m, err := graph.LoadModel(model)
 	if err != nil {
 		return err
 	}
