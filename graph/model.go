@@ -93,9 +93,11 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("tokens"))
 	x := b.embedding(m.Tokens)
 	for i := 0; i < spec.Blocks; i++ {
-		var att *G.Node
-		x, att = b.block(fmt.Sprintf("blocks.%d", i), x)
-		m.Attention = append(m.Attention, att)
+		x = b.block(fmt.Sprintf("blocks.%d", i), x, func(name string, in *G.Node) *G.Node {
+			y, att := b.attention(name, in)
+			m.Attention = append(m.Attention, att)
+			return y
+		})
 	}
 	m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab)
 	if o.Loss {
@@ -108,9 +110,16 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 
 // embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C).
 func (b *builder) embedding(tokens *G.Node) *G.Node {
-	tok := b.param("tok.weight", normal, b.spec.Vocab, b.spec.Embedding)
-	pos := b.param("pos.weight", normal, b.spec.Context, b.spec.Embedding)
+	tok, pos := b.embeddingTables()
 	return b.op.embedding(tokens, tok, pos)
+}
+
+// embeddingTables are the token table (V, C) and the position table
+// (context, C).
+func (b *builder) embeddingTables() (tok, pos *G.Node) {
+	tok = b.param("tok.weight", normal, b.spec.Vocab, b.spec.Embedding)
+	pos = b.param("pos.weight", normal, b.spec.Context, b.spec.Embedding)
+	return tok, pos
 }
 
 // linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in].
@@ -124,20 +133,36 @@ func (b *builder) linear(name string, x *G.Node, in, out int) *G.Node {
 // w = softmax(q kᵀ / sqrt(C/heads) + mask), y = w v, then the output
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	s := b.spec
-	C := s.Embedding
-	q, k, v := x, x, x
-	if s.QKV {
-		q = b.linear(name+".q", x, C, C)
-		k = b.linear(name+".k", x, C, C)
-		v = b.linear(name+".v", x, C, C)
+	q, k, v := b.projections(name, x)
+	y, w = b.op.attention(q, k, v, b.attentionScale(), b.spec.Mask)
+	return b.outProjection(name, y), w
+}
+
+// projections are the queries, keys and values of rows x: three linear
+// layers, or x itself for all three without qkv.
+func (b *builder) projections(name string, x *G.Node) (q, k, v *G.Node) {
+	if !b.spec.QKV {
+		return x, x, x
 	}
-	scale := 1 / math.Sqrt(float64(C/s.Heads))
-	y, w = b.op.attention(q, k, v, scale, s.Mask)
-	if s.OutProj {
-		y = b.linear(name+".o", y, C, C)
+	C := b.spec.Embedding
+	q = b.linear(name+".q", x, C, C)
+	k = b.linear(name+".k", x, C, C)
+	v = b.linear(name+".v", x, C, C)
+	return q, k, v
+}
+
+// attentionScale is 1/√(C/heads), the inverse square root of a head's width.
+func (b *builder) attentionScale() float64 {
+	return 1 / math.Sqrt(float64(b.spec.Embedding/b.spec.Heads))
+}
+
+// outProjection is the linear layer after attention, when out_proj is set.
+func (b *builder) outProjection(name string, y *G.Node) *G.Node {
+	if !b.spec.OutProj {
+		return y
 	}
-	return y, w
+	C := b.spec.Embedding
+	return b.linear(name+".o", y, C, C)
 }
 
 // feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
@@ -158,8 +183,11 @@ func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 
 // block is one transformer block: attention, then feed-forward, each wrapped
 // as the reference's Block.sub wraps it. norm "pre": x + f(norm(x)); "post":
-// norm(x + f(x)); without residual the sum is f's output alone.
-func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
+// norm(x + f(x)); without residual the sum is f's output alone. attend is
+// the attention layer (its parameters named name+".att"): self-attention
+// over the window here, one position against a key/value cache in
+// incremental.go.
+func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
 	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
 		in := x
 		if b.spec.Norm == "pre" {
@@ -174,11 +202,6 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 		}
 		return h
 	}
-	x = sub(x, name+".norm1", func(in *G.Node) *G.Node {
-		var y *G.Node
-		y, att = b.attention(name+".att", in)
-		return y
-	})
-	x = sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
-	return x, att
+	x = sub(x, name+".norm1", func(in *G.Node) *G.Node { return attend(name+".att", in) })
+	return sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 }
