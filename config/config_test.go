@@ -142,9 +142,17 @@ func TestLoadErrors(t *testing.T) {
 		{name: "norm typo", files: map[string]string{"x.toml": "[model]\nnorm = \"prr\"\n"},
 			want: []string{"model.norm: \"prr\" is not allowed; did you mean \"pre\"?"}},
 		{name: "activation", files: map[string]string{"x.toml": "[model]\nactivation = \"tanh\"\n"},
-			want: []string{"model.activation: \"tanh\" is not allowed (allowed: gelu, relu)"}},
+			want: []string{"model.activation: \"tanh\" is not allowed (allowed: gelu, gelu_exact, relu)"}},
 		{name: "ff_mult 0", files: map[string]string{"x.toml": "[model]\nff_mult = 0\n"},
 			want: []string{"model.ff_mult: 0 is out of range (allowed: 1..64)"}},
+		{name: "init", files: map[string]string{"x.toml": "[model]\ninit = \"gpt3\"\n"},
+			want: []string{"model.init: \"gpt3\" is not allowed; did you mean \"gpt2\"? (allowed: torch, gpt2)"}},
+		{name: "dropout 1", files: map[string]string{"x.toml": "[model]\ndropout = 1\n"},
+			want: []string{"model.dropout: 1 is out of range (allowed: 0 <= dropout < 1, 0 = off)"}},
+		{name: "dropout negative", files: map[string]string{"x.toml": "[model]\ndropout = -0.1\n"},
+			want: []string{"model.dropout: -0.1 is out of range"}},
+		{name: "bias as a string", files: map[string]string{"x.toml": "[model]\nbias = \"no\"\n"},
+			want: []string{"model.bias: expected a boolean"}},
 		{name: "dtype", files: map[string]string{"x.toml": "[model]\ndtype = \"float16\"\n"},
 			want: []string{"model.dtype: \"float16\" is not allowed", "float32, float64"}},
 
@@ -315,7 +323,7 @@ func TestDefaults(t *testing.T) {
 	// shows up here as a test failure.
 	want := &Config{
 		Data:  Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16},
-		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32"},
+		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,

@@ -9,7 +9,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // Param is one trainable tensor, named as in the reference's state_dict.
@@ -65,7 +64,7 @@ func newBuilder(spec config.Model, o Options) *builder {
 		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
 			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
 	} else {
-		b.op = &fused{dt: dt, ws: &gemm.Workspace{}, dims: opParams{
+		b.op = &fused{dt: dt, team: newTeam(o.Threads), dims: opParams{
 			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
 		}}
@@ -88,6 +87,9 @@ func checkSpec(s config.Model, batch int) error {
 		return fmt.Errorf("model: norm %q must be none, pre or post", s.Norm)
 	case s.Activation != "gelu" && s.Activation != "relu":
 		return fmt.Errorf("model: activation %q must be gelu or relu", s.Activation)
+	case s.TieEmbeddings || !s.Bias || s.FinalNorm || s.Init == "gpt2" || s.Dropout != 0:
+		// config accepts nanoGPT's switches (issue #11); the graph has yet to emit them.
+		return fmt.Errorf("model: tie_embeddings, bias = false, final_norm, init = \"gpt2\" and dropout are not built yet")
 	case s.Dtype != "float32" && s.Dtype != "float64":
 		return fmt.Errorf("model: dtype %q must be float32 or float64", s.Dtype)
 	case batch < 1:

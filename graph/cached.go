@@ -35,11 +35,7 @@ func embeddingAtForward[F gemm.Float](a *args[F]) {
 func (f *fused) cachedAttention(q, k, v, keys, values, position, _ *G.Node, scale float64) *G.Node {
 	p := f.dims
 	p.Scale, p.Mask = scale, true
-	// One head's scores and weighted sum, reused every run.
-	scores, sums := make([]float64, p.Context+1), make([]float64, p.Width)
-	op := f.newOp("CachedAttention", p, kernelOf(
-		func(a *args[float32]) { cachedAttentionForward(a, scores, sums) },
-		func(a *args[float64]) { cachedAttentionForward(a, scores, sums) }),
+	op := f.newOp("CachedAttention", p, kernelOf(cachedAttentionForward[float32], cachedAttentionForward[float64]),
 		[]argKind{2, 2, 2, 2, 2, intVector}, tensor.Shape{1, p.Width})
 	return G.Must(G.ApplyOp(op, q, k, v, keys, values, position))
 }
@@ -48,10 +44,13 @@ func (f *fused) cachedAttention(q, k, v, keys, values, position, _ *G.Node, scal
 // s_j = q_h·key_j,h for j < n and s_n = q_h·k_h, w = softmax(s·scale),
 // y_h = Σ_{j<n} w_j·value_j,h + w_n·v_h. in: q, k, v (1, C), keys, values
 // (context, C); ids: n. The sums run in float64, as softmaxScaled's.
-func cachedAttentionForward[F gemm.Float](a *args[F], scores, sums []float64) {
+func cachedAttentionForward[F gemm.Float](a *args[F]) {
 	q, k, v, keys, values := a.in[0], a.in[1], a.in[2], a.in[3], a.in[4]
 	n, C, hs := a.ids[0], a.p.Width, a.p.Width/a.p.Heads
-	s := scores[:n+1]
+	if len(a.scratch) != a.p.Context+1+hs {
+		a.scratch = make([]float64, a.p.Context+1+hs) // one head's scores and sums
+	}
+	s, sums := a.scratch[:n+1], a.scratch[a.p.Context+1:]
 	for h0 := 0; h0 < C; h0 += hs {
 		qh := q[h0 : h0+hs]
 		for j := 0; j < n; j++ {

@@ -121,7 +121,7 @@ func input(b *builder, rows, cols int) *G.Node {
 	return b.param("x", uniform(1), rows, cols) // U(−1, 1)
 }
 
-var layerSpec = config.Model{
+var layerSpec = config.Model{Bias: true, Init: "torch",
 	Vocab: 7, Context: 5, Embedding: 6, Blocks: 1, Heads: 2, FFMult: 3,
 	QKV: true, Mask: true, OutProj: true, Norm: "pre", Activation: "gelu",
 }
@@ -206,7 +206,7 @@ func TestFusedCrossEntropy(t *testing.T) {
 // B those of a fresh graph, so no kernel reads a buffer its op left from an
 // earlier run. Every switch that changes the fused graph is on.
 func TestFusedBuffersAcrossRuns(t *testing.T) {
-	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "post", Activation: "gelu", Dtype: "float32"}
 	const batch = 3
 	n := batch * spec.Context
@@ -266,7 +266,7 @@ func TestFusedBuffersAcrossRuns(t *testing.T) {
 // TestRunInPlaceMatchesRunAll: the tape run in the calling goroutine
 // (tape.go) computes the same bits as Gorgonia's RunAll, on both graphs.
 func TestRunInPlaceMatchesRunAll(t *testing.T) {
-	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
 	const batch = 2
 	x, y := make([]int, batch*spec.Context), make([]int, batch*spec.Context)
@@ -319,7 +319,7 @@ func TestForwardOnlyFusedMatchesUnfused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 22))
 	for c := 0; c < 24; c++ {
 		heads := []int{1, 2, 4}[rng.IntN(3)]
-		spec := config.Model{
+		spec := config.Model{Bias: true, Init: "torch",
 			Vocab: 3 + rng.IntN(9), Context: 2 + rng.IntN(6), Embedding: 4 * heads, Blocks: rng.IntN(3),
 			Heads: heads, FFMult: 1 + rng.IntN(3), QKV: rng.IntN(2) == 0, Mask: rng.IntN(2) == 0,
 			OutProj: rng.IntN(2) == 0, Residual: rng.IntN(2) == 0,

@@ -25,7 +25,7 @@ func TestFiniteDifferences(t *testing.T) {
 func finiteDifferences(t *testing.T, unfused bool) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := 0; i < 32; i++ {
-		spec := config.Model{
+		spec := config.Model{Bias: true, Init: "torch",
 			Vocab: 5, Context: 4, Embedding: 4, Blocks: 2, FFMult: 2, Dtype: "float64",
 			Heads:      []int{1, 2, 4}[rng.IntN(3)],
 			QKV:        rng.IntN(2) == 0,

@@ -65,7 +65,7 @@ func causalSpecs(vocab, context, embedding int, dtype string) []config.Model {
 					for _, act := range []string{"gelu", "relu"} {
 						for _, heads := range []int{1, 2, 4} {
 							for blocks := 0; blocks <= 3; blocks++ {
-								specs = append(specs, config.Model{
+								specs = append(specs, config.Model{Bias: true, Init: "torch",
 									Vocab: vocab, Context: context, Embedding: embedding, Blocks: blocks, Heads: heads,
 									FFMult: 2, QKV: qkv, Mask: true, OutProj: outProj, Residual: residual,
 									Norm: norm, Activation: act, Dtype: dtype,

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"time"
 
@@ -179,14 +180,22 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
 
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: opts.Backend})
+	// Threads: the command line's, else the config's, else every core.
+	be := opts.Backend
+	if be.Threads == 0 {
+		be.Threads = tr.Threads
+	}
+	if be.Threads == 0 {
+		be.Threads = runtime.GOMAXPROCS(0)
+	}
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
 	if err != nil {
 		return nil, err
 	}
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: opts.Backend})
+	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
 	if err != nil {
 		return nil, err
 	}

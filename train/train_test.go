@@ -21,7 +21,7 @@ func tinyConfig(t *testing.T, dir string) *config.Config {
 	c := config.Default()
 	c.Data.Path = "../testdata/tiny.txt"
 	c.Data.Stride = 4
-	c.Model = config.Model{Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
+	c.Model = config.Model{Bias: true, Init: "torch", Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float64"}
 	c.Train.Batch = 2
 	c.Train.MaxSteps = 60
@@ -197,6 +197,37 @@ func TestDivergenceStopsAndKeepsCheckpoint(t *testing.T) {
 			if v != v {
 				t.Fatalf("checkpoint tensor %s holds NaN", name)
 			}
+		}
+	}
+}
+
+// TestThreadsGiveSameWeights trains one float32 model, large enough that
+// every kernel splits its work, with 1, 2 and 3 threads: the weights after
+// the run must be the same bits (issue #10: numbers never depend on the
+// thread count), and so must the metrics.
+func TestThreadsGiveSameWeights(t *testing.T) {
+	var want map[string]modelfile.Tensor
+	var wantRows []map[string]any
+	for _, threads := range []int{1, 2, 3} {
+		dir := t.TempDir()
+		c := tinyConfig(t, dir)
+		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 64, "float32"
+		c.Data.Stride = 16
+		c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = 8, 12, 6
+		c.Train.Threads = threads
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		got, gotRows := params(t, dir), rows(t, dir)
+		if threads == 1 {
+			want, wantRows = got, gotRows
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%d threads: the weights differ from 1 thread's", threads)
+		}
+		if !reflect.DeepEqual(gotRows, wantRows) {
+			t.Errorf("%d threads: the metrics differ from 1 thread's:\n%v\n%v", threads, gotRows, wantRows)
 		}
 	}
 }

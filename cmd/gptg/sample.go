@@ -43,12 +43,13 @@ Flags:
   --seed S             random seed (default 42)
   --samples N          independent samples, separated by a blank line (default 1)
   --stats              print tokens/s to stderr at the end
-`,
+` + threadsUsage,
 	run: runSample,
 }
 
 func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	prompt := fs.String("prompt", "", "")
 	promptFile := fs.String("prompt-file", "", "")
 	tokens := fs.Int("tokens", 0, "")
@@ -116,7 +117,7 @@ func runSample(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := sample.New(m, backend())
+	s, err := sample.New(m, backend(*threads))
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/train"
 )
 
@@ -39,12 +40,13 @@ Flags:
   --resume RUN_DIR         continue an interrupted run where it stopped
   --force                  start over in a run folder that holds a run
   --quiet                  no progress output, only the final summary
-`,
+` + threadsUsage,
 	run: runTrain,
 }
 
 func runTrain(args []string) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	resume := fs.String("resume", "", "")
@@ -54,7 +56,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Backend: backend(), Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
+	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}

@@ -93,7 +93,9 @@ func Load(dir string) ([]*Case, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &Case{}
+		// Switches a file leaves out take the defaults (the reference's
+		// files predate the nanoGPT switches).
+		c := &Case{Model: config.Model{Bias: true, Init: "torch"}}
 		if err := json.Unmarshal(raw, c); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
