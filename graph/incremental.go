@@ -78,7 +78,7 @@ func BuildIncremental(spec config.Model, be Backend) (m *Incremental, err error)
 			return b.cachedAttention(name, in, m, c)
 		})
 	}
-	m.Logits = b.linear("out", x, C, spec.Vocab)
+	m.Logits = b.output(x)
 	m.Params = b.params
 	return m, nil
 }

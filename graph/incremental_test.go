@@ -55,6 +55,37 @@ func TestIncrementalMatchesWindow(t *testing.T) {
 	}
 }
 
+// TestIncrementalNanoGPTSwitches: the same comparison as
+// TestIncrementalMatchesWindow on random combinations that include the
+// switches nanoGPT added (no biases, tied embeddings, a final LayerNorm,
+// exact GELU, its initialisation, dropout, which sampling leaves out).
+func TestIncrementalNanoGPTSwitches(t *testing.T) {
+	const vocab, context = 7, 5
+	rng := rand.New(rand.NewPCG(31, 31))
+	for c := 0; c < 48; c++ {
+		heads := []int{1, 2, 4}[rng.IntN(3)]
+		spec := config.Model{
+			Vocab: vocab, Context: context, Embedding: 2 * heads * (1 + rng.IntN(2)), Blocks: rng.IntN(4),
+			Heads: heads, FFMult: 1 + rng.IntN(3), QKV: rng.IntN(2) == 0, Mask: true,
+			OutProj: rng.IntN(2) == 0, Residual: rng.IntN(2) == 0,
+			Norm:       []string{"none", "pre", "post"}[rng.IntN(3)],
+			Activation: []string{"gelu", "gelu_exact", "relu"}[rng.IntN(3)],
+			Bias:       rng.IntN(2) == 0, TieEmbeddings: rng.IntN(2) == 0, FinalNorm: rng.IntN(2) == 0,
+			Init: []string{"torch", "gpt2"}[rng.IntN(2)], Dropout: []float64{0, 0.1}[rng.IntN(2)],
+			Dtype: []string{"float64", "float32"}[c%2],
+		}
+		tol := map[string]float64{"float64": 1e-9, "float32": 1e-5}[spec.Dtype]
+		path := paths[(c/2)%2]
+		ids := make([]int, context+3)
+		for i := range ids {
+			ids[i] = rng.IntN(vocab)
+		}
+		if e := compareIncremental(t, spec, Backend{Unfused: path.unfused}, int64(c), ids); !(e <= tol) {
+			t.Errorf("%s %+v: relative error %.3g, want ≤ %g", path.name, spec, e, tol)
+		}
+	}
+}
+
 // causalSpecs lists every switch combination of a causal model.
 func causalSpecs(vocab, context, embedding int, dtype string) []config.Model {
 	var specs []config.Model

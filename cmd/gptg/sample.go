@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -46,6 +47,10 @@ Flags:
 ` + threadsUsage,
 	run: runSample,
 }
+
+// maxPromptFile bounds --prompt-file: only the last context tokens of a
+// prompt reach the model, and the prompt is echoed whole.
+const maxPromptFile = 1 << 20
 
 func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
@@ -107,7 +112,7 @@ func runSample(args []string) error {
 		return usagef("--samples %d must be between 1 and 1000", *samples)
 	}
 	if *promptFile != "" {
-		b, err := os.ReadFile(*promptFile)
+		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
 		if err != nil {
 			return fmt.Errorf("prompt file: %w", err)
 		}
