@@ -84,6 +84,10 @@ type Train struct {
 	// CheckpointEvery writes checkpoint and model every N steps, besides
 	// evaluations, the end and interrupts.
 	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
+	// Threads bounds the cores training and evaluation use; 0 = all of
+	// them. The weights are the same bits for every value, so it is a
+	// setting of the machine, not of the experiment (--threads overrides it).
+	Threads int `toml:"threads" json:"threads"`
 }
 
 // Sample holds the defaults of `gptg sample`.

@@ -99,6 +99,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.log_every", t.LogEvery, 1)
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 1)
+	v.atLeast("train.threads", t.Threads, 0)
 
 	s := c.Sample
 	v.atLeast("sample.tokens", s.Tokens, 0)

@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,12 @@ import (
 // the model's context, and fills in model.vocab from it, or checks the
 // vocab the config gives.
 func LoadFor(cfg *config.Config, log io.Writer, client *http.Client) (*Dataset, error) {
+	return LoadForContext(context.Background(), cfg, log, client)
+}
+
+// LoadForContext is LoadFor that stops loading, returning ctx's error,
+// when ctx is done (a signal while a large corpus loads).
+func LoadForContext(ctx context.Context, cfg *config.Config, log io.Writer, client *http.Client) (*Dataset, error) {
 	d := cfg.Data
 	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
 		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
@@ -23,7 +30,7 @@ func LoadFor(cfg *config.Config, log io.Writer, client *http.Client) (*Dataset, 
 	if err := Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
 		return nil, err
 	}
-	data, err := Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	data, err := LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
 	if err != nil {
 		return nil, err
 	}

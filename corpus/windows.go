@@ -6,7 +6,7 @@ import "fmt"
 func (d *Dataset) NumTrain() int { return numWindows(d.Cut, d.Context, d.Stride) }
 
 // NumTest is the number of test windows.
-func (d *Dataset) NumTest() int { return numWindows(len(d.Tokens)-d.Cut, d.Context, d.Stride) }
+func (d *Dataset) NumTest() int { return numWindows(d.tokens.len()-d.Cut, d.Context, d.Stride) }
 
 // TestBatches is the number of whole test batches of the given size; the
 // reference's test loss drops the incomplete last batch.
@@ -43,7 +43,7 @@ func (d *Dataset) fill(x, y, windows []int, n, base int, split string) {
 			panic(fmt.Sprintf("corpus: %s window %d out of range [0, %d)", split, w, n))
 		}
 		s := base + w*d.Stride
-		copy(x[b*t:(b+1)*t], d.Tokens[s:s+t])
-		copy(y[b*t:(b+1)*t], d.Tokens[s+1:s+t+1])
+		d.tokens.copyTo(x[b*t:(b+1)*t], s)
+		d.tokens.copyTo(y[b*t:(b+1)*t], s+1)
 	}
 }

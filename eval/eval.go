@@ -3,6 +3,7 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -15,8 +16,18 @@ import (
 // order, of each batch's mean cross-entropy. It returns the loss and the
 // number of batches.
 func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
+	return TestLossContext(context.Background(), p, data)
+}
+
+// TestLossContext is TestLoss that stops between batches, returning ctx's
+// error, when ctx is done: an evaluation over a large test split takes
+// long enough that Ctrl-C must not wait for it.
+func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 	sum := 0.0
 	n, err := eachTestBatch(data, p.Batch, func(x, y []int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := p.Run(x, y); err != nil {
 			return err
 		}

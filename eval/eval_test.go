@@ -122,8 +122,8 @@ func TestTestLossByHand(t *testing.T) {
 		var x, y []int
 		for i := b * B; i < (b+1)*B; i++ {
 			start := data.Cut + i*data.Stride
-			x = append(x, data.Tokens[start:start+T]...)
-			y = append(y, data.Tokens[start+1:start+T+1]...)
+			x = append(x, data.Tokens()[start:start+T]...)
+			y = append(y, data.Tokens()[start+1:start+T+1]...)
 		}
 		if err := p.Run(x, y); err != nil {
 			t.Fatal(err)

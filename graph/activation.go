@@ -31,40 +31,54 @@ const (
 )
 
 func geluForward64(a *args[float64]) {
-	for i, x := range a.in[0] {
-		a.out[i] = 0.5 * x * (1 + math.Tanh(geluC*(x+geluA*x*x*x)))
-	}
+	elements(a, len(a.out), 20*len(a.out), func(lo, hi int) {
+		for i, x := range a.in[0][lo:hi] {
+			a.out[lo+i] = 0.5 * x * (1 + math.Tanh(geluC*(x+geluA*x*x*x)))
+		}
+	})
 }
 
 // geluBackward64: ∂x = dy·(½(1 + t) + ½x(1 − t²)·c(1 + 3·0.044715x²)), t the tanh above. in: x, dy.
 func geluBackward64(a *args[float64]) {
 	dy := a.in[1]
-	for i, x := range a.in[0] {
-		t := math.Tanh(geluC * (x + geluA*x*x*x))
-		a.out[i] = dy[i] * (0.5*(1+t) + 0.5*x*(1-t*t)*geluC*(1+3*geluA*x*x))
-	}
+	elements(a, len(a.out), 30*len(a.out), func(lo, hi int) {
+		for i, x := range a.in[0][lo:hi] {
+			t := math.Tanh(geluC * (x + geluA*x*x*x))
+			a.out[lo+i] = dy[lo+i] * (0.5*(1+t) + 0.5*x*(1-t*t)*geluC*(1+3*geluA*x*x))
+		}
+	})
 }
 
 // The float32 GELU runs eight elements at a time (package gelu): one
 // element at a time it costs more than all the matrix products.
-func geluForward32(a *args[float32]) { gelu.Forward(a.out, a.in[0]) }
+func geluForward32(a *args[float32]) {
+	elements(a, len(a.out), 4*len(a.out), func(lo, hi int) { gelu.Forward(a.out[lo:hi], a.in[0][lo:hi]) })
+}
 
-func geluBackward32(a *args[float32]) { gelu.Backward(a.out, a.in[0], a.in[1]) }
+func geluBackward32(a *args[float32]) {
+	elements(a, len(a.out), 6*len(a.out), func(lo, hi int) {
+		gelu.Backward(a.out[lo:hi], a.in[0][lo:hi], a.in[1][lo:hi])
+	})
+}
 
 func reluForward[F gemm.Float](a *args[F]) {
-	for i, v := range a.in[0] {
-		a.out[i] = max(v, 0)
-	}
+	elements(a, len(a.out), len(a.out), func(lo, hi int) {
+		for i, v := range a.in[0][lo:hi] {
+			a.out[lo+i] = max(v, 0)
+		}
+	})
 }
 
 // reluBackward passes dy where x > 0 (0 at x = 0, as PyTorch). in: x, dy.
 func reluBackward[F gemm.Float](a *args[F]) {
 	dy := a.in[1]
-	for i, v := range a.in[0] {
-		if v > 0 {
-			a.out[i] = dy[i]
-		} else {
-			a.out[i] = 0
+	elements(a, len(a.out), len(a.out), func(lo, hi int) {
+		for i, v := range a.in[0][lo:hi] {
+			if v > 0 {
+				a.out[lo+i] = dy[lo+i]
+			} else {
+				a.out[lo+i] = 0
+			}
 		}
-	}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // Param is one trainable tensor, named as in the reference's state_dict.
@@ -65,7 +64,7 @@ func newBuilder(spec config.Model, o Options) *builder {
 		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
 			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
 	} else {
-		b.op = &fused{dt: dt, ws: &gemm.Workspace{}, dims: opParams{
+		b.op = &fused{dt: dt, team: newTeam(o.Threads), dims: opParams{
 			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
 		}}

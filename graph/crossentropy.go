@@ -39,15 +39,27 @@ func logSumExp[F gemm.Float](x []F) float64 {
 // target). in: logits, targets (rows, V). Out: a scalar.
 func crossEntropyForward[F gemm.Float](a *args[F]) {
 	x, tgt, V, n := a.in[0], a.in[1], a.p.Vocab, a.p.Rows
-	total := 0.0
-	for r := 0; r < n; r++ {
-		xr, tr := x[r*V:(r+1)*V], tgt[r*V:(r+1)*V]
-		lse := logSumExp(xr)
-		for j, t := range tr {
-			if t != 0 {
-				total += float64(t) * (float64(xr[j]) - lse)
+	if len(a.scratch) != n {
+		a.scratch = make([]float64, n)
+	}
+	// Each row's term first, split over the team; then their sum, in row
+	// order, so the loss has the same bits for every thread count.
+	rows(a, n, 3*len(x), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, tr := x[r*V:(r+1)*V], tgt[r*V:(r+1)*V]
+			lse := logSumExp(xr)
+			term := 0.0
+			for j, t := range tr {
+				if t != 0 {
+					term += float64(t) * (float64(xr[j]) - lse)
+				}
 			}
+			a.scratch[r] = term
 		}
+	})
+	total := 0.0
+	for _, term := range a.scratch {
+		total += term
 	}
 	a.out[0] = F(-total / float64(n))
 }
@@ -57,15 +69,17 @@ func crossEntropyForward[F gemm.Float](a *args[F]) {
 func crossEntropyBackward[F gemm.Float](a *args[F]) {
 	x, tgt, V, n := a.in[0], a.in[1], a.p.Vocab, a.p.Rows
 	g := float64(a.in[2][0]) / float64(n)
-	for r := 0; r < n; r++ {
-		xr, tr, out := x[r*V:(r+1)*V], tgt[r*V:(r+1)*V], a.out[r*V:(r+1)*V]
-		lse := logSumExp(xr)
-		tsum := 0.0
-		for _, t := range tr {
-			tsum += float64(t)
+	rows(a, n, 4*len(x), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, tr, out := x[r*V:(r+1)*V], tgt[r*V:(r+1)*V], a.out[r*V:(r+1)*V]
+			lse := logSumExp(xr)
+			tsum := 0.0
+			for _, t := range tr {
+				tsum += float64(t)
+			}
+			for j, v := range xr {
+				out[j] = F(g * (math.Exp(float64(v)-lse)*tsum - float64(tr[j])))
+			}
 		}
-		for j, v := range xr {
-			out[j] = F(g * (math.Exp(float64(v)-lse)*tsum - float64(tr[j])))
-		}
-	}
+	})
 }

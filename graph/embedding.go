@@ -30,32 +30,41 @@ func (f *fused) embedding(tokens, tok, pos *G.Node) *G.Node {
 // embeddingForward: x[r] = tok[ids[r]] + pos[r mod T]. in: tok (V, C), pos (Context, C).
 func embeddingForward[F gemm.Float](a *args[F]) {
 	tok, pos, C, T := a.in[0], a.in[1], a.p.Width, a.p.Seq
-	for r, id := range a.ids {
-		t := r % T
-		dst, tr, pr := a.out[r*C:(r+1)*C], tok[id*C:(id+1)*C], pos[t*C:(t+1)*C]
-		for j := range dst {
-			dst[j] = tr[j] + pr[j]
+	rows(a, len(a.ids), len(a.out), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			id, t := a.ids[r], r%T
+			dst, tr, pr := a.out[r*C:(r+1)*C], tok[id*C:(id+1)*C], pos[t*C:(t+1)*C]
+			for j := range dst {
+				dst[j] = tr[j] + pr[j]
+			}
 		}
-	}
+	})
 }
 
 // embeddingBackwardTok: ∂tok[v] = Σ over rows r with ids[r] = v of dy[r]. in: dy.
+// Rows of one id land on one row of ∂tok, so the team splits the columns:
+// each sum still runs over the rows in order.
 func embeddingBackwardTok[F gemm.Float](a *args[F]) {
 	dy, C := a.in[0], a.p.Width
 	clear(a.out)
-	for r, id := range a.ids {
-		addTo(a.out[id*C:(id+1)*C], dy[r*C:(r+1)*C])
-	}
+	rows(a, C, len(dy), func(lo, hi int) {
+		for r, id := range a.ids {
+			addTo(a.out[id*C+lo:id*C+hi], dy[r*C+lo:r*C+hi])
+		}
+	})
 }
 
-// embeddingBackwardPos: ∂pos[t] = Σ_b dy[b·T + t]; rows past T (a short graph) get 0. in: dy.
+// embeddingBackwardPos: ∂pos[t] = Σ_b dy[b·T + t]; rows past T (a short
+// graph) get 0. in: dy. Split by columns as embeddingBackwardTok.
 func embeddingBackwardPos[F gemm.Float](a *args[F]) {
 	dy, C, T := a.in[0], a.p.Width, a.p.Seq
 	clear(a.out)
-	for r := 0; r < a.p.Rows; r++ {
-		t := r % T
-		addTo(a.out[t*C:(t+1)*C], dy[r*C:(r+1)*C])
-	}
+	rows(a, C, len(dy), func(lo, hi int) {
+		for r := 0; r < a.p.Rows; r++ {
+			t := r % T
+			addTo(a.out[t*C+lo:t*C+hi], dy[r*C+lo:r*C+hi])
+		}
+	})
 }
 
 // addTo adds src to dst element by element.

@@ -2,8 +2,6 @@ package graph
 
 import (
 	"gorgonia.org/tensor"
-
-	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // The fused path: what a graph compiler would emit for the layers of
@@ -24,14 +22,14 @@ import (
 // crossentropy.go.
 type fused struct {
 	dt   tensor.Dtype
-	ws   *gemm.Workspace // shared by all ops of one graph, which run one at a time
-	dims opParams        // the sizes every op of this graph shares
+	team *team    // shared by all ops of one graph, which run one at a time
+	dims opParams // the sizes every op of this graph shares
 }
 
 // newOp makes a forward op; wrt says which inputs it is differentiable
 // with respect to (the caller sets its grad).
 func (f *fused) newOp(kind string, p opParams, k kernel, ins []argKind, shape tensor.Shape, wrt ...bool) *fusedOp {
-	return &fusedOp{kind: kind, p: p, ins: ins, shape: shape, dt: f.dt, ws: f.ws, run: k, wrt: wrt}
+	return &fusedOp{kind: kind, p: p, ins: ins, shape: shape, dt: f.dt, team: f.team, run: k, wrt: wrt}
 }
 
 // rank lists the dimensions of float inputs as their kinds.

@@ -51,45 +51,53 @@ func rowStats[F gemm.Float](x []F, eps float64) (mean, std float64) {
 // layerNormForward: y = (x − mean)/std·w + b per row. in: x (rows, C), w, b (C).
 func layerNormForward[F gemm.Float](a *args[F]) {
 	x, w, bias, C := a.in[0], a.in[1], a.in[2], a.p.Width
-	for r := 0; r < a.p.Rows; r++ {
-		xr, yr := x[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
-		mean, std := rowStats(xr, a.p.Eps)
-		for j, v := range xr {
-			yr[j] = F((float64(v)-mean)/std*float64(w[j]) + float64(bias[j]))
+	rows(a, a.p.Rows, 4*len(x), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, yr := x[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
+			mean, std := rowStats(xr, a.p.Eps)
+			for j, v := range xr {
+				yr[j] = F((float64(v)-mean)/std*float64(w[j]) + float64(bias[j]))
+			}
 		}
-	}
+	})
 }
 
 // layerNormBackwardX: with n = (x − mean)/std and g = dy⊙w,
 // ∂x = (g − mean(g) − n·mean(g⊙n))/std. in: x, w, dy.
 func layerNormBackwardX[F gemm.Float](a *args[F]) {
 	x, w, dy, C := a.in[0], a.in[1], a.in[2], a.p.Width
-	for r := 0; r < a.p.Rows; r++ {
-		xr, dr, out := x[r*C:(r+1)*C], dy[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
-		mean, std := rowStats(xr, a.p.Eps)
-		sumG, sumGN := 0.0, 0.0
-		for j, v := range xr {
-			g := float64(dr[j]) * float64(w[j])
-			sumG += g
-			sumGN += g * (float64(v) - mean) / std
+	rows(a, a.p.Rows, 6*len(x), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, dr, out := x[r*C:(r+1)*C], dy[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
+			mean, std := rowStats(xr, a.p.Eps)
+			sumG, sumGN := 0.0, 0.0
+			for j, v := range xr {
+				g := float64(dr[j]) * float64(w[j])
+				sumG += g
+				sumGN += g * (float64(v) - mean) / std
+			}
+			mg, mgn := sumG/float64(C), sumGN/float64(C)
+			for j, v := range xr {
+				n := (float64(v) - mean) / std
+				out[j] = F((float64(dr[j])*float64(w[j]) - mg - n*mgn) / std)
+			}
 		}
-		mg, mgn := sumG/float64(C), sumGN/float64(C)
-		for j, v := range xr {
-			n := (float64(v) - mean) / std
-			out[j] = F((float64(dr[j])*float64(w[j]) - mg - n*mgn) / std)
-		}
-	}
+	})
 }
 
 // layerNormBackwardW: ∂w = Σ_rows dy⊙(x − mean)/std. in: x, dy.
+// A sum over rows: the team splits the columns, and each worker computes
+// every row's mean and std for itself (cheap next to the sum).
 func layerNormBackwardW[F gemm.Float](a *args[F]) {
 	x, dy, C := a.in[0], a.in[1], a.p.Width
 	clear(a.out)
-	for r := 0; r < a.p.Rows; r++ {
-		xr, dr := x[r*C:(r+1)*C], dy[r*C:(r+1)*C]
-		mean, std := rowStats(xr, a.p.Eps)
-		for j, v := range xr {
-			a.out[j] += F(float64(dr[j]) * (float64(v) - mean) / std)
+	rows(a, C, 4*len(x), func(lo, hi int) {
+		for r := 0; r < a.p.Rows; r++ {
+			xr, dr := x[r*C:(r+1)*C], dy[r*C:(r+1)*C]
+			mean, std := rowStats(xr, a.p.Eps)
+			for j := lo; j < hi; j++ {
+				a.out[j] += F(float64(dr[j]) * (float64(xr[j]) - mean) / std)
+			}
 		}
-	}
+	})
 }

@@ -43,9 +43,11 @@ func (op *fusedOp) biasGrad(bias, dy *G.Node) (*G.Node, error) {
 // Wᵀ is never formed: the product reads W's rows as columns.
 func linearForward[F gemm.Float](a *args[F]) {
 	x, w, bias, n, in, out := a.in[0], a.in[1], a.in[2], a.p.Rows, a.p.In, a.p.Out
-	for i := 0; i < n; i++ {
-		copy(a.out[i*out:(i+1)*out], bias)
-	}
+	rows(a, n, n*out, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			copy(a.out[i*out:(i+1)*out], bias)
+		}
+	})
 	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, true)
 }
 

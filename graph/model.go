@@ -64,6 +64,10 @@ type Backend struct {
 	// and allocates almost nothing per run. The unfused one stays as the
 	// readable specification and for comparison (GPTG_UNFUSED=1).
 	Unfused bool
+	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
+	// the calling goroutine only). The results are the same bits for every
+	// value: see team.
+	Threads int
 }
 
 // Build emits the graph of spec.

@@ -142,7 +142,7 @@ func TestInterruptAndResume(t *testing.T) {
 			t.Fatalf("stop at %d: got %v, want ErrInterrupted", stopAt, err)
 		}
 		var log strings.Builder
-		res, err := Resume(context.Background(), dir, Options{CheckpointEvery: 25, Log: &log})
+		res, err := Resume(context.Background(), dir, nil, Options{CheckpointEvery: 25, Log: &log})
 		if err != nil {
 			t.Fatalf("resume after %d: %v", stopAt, err)
 		}
@@ -164,13 +164,13 @@ func TestRefusesToOverwriteARun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), tinyConfig(t, dir), Options{})
-	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+	if err == nil || !strings.Contains(err.Error(), "already holds a finished run (60 steps): train it longer with `gptg train --resume "+dir+" --set train.max_steps=120`") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{Force: true}); err != nil {
 		t.Fatalf("--force: %v", err)
 	}
-	if _, err := Resume(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
+	if _, err := Resume(context.Background(), dir, nil, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
 		t.Fatalf("resume of a finished run: %v", err)
 	}
 }
@@ -197,6 +197,37 @@ func TestDivergenceStopsAndKeepsCheckpoint(t *testing.T) {
 			if v != v {
 				t.Fatalf("checkpoint tensor %s holds NaN", name)
 			}
+		}
+	}
+}
+
+// TestThreadsGiveSameWeights trains one float32 model, large enough that
+// every kernel splits its work, with 1, 2 and 3 threads: the weights after
+// the run must be the same bits (issue #10: numbers never depend on the
+// thread count), and so must the metrics.
+func TestThreadsGiveSameWeights(t *testing.T) {
+	var want map[string]modelfile.Tensor
+	var wantRows []map[string]any
+	for _, threads := range []int{1, 2, 3} {
+		dir := t.TempDir()
+		c := tinyConfig(t, dir)
+		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 64, "float32"
+		c.Data.Stride = 16
+		c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = 8, 12, 6
+		c.Train.Threads = threads
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		got, gotRows := params(t, dir), rows(t, dir)
+		if threads == 1 {
+			want, wantRows = got, gotRows
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%d threads: the weights differ from 1 thread's", threads)
+		}
+		if !reflect.DeepEqual(gotRows, wantRows) {
+			t.Errorf("%d threads: the metrics differ from 1 thread's:\n%v\n%v", threads, gotRows, wantRows)
 		}
 	}
 }

@@ -81,7 +81,7 @@ func runAblate(args []string) error {
 	fmt.Printf("ablation of %d configs into %s, %d at a time\n", len(pos), *out, *jobs)
 	rows, err := ablate.Run(ctx, pos, ablate.Options{
 		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Exe: exe,
-		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(),
+		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
 	})
 	if err != nil && rows == nil {
 		return err

@@ -173,6 +173,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "import: meta.pkl calling eval", setup: nanoCheckpoint, files: map[string]string{"meta.pkl": "\x80\x02cbuiltins\neval\nX\x01\x00\x00\x001\x85R."},
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `meta.pkl: pickle names the global "builtins.eval"`},
 	}
+	rows = append(rows, hardenedInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -234,6 +235,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	for i, d := range table {
 		clean := strings.NewReplacer(
 			d.dir+string(filepath.Separator), "", d.dir, ".",
+			fmt.Sprintf("process %d", os.Getpid()), "process 4242",
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string

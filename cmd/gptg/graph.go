@@ -50,7 +50,7 @@ func runGraph(args []string) error {
 			return err
 		}
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend()})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 
@@ -54,11 +55,27 @@ func main() {
 // such as GPTG_UNFUSED=1 bench/compare.sh.
 const envUnfused = "GPTG_UNFUSED"
 
-// backend is how this process's graphs compute. It is the one place that
-// reads the environment; the library packages get it as an argument.
-func backend() graph.Backend {
-	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1"}
+// backend is how this process's graphs compute: on threads goroutines
+// (0 = every core) and fused unless the environment says otherwise. It is
+// the one place that reads the environment; the library packages get the
+// result as an argument.
+func backend(threads int) graph.Backend {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1", Threads: threads}
 }
+
+// threadsFlag adds --threads to a command's flags.
+func threadsFlag(fs *flag.FlagSet) *int {
+	n := fs.Int("threads", 0, "")
+	return n
+}
+
+// threadsUsage is the --threads line of every command's help.
+const threadsUsage = `  --threads N              cores to use (default all); the numbers are the
+                           same for every N
+`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
