@@ -60,6 +60,7 @@ func Default() *Config {
 			Path:      "data/tinyshakespeare.txt",
 			Tokenizer: "char",
 			Split:     0.9,
+			Sampling:  "windows",
 		},
 		Model: DefaultModel(),
 		Train: Train{
@@ -76,6 +77,8 @@ func Default() *Config {
 			Seed:            42,
 			LogEvery:        100,
 			CheckpointEvery: 1000,
+			GradAccum:       1,
+			Decay:           "all",
 		},
 		Sample: Sample{
 			Prompt:      "\n",

@@ -34,10 +34,13 @@ func (e *primitives) embedding(tokens, tok, pos *G.Node) *G.Node {
 
 func (e *primitives) linear(x, w, bias *G.Node) *G.Node {
 	y := G.Must(G.Mul(x, G.Must(G.Transpose(w))))
+	if bias == nil {
+		return y
+	}
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
 
-func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool) (y, w *G.Node) {
+func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	C := q.Shape()[1]
 	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
 	scores := G.Must(G.BatchedMatMul(q, k, false, true))
@@ -46,14 +49,25 @@ func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool) (y, 
 		scores = G.Must(G.BroadcastAdd(scores, e.causalMask(), nil, []byte{0}))
 	}
 	w = e.softmax(scores)
-	return e.mergeHeads(G.Must(G.BatchedMatMul(w, v)), C), w
+	mixed := w
+	if drop != nil {
+		mixed = e.dropout(w, drop)
+	}
+	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
 }
 
 func (e *primitives) activation(x *G.Node, kind string) *G.Node {
-	if kind == "relu" {
+	switch kind {
+	case "relu":
 		return G.Must(G.Rectify(x))
+	case "gelu_exact":
+		return e.geluExact(x)
 	}
 	return e.gelu(x)
+}
+
+func (e *primitives) dropout(x, mask *G.Node) *G.Node {
+	return G.Must(G.HadamardProd(x, mask))
 }
 
 // layerNorm is built from Sqrt and a divide because InverseSqrt's gradient
@@ -65,6 +79,9 @@ func (e *primitives) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	std := G.Must(G.Sqrt(G.Must(G.Add(variance, e.scalar("layernorm.eps", eps)))))
 	xn := G.Must(G.BroadcastHadamardDiv(xc, std, nil, []byte{1}))
 	y := G.Must(G.BroadcastHadamardProd(xn, w, nil, []byte{0}))
+	if bias == nil {
+		return y
+	}
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
 
