@@ -1,10 +1,10 @@
 package ablate
 
 import (
-	"math"
 	"bytes"
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
