@@ -60,6 +60,9 @@ type Options struct {
 	Force bool     // retrain runs that are already finished
 	Sets  []string // --set overrides applied to every config
 	Base  string   // config the "differs" column compares against ("" = defaults)
+	// BaseSets are overrides of Base beyond Sets (a sweep compares with
+	// its first run, overrides included).
+	BaseSets []string
 	// Baseline names the variant the others are compared with ("" = the first).
 	Baseline string
 	Exe      string // the gptg binary that trains and evaluates
@@ -135,7 +138,7 @@ func plainName(name string) error {
 	case name == "":
 		return errors.New("which is empty")
 	case name == "." || name == "..":
-		return errors.New("which names a folder that already exists above or at the output folder")
+		return errors.New("which would put its runs outside their own folder")
 	case strings.HasPrefix(name, "."):
 		return errors.New("which would be a hidden folder")
 	case strings.ContainsAny(name, `/\`):
@@ -187,13 +190,39 @@ func Plan(configs []string, seeds []int64, out string) ([]Spec, error) {
 // opts.Out. The error is ctx's when interrupted, or one that stopped the
 // summary; failed runs are in the results.
 func Run(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
-	return run(ctx, specs, opts, true)
+	results, err := Execute(ctx, specs, opts)
+	return thenSummary(results, err, opts)
 }
 
 // Collect measures the runs that have finished, without training anything,
 // and writes the summary: the others are listed as not started,
 // unfinished or failed.
 func Collect(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	results, err := Measure(ctx, specs, opts)
+	return thenSummary(results, err, opts)
+}
+
+// thenSummary writes the summary of whatever results there are; an error
+// writing it wins over err.
+func thenSummary(results []*Result, err error, opts Options) ([]*Result, error) {
+	if results == nil {
+		return nil, err
+	}
+	if serr := WriteSummary(opts.Out, results, opts.Baseline); serr != nil {
+		return results, serr
+	}
+	return results, err
+}
+
+// Execute trains and measures every spec, as Run does, without writing a
+// summary: a sweep task does this for its one entry.
+func Execute(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	return run(ctx, specs, opts, true)
+}
+
+// Measure measures the finished specs without training or writing a
+// summary.
+func Measure(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
 	return run(ctx, specs, opts, false)
 }
 
@@ -207,15 +236,17 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("ablation folder: %w", err)
+	if opts.Out != "" {
+		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("ablation folder: %w", err)
+		}
 	}
 	if opts.Baseline != "" && !hasVariant(specs, opts.Baseline) {
 		return nil, fmt.Errorf("--baseline %s: no such config among the runs", opts.Baseline)
 	}
 	var base *config.Config
 	if opts.Base != "" {
-		b, err := config.Load(opts.Base, opts.Sets)
+		b, err := config.Load(opts.Base, append(append([]string(nil), opts.Sets...), opts.BaseSets...))
 		if err != nil {
 			return nil, err
 		}
@@ -261,9 +292,6 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 	}
 	wg.Wait()
 	stop()
-	if err := writeSummary(opts.Out, results, opts.Baseline); err != nil {
-		return results, err
-	}
 	return results, ctx.Err()
 }
 

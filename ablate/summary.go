@@ -88,8 +88,8 @@ func Rows(results []*Result, baseline string) []*Row {
 	return rows
 }
 
-// writeSummary writes summary.md, summary.csv, runs.csv and loss.png into dir.
-func writeSummary(dir string, results []*Result, baseline string) error {
+// WriteSummary writes summary.md, summary.csv, runs.csv and loss.png into dir.
+func WriteSummary(dir string, results []*Result, baseline string) error {
 	rows := Rows(results, baseline)
 	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.md"), []byte(Markdown(rows))); err != nil {
 		return err

@@ -37,6 +37,7 @@ func init() {
 		"inspect":   inspectCommand,
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
+		"sweep":     sweepCommand,
 		"data":      dataCommand,
 	}
 }
