@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -76,6 +76,9 @@ type Options struct {
 	// "resume", "finished", "reused", "failed: …", "interrupted"); sweeps
 	// keep them as a log.
 	Event func(s Spec, event string)
+	// Backend is how the sampling graph computes (the training runs are
+	// processes of Exe and read the environment themselves).
+	Backend graph.Backend
 }
 
 // Status is how far a run has come.
@@ -487,7 +490,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		}
 		return nil
 	}
-	model, err := modelfile.LoadModel(modelPath)
+	model, err := graph.LoadModel(modelPath)
 	if err != nil {
 		return err
 	}
@@ -516,7 +519,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 			return err
 		}
 	}
-	if r.Sample, err = sampleText(model, opts.SamplePrompt, r.Dir); err != nil {
+	if r.Sample, err = sampleText(model, opts.SamplePrompt, r.Dir, opts.Backend); err != nil {
 		return err
 	}
 	m = measured{ModelSize: st.Size(), ModelModTime: st.ModTime().UnixNano(), SamplePrompt: opts.SamplePrompt,
@@ -574,7 +577,7 @@ func readMetrics(r *Result) error {
 
 // sampleText draws 80 tokens from the prompt with a fixed seed, so every
 // row's sample is comparable and the table is reproducible.
-func sampleText(m *modelfile.Model, prompt, dir string) (string, error) {
+func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (string, error) {
 	if _, err := m.Vocab.Encode(prompt); err != nil || prompt == "" {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {
@@ -582,7 +585,7 @@ func sampleText(m *modelfile.Model, prompt, dir string) (string, error) {
 		}
 		prompt = cfg.Sample.Prompt
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, be)
 	if err != nil {
 		return "", err
 	}

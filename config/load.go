@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/gptg/gptg/internal/inputfile"
 )
 
 // setSource is the Error.File of problems found in a --set override.
@@ -59,6 +60,7 @@ func Default() *Config {
 			Path:      "data/tinyshakespeare.txt",
 			Tokenizer: "char",
 			Split:     0.9,
+			Sampling:  "windows",
 		},
 		Model: DefaultModel(),
 		Train: Train{
@@ -75,6 +77,8 @@ func Default() *Config {
 			Seed:            42,
 			LogEvery:        100,
 			CheckpointEvery: 1000,
+			GradAccum:       1,
+			Decay:           "all",
 		},
 		Sample: Sample{
 			Prompt:      "\n",
@@ -112,6 +116,32 @@ func Load(path string, sets []string) (*Config, error) {
 		values[name] = setting{value: v, from: setSource}
 	}
 
+	return build(path, values)
+}
+
+// Parse reads a self-contained config (no extends) from text, as Load
+// reads a file: a run's checkpoint keeps the config it was trained with
+// this way. name stands for the file in errors and gives the run name.
+func Parse(name string, text []byte) (*Config, error) {
+	if err := checkBounds(name, text); err != nil {
+		return nil, err
+	}
+	own, base, err := parseFile(name, string(text))
+	if err != nil {
+		return nil, err
+	}
+	if base != "" {
+		return nil, &Error{File: name, Key: "extends", Msg: "not allowed here (the config must be self-contained)"}
+	}
+	values := map[string]setting{}
+	for key, v := range own {
+		values[key] = setting{value: v, from: name}
+	}
+	return build(name, values)
+}
+
+// build turns merged values into a validated Config.
+func build(path string, values map[string]setting) (*Config, error) {
 	c := Default()
 	c.Path = path
 	c.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
@@ -130,7 +160,28 @@ func Load(path string, sets []string) (*Config, error) {
 	if err := c.validate(origin); err != nil {
 		return nil, err
 	}
+	if _, given := values["train.out"]; !given && !plainName(c.Name) {
+		return nil, &Error{File: path, Key: "train.out",
+			Msg: fmt.Sprintf("the file name gives the run name %q, which is not a plain folder name: rename the file or set train.out", c.Name)}
+	}
 	return c, nil
+}
+
+// plainName reports whether a run name derived from a file name can be a
+// folder under runs/: not empty, not "." or "..", no separator, no
+// leading dot (a hidden folder nobody would look for) and no control
+// characters. `...toml` would otherwise name the run "..", the working
+// directory.
+func plainName(name string) bool {
+	if name == "" || strings.HasPrefix(name, ".") || strings.ContainsAny(name, `/\`) {
+		return false
+	}
+	for _, r := range name {
+		if r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // resolve turns "use the default" zeros into concrete values, so code that
@@ -187,6 +238,9 @@ func loadChain(path string, chain []string, values map[string]setting) error {
 		return &Error{File: path, Msg: msg, Err: err}
 	}
 
+	if err := checkBounds(path, raw); err != nil {
+		return err
+	}
 	own, base, err := parseFile(path, string(raw))
 	if err != nil {
 		return err
@@ -205,20 +259,16 @@ func loadChain(path string, chain []string, values map[string]setting) error {
 	return nil
 }
 
-// readConfigFile is os.ReadFile restricted to regular files, so that a
-// mistaken extends = "/dev/stdin" fails instead of blocking or reading forever.
+// readConfigFile reads a regular file of at most MaxConfigSize bytes, so
+// that a mistaken extends = "/dev/stdin" or a FIFO fails instead of
+// blocking or reading forever, and checks the bounds the TOML parser needs.
 func readConfigFile(path string) ([]byte, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, err
+	raw, err := inputfile.ReadFile(path, MaxConfigSize)
+	var ie *inputfile.Error
+	if errors.As(err, &ie) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New(ie.Problem)}
 	}
-	if info.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("is a directory")}
-	}
-	if !info.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: errors.New("not a regular file")}
-	}
-	return os.ReadFile(path)
+	return raw, err
 }
 
 // sameFile compares an entry of the chain (as given) with an absolute path.

@@ -25,6 +25,12 @@ type Data struct {
 	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char" or "word"
 	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
 	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
+	// Sampling is how training batches are drawn: "windows" (every window
+	// of the training split once per epoch, in an order drawn from (seed,
+	// epoch)) or "random" (windows at random offsets drawn from (seed,
+	// step), nanoGPT's get_batch; an epoch is then as many tokens as the
+	// training split holds).
+	Sampling string `toml:"sampling" json:"sampling"`
 }
 
 // Model is the [model] table. Its JSON form (these tags) is also what the
@@ -40,9 +46,28 @@ type Model struct {
 	OutProj    bool   `toml:"out_proj" json:"out_proj"`
 	Residual   bool   `toml:"residual" json:"residual"`
 	Norm       string `toml:"norm" json:"norm"`             // "none" | "pre" | "post"
-	Activation string `toml:"activation" json:"activation"` // "gelu" | "relu"
+	Activation string `toml:"activation" json:"activation"` // "gelu" (tanh approximation) | "gelu_exact" (erf) | "relu"
 	FFMult     int    `toml:"ff_mult" json:"ff_mult"`
 	Dtype      string `toml:"dtype" json:"dtype"` // "float32" | "float64"
+
+	// The switches below make nanoGPT's GPT expressible (configs/nanogpt).
+
+	// TieEmbeddings makes the output layer tok.weightᵀ, without a bias;
+	// the file then has no out.weight.
+	TieEmbeddings bool `toml:"tie_embeddings" json:"tie_embeddings"`
+	// Bias false drops the bias of every linear layer and LayerNorm.
+	Bias bool `toml:"bias" json:"bias"`
+	// FinalNorm adds a LayerNorm (final_norm.*) before the output layer,
+	// nanoGPT's ln_f.
+	FinalNorm bool `toml:"final_norm" json:"final_norm"`
+	// Init is "torch" (PyTorch's default per layer, the reference's) or
+	// "gpt2" (nanoGPT's _init_weights: normal(0, 0.02) weights, zero
+	// biases, normal(0, 0.02/√(2·blocks)) for the projections that end a
+	// residual branch).
+	Init string `toml:"init" json:"init"`
+	// Dropout is the probability of zeroing an activation where nanoGPT
+	// does, while training only; 0 = off.
+	Dropout float64 `toml:"dropout" json:"dropout"`
 }
 
 // Train holds the optimiser, schedule and bookkeeping settings.
@@ -65,6 +90,22 @@ type Train struct {
 	// CheckpointEvery writes checkpoint and model every N steps, besides
 	// evaluations, the end and interrupts.
 	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
+	// EvalBatches estimates each test loss on so many batches at random
+	// offsets of the test split (nanoGPT's eval_iters); 0 = every window
+	// of the test split.
+	EvalBatches int `toml:"eval_batches" json:"eval_batches"`
+	// GradAccum runs so many batches of train.batch windows per step and
+	// averages their gradients before the update (nanoGPT's
+	// gradient_accumulation_steps).
+	GradAccum int `toml:"grad_accum" json:"grad_accum"`
+	// Decay says which parameters weight decay shrinks: "all", or
+	// "matrices" (those with two or more dimensions, nanoGPT's
+	// configure_optimizers: not biases or LayerNorm weights).
+	Decay string `toml:"decay" json:"decay"`
+	// Threads bounds the cores training and evaluation use; 0 = all of
+	// them. The weights are the same bits for every value, so it is a
+	// setting of the machine, not of the experiment (--threads overrides it).
+	Threads int `toml:"threads" json:"threads"`
 }
 
 // Sample holds the defaults of `gptg sample`.
@@ -83,5 +124,6 @@ func DefaultModel() Model {
 		Context: 32, Embedding: 64, Blocks: 2, Heads: 1,
 		QKV: true, Mask: true, OutProj: true, Residual: false,
 		Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32",
+		Bias: true, Init: "torch",
 	}
 }

@@ -50,6 +50,7 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
 	}
 	v.atLeast("data.stride", d.Stride, 0)
+	v.oneOf("data.sampling", d.Sampling, "windows", "random")
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
@@ -61,9 +62,14 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("model.heads", "%d does not divide embedding %d (heads must divide embedding)", m.Heads, m.Embedding)
 	}
 	v.oneOf("model.norm", m.Norm, "none", "pre", "post")
-	v.oneOf("model.activation", m.Activation, "gelu", "relu")
+	v.oneOf("model.activation", m.Activation, "gelu", "gelu_exact", "relu")
 	v.intIn("model.ff_mult", m.FFMult, 1, maxFFMult)
 	v.oneOf("model.dtype", m.Dtype, "float32", "float64")
+	v.oneOf("model.init", m.Init, "torch", "gpt2")
+	v.float("model.dropout", m.Dropout)
+	if m.Dropout < 0 || m.Dropout >= 1 {
+		v.fail("model.dropout", "%s is out of range (allowed: 0 <= dropout < 1, 0 = off)", formatFloat(m.Dropout))
+	}
 
 	t := c.Train
 	v.intIn("train.batch", t.Batch, 1, maxBatch)
@@ -94,6 +100,10 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.log_every", t.LogEvery, 1)
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 1)
+	v.intIn("train.eval_batches", t.EvalBatches, 0, 1_000_000)
+	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
+	v.oneOf("train.decay", t.Decay, "all", "matrices")
+	v.atLeast("train.threads", t.Threads, 0)
 
 	s := c.Sample
 	v.atLeast("sample.tokens", s.Tokens, 0)

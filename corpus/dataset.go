@@ -1,11 +1,8 @@
 package corpus
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
+	gocontext "context"
 	"math"
-	"os"
 )
 
 // Dataset is a tokenized corpus cut into training and test windows.
@@ -16,81 +13,29 @@ import (
 // shifted by one.
 type Dataset struct {
 	Vocab   *Vocab
-	Tokens  []int // the whole text, encoded
-	Cut     int   // Tokens[:Cut] is the training split, Tokens[Cut:] the test split
-	Context int   // tokens per window (the model's T)
-	Stride  int   // tokens between the starts of consecutive windows
+	tokens  tokenStore // the whole text, encoded
+	Cut     int        // tokens [0, Cut) are the training split, the rest the test split
+	Context int        // tokens per window (the model's T)
+	Stride  int        // tokens between the starts of consecutive windows
+}
+
+// NumTokens is the length of the encoded text.
+func (d *Dataset) NumTokens() int { return d.tokens.len() }
+
+// Tokens returns the encoded text (a copy, for tests and tools: the
+// dataset itself stores it compactly).
+func (d *Dataset) Tokens() []int {
+	out := make([]int, d.tokens.len())
+	d.tokens.copyTo(out, 0)
+	return out
 }
 
 // Load reads a UTF-8 text file and cuts it like the reference's split_data:
 // cut = int(len(tokens) * split), windows over each side separately. A
 // stride of 0 means context/2 (at least 1). Every error names the path.
+// The file must be a regular file of at most MaxDataSize bytes.
 func Load(path, kind string, context, stride int, split float64) (*Dataset, error) {
-	if context < 1 {
-		return nil, fmt.Errorf("context must be at least 1, got %d", context)
-	}
-	if stride < 0 {
-		return nil, fmt.Errorf("stride must not be negative, got %d", stride)
-	}
-	if stride == 0 {
-		stride = max(1, context/2)
-	}
-	// The negated form also rejects NaN.
-	if !(split > 0 && split < 1) {
-		return nil, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
-	}
-	text, err := readText(path)
-	if err != nil {
-		return nil, err
-	}
-	vocab, err := BuildVocab(kind, text)
-	if err != nil {
-		return nil, fmt.Errorf("data file %s: %w", path, err)
-	}
-	tokens, err := vocab.Encode(text)
-	if err != nil {
-		// Cannot happen (the vocabulary comes from this very text), but a
-		// bug here should say where it happened.
-		return nil, fmt.Errorf("data file %s: %w", path, err)
-	}
-	d := &Dataset{
-		Vocab:   vocab,
-		Tokens:  tokens,
-		Cut:     cutAt(len(tokens), split),
-		Context: context,
-		Stride:  stride,
-	}
-	if d.NumTrain() == 0 || d.NumTest() == 0 {
-		return nil, fmt.Errorf("data file %s has %d %s tokens; context %d with split %v needs at least %d (one training and one test window)",
-			path, len(tokens), kind, context, split, minTokens(context, split))
-	}
-	return d, nil
-}
-
-// readText returns the file's contents, checked to be non-empty UTF-8.
-func readText(path string) (string, error) {
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("data file %s does not exist", path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("data file %s: %w", path, err)
-	}
-	if info.IsDir() {
-		return "", fmt.Errorf("data file %s is a directory", path)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("data file %s: %w", path, err)
-	}
-	if len(raw) == 0 {
-		return "", fmt.Errorf("data file %s is empty", path)
-	}
-	text := string(raw)
-	if err := checkUTF8(text); err != nil {
-		return "", fmt.Errorf("data file %s: %w", path, err)
-	}
-	return text, nil
+	return LoadContext(gocontext.Background(), path, kind, context, stride, split)
 }
 
 // cutAt is Python's int(n * split): the float64 product truncated, which

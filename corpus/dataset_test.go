@@ -33,8 +33,8 @@ func TestWindowsByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Vocab.Size() != 20 || !slices.Equal(d.Tokens, iota(0, 20)) {
-		t.Fatalf("vocab %d, tokens %v", d.Vocab.Size(), d.Tokens)
+	if d.Vocab.Size() != 20 || !slices.Equal(d.Tokens(), iota(0, 20)) {
+		t.Fatalf("vocab %d, tokens %v", d.Vocab.Size(), d.Tokens())
 	}
 	// cut = int(20*0.5) = 10. Each side has 10 tokens: n = (10-3-1+2-1)//2 = 3,
 	// starts 0, 2, 4 (all < 10-3-1 = 6); test starts 10, 12, 14.
@@ -109,8 +109,8 @@ func TestLoadWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	// vocab a b c d; tokens b a c a | b d a c (cut = int(8*0.5) = 4).
-	if !slices.Equal(d.Tokens, []int{1, 0, 2, 0, 1, 3, 0, 2}) || d.Cut != 4 {
-		t.Fatalf("tokens %v cut %d", d.Tokens, d.Cut)
+	if !slices.Equal(d.Tokens(), []int{1, 0, 2, 0, 1, 3, 0, 2}) || d.Cut != 4 {
+		t.Fatalf("tokens %v cut %d", d.Tokens(), d.Cut)
 	}
 	// 4 tokens, context 1: starts < 2, so 0 and 1.
 	if d.NumTrain() != 2 || d.NumTest() != 2 {

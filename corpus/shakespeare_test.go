@@ -34,7 +34,7 @@ func TestTinyShakespeare(t *testing.T) {
 		got, want int
 	}{
 		{"vocab size", d.Vocab.Size(), 65},
-		{"tokens", len(d.Tokens), 1115394},
+		{"tokens", len(d.Tokens()), 1115394},
 		{"cut", d.Cut, 1003854},
 		{"train windows", d.NumTrain(), 62739},
 		{"test windows", d.NumTest(), 6970},

@@ -27,6 +27,10 @@ type Vocab struct {
 	// "char" avoid building a one-rune string per character of the corpus.
 	runeID map[rune]int
 	wordID map[string]int
+	// runeTable[r] is the id of rune r, -1 if none, for the runes below
+	// len(runeTable) (up to U+FFFF): encoding a corpus looks up every
+	// character, and a slice is many times faster than the map.
+	runeTable []int32
 }
 
 // BuildVocab returns the vocabulary of text: for "char" the sorted set of
@@ -96,6 +100,12 @@ func NewVocab(kind string, tokens []string) (*Vocab, error) {
 				return nil, fmt.Errorf("char vocabulary token %d (%q) is more than one character", i, t)
 			}
 			v.runeID[r] = i
+			if r < 1<<16 {
+				for len(v.runeTable) <= int(r) {
+					v.runeTable = append(v.runeTable, -1)
+				}
+				v.runeTable[r] = int32(i)
+			}
 		} else {
 			// strings.Fields splits on unicode.IsSpace, so such a token
 			// could never come back out of Encode.
@@ -106,6 +116,18 @@ func NewVocab(kind string, tokens []string) (*Vocab, error) {
 		}
 	}
 	return v, nil
+}
+
+// id is the id of a token known to be in the vocabulary: the rune r for
+// a char vocabulary, the word tok for a word one.
+func (v *Vocab) id(tok []byte, r rune) int {
+	if v.kind == Word {
+		return v.wordID[string(tok)] // the lookup does not allocate
+	}
+	if int(r) < len(v.runeTable) {
+		return int(v.runeTable[r])
+	}
+	return v.runeID[r]
 }
 
 // Kind is "char" or "word".

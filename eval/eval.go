@@ -3,12 +3,12 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"math"
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // TestLoss evaluates a compiled model (built with the loss) on data's test
@@ -16,8 +16,18 @@ import (
 // order, of each batch's mean cross-entropy. It returns the loss and the
 // number of batches.
 func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
+	return TestLossContext(context.Background(), p, data)
+}
+
+// TestLossContext is TestLoss that stops between batches, returning ctx's
+// error, when ctx is done: an evaluation over a large test split takes
+// long enough that Ctrl-C must not wait for it.
+func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 	sum := 0.0
 	n, err := eachTestBatch(data, p.Batch, func(x, y []int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := p.Run(x, y); err != nil {
 			return err
 		}
@@ -54,8 +64,8 @@ func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, 
 
 // ModelTestLoss builds m's graph for batches of size batch and returns its
 // test loss on data.
-func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
-	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Unfused: graph.UnfusedFromEnv()})
+func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
+	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Backend: be})
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
 	}
@@ -75,7 +85,7 @@ func ModelTestLoss(m *modelfile.Model, data *corpus.Dataset, batch int) (float64
 // graph of i+1 positions fed the window's first i+1 tokens. For a causal
 // model this equals TestLoss; a model without the mask scores far worse,
 // because its plain loss read the very tokens it predicts.
-func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, int, error) {
+func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
 	progs := make([]*graph.Program, T+1) // progs[L] sees L positions; built on first use
 	defer func() {
@@ -89,7 +99,7 @@ func PrefixOnly(m *modelfile.Model, data *corpus.Dataset, batch int) (float64, i
 		if progs[L] != nil {
 			return progs[L], nil
 		}
-		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L, Unfused: graph.UnfusedFromEnv()})
+		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L, Backend: be})
 		if err != nil {
 			return nil, err
 		}

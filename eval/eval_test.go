@@ -11,7 +11,6 @@ import (
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // tinyData is testdata/tiny.txt cut for the tiny models (context 8) the
@@ -26,7 +25,7 @@ func tinyData(t *testing.T) *corpus.Dataset {
 }
 
 // trainTiny trains a tiny model and loads it back from its file.
-func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model {
+func trainTiny(t *testing.T, mask bool, steps int, lr float64) *graph.SavedModel {
 	t.Helper()
 	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), mask, steps)
 	c.Train.LR, c.Train.MinLR = lr, lr/10
@@ -34,7 +33,7 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelfile.LoadModel(path)
+	m, err := graph.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +45,11 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64) *modelfile.Model 
 func TestPrefixOnlyOnACausalModel(t *testing.T) {
 	m := trainTiny(t, true, 30, 1e-3)
 	data := tinyData(t)
-	plain, n, err := eval.ModelTestLoss(m, data, 4)
+	plain, n, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, np, err := eval.PrefixOnly(m, data, 4)
+	prefix, np, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +72,11 @@ func TestPrefixOnlyOnACausalModel(t *testing.T) {
 func TestPrefixOnlyExposesAnUnmaskedModel(t *testing.T) {
 	m := trainTiny(t, false, 1300, 1e-2)
 	data := tinyData(t)
-	plain, _, err := eval.ModelTestLoss(m, data, 4)
+	plain, _, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, _, err := eval.PrefixOnly(m, data, 4)
+	prefix, _, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +122,8 @@ func TestTestLossByHand(t *testing.T) {
 		var x, y []int
 		for i := b * B; i < (b+1)*B; i++ {
 			start := data.Cut + i*data.Stride
-			x = append(x, data.Tokens[start:start+T]...)
-			y = append(y, data.Tokens[start+1:start+T+1]...)
+			x = append(x, data.Tokens()[start:start+T]...)
+			y = append(y, data.Tokens()[start+1:start+T+1]...)
 		}
 		if err := p.Run(x, y); err != nil {
 			t.Fatal(err)

@@ -22,7 +22,7 @@ func BenchmarkSampleToken(b *testing.B) {
 func benchmarkSampleToken(b *testing.B, unfused bool) {
 	spec := config.DefaultModel()
 	spec.Vocab = 65
-	m, err := Build(spec, Options{Batch: 1, Seed: 1, Unfused: unfused})
+	m, err := Build(spec, Options{Batch: 1, Seed: 1, Backend: Backend{Unfused: unfused}})
 	if err != nil {
 		b.Fatal(err)
 	}

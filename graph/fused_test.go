@@ -35,8 +35,9 @@ type layerRun struct {
 // reuse their buffers from run to run.
 func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, layer func(b *builder) []*G.Node) layerRun {
 	t.Helper()
-	b := newBuilder(spec, batch, seqLen, 1, fused)
+	b := newBuilder(spec, Options{Batch: batch, SeqLen: seqLen, Seed: 1, Dropout: true, Backend: Backend{Unfused: !fused}})
 	outs := layer(b)
+	fillDropout(b.masks, spec.Dropout, rand.New(rand.NewPCG(3, 3)))
 	rng := rand.New(rand.NewPCG(5, 5))
 	var loss *G.Node
 	for i, o := range outs {
@@ -47,7 +48,7 @@ func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, la
 				data[j] = 2*rng.Float64() - 1
 			}
 			r := G.NewTensor(b.g, b.dt, o.Dims(), G.WithShape(o.Shape()...), G.WithName(fmt.Sprintf("r%d", i)),
-				G.WithValue(b.dense(data, o.Shape()...)))
+				G.WithValue(dense(b.dt, data, o.Shape()...)))
 			term = G.Must(G.Sum(G.Must(G.HadamardProd(o, r))))
 		}
 		if loss == nil {
@@ -121,14 +122,33 @@ func input(b *builder, rows, cols int) *G.Node {
 	return b.param("x", uniform(1), rows, cols) // U(−1, 1)
 }
 
-var layerSpec = config.Model{
+var layerSpec = config.Model{Bias: true, Init: "torch",
 	Vocab: 7, Context: 5, Embedding: 6, Blocks: 1, Heads: 2, FFMult: 3,
 	QKV: true, Mask: true, OutProj: true, Norm: "pre", Activation: "gelu",
 }
 
 func TestFusedLinear(t *testing.T) {
 	compareLayer(t, layerSpec, 3, 5, func(b *builder) []*G.Node {
-		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17)}
+		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17, false)}
+	})
+	noBias := layerSpec
+	noBias.Bias = false
+	compareLayer(t, noBias, 3, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17, false)}
+	})
+}
+
+// TestFusedDropout: the dropout of a residual branch and that of the
+// attention weights, with masks of zeros and 1/(1 − p).
+func TestFusedDropout(t *testing.T) {
+	spec := layerSpec
+	spec.Dropout = 0.3
+	compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
+		if b.dropoutP != 0.3 {
+			t.Fatalf("dropout %v in a training graph, want 0.3", b.dropoutP)
+		}
+		y, w := b.attention("att", input(b, 10, 6))
+		return []*G.Node{b.dropout(y), w}
 	})
 }
 
@@ -155,22 +175,20 @@ func TestFusedLayerNorm(t *testing.T) {
 	compareLayer(t, layerSpec, 2, 5, func(b *builder) []*G.Node {
 		return []*G.Node{b.layerNorm("norm", input(b, 10, 6))}
 	})
+	noBias := layerSpec
+	noBias.Bias = false
+	compareLayer(t, noBias, 2, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.layerNorm("norm", input(b, 10, 6))}
+	})
 }
 
 func TestFusedActivations(t *testing.T) {
-	for _, act := range []string{"gelu", "relu"} {
+	for _, act := range []string{"gelu", "gelu_exact", "relu"} {
 		spec := layerSpec
 		spec.Activation = act
 		t.Run(act, func(t *testing.T) {
 			compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
-				x := input(b, 10, 18)
-				switch {
-				case b.fused:
-					return []*G.Node{b.fusedActivation(x)}
-				case act == "relu":
-					return []*G.Node{G.Must(G.Rectify(x))}
-				}
-				return []*G.Node{b.gelu("gelu", x)}
+				return []*G.Node{b.op.activation(input(b, 10, 18), act)}
 			})
 		})
 	}
@@ -203,8 +221,8 @@ func TestFusedCrossEntropy(t *testing.T) {
 		for i := range data {
 			data[i] = float64((i*7)%5) / 4
 		}
-		targets := G.NewMatrix(b.g, b.dt, G.WithShape(15, 7), G.WithName("targets"), G.WithValue(b.dense(data, 15, 7)))
-		return []*G.Node{b.crossEntropy(logits, targets)}
+		targets := G.NewMatrix(b.g, b.dt, G.WithShape(15, 7), G.WithName("targets"), G.WithValue(dense(b.dt, data, 15, 7)))
+		return []*G.Node{b.op.crossEntropy(logits, targets)}
 	})
 }
 
@@ -213,7 +231,7 @@ func TestFusedCrossEntropy(t *testing.T) {
 // B those of a fresh graph, so no kernel reads a buffer its op left from an
 // earlier run. Every switch that changes the fused graph is on.
 func TestFusedBuffersAcrossRuns(t *testing.T) {
-	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "post", Activation: "gelu", Dtype: "float32"}
 	const batch = 3
 	n := batch * spec.Context
@@ -273,7 +291,7 @@ func TestFusedBuffersAcrossRuns(t *testing.T) {
 // TestRunInPlaceMatchesRunAll: the tape run in the calling goroutine
 // (tape.go) computes the same bits as Gorgonia's RunAll, on both graphs.
 func TestRunInPlaceMatchesRunAll(t *testing.T) {
-	spec := config.Model{Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
 	const batch = 2
 	x, y := make([]int, batch*spec.Context), make([]int, batch*spec.Context)
@@ -282,7 +300,7 @@ func TestRunInPlaceMatchesRunAll(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Unfused: path.unfused})
+			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Backend: Backend{Unfused: path.unfused}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,6 +329,69 @@ func TestRunInPlaceMatchesRunAll(t *testing.T) {
 			p.inPlace = nil
 			if !reflect.DeepEqual(inPlace, result()) {
 				t.Error("run in place and RunAll differ")
+			}
+		})
+	}
+}
+
+// TestForwardOnlyFusedMatchesUnfused covers the graphs that sampling and
+// attention maps build: no loss, no gradients, batch 1, sometimes shorter
+// than the context. Over random switch combinations, the fused and the
+// unfused graph built from one seed give the same logits and attention
+// weights (float64, 1e-12 relative), and each gives the same bits when run
+// a second time on the same tokens after a run on other tokens.
+func TestForwardOnlyFusedMatchesUnfused(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 22))
+	for c := 0; c < 24; c++ {
+		heads := []int{1, 2, 4}[rng.IntN(3)]
+		spec := config.Model{Bias: true, Init: "torch",
+			Vocab: 3 + rng.IntN(9), Context: 2 + rng.IntN(6), Embedding: 4 * heads, Blocks: rng.IntN(3),
+			Heads: heads, FFMult: 1 + rng.IntN(3), QKV: rng.IntN(2) == 0, Mask: rng.IntN(2) == 0,
+			OutProj: rng.IntN(2) == 0, Residual: rng.IntN(2) == 0,
+			Norm: []string{"none", "pre", "post"}[rng.IntN(3)], Activation: []string{"gelu", "relu"}[rng.IntN(2)],
+			Dtype: "float64",
+		}
+		seqLen := 1 + rng.IntN(spec.Context)
+		tokens := func() []int {
+			ids := make([]int, seqLen)
+			for i := range ids {
+				ids[i] = rng.IntN(spec.Vocab)
+			}
+			return ids
+		}
+		ids, other := tokens(), tokens()
+		t.Run(fmt.Sprintf("%d_%+v_T%d", c, spec, seqLen), func(t *testing.T) {
+			var got [2][][]float64
+			for i, path := range paths {
+				m, err := Build(spec, Options{Batch: 1, SeqLen: seqLen, Seed: int64(c), Backend: Backend{Unfused: path.unfused}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := Compile(m, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run := func(x []int) [][]float64 {
+					if err := p.Run(x, nil); err != nil {
+						t.Fatal(err)
+					}
+					out := [][]float64{Float64s(p.Logits.Value())}
+					for _, a := range p.Attention {
+						out = append(out, Float64s(a.Value()))
+					}
+					return out
+				}
+				got[i] = run(ids)
+				run(other)
+				if again := run(ids); !reflect.DeepEqual(got[i], again) {
+					t.Errorf("%s: a second run on the same tokens differs", path.name)
+				}
+				p.Close()
+			}
+			for k := range got[1] {
+				if e := golden.RelErr(got[0][k], got[1][k], 0); !(e <= 1e-12) {
+					t.Errorf("output %d (0 = logits, then attention per block): fused vs unfused relative error %.3g", k, e)
+				}
 			}
 		})
 	}

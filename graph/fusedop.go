@@ -47,7 +47,7 @@ type fusedOp struct {
 	ins   []argKind    // the kind of each input
 	shape tensor.Shape // of the output; empty for a scalar
 	dt    tensor.Dtype
-	ws    *gemm.Workspace // shared by all ops of one graph, which run one at a time
+	team  *team // shared by all ops of one graph, which run one at a time
 	run   kernel
 
 	// wrt says which inputs the op is differentiable with respect to, and
@@ -90,8 +90,11 @@ type args[F gemm.Float] struct {
 	in  [][]F
 	ids []int
 	out []F
-	ws  *gemm.Workspace
+	ws  *gemm.Workspace // for products over whole matrices (team.whole)
+	t   *team           // to split work: a.t.split(…)
 	p   *opParams
+	// scratch is the kernel's own float64 buffer, kept from run to run.
+	scratch []float64
 }
 
 // kernel holds a kernel's two instantiations.
@@ -106,7 +109,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, ws: op.ws, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -220,7 +223,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.p = op.ws, &op.p
+	a.ws, a.t, a.p = op.team.whole, op.team, &op.p
 	if d, ok := op.out.Data().([]F); ok {
 		a.out = d
 		f(a)

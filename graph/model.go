@@ -2,14 +2,15 @@
 //
 // This file is the whole model, layer by layer, in the order of the seed's
 // classes and the reference (gptref.py): embedding, attention, feed-forward,
-// transformer block, output and the loss. Everything else in the package is
-// plumbing: parameters, constants and the small helpers in ops.go.
+// transformer block, output and the loss. It creates the parameters and
+// says what each layer computes; an emitter (emitter.go) turns each layer
+// into graph nodes, either fused kernels or Gorgonia primitives. Everything
+// else in the package is plumbing.
 package graph
 
 import (
 	"fmt"
 	"math"
-	"os"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -35,6 +36,11 @@ type Model struct {
 	// the reference's (B, heads, T, T) with the first two axes flattened.
 	Attention []*G.Node
 	Params    []*Param
+	// Dropout holds the dropout masks, inputs filled by SetDropout before
+	// each training run; empty unless built with Options.Dropout and a
+	// model whose dropout is above 0.
+	Dropout  []*G.Node
+	dropoutP float64
 }
 
 // Options say which graph of a model to emit.
@@ -47,26 +53,30 @@ type Options struct {
 	// Loss adds one-hot targets and the mean cross-entropy (training,
 	// evaluation); without it the graph ends in the logits (sampling).
 	Loss bool
-	// Seed draws the initial parameters (PyTorch's default initialisation).
+	// Seed draws the initial parameters (the model's init).
 	Seed int64
-	// Unfused composes every layer from Gorgonia primitives (MatMul,
-	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
-	// ops of fused.go. Both compute the same function and gradients (the
-	// tests check both against the reference); the fused graph is several
-	// times faster and allocates almost nothing per run. The unfused one
-	// stays as the readable specification and for comparison
-	// (GPTG_UNFUSED=1 for every gptg command: see UnfusedFromEnv).
-	Unfused bool
+	// Dropout emits the model's dropout (training graphs only: evaluation,
+	// sampling and attention maps see the whole network).
+	Dropout bool
+	Backend
 }
 
-// EnvUnfused names the environment variable that, set to 1, makes gptg
-// build unfused graphs (Options.Unfused) for training, evaluation and
-// sampling: the same model composed from Gorgonia primitives, several
-// times slower, for comparisons such as GPTG_UNFUSED=1 bench/compare.sh.
-const EnvUnfused = "GPTG_UNFUSED"
-
-// UnfusedFromEnv reports whether EnvUnfused asks for unfused graphs.
-func UnfusedFromEnv() bool { return os.Getenv(EnvUnfused) == "1" }
+// Backend says how a graph computes, not what: the same model, the same
+// function and gradients whatever it says. The command line sets it once
+// (cmd/gptg) and passes it down to training, evaluation and sampling.
+type Backend struct {
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops. Both compute the same function and gradients (the tests check
+	// both against the reference); the fused graph is several times faster
+	// and allocates almost nothing per run. The unfused one stays as the
+	// readable specification and for comparison (GPTG_UNFUSED=1).
+	Unfused bool
+	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
+	// the calling goroutine only). The results are the same bits for every
+	// value: see team.
+	Threads int
+}
 
 // Build emits the graph of spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {
@@ -81,49 +91,102 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	}
 	// The Gorgonia API reports shape and type mistakes as errors on every
 	// call; G.Must turns them into panics so the layers below read like the
-	// reference. A panic here is a bug in this file, never bad user input
-	// (checkSpec ran first), and still comes back as an error.
+	// reference. A panic here is a bug in this package, never bad user
+	// input (checkSpec ran first), and still comes back as an error.
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("building the graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, o.Batch, o.SeqLen, o.Seed, !o.Unfused)
+	b := newBuilder(spec, o)
 	m = &Model{Spec: spec, Batch: o.Batch, SeqLen: o.SeqLen, G: b.g}
-	batch, T := o.Batch, o.SeqLen
+	rows := o.Batch * o.SeqLen
 
-	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(batch*T), G.WithName("tokens"))
-	x := b.embedding(m.Tokens)
+	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("tokens"))
+	x := b.dropout(b.embedding(m.Tokens))
 	for i := 0; i < spec.Blocks; i++ {
 		var att *G.Node
 		x, att = b.block(fmt.Sprintf("blocks.%d", i), x)
 		m.Attention = append(m.Attention, att)
 	}
-	m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab)
+	if spec.FinalNorm {
+		x = b.layerNorm("final_norm", x)
+	}
+	if spec.TieEmbeddings {
+		m.Logits = b.op.linear(x, b.tok, nil) // x·tokᵀ: the embedding read backwards, no bias
+	} else {
+		m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab, false)
+	}
 	if o.Loss {
-		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(batch*T, spec.Vocab), G.WithName("targets"))
-		m.Loss = b.crossEntropy(m.Logits, m.Targets)
+		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
+		m.Loss = b.op.crossEntropy(m.Logits, m.Targets)
 	}
 	m.Params = b.params
+	m.Dropout = b.masks
+	m.dropoutP = b.dropoutP
 	return m, nil
 }
 
-// embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C).
+// embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C). Both tables
+// are N(0, 1) as nn.Embedding's, N(0, 0.02) with init "gpt2".
 func (b *builder) embedding(tokens *G.Node) *G.Node {
-	V, T, C := b.spec.Vocab, b.seqLen, b.spec.Embedding
-	tok := b.param("tok.weight", normal, V, C)
-	pos := b.param("pos.weight", normal, b.spec.Context, C)
-	if b.fused {
-		return b.fusedEmbedding(tokens, tok, pos) // reads the first T rows of pos itself
+	init := normal
+	if b.spec.Init == "gpt2" {
+		init = gaussian(0.02)
 	}
-	if T < b.spec.Context {
-		// Slice drops an axis of length 1; the reshape puts it back.
-		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	b.tok = b.param("tok.weight", init, b.spec.Vocab, b.spec.Embedding)
+	pos := b.param("pos.weight", init, b.spec.Context, b.spec.Embedding)
+	return b.op.embedding(tokens, b.tok, pos)
+}
+
+// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in], and
+// no b when the model has bias = false. Its initialisation is nn.Linear's
+// U(±1/√in) for both, or with init "gpt2" nanoGPT's: weights N(0, 0.02),
+// N(0, 0.02/√(2·blocks)) for the projections that end a residual branch
+// (endsBranch), biases 0.
+func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *G.Node {
+	wInit, bInit := uniform(in), uniform(in)
+	if b.spec.Init == "gpt2" {
+		std := 0.02
+		if endsBranch {
+			std = 0.02 / math.Sqrt(float64(2*b.spec.Blocks))
+		}
+		wInit, bInit = gaussian(std), zeros
 	}
-	x := G.Must(G.ByIndices(tok, tokens, 0))
-	x = G.Must(G.Reshape(x, tensor.Shape{b.batch, T, C}))
-	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
-	return G.Must(G.Reshape(x, tensor.Shape{b.batch * T, C}))
+	w := b.param(name+".weight", wInit, out, in)
+	var bias *G.Node
+	if b.spec.Bias {
+		bias = b.param(name+".bias", bInit, out)
+	}
+	return b.op.linear(x, w, bias)
+}
+
+// dropout zeroes each entry of x with probability p, where nanoGPT does:
+// after the embedding sum, on the attention weights, and at the end of
+// each residual branch. The survivors are scaled by 1/(1 − p) so the
+// expected value is unchanged (nn.Dropout). Off, it returns x.
+func (b *builder) dropout(x *G.Node) *G.Node {
+	if mask := b.dropoutMask(x.Shape()); mask != nil {
+		return b.op.dropout(x, mask)
+	}
+	return x
+}
+
+// dropoutMask adds a mask input of the given shape, or returns nil when
+// this graph has no dropout.
+func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
+	if b.dropoutP == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("dropout.%d", len(b.masks))
+	ones := make([]float64, shape.TotalSize())
+	for i := range ones {
+		ones[i] = 1
+	}
+	mask := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
+		G.WithValue(dense(b.dt, ones, shape...)))
+	b.masks = append(b.masks, mask)
+	return mask
 }
 
 // attention is scaled dot-product self-attention over rows (B·T, C):
@@ -131,28 +194,18 @@ func (b *builder) embedding(tokens *G.Node) *G.Node {
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 	s := b.spec
-	B, T, C, H := b.batch, b.seqLen, s.Embedding, s.Heads
+	C := s.Embedding
 	q, k, v := x, x, x
 	if s.QKV {
-		q = b.linear(name+".q", x, C, C)
-		k = b.linear(name+".k", x, C, C)
-		v = b.linear(name+".v", x, C, C)
+		q = b.linear(name+".q", x, C, C, false)
+		k = b.linear(name+".k", x, C, C, false)
+		v = b.linear(name+".v", x, C, C, false)
 	}
-	scale := 1 / math.Sqrt(float64(C/H))
-	if b.fused {
-		y, w = b.fusedAttention(q, k, v, scale) // the lines below in one kernel, heads never split
-	} else {
-		q, k, v = b.splitHeads(q), b.splitHeads(k), b.splitHeads(v) // (B·H, T, C/H)
-		scores := G.Must(G.BatchedMatMul(q, k, false, true))
-		scores = G.Must(G.Mul(scores, b.scalar(name+".scale", scale)))
-		if s.Mask {
-			scores = G.Must(G.BroadcastAdd(scores, b.causalMask(name+".mask"), nil, []byte{0}))
-		}
-		w = b.softmax(scores)
-		y = b.mergeHeads(G.Must(G.BatchedMatMul(w, v)), B, T, C)
-	}
+	scale := 1 / math.Sqrt(float64(C/s.Heads))
+	drop := b.dropoutMask(tensor.Shape{b.batch * s.Heads, b.seqLen, b.seqLen})
+	y, w = b.op.attention(q, k, v, scale, s.Mask, drop)
 	if s.OutProj {
-		y = b.linear(name+".o", y, C, C)
+		y = b.linear(name+".o", y, C, C, true)
 	}
 	return y, w
 }
@@ -160,16 +213,20 @@ func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 // feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
 func (b *builder) feedForward(name string, x *G.Node) *G.Node {
 	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
-	h := b.linear(name+".up", x, C, hidden)
-	if b.fused {
-		return b.linear(name+".down", b.fusedActivation(h), hidden, C)
+	h := b.linear(name+".up", x, C, hidden, false)
+	h = b.op.activation(h, b.spec.Activation)
+	return b.linear(name+".down", h, hidden, C, true)
+}
+
+// layerNorm is nn.LayerNorm over each row: mean 0, variance 1 (biased, eps
+// 1e-5), then a scale and (unless bias = false) a shift per channel.
+func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
+	w := b.param(name+".weight", ones, b.spec.Embedding)
+	var bias *G.Node
+	if b.spec.Bias {
+		bias = b.param(name+".bias", zeros, b.spec.Embedding)
 	}
-	if b.spec.Activation == "relu" {
-		h = G.Must(G.Rectify(h))
-	} else {
-		h = b.gelu(name+".gelu", h)
-	}
-	return b.linear(name+".down", h, hidden, C)
+	return b.op.layerNorm(x, w, bias, 1e-5)
 }
 
 // block is one transformer block: attention, then feed-forward, each wrapped
@@ -181,7 +238,7 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 		if b.spec.Norm == "pre" {
 			in = b.layerNorm(normName, x)
 		}
-		h := f(in)
+		h := b.dropout(f(in)) // the end of the branch
 		if b.spec.Residual {
 			h = G.Must(G.Add(x, h))
 		}
@@ -197,15 +254,4 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 	})
 	x = sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 	return x, att
-}
-
-// crossEntropy is the mean over all B·T positions of −log softmax(logits)[target].
-func (b *builder) crossEntropy(logits, onehot *G.Node) *G.Node {
-	if b.fused {
-		return b.fusedCrossEntropy(logits, onehot)
-	}
-	logp := G.Must(G.LogSoftMax(b.subtractRowMax(logits)))
-	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
-	n := float64(logits.Shape()[0])
-	return G.Must(G.Mul(picked, b.scalar("loss.scale", -1/n)))
 }

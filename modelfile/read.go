@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
+	"strings"
+
+	"github.com/gptg/gptg/internal/inputfile"
 )
 
 // Read loads a model file, checking everything a hostile file could get
@@ -28,19 +30,20 @@ func Read(path string, limits Limits) (*File, error) {
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	// A regular file only: opening a FIFO would block, a device would be
+	// read forever. The size limit is checked below, with its own message.
+	f, size, err := inputfile.Open(path, 0)
+	var ie *inputfile.Error
+	switch {
+	case errors.As(err, &ie) && strings.HasPrefix(ie.Problem, "is a directory"):
+		return nil, fail(path, "is a directory, not a model file")
+	case errors.As(err, &ie):
+		return nil, fail(path, "%s", ie.Problem)
+	case err != nil:
 		return nil, pathError(path, err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, pathError(path, err)
-	}
-	size := info.Size()
 	switch {
-	case info.IsDir():
-		return nil, fail(path, "is a directory, not a model file")
 	case size == 0:
 		return nil, fail(path, "file is empty")
 	case size < 8:

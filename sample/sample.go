@@ -11,7 +11,6 @@ import (
 	"sort"
 
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // Options control the drawing.
@@ -28,13 +27,14 @@ type Options struct {
 // cannot see the padding. An unmasked model would read the padding, so it
 // gets a graph per prompt length, each built once.
 type Sampler struct {
-	Model  *modelfile.Model
-	graphs map[int]*graph.Program
+	Model   *graph.SavedModel
+	backend graph.Backend
+	graphs  map[int]*graph.Program
 }
 
 // New prepares a sampler for a loaded model file.
-func New(m *modelfile.Model) (*Sampler, error) {
-	s := &Sampler{Model: m, graphs: map[int]*graph.Program{}}
+func New(m *graph.SavedModel, be graph.Backend) (*Sampler, error) {
+	s := &Sampler{Model: m, backend: be, graphs: map[int]*graph.Program{}}
 	if _, err := s.program(m.Spec.Context); err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (s *Sampler) program(n int) (*graph.Program, error) {
 	if p, ok := s.graphs[n]; ok {
 		return p, nil
 	}
-	m, err := graph.Build(s.Model.Spec, graph.Options{Batch: 1, SeqLen: n, Unfused: graph.UnfusedFromEnv()})
+	m, err := graph.Build(s.Model.Spec, graph.Options{Batch: 1, SeqLen: n, Backend: s.backend})
 	if err != nil {
 		// The spec came from the file's metadata: say which file is wrong.
 		return nil, fmt.Errorf("%s: %w", s.Model.Path, err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // The tiny models (context 8, float64) are trained once, by the first
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 // load returns a fresh Model and Sampler for the causal or unmasked model.
-func load(t *testing.T, causal bool) (*modelfile.Model, *Sampler) {
+func load(t *testing.T, causal bool) (*graph.SavedModel, *Sampler) {
 	t.Helper()
 	trainOnce.Do(func() {
 		if trainDir, trainErr = os.MkdirTemp("", "gptg-sample-test-"); trainErr != nil {
@@ -60,14 +59,14 @@ func load(t *testing.T, causal bool) (*modelfile.Model, *Sampler) {
 	if causal {
 		path = causalPath
 	}
-	m, err := modelfile.LoadModel(path)
+	m, err := graph.LoadModel(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Spec.Context != contextLen || m.Spec.Dtype != "float64" {
 		t.Fatalf("tiny model has context %d, dtype %s", m.Spec.Context, m.Spec.Dtype)
 	}
-	s, err := New(m)
+	s, err := New(m, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func load(t *testing.T, causal bool) (*modelfile.Model, *Sampler) {
 	return m, s
 }
 
-func encode(t *testing.T, m *modelfile.Model, s string) []int {
+func encode(t *testing.T, m *graph.SavedModel, s string) []int {
 	t.Helper()
 	ids, err := m.Vocab.Encode(s)
 	if err != nil {
@@ -87,7 +86,7 @@ func encode(t *testing.T, m *modelfile.Model, s string) []int {
 // logitsOf runs a graph of seqLen positions built here, independently of
 // the Sampler, on input (padded with token 0 to seqLen) and returns the
 // logits of position row.
-func logitsOf(t *testing.T, m *modelfile.Model, seqLen int, input []int, row int) []float64 {
+func logitsOf(t *testing.T, m *graph.SavedModel, seqLen int, input []int, row int) []float64 {
 	t.Helper()
 	g, err := graph.Build(m.Spec, graph.Options{Batch: 1, SeqLen: seqLen})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/ablate"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/runlock"
 )
 
@@ -42,6 +43,7 @@ type RunOptions struct {
 	RetryFailed bool // run entries whose last attempt failed again
 	Exe         string
 	Log         io.Writer
+	Backend     graph.Backend // for the samples of the table
 	// ProgressEvery is the time between progress lines (0: 30 s).
 	ProgressEvery time.Duration
 }
@@ -92,7 +94,7 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 	}
 	results, err := ablate.Execute(ctx, specs, ablate.Options{
 		Jobs: opts.Jobs, Exe: opts.Exe, Log: opts.Log, SamplePrompt: "ROMEO:",
-		ProgressEvery: opts.ProgressEvery, Event: logEvent,
+		ProgressEvery: opts.ProgressEvery, Event: logEvent, Backend: opts.Backend,
 	})
 	for _, r := range results {
 		e := byDir[r.Dir]
@@ -132,7 +134,7 @@ func lastFailure(dir string, index int) (string, bool) {
 // Collect builds the table and plot of the sweep in dir from whatever has
 // finished, without training: summary.md, summary.csv, runs.csv and
 // loss.png in dir. Unfinished and failed runs are listed, not fatal.
-func Collect(ctx context.Context, dir string, baseline string, exe string, log io.Writer) ([]*ablate.Result, error) {
+func Collect(ctx context.Context, dir string, baseline string, exe string, log io.Writer, be graph.Backend) ([]*ablate.Result, error) {
 	entries, err := Load(dir)
 	if err != nil {
 		return nil, err
@@ -147,7 +149,7 @@ func Collect(ctx context.Context, dir string, baseline string, exe string, log i
 	// "differs" is against the first run, so the columns show what the
 	// grid varies, not what every run shares.
 	opts := ablate.Options{Out: dir, Baseline: baseline, Base: specs[0].Config, BaseSets: specs[0].Sets,
-		Exe: exe, Log: log, SamplePrompt: "ROMEO:", ProgressEvery: time.Hour}
+		Exe: exe, Log: log, SamplePrompt: "ROMEO:", ProgressEvery: time.Hour, Backend: be}
 	results, err := ablate.Measure(ctx, specs, opts)
 	if results == nil {
 		return nil, err

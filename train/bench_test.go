@@ -34,7 +34,7 @@ func benchmarkTrainStep(b *testing.B, unfused bool) {
 	spec := config.DefaultModel()
 	spec.Vocab = 65
 	const batch = 4
-	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Unfused: unfused})
+	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Backend: graph.Backend{Unfused: unfused}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
+
+	"github.com/gptg/gptg/config"
 
 	"github.com/gptg/gptg/modelfile"
 )
@@ -27,6 +30,13 @@ type checkpointState struct {
 	LastTrainLoss float64 `json:"last_train_loss"`
 	LastTest      float64 `json:"last_test_loss"`
 	MetricsRows   int     `json:"metrics_rows"`
+	// RunID is the run's identity (config.toml records it too), so that a
+	// checkpoint copied from another run is refused rather than mixed in.
+	RunID string `json:"run_id,omitempty"`
+	// Pending is a metrics row whose evaluation an interrupt cut short; the
+	// resumed run evaluates (PendingEval) and writes it first.
+	Pending     *metricsRow `json:"pending_row,omitempty"`
+	PendingEval bool        `json:"pending_eval,omitempty"`
 }
 
 // saveCheckpoint writes the parameters, both AdamW moments per parameter
@@ -36,7 +46,7 @@ func (t *trainer) saveCheckpoint() error {
 		Step: t.step, Total: t.total, Seed: t.cfg.Train.Seed, AdamSteps: t.opt.Steps,
 		TrainSecs: t.trainSecs, LossSum: t.lossSum, LossCount: t.lossCount,
 		LastGradNorm: t.lastGradNorm, LastTrainLoss: t.lastTrainLoss, LastTest: t.lastTest,
-		MetricsRows: t.metrics.rows,
+		MetricsRows: t.metrics.rows, RunID: t.runID, Pending: t.pending, PendingEval: t.pendingEval,
 	}
 	state, err := json.Marshal(st)
 	if err != nil {
@@ -58,7 +68,13 @@ func (t *trainer) saveCheckpoint() error {
 				modelfile.Tensor{Name: "adam.v/" + p.Name, Shape: p.Shape, F64: t.opt.V[i]})
 		}
 	}
-	meta := map[string]string{"format": checkpointFormat, "state": string(state)}
+	cfgText, err := t.cfg.TOML()
+	if err != nil {
+		return err
+	}
+	// The resolved config the weights were trained with: a resume compares
+	// it with config.toml and names any setting edited since.
+	meta := map[string]string{"format": checkpointFormat, "state": string(state), "config": string(cfgText)}
 	return modelfile.Write(filepath.Join(t.dir, CheckpointFile), tensors, meta)
 }
 
@@ -77,10 +93,22 @@ func (t *trainer) loadCheckpoint() error {
 	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil {
 		return fmt.Errorf("%s: bad state: %v", path, err)
 	}
-	if st.Total != t.total || st.Seed != t.cfg.Train.Seed || st.Step < 0 || st.Step > st.Total {
-		return fmt.Errorf("%s: checkpoint of step %d of %d (seed %d) does not match config.toml (%d steps, seed %d)",
-			path, st.Step, st.Total, st.Seed, t.total, t.cfg.Train.Seed)
+	if st.RunID != "" && t.runID != "" && st.RunID != t.runID {
+		return fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
+			path, st.RunID, ConfigFile, t.runID)
 	}
+	if err := t.sameRun(f.Meta["config"]); err != nil {
+		return err
+	}
+	if st.Seed != t.cfg.Train.Seed || st.Step < 0 || st.Step > st.Total {
+		return fmt.Errorf("%s: checkpoint of step %d of %d (seed %d) does not match %s (seed %d)",
+			path, st.Step, st.Total, st.Seed, ConfigFile, t.cfg.Train.Seed)
+	}
+	if t.total < st.Step {
+		return fmt.Errorf("the run in %s is at step %d, past the %d steps its length now gives: a run can be extended, not shortened",
+			t.dir, st.Step, t.total)
+	}
+	t.savedTotal = st.Total
 	get := func(name string, shape []int) ([]float64, error) {
 		tn, ok := f.Tensors[name]
 		if !ok {
@@ -123,12 +151,45 @@ func (t *trainer) loadCheckpoint() error {
 	t.step, t.trainSecs = st.Step, st.TrainSecs
 	t.lossSum, t.lossCount = st.LossSum, st.LossCount
 	t.lastGradNorm, t.lastTrainLoss, t.lastTest = st.LastGradNorm, st.LastTrainLoss, st.LastTest
-	return t.metrics.reset(st.MetricsRows)
+	t.pending, t.pendingEval = st.Pending, st.PendingEval
+	t.savedStep = st.Step
+	return t.metrics.reset(st.MetricsRows, t.opts.Log)
+}
+
+// sameRun refuses to resume when config.toml differs from the config the
+// checkpoint was trained with, other than in the run's length, its folder
+// and the [sample] table (which only sets sample's defaults). saved is the
+// checkpoint's copy ("" in checkpoints older than that copy: not checked).
+func (t *trainer) sameRun(saved string) error {
+	if saved == "" {
+		return nil
+	}
+	old, err := config.Parse("the checkpoint's config", []byte(saved))
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(t.dir, CheckpointFile), err)
+	}
+	cur := *t.cfg
+	cur.Train.Epochs, cur.Train.MaxSteps = old.Train.Epochs, old.Train.MaxSteps
+	cur.Train.Out, cur.Sample = old.Train.Out, old.Sample
+	changed := cur.Diff(old)
+	if len(changed) == 0 {
+		return nil
+	}
+	// Both lists name the same keys in the same (schema) order.
+	for i, was := range old.Diff(&cur) {
+		_, v, _ := strings.Cut(was, "=")
+		changed[i] += " (was " + v + ")"
+	}
+	return &config.Error{File: filepath.Join(t.dir, ConfigFile), Msg: fmt.Sprintf(
+		"edited since the run started (%s): a resumed run continues as it was, and only %s may change (gptg train --resume %s --set train.max_steps=N). Undo the edit, or start a new run from this config with --set train.out=NEW_FOLDER",
+		strings.Join(changed, ", "), strings.Join(LengthKeys, " and "), t.dir)}
 }
 
 // Progress reports how far the run in dir has come: the steps its last
-// checkpoint holds and the steps it plans. A folder without a checkpoint
-// gives an error wrapping fs.ErrNotExist.
+// checkpoint holds and the steps it plans. A step counts once its metrics
+// row is written: a run interrupted during its final evaluation is not
+// finished. A folder without a checkpoint gives an error wrapping
+// fs.ErrNotExist.
 func Progress(dir string) (step, total int, err error) {
 	path := filepath.Join(dir, CheckpointFile)
 	f, err := modelfile.Read(path, modelfile.Limits{})
@@ -138,6 +199,9 @@ func Progress(dir string) (step, total int, err error) {
 	var st checkpointState
 	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil || f.Meta["format"] != checkpointFormat {
 		return 0, 0, fmt.Errorf("%s: not a gptg checkpoint", path)
+	}
+	if st.Pending != nil {
+		return st.Step - 1, st.Total, nil
 	}
 	return st.Step, st.Total, nil
 }

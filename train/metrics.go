@@ -1,13 +1,16 @@
 package train
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/inputfile"
 )
 
 // metricsRow is one line of metrics.jsonl. Loss is the mean training loss
@@ -33,24 +36,44 @@ type metricsLog struct {
 	f    *os.File
 }
 
+// maxRowBytes bounds one metrics row; real rows are about 250 bytes.
+const maxRowBytes = 1 << 20
+
 // reset keeps the file's first keep rows and drops the rest: rows written
 // after the checkpoint a run resumes from would otherwise appear twice.
-func (l *metricsLog) reset(keep int) error {
+// A trailing partial row (a crash in the middle of writing it) is dropped;
+// when rows the checkpoint counted are gone, the run goes on without them
+// and says so on log.
+func (l *metricsLog) reset(keep int, log io.Writer) error {
 	var kept []byte
 	if keep > 0 {
-		old, err := os.ReadFile(l.path)
+		old, err := inputfile.ReadFile(l.path, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s is missing, and the checkpoint counts %d rows in it: put it back, or create an empty one (touch %s) to resume without the earlier rows",
+				l.path, keep, l.path)
+		}
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
-		sc := bufio.NewScanner(bytes.NewReader(old))
-		sc.Buffer(make([]byte, 1<<16), 1<<20)
 		n := 0
-		for n < keep && sc.Scan() {
-			kept = append(append(kept, sc.Bytes()...), '\n')
+		for len(old) > 0 && n < keep {
+			line, rest, complete := bytes.Cut(old, []byte("\n"))
+			if len(line) > maxRowBytes {
+				return fmt.Errorf("%s: row %d is longer than %d bytes, so not a metrics row (the file is damaged): delete that line, or start over with --force",
+					l.path, n+1, maxRowBytes)
+			}
+			if !complete {
+				fmt.Fprintf(log, "%s: dropped a partial last row (row %d, cut off mid-write)\n", l.path, n+1)
+				break
+			}
+			kept = append(append(kept, line...), '\n')
+			old = rest
 			n++
 		}
 		if n < keep {
-			return fmt.Errorf("metrics: %s has %d rows, the checkpoint expects %d", l.path, n, keep)
+			fmt.Fprintf(log, "%s holds %d rows, the checkpoint counts %d: the resumed run goes on without rows %d to %d\n",
+				l.path, n, keep, n+1, keep)
+			keep = n
 		}
 	}
 	if err := atomicfile.WriteFile(l.path, kept); err != nil {

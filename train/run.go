@@ -5,6 +5,8 @@ package train
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +15,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/runlock"
 
 	G "gorgonia.org/gorgonia"
 
@@ -24,7 +31,6 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -41,6 +47,11 @@ type Options struct {
 	CheckpointEvery int
 	// AfterStep, when set, is called after every step (tests interrupt here).
 	AfterStep func(step int)
+	// Backend says how the graphs compute (fused or not); see graph.Backend.
+	Backend graph.Backend
+	// beforeEval, when set, is called before each evaluation (tests
+	// interrupt an evaluation here).
+	beforeEval func(step int)
 }
 
 // Result summarises a finished run.
@@ -62,86 +73,250 @@ const (
 	CheckpointFile = "checkpoint.safetensors"
 )
 
-// Run trains cfg from scratch into cfg.Train.Out.
+// Run trains cfg from scratch into cfg.Train.Out. It holds the run
+// folder's lock (internal/runlock) from the moment the folder exists until
+// it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	dir := cfg.Train.Out
-	if _, err := os.Stat(filepath.Join(dir, CheckpointFile)); err == nil && !opts.Force {
-		return nil, fmt.Errorf("run folder %s already holds a run: continue it with `gptg train --resume %s`, or start over with --force", dir, dir)
+	if msg := checkRunFolder(dir); msg != "" {
+		// Exit code 2, like any bad setting, naming where train.out came from.
+		return nil, &config.Error{File: cfg.Path, Key: "train.out", Msg: msg}
 	}
-	t, err := newTrainer(cfg, opts)
+	// An existing folder is locked before anything else, so that a second
+	// process learns at once that the folder is busy.
+	// Checked first without the lock, so that a refusal leaves no lock
+	// file behind, and again once the lock is held.
+	if err := refuseExistingRun(dir, opts.Force); err != nil {
+		return nil, err
+	}
+	var lock *runlock.Lock
+	if _, err := os.Stat(dir); err == nil {
+		if lock, err = runlock.Acquire(dir); err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		if err := refuseExistingRun(dir, opts.Force); err != nil {
+			return nil, err
+		}
+	}
+	t, err := newTrainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating run folder: %w", err)
+	if lock == nil { // a new folder: made only now that the run can start
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating run folder: %w", err)
+		}
+		if lock, err = runlock.Acquire(dir); err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		// Another process may have made the folder since the Stat above.
+		if err := refuseExistingRun(dir, opts.Force); err != nil {
+			return nil, err
+		}
 	}
-	// Starting over (--force): the old run's checkpoint and model must not
-	// survive beside the new run's files, where a resume would mix them.
-	for _, name := range []string{CheckpointFile, ModelFile} {
+	// Starting over (--force): the old run's files must not survive beside
+	// the new run's, where a resume would mix them.
+	for _, name := range runFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
 		}
 	}
-	text, err := cfg.TOML()
-	if err != nil {
+	t.runID = newRunID()
+	if err := t.writeConfig(); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), text); err != nil {
-		return nil, err
-	}
-	if err := t.metrics.reset(0); err != nil {
+	if err := t.metrics.reset(0, t.opts.Log); err != nil {
 		return nil, err
 	}
 	return t.loop(ctx)
 }
 
+// runFiles are the files that make a folder a gptg run folder: any one of
+// them means a run is there.
+var runFiles = []string{ConfigFile, ModelFile, MetricsFile, CheckpointFile}
+
+// refuseExistingRun says how to go on when dir already holds a run,
+// naming a command that works for the state the run is in.
+func refuseExistingRun(dir string, force bool) error {
+	if force {
+		return nil
+	}
+	var found []string
+	for _, name := range runFiles {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			found = append(found, name)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	step, total, err := Progress(dir)
+	switch {
+	case err != nil: // no usable checkpoint: nothing to resume
+		return fmt.Errorf("run folder %s already holds a run (%s) without a checkpoint to resume: start over with --force, or choose another train.out",
+			dir, strings.Join(found, ", "))
+	case step >= total:
+		return fmt.Errorf("run folder %s already holds a finished run (%d steps): train it longer with `gptg train --resume %s --set train.max_steps=%d`, or start over with --force",
+			dir, total, dir, 2*total)
+	}
+	return fmt.Errorf("run folder %s already holds a run (at step %d of %d): continue it with `gptg train --resume %s`, or start over with --force",
+		dir, step, total, dir)
+}
+
+// checkRunFolder refuses a train.out that is a filesystem root, a file, or
+// a non-empty folder that is not a gptg run folder: --force there would
+// delete nothing of value, but the run's files would land among someone
+// else's.
+func checkRunFolder(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", dir, err)
+	}
+	if filepath.Dir(abs) == abs {
+		return dir + " is the filesystem root: choose a folder for the run, such as runs/NAME"
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("%s: %v", dir, err)
+	case !info.IsDir():
+		return dir + " is a file, not a folder"
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1000) // enough to tell; a home folder may hold millions
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("%s: %v", dir, err)
+	}
+	for _, n := range names {
+		if slices.Contains(runFiles, n) || n == runlock.Name {
+			return ""
+		}
+	}
+	if len(names) > 0 {
+		slices.Sort(names)
+		return fmt.Sprintf("%s is a folder that is not a gptg run folder and not empty (it holds %s): choose another train.out",
+			dir, listSome(names, 3))
+	}
+	return ""
+}
+
+// listSome lists the first n names and how many more there are.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// newRunID is a random name for one run, recorded in its config.toml and
+// its checkpoints so that a resume notices a checkpoint of another run.
+func newRunID() string {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; a clock reading still tells runs apart.
+		return fmt.Sprintf("t%x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// runIDPrefix starts the comment line of config.toml that holds the run id.
+const runIDPrefix = "# run id: "
+
+// writeConfig writes the run's resolved config, with its run id, as
+// config.toml.
+func (t *trainer) writeConfig() error {
+	text, err := t.cfg.TOML()
+	if err != nil {
+		return err
+	}
+	text = append([]byte(runIDPrefix+t.runID+" (gptg train --resume checks that the checkpoint belongs to this run)\n"), text...)
+	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
+}
+
+// readRunID finds the run id line in a config.toml's text ("" if none:
+// a folder written before run ids, or a hand-made one).
+func readRunID(text []byte) string {
+	for line := range strings.Lines(string(text)) {
+		if id, ok := strings.CutPrefix(line, runIDPrefix); ok {
+			id, _, _ = strings.Cut(id, " ")
+			return strings.TrimSpace(id)
+		}
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+	}
+	return ""
+}
+
+// LengthKeys are the settings --resume may change: how long the run goes
+// on. Anything else would make the resumed run a different one.
+var LengthKeys = []string{"train.epochs", "train.max_steps"}
+
 // Resume continues the run in dir from its checkpoint. The result is the
-// same, timings aside, as if the run had never stopped.
-func Resume(ctx context.Context, dir string, opts Options) (*Result, error) {
-	cfg, err := config.Load(filepath.Join(dir, ConfigFile), nil)
+// same, timings aside, as if the run had never stopped. sets may change
+// the run's length only (LengthKeys, as "train.max_steps=N"): the
+// learning-rate schedule is then recomputed for the new length.
+func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Result, error) {
+	for _, s := range sets {
+		key, _, _ := strings.Cut(s, "=")
+		if key = strings.TrimSpace(key); !slices.Contains(LengthKeys, key) {
+			return nil, &config.Error{File: "--set", Key: key, Msg: fmt.Sprintf(
+				"--resume changes only the run's length (%s); to change anything else, start a new run from its config: gptg train %s --set %s --set train.out=NEW_FOLDER",
+				strings.Join(LengthKeys, ", "), filepath.Join(dir, ConfigFile), s)}
+		}
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("resuming %s: no such run folder", dir)
+	}
+	lock, err := runlock.Acquire(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+	path := filepath.Join(dir, ConfigFile)
+	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("resuming %s: it has no %s, so it is not a run folder (or the run never started)", dir, ConfigFile)
+	}
+	cfg, err := config.Load(path, sets)
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
-	t, err := newTrainer(cfg, opts)
+	t, err := newTrainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
+	t.runID = readRunID(text)
 	if err := t.loadCheckpoint(); err != nil {
 		return nil, err
 	}
-	if t.step >= t.total {
-		return nil, fmt.Errorf("run %s already finished its %d steps", dir, t.total)
+	if t.step >= t.total && t.pending == nil {
+		return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
+			dir, t.total, dir, 2*t.total)
 	}
-	fmt.Fprintf(opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
+	if len(sets) > 0 { // the new length goes on record for the next resume
+		if err := t.writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if t.savedTotal != t.total {
+		fmt.Fprintf(t.opts.Log, "resuming %s at step %d, extended from %d to %d steps (learning-rate schedule recomputed for %d steps)\n",
+			dir, t.step, t.savedTotal, t.total, t.total)
+	} else {
+		fmt.Fprintf(t.opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
+	}
 	return t.loop(ctx)
-}
-
-// LoadData makes sure cfg's corpus is in place (downloading it when it is
-// missing and data.url is set, saying so on log), reads it into windows of
-// the model's context, and fills in model.vocab from it, or checks the
-// vocab the config gives.
-func LoadData(cfg *config.Config, log io.Writer, client *http.Client) (*corpus.Dataset, error) {
-	d := cfg.Data
-	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
-		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
-	}
-	if err := corpus.Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
-		return nil, err
-	}
-	data, err := corpus.Load(d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
-	if err != nil {
-		return nil, err
-	}
-	if v := data.Vocab.Size(); cfg.Model.Vocab == 0 {
-		cfg.Model.Vocab = v
-	} else if cfg.Model.Vocab != v {
-		return nil, fmt.Errorf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
-			cfg.Model.Vocab, d.Path, v, d.Tokenizer)
-	}
-	return data, nil
 }
 
 // trainer is one training run's state.
@@ -155,6 +330,16 @@ type trainer struct {
 	opt     *AdamW
 	stepper *Stepper
 	metrics *metricsLog
+
+	runID      string // this run's identity (newRunID), "" for runs older than run ids
+	savedTotal int    // the length the checkpoint resumed from planned
+	savedStep  int    // step of the newest checkpoint in the folder, -1 if none
+
+	// pending is a metrics row whose evaluation has not finished yet: an
+	// interrupt during an evaluation saves it in the checkpoint, and the
+	// resumed run evaluates and writes it first.
+	pending     *metricsRow
+	pendingEval bool
 
 	perEpoch, total int
 	step            int     // steps done
@@ -170,7 +355,7 @@ type trainer struct {
 	epoch int   // epoch whose order is in order
 }
 
-func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
+func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -180,15 +365,23 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := LoadData(cfg, opts.Log, opts.Client)
+	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
 	if err != nil {
 		return nil, err
 	}
 	d, tr := cfg.Data, cfg.Train
-	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1}
-	t.perEpoch = data.NumTrain() / tr.Batch
-	if t.perEpoch == 0 {
-		return nil, fmt.Errorf("%s has %d training windows, fewer than one batch of %d", d.Path, data.NumTrain(), tr.Batch)
+	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1, savedStep: -1}
+	accum := max(1, tr.GradAccum)
+	perStep := tr.Batch * accum // windows per step
+	if d.Sampling == "random" {
+		// An epoch is as many tokens as the training split holds.
+		t.perEpoch = data.TrainTokens() / (perStep * cfg.Model.Context)
+		if data.TrainTokens() <= cfg.Model.Context {
+			return nil, fmt.Errorf("%s has a training split of %d tokens, not more than context %d", d.Path, data.TrainTokens(), cfg.Model.Context)
+		}
+		t.perEpoch = max(1, t.perEpoch)
+	} else if t.perEpoch = data.NumTrain() / perStep; t.perEpoch == 0 {
+		return nil, fmt.Errorf("%s has %d training windows, fewer than one step's %d (train.batch × train.grad_accum)", d.Path, data.NumTrain(), perStep)
 	}
 	// Checked now, not when the first evaluation finds it after hours.
 	if data.TestBatches(tr.Batch) == 0 {
@@ -203,14 +396,22 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
 
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
+	// Threads: the command line's, else the config's, else every core.
+	be := opts.Backend
+	if be.Threads == 0 {
+		be.Threads = tr.Threads
+	}
+	if be.Threads == 0 {
+		be.Threads = runtime.GOMAXPROCS(0)
+	}
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Backend: be})
 	if err != nil {
 		return nil, err
 	}
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Unfused: graph.UnfusedFromEnv()})
+	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
 	if err != nil {
 		return nil, err
 	}
@@ -225,9 +426,13 @@ func newTrainer(cfg *config.Config, opts Options) (*trainer, error) {
 		return nil, err
 	}
 	t.opt = &AdamW{Beta1: tr.Beta1, Beta2: tr.Beta2, Eps: tr.Eps, WeightDecay: tr.WeightDecay}
+	if tr.Decay == "matrices" {
+		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
+	}
 	sched := Schedule{LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
-	n := tr.Batch * cfg.Model.Context
+	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
+	n := perStep * cfg.Model.Context
 	t.x, t.y = make([]int, n), make([]int, n)
 	t.metrics = &metricsLog{path: filepath.Join(t.dir, MetricsFile)}
 	return t, nil
@@ -239,11 +444,27 @@ func (t *trainer) close() {
 	t.metrics.close()
 }
 
-// batch fills t.x and t.y with the windows of step s: epoch s/perEpoch
-// visits the training windows in an order drawn from (seed, epoch) alone,
-// so a resumed run needs only its step to find its place.
+// Salts that keep the random streams drawn from the seed apart: the
+// windows of data.sampling = "random", and the test batches of
+// train.eval_batches. (Epoch orders use (seed, epoch), dropout masks
+// graph.Model.SetDropout's (seed, pass).)
+const (
+	saltRandomBatches = 0x72616e646f6d // "random"
+	saltEvalBatches   = 0x6576616c     // "eval"
+)
+
+// batch fills t.x and t.y with the windows of step s. With data.sampling
+// "windows", epoch s/perEpoch visits the training windows in an order
+// drawn from (seed, epoch) alone; with "random", the windows start at
+// offsets drawn from (seed, s). Either way a resumed run needs only its
+// step to find its place.
 func (t *trainer) batch(s int) {
-	B := t.cfg.Train.Batch
+	B := t.cfg.Train.Batch * max(1, t.cfg.Train.GradAccum)
+	if t.cfg.Data.Sampling == "random" {
+		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltRandomBatches, uint64(s)))
+		t.data.RandomBatch(t.x, t.y, false, rng)
+		return
+	}
 	if e := s / t.perEpoch; e != t.epoch {
 		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed), uint64(e)))
 		t.order = rng.Perm(t.data.NumTrain())
@@ -253,9 +474,38 @@ func (t *trainer) batch(s int) {
 	t.data.TrainBatch(t.x, t.y, t.order[i*B:(i+1)*B])
 }
 
-// testLoss is the seed's test loss of the current weights.
-func (t *trainer) testLoss() (float64, int, error) {
-	return eval.TestLoss(t.eval, t.data)
+// testBatches is the number of batches a test loss averages.
+func (t *trainer) testBatches() int {
+	if n := t.cfg.Train.EvalBatches; n > 0 {
+		return n
+	}
+	return t.data.TestBatches(t.cfg.Train.Batch)
+}
+
+// testLoss is the seed's test loss of the current weights, over the whole
+// test split, or with train.eval_batches = N over N batches at random
+// offsets of it drawn from (seed, step), as nanoGPT's estimate_loss. It
+// stops early with ctx's error when ctx is done.
+func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
+	n := t.cfg.Train.EvalBatches
+	if n == 0 {
+		return eval.TestLossContext(ctx, t.eval, t.data)
+	}
+	rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltEvalBatches, uint64(t.step)))
+	size := t.cfg.Train.Batch * t.cfg.Model.Context
+	x, y := make([]int, size), make([]int, size)
+	sum := 0.0
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		t.data.RandomBatch(x, y, true, rng)
+		if err := t.eval.Run(x, y); err != nil {
+			return 0, 0, err
+		}
+		sum += t.eval.Loss()
+	}
+	return sum / float64(n), n, nil
 }
 
 // loop trains from t.step to t.total.
@@ -269,7 +519,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	pause := func() { t.trainSecs += time.Since(segment).Seconds() }
 	resume := func() { segment = time.Now() }
 
-	for t.step < t.total {
+	for t.step < t.total || t.pending != nil {
 		if err := ctx.Err(); err != nil {
 			pause()
 			if err := t.saveAll(); err != nil {
@@ -280,57 +530,70 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 				t.step, t.total, t.dir, t.dir)
 			return nil, ErrInterrupted
 		}
-		t.batch(t.step)
-		r, err := t.stepper.Step(t.step, t.x, t.y)
-		if err != nil {
-			return nil, fmt.Errorf("%w; the last good checkpoint is in %s", err, t.dir)
-		}
-		t.step++
-		t.lossSum += r.Loss
-		t.lossCount++
-		t.lastGradNorm = r.GradNorm
-
-		last := t.step == t.total
-		evalNow := last || (cfg.EvalEvery > 0 && t.step%cfg.EvalEvery == 0)
-		logNow := evalNow || t.step%cfg.LogEvery == 0
-		if logNow {
-			elapsed := secs()
-			row := metricsRow{
-				Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
-				Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
-				TokensPerSec: float64(t.step) * tokensPerStep / elapsed, ElapsedSecs: elapsed,
-				HeapMB: heapMB(), RSSMB: rssMB(),
+		if t.pending == nil {
+			t.batch(t.step)
+			r, err := t.stepper.Step(t.step, t.x, t.y)
+			if err != nil {
+				return nil, fmt.Errorf("%w; %s", err, t.lastCheckpoint())
 			}
-			t.lastTrainLoss = row.Loss
-			t.lossSum, t.lossCount = 0, 0
-			if evalNow {
+			t.step++
+			t.lossSum += r.Loss
+			t.lossCount++
+			t.lastGradNorm = r.GradNorm
+
+			last := t.step == t.total
+			evalNow := last || (cfg.EvalEvery > 0 && t.step%cfg.EvalEvery == 0)
+			if evalNow || t.step%cfg.LogEvery == 0 {
+				elapsed := secs()
+				t.pending = &metricsRow{
+					Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
+					Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
+					TokensPerSec: float64(t.step) * tokensPerStep / elapsed, ElapsedSecs: elapsed,
+					HeapMB: heapMB(), RSSMB: rssMB(),
+				}
+				t.pendingEval = evalNow
+				t.lastTrainLoss = t.pending.Loss
+				t.lossSum, t.lossCount = 0, 0
+			} else {
+				bar.step(t.step, r)
+			}
+			if !evalNow && t.step%t.opts.CheckpointEvery == 0 {
 				pause()
-				tl, _, err := t.testLoss()
+				if err := t.saveAll(); err != nil {
+					return nil, err
+				}
+				resume()
+			}
+		}
+		if t.pending != nil {
+			row := t.pending
+			if t.pendingEval {
+				pause()
+				if t.opts.beforeEval != nil {
+					t.opts.beforeEval(t.step)
+				}
+				tl, _, err := t.testLoss(ctx)
+				if ctx.Err() != nil {
+					resume()
+					continue // saved with the row still pending, at the top of the loop
+				}
 				if err != nil {
 					return nil, err
 				}
 				row.TestLoss = &tl
 				t.lastTest = tl
 			}
-			if err := t.metrics.append(row); err != nil {
+			if err := t.metrics.append(*row); err != nil {
 				return nil, err
 			}
-			bar.row(row, t.total)
-			if evalNow {
+			t.pending = nil
+			bar.row(*row, t.total)
+			if t.pendingEval {
 				if err := t.saveAll(); err != nil {
 					return nil, err
 				}
 				resume()
 			}
-		} else {
-			bar.step(t.step, r)
-		}
-		if !evalNow && t.step%t.opts.CheckpointEvery == 0 {
-			pause()
-			if err := t.saveAll(); err != nil {
-				return nil, err
-			}
-			resume()
 		}
 		if t.opts.AfterStep != nil {
 			t.opts.AfterStep(t.step)
@@ -339,10 +602,19 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	bar.finish()
 	res := &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
-		TestBatch: t.data.TestBatches(cfg.Batch), TrainSecs: t.trainSecs,
+		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
 		TokensPerSec: float64(t.step) * tokensPerStep / t.trainSecs,
 	}
 	return res, nil
+}
+
+// lastCheckpoint says where training can be picked up again after a
+// failure, naming only a checkpoint that exists.
+func (t *trainer) lastCheckpoint() string {
+	if t.savedStep < 0 {
+		return fmt.Sprintf("no checkpoint was written yet (train.checkpoint_every is %d)", t.opts.CheckpointEvery)
+	}
+	return fmt.Sprintf("the last good checkpoint (step %d) is in %s", t.savedStep, t.dir)
 }
 
 // heapMB is the heap the last garbage collection found live, in MiB: unlike
@@ -379,7 +651,8 @@ func (t *trainer) saveAll() error {
 	if err := t.saveCheckpoint(); err != nil {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
-	if err := modelfile.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	t.savedStep = t.step
+	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil

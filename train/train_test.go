@@ -21,7 +21,7 @@ func tinyConfig(t *testing.T, dir string) *config.Config {
 	c := config.Default()
 	c.Data.Path = "../testdata/tiny.txt"
 	c.Data.Stride = 4
-	c.Model = config.Model{Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
+	c.Model = config.Model{Bias: true, Init: "torch", Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: true,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float64"}
 	c.Train.Batch = 2
 	c.Train.MaxSteps = 60
@@ -31,6 +31,24 @@ func tinyConfig(t *testing.T, dir string) *config.Config {
 	c.Train.LogEvery = 10
 	c.Train.EvalEvery = 20
 	c.Train.Out = dir
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// nanoConfig is tinyConfig with nanoGPT's switches and training options
+// on: dropout, tied embeddings, no biases, final norm, exact GELU, GPT-2
+// initialisation, random windows, gradient accumulation, test loss
+// estimated on random batches, weight decay on matrices only.
+func nanoConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	c := tinyConfig(t, dir)
+	m := &c.Model
+	m.Dropout, m.TieEmbeddings, m.Bias, m.FinalNorm = 0.2, true, false, true
+	m.Activation, m.Init = "gelu_exact", "gpt2"
+	c.Data.Sampling = "random"
+	c.Train.GradAccum, c.Train.EvalBatches, c.Train.Decay = 2, 3, "matrices"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +141,16 @@ func TestSameSeedSameRun(t *testing.T) {
 // TestInterruptAndResume stops a run at several steps (between checkpoints
 // and right after one), resumes it, and requires exactly the parameters and
 // metrics of the uninterrupted run.
-func TestInterruptAndResume(t *testing.T) {
+func TestInterruptAndResume(t *testing.T) { interruptAndResume(t, tinyConfig) }
+
+// TestInterruptAndResumeNanoGPT is the same with dropout, random windows
+// and the other nanoGPT options on: masks, batches and test batches are
+// drawn from (seed, step), so the resumed run still ends bit-identical.
+func TestInterruptAndResumeNanoGPT(t *testing.T) { interruptAndResume(t, nanoConfig) }
+
+func interruptAndResume(t *testing.T, configFor func(*testing.T, string) *config.Config) {
 	whole := t.TempDir()
-	if _, err := Run(context.Background(), tinyConfig(t, whole), Options{CheckpointEvery: 25}); err != nil {
+	if _, err := Run(context.Background(), configFor(t, whole), Options{CheckpointEvery: 25}); err != nil {
 		t.Fatal(err)
 	}
 	for _, stopAt := range []int{1, 25, 37, 59} {
@@ -136,13 +161,13 @@ func TestInterruptAndResume(t *testing.T) {
 				cancel()
 			}
 		}}
-		_, err := Run(ctx, tinyConfig(t, dir), opts)
+		_, err := Run(ctx, configFor(t, dir), opts)
 		cancel()
 		if !errors.Is(err, ErrInterrupted) {
 			t.Fatalf("stop at %d: got %v, want ErrInterrupted", stopAt, err)
 		}
 		var log strings.Builder
-		res, err := Resume(context.Background(), dir, Options{CheckpointEvery: 25, Log: &log})
+		res, err := Resume(context.Background(), dir, nil, Options{CheckpointEvery: 25, Log: &log})
 		if err != nil {
 			t.Fatalf("resume after %d: %v", stopAt, err)
 		}
@@ -158,19 +183,53 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestNanoGPTOptionsChangeTraining: each option must act. Dropout, random
+// windows, gradient accumulation and the decay groups each give other
+// weights than the run without them, and the run learns.
+func TestNanoGPTOptionsChangeTraining(t *testing.T) {
+	base := t.TempDir()
+	rb, err := Run(context.Background(), nanoConfig(t, base), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows(t, base); !(r[len(r)-1]["loss"].(float64) < r[0]["loss"].(float64)) {
+		t.Fatalf("loss did not fall: %v", r)
+	}
+	if rb.TestBatch != 3 {
+		t.Errorf("test loss over %d batches, want train.eval_batches = 3", rb.TestBatch)
+	}
+	for name, change := range map[string]func(c *config.Config){
+		"dropout 0":    func(c *config.Config) { c.Model.Dropout = 0 },
+		"windows":      func(c *config.Config) { c.Data.Sampling = "windows" },
+		"grad_accum 1": func(c *config.Config) { c.Train.GradAccum = 1 },
+		"decay all":    func(c *config.Config) { c.Train.Decay = "all" },
+		"another seed": func(c *config.Config) { c.Train.Seed = 7 },
+	} {
+		dir := t.TempDir()
+		c := nanoConfig(t, dir)
+		change(c)
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if reflect.DeepEqual(params(t, dir), params(t, base)) {
+			t.Errorf("%s: same weights as the nanoGPT-style run", name)
+		}
+	}
+}
+
 func TestRefusesToOverwriteARun(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := Run(context.Background(), tinyConfig(t, dir), Options{})
-	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+	if err == nil || !strings.Contains(err.Error(), "already holds a finished run (60 steps): train it longer with `gptg train --resume "+dir+" --set train.max_steps=120`") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := Run(context.Background(), tinyConfig(t, dir), Options{Force: true}); err != nil {
 		t.Fatalf("--force: %v", err)
 	}
-	if _, err := Resume(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
+	if _, err := Resume(context.Background(), dir, nil, Options{}); err == nil || !strings.Contains(err.Error(), "already finished") {
 		t.Fatalf("resume of a finished run: %v", err)
 	}
 }
@@ -197,6 +256,37 @@ func TestDivergenceStopsAndKeepsCheckpoint(t *testing.T) {
 			if v != v {
 				t.Fatalf("checkpoint tensor %s holds NaN", name)
 			}
+		}
+	}
+}
+
+// TestThreadsGiveSameWeights trains one float32 model, large enough that
+// every kernel splits its work, with 1, 2 and 3 threads: the weights after
+// the run must be the same bits (issue #10: numbers never depend on the
+// thread count), and so must the metrics.
+func TestThreadsGiveSameWeights(t *testing.T) {
+	var want map[string]modelfile.Tensor
+	var wantRows []map[string]any
+	for _, threads := range []int{1, 2, 3} {
+		dir := t.TempDir()
+		c := tinyConfig(t, dir)
+		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 64, "float32"
+		c.Data.Stride = 16
+		c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = 8, 12, 6
+		c.Train.Threads = threads
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		got, gotRows := params(t, dir), rows(t, dir)
+		if threads == 1 {
+			want, wantRows = got, gotRows
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%d threads: the weights differ from 1 thread's", threads)
+		}
+		if !reflect.DeepEqual(gotRows, wantRows) {
+			t.Errorf("%d threads: the metrics differ from 1 thread's:\n%v\n%v", threads, gotRows, wantRows)
 		}
 	}
 }

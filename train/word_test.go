@@ -9,7 +9,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -24,7 +24,7 @@ func TestWordModelLearnsToyGrammar(t *testing.T) {
 	}
 	c := config.Default()
 	c.Data.Path, c.Data.Tokenizer = data, corpus.Word
-	c.Model = config.Model{Context: 16, Embedding: 32, Blocks: 2, Heads: 2, QKV: true, Mask: true, OutProj: true,
+	c.Model = config.Model{Bias: true, Init: "torch", Context: 16, Embedding: 32, Blocks: 2, Heads: 2, QKV: true, Mask: true, OutProj: true,
 		Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float32"}
 	c.Train.Batch, c.Train.MaxSteps, c.Train.LR, c.Train.MinLR, c.Train.Warmup = 8, 2000, 3e-3, 3e-4, 50
 	c.Train.LogEvery, c.Train.Out = 100, filepath.Join(dir, "run")
@@ -34,14 +34,14 @@ func TestWordModelLearnsToyGrammar(t *testing.T) {
 	if _, err := Run(context.Background(), c, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := modelfile.LoadModel(filepath.Join(c.Train.Out, ModelFile))
+	m, err := graph.LoadModel(filepath.Join(c.Train.Out, ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.Meta["tokenizer"] != "word" || m.Vocab.Kind() != "word" {
 		t.Fatalf("model file tokenizer %q", m.Meta["tokenizer"])
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, graph.Backend{})
 	if err != nil {
 		t.Fatal(err)
 	}

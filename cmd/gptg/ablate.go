@@ -108,7 +108,7 @@ func runAblate(args []string) error {
 	fmt.Printf("ablation of %d configs (%d runs) into %s, %d at a time\n", len(pos), len(specs), *out, *jobs)
 	results, err := ablate.Run(ctx, specs, ablate.Options{
 		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Baseline: *baseline, Exe: exe,
-		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second,
+		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
 	})
 	if err != nil && results == nil {
 		return err

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
-	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -32,7 +31,7 @@ Flags:
   --text TEXT        the text to look at (required)
   --format png|text  what to write (default png when --out is given, else text)
   --out FILE         the PNG file to write (default att.png)
-`,
+` + threadsUsage,
 	run: runAttention,
 }
 
@@ -46,6 +45,7 @@ func (m matrix) at(i, j int) float64 { return m.w[i*m.n+j] }
 
 func runAttention(args []string) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
@@ -73,7 +73,7 @@ func runAttention(args []string) error {
 		*out = "att.png"
 	}
 
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runAttention(args []string) error {
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
-	maps, err := attentionMaps(m, ids)
+	maps, err := attentionMaps(m, ids, backend(*threads))
 	if err != nil {
 		return err
 	}
@@ -131,8 +131,8 @@ func runAttention(args []string) error {
 // attentionMaps runs the model on ids and returns maps[b][h], the weights
 // of block b, head h over the len(ids) real positions. A causal model runs
 // a padded full-context graph; its padding rows and columns are cut off.
-func attentionMaps(m *modelfile.Model, ids []int) ([][]matrix, error) {
-	s, err := sample.New(m)
+func attentionMaps(m *graph.SavedModel, ids []int, be graph.Backend) ([][]matrix, error) {
+	s, err := sample.New(m, be)
 	if err != nil {
 		return nil, err
 	}

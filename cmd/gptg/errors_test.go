@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -179,7 +181,26 @@ func TestBadInputs(t *testing.T) {
 			msg: "entry 5: the sweep in sw has entries 0 to 1"},
 		{name: "sweep emit: unknown engine", setup: smallSweep, args: []string{"sweep", "emit", "pbs", "sw"}, code: 2, msg: "sweep emit needs slurm or k8s"},
 		{name: "sweep emit k8s without an image", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw"}, code: 2, msg: "sweep emit k8s needs --image"},
+
+		// nanoGPT checkpoints: pickles, read without running them; the file's fault is exit 2.
+		{name: "import without a kind", args: []string{"import", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "import needs the kind of checkpoint"},
+		{name: "import without --out", args: []string{"import", "nanogpt", "ckpt.pt"}, code: 2, msg: "import nanogpt needs --out"},
+		{name: "import without meta.pkl", files: map[string]string{"ckpt.pt": "x"},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "no --meta given and no meta.pkl beside ckpt.pt"},
+		{name: "import: missing checkpoint", setup: nanoMeta,
+			args: []string{"import", "nanogpt", "nope.pt", "--meta", "meta.pkl", "--out", "m.safetensors"}, code: 1, msg: "nope.pt: no such file"},
+		{name: "import: not a zip", setup: nanoMeta, files: map[string]string{"ckpt.pt": "PK? no"},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "ckpt.pt: not a PyTorch checkpoint (a zip archive written by torch.save)"},
+		{name: "import: truncated checkpoint", setup: nanoTruncated,
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "ckpt.pt: not a PyTorch checkpoint"},
+		{name: "import: pickle calling os.system", setup: nanoMeta, files: map[string]string{"ckpt.pt": torchZip("\x80\x02cos\nsystem\nX\x02\x00\x00\x00lsR.")},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `pickle names the global "os.system", which is not one a nanoGPT checkpoint uses; refused without running it`},
+		{name: "import: pickle with a huge length", setup: nanoMeta, files: map[string]string{"ckpt.pt": torchZip("\x80\x04\x8e\x00\x00\x00\x00\x00\x00\x00\x40")},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "claims 4611686018427387904 bytes, only 0 remain"},
+		{name: "import: meta.pkl calling eval", setup: nanoCheckpoint, files: map[string]string{"meta.pkl": "\x80\x02cbuiltins\neval\nX\x01\x00\x00\x001\x85R."},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `meta.pkl: pickle names the global "builtins.eval"`},
 	}
+	rows = append(rows, hardenedInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -241,6 +262,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	for i, d := range table {
 		clean := strings.NewReplacer(
 			d.dir+string(filepath.Separator), "", d.dir, ".",
+			fmt.Sprintf("process %d", os.Getpid()), "process 4242",
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
@@ -306,6 +328,38 @@ func alteredModel(name string, change func(t *testing.T, f *modelfile.File)) fun
 			t.Fatal(err)
 		}
 	}
+}
+
+// torchZip is a torch.save-like archive holding data.pkl = pkl.
+func torchZip(pkl string) string {
+	var buf bytes.Buffer
+	z := zip.NewWriter(&buf)
+	w, _ := z.CreateHeader(&zip.FileHeader{Name: "archive/data.pkl", Method: zip.Store})
+	w.Write([]byte(pkl))
+	z.Close()
+	return buf.String()
+}
+
+// nanoFile copies a file of testdata/nanogpt (made by nanoGPT, see make.py)
+// into dir, the first cut bytes only when cut > 0.
+func nanoFile(t *testing.T, dir, name string, cut int) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "nanogpt", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut > 0 {
+		b = b[:cut]
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func nanoMeta(t *testing.T, dir string)       { nanoFile(t, dir, "meta.pkl", 0) }
+func nanoCheckpoint(t *testing.T, dir string) { nanoFile(t, dir, "ckpt.pt", 0) }
+func nanoTruncated(t *testing.T, dir string) {
+	nanoMeta(t, dir)
+	nanoFile(t, dir, "ckpt.pt", 50_000)
 }
 
 // listFiles returns every file and folder under dir, relative to it, hidden

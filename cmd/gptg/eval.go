@@ -7,7 +7,7 @@ import (
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
 )
 
 var evalCommand = command{
@@ -27,12 +27,13 @@ Flags:
                    generation does. For a causal model this equals the plain
                    loss; a model without the mask reads the tokens it
                    predicts in the plain loss, and this exposes it.
-`,
+` + threadsUsage,
 	run: runEval,
 }
 
 func runEval(args []string) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	dataPath := fs.String("data", "", "")
 	batch := fs.Int("batch", 4, "")
 	split := fs.Float64("split", 0.9, "")
@@ -51,7 +52,7 @@ func runEval(args []string) error {
 	case !(*split > 0 && *split < 1):
 		return usagef("--split %v must be between 0 and 1 (exclusive)", *split)
 	}
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}
@@ -63,14 +64,14 @@ func runEval(args []string) error {
 		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
 			*dataPath, data.Vocab.Size(), m.Vocab.Size())
 	}
-	loss, n, err := eval.ModelTestLoss(m, data, *batch)
+	loss, n, err := eval.ModelTestLoss(m, data, *batch, backend(*threads))
 	if err != nil {
 		return err
 	}
 	fmt.Printf("test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
-		pl, _, err := eval.PrefixOnly(m, data, *batch)
+		pl, _, err := eval.PrefixOnly(m, data, *batch, backend(*threads))
 		if err != nil {
 			return err
 		}

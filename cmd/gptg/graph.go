@@ -9,8 +9,8 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/train"
 )
 
 var graphCommand = command{
@@ -46,11 +46,11 @@ func runGraph(args []string) error {
 		return err
 	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
-		if _, err := train.LoadData(cfg, os.Stdout, nil); err != nil {
+		if _, err := corpus.LoadFor(cfg, os.Stdout, nil); err != nil {
 			return err
 		}
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Unfused: graph.UnfusedFromEnv()})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
 	if err != nil {
 		return err
 	}

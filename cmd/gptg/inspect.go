@@ -7,7 +7,6 @@ import (
 	"sort"
 
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/modelfile"
 )
 
 var inspectCommand = command{
@@ -31,7 +30,7 @@ func runInspect(args []string) error {
 	if len(pos) != 1 {
 		return usagef("inspect needs exactly one MODEL file, got %d arguments", len(pos))
 	}
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}

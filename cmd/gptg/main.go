@@ -12,10 +12,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -39,12 +42,41 @@ func init() {
 		"ablate":    ablateCommand,
 		"sweep":     sweepCommand,
 		"data":      dataCommand,
+		"import":    importCommand,
 	}
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// envUnfused names the environment variable that, set to 1, makes every
+// command build the unfused graph (graph.Backend.Unfused): the same model
+// composed from Gorgonia primitives, several times slower, for comparisons
+// such as GPTG_UNFUSED=1 bench/compare.sh.
+const envUnfused = "GPTG_UNFUSED"
+
+// backend is how this process's graphs compute: on threads goroutines
+// (0 = every core) and fused unless the environment says otherwise. It is
+// the one place that reads the environment; the library packages get the
+// result as an argument.
+func backend(threads int) graph.Backend {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1", Threads: threads}
+}
+
+// threadsFlag adds --threads to a command's flags.
+func threadsFlag(fs *flag.FlagSet) *int {
+	n := fs.Int("threads", 0, "")
+	return n
+}
+
+// threadsUsage is the --threads line of every command's help.
+const threadsUsage = `  --threads N              cores to use (default all); the numbers are the
+                           same for every N
+`
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
@@ -93,10 +125,11 @@ func exitCode(err error) int {
 	var ue usageError
 	var ce *config.Error
 	var ie interruptedError
+	var ne *nanogpt.InputError
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne):
 		return 2
 	}
 	return 1

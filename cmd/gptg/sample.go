@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -43,12 +44,17 @@ Flags:
   --seed S             random seed (default 42)
   --samples N          independent samples, separated by a blank line (default 1)
   --stats              print tokens/s to stderr at the end
-`,
+` + threadsUsage,
 	run: runSample,
 }
 
+// maxPromptFile bounds --prompt-file: only the last context tokens of a
+// prompt reach the model, and the prompt is echoed whole.
+const maxPromptFile = 1 << 20
+
 func runSample(args []string) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	prompt := fs.String("prompt", "", "")
 	promptFile := fs.String("prompt-file", "", "")
 	tokens := fs.Int("tokens", 0, "")
@@ -106,17 +112,17 @@ func runSample(args []string) error {
 		return usagef("--samples %d must be between 1 and 1000", *samples)
 	}
 	if *promptFile != "" {
-		b, err := os.ReadFile(*promptFile)
+		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
 		if err != nil {
 			return fmt.Errorf("prompt file: %w", err)
 		}
 		*prompt = string(b)
 	}
-	m, err := modelfile.LoadModel(pos[0])
+	m, err := graph.LoadModel(pos[0])
 	if err != nil {
 		return err
 	}
-	s, err := sample.New(m)
+	s, err := sample.New(m, backend(*threads))
 	if err != nil {
 		return err
 	}

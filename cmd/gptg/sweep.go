@@ -180,7 +180,7 @@ func sweepRun(args []string) error {
 		fmt.Printf("sweep %s: entry %d (from %s)\n", dir, *index, from)
 	}
 	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe,
-		Log: os.Stdout, ProgressEvery: 30 * time.Second})
+		Log: os.Stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
 	if results == nil {
 		return sweepErr(err)
 	}
@@ -219,7 +219,7 @@ func sweepCollect(args []string) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	results, err := sweep.Collect(ctx, dir, *baseline, exe, os.Stdout)
+	results, err := sweep.Collect(ctx, dir, *baseline, exe, os.Stdout, backend(0))
 	if results == nil {
 		return sweepErr(err)
 	}

@@ -12,13 +12,14 @@ import (
 	"golang.org/x/term"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/train"
 )
 
 var trainCommand = command{
 	summary: "train a model from a config; writes a run folder",
 	usage: `Usage: gptg train CONFIG.toml [--set section.key=value]... [--force]
-       gptg train --resume RUN_DIR
+       gptg train --resume RUN_DIR [--set train.max_steps=N | --set train.epochs=E]
 
 Trains the model CONFIG describes and writes its run folder (train.out,
 default runs/<config name>):
@@ -30,21 +31,34 @@ default runs/<config name>):
 When data.path is missing and data.url is set, the corpus is downloaded
 and checked against data.sha256 first.
 
-Ctrl-C (or SIGTERM) finishes the current step, saves the checkpoint and
+Ctrl-C (or SIGTERM, or SIGHUP when the terminal closes) finishes the
+current step (or stops the evaluation under way), saves the checkpoint and
 the model, prints how to resume and exits with code 130.
+
+One process at a time owns a run folder: a second gptg train on the same
+folder stops at once, naming the process that holds it (exit 1).
+
+--resume continues the run exactly as it was; its config.toml must not be
+edited (the [sample] table aside). With --set train.max_steps=N or
+--set train.epochs=E it also extends a run, finished or not: the run goes
+on from the step it is at, with the learning-rate schedule (warmup, then
+cosine down to min_lr) recomputed for the new length.
 
 Flags:
   --set section.key=value  override a config value (repeatable), e.g.
                            --set train.epochs=0.1 --set model.heads=4
-  --resume RUN_DIR         continue an interrupted run where it stopped
+  --resume RUN_DIR         continue an interrupted run where it stopped, or
+                           extend a run (with --set of train.max_steps or
+                           train.epochs only)
   --force                  start over in a run folder that holds a run
   --quiet                  no progress output, only the final summary
-`,
+` + threadsUsage,
 	run: runTrain,
 }
 
 func runTrain(args []string) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	threads := threadsFlag(fs)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	resume := fs.String("resume", "", "")
@@ -54,19 +68,21 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
+	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal or a dropped ssh session (SIGHUP) saves like Ctrl-C:
+	// otherwise every step since the last checkpoint would be lost.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	var res *train.Result
 	switch {
-	case *resume != "" && (len(pos) > 0 || len(sets) > 0):
+	case *resume != "" && len(pos) > 0:
 		return usagef("--resume takes the run folder alone: the run keeps its own config")
 	case *resume != "":
-		res, err = train.Resume(ctx, *resume, opts)
+		res, err = train.Resume(ctx, *resume, sets, opts)
 	case len(pos) != 1:
 		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
 	default:

@@ -2,15 +2,30 @@
 package atomicfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 )
 
-// WriteFile writes data to a temporary file beside path, syncs it and
-// renames it over path: a reader, or a crash, sees the old file or the new
-// one, never a mix. On error nothing is left behind.
+// syncDir makes a rename in dir durable. A variable so that the test can
+// see it called after the rename; nothing else replaces it.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// WriteFile writes data to a temporary file beside path, syncs it,
+// renames it over path and syncs the directory: a reader, or a crash, sees
+// the old file or the new one, never a mix, and after a power loss the new
+// name is there (the rename lives in the directory, which has its own
+// blocks to flush). On error nothing is left behind.
 func WriteFile(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
@@ -32,5 +47,13 @@ func WriteFile(path string, data []byte) (err error) {
 	if err = tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The new file is in place; a failed directory sync must not delete it
+	// (the deferred cleanup only removes the temporary name, now gone).
+	if serr := syncDir(dir); serr != nil {
+		return fmt.Errorf("syncing directory %s after writing %s: %w", dir, filepath.Base(path), serr)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ func Config(out string, mask bool, steps int) *config.Config {
 	c := config.Default()
 	c.Data.Path = TinyText()
 	c.Data.Stride = 4
-	c.Model = config.Model{Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: mask,
+	c.Model = config.Model{Bias: true, Init: "torch", Context: 8, Embedding: 8, Blocks: 1, Heads: 2, QKV: true, Mask: mask,
 		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float64"}
 	c.Train.Batch = 2
 	c.Train.MaxSteps = steps

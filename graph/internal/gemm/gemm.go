@@ -1,50 +1,139 @@
-// Package gemm multiplies small row-major matrices for the fused graph ops:
-// C = op(A)·op(B) or C += op(A)·op(B), with op(X) = X or Xᵀ.
+// Package gemm multiplies row-major matrices for the fused graph ops:
+// C = op(A)·op(B) or C += op(A)·op(B), with op(X) = X or Xᵀ, each matrix
+// read in place through a row stride (one attention head is a few columns
+// of a wider matrix).
 //
-// The products of the seed model are tiny (128×64 by 64×256 at most), so
-// the work is organised the way BLAS libraries do it, minus the levels of
-// cache blocking that only pay for big matrices: op(B) is copied once into
-// panels of nr columns, op(A) into strips of mr rows, and a micro-kernel
-// computes one mr×nr tile of C from a strip and a panel, keeping the whole
-// tile in registers. On amd64 with AVX2 and FMA the micro-kernels are a few
-// lines of assembly (kernel_amd64.s); everywhere else, and with the build
-// tag purego, they are the plain loops of kernel.go, which compute the same
-// sums in the same order.
+// # How a product is computed
 //
-// Plain Go loops reach 4–5 GFLOP/s here (Go does not vectorise), gonum's
-// pure-Go Sgemm 11–16, the assembly tile 30–45: the difference between
-// gptg being slower or faster than PyTorch on the seed config.
+// The work is organised as in GotoBLAS and BLIS (Goto & van de Geijn,
+// "Anatomy of high-performance matrix multiplication", 2008; Van Zee &
+// van de Geijn, "BLIS", 2015). At the bottom is the micro-kernel: it
+// computes one mr×nr tile of C as a sum of k outer products, a column of
+// mr entries of A times a row of nr entries of B, keeping the whole tile
+// in vector registers, so each step loads mr+nr numbers and does mr·nr
+// multiply-adds. The AVX-512 kernels hold 16×16 float32 (16×8 float64) in
+// 16 of the 32 zmm registers; the AVX2 kernels 6×16 float32 (6×8 float64)
+// in 12 of the 16 ymm registers, the classic shape for that register
+// file (two B registers and one broadcast left over).
+//
+// The kernel reads its operands from packed copies, laid out in the order
+// it consumes them: a strip of A as mr numbers per step of k, a panel of B
+// as nr numbers per step, contiguous, zero-padded at the matrix edges.
+// Packing turns every transpose/stride combination into one layout, so
+// one kernel serves x·Wᵀ, dy·W, dyᵀ·x alike, and it keeps the data the
+// kernel streams in as few cache lines and pages as possible.
+//
+// Around the kernel, three loops block the matrices for the caches
+// (constants in blocking.go, per kernel):
+//
+//	for each nc-wide column block of C (B block kc×nc lives in L3)
+//	  for each kc-deep slice of k: pack B's kc×nc block
+//	    for each mc-high row block: pack A's mc×kc block (lives in L2)
+//	      for each nr-wide panel of the B block (kc×nr lives in L1)
+//	        for each mr-high strip of the A block: the micro-kernel
+//
+// kc is chosen so that one B panel (kc·nr numbers) fills about half of L1
+// while the A strip streams past it; mc so that the packed A block fills
+// about a quarter to half of L2; nc is large, as B's block is reused from
+// L3. A product smaller than one block is a single pass over each loop, so
+// small products pay only the packing (a few percent) and no fixed cost.
+//
+// # Order of the sums and threads
+//
+// Element (i, j) of C is the sum over p in blocks of kc taken in order,
+// each block summed in order by the micro-kernel from zero and then added
+// to C. That order depends on k and on the kernel only: never on the
+// block of C an element falls in nor on the number of threads, so a
+// product is bit-identical for every Workspace.Threads. It does differ
+// between kernels (the assembly rounds each multiply-add once, FMA; Go
+// rounds twice), which the tests bound with stated tolerances.
+//
+// # Kernels
+//
+// kernelsFor picks, at run time (golang.org/x/sys/cpu), the AVX-512
+// kernels where the CPU has AVX-512F, AVX2+FMA where it has those, else
+// the plain-Go micro-kernel (kernel.go), which is also what `-tags
+// purego` and other architectures run. Every assembly kernel has a Go
+// twin of the same tile shape that the tests compare it with.
 package gemm
+
+import (
+	"sync"
+	"unsafe"
+)
 
 // Float is the element type of a product.
 type Float interface{ float32 | float64 }
 
-// mr is the number of rows of a micro-kernel tile for both element types;
-// its columns, nr, are two 256-bit registers: 16 float32 or 8 float64.
-const (
-	mr   = 4
-	nr32 = 16
-	nr64 = 8
-)
-
-// Workspace holds the packing buffers of one goroutine's products, so a
-// product allocates nothing once the buffers have grown to the largest
-// size asked of them. A Workspace must not be used by two goroutines at once.
+// Workspace holds the packing buffers of a product, so that a product
+// allocates nothing once the buffers have grown to the largest size asked
+// of them.
+//
+// Threads is the number of goroutines one product may use: 0 or 1 runs it
+// in the calling goroutine only; n > 1 splits C's rows (or columns) into
+// up to n bands, one per goroutine, each with its own packing buffers kept
+// here. Products too small to gain from it run in the calling goroutine.
+//
+// A Workspace must not be used by two goroutines at once: callers that
+// run several products concurrently use one Workspace each.
 type Workspace struct {
-	a32, b32, ones32 []float32
-	a64, b64, ones64 []float64
-	t32              [mr * nr32]float32
-	t64              [mr * nr64]float64
+	Threads int
+
+	workers []*worker // workers[0] runs in the calling goroutine
+	wg      sync.WaitGroup
+	ones32  []float32
+	ones64  []float64
 }
+
+// worker is one goroutine's share of a product: its packing buffers, an
+// edge tile, and the job it runs. run32/run64 are the job's entry points,
+// bound once so that starting a goroutine allocates nothing.
+type worker struct {
+	a32, b32     []float32
+	a64, b64     []float64
+	t32          [maxTile]float32
+	t64          [maxTile]float64
+	job32        job[float32]
+	job64        job[float64]
+	run32, run64 func()
+	wg           *sync.WaitGroup
+}
+
+func (w *Workspace) worker(i int) *worker {
+	for len(w.workers) <= i {
+		wk := &worker{wg: &w.wg}
+		wk.run32 = func() { wk.job32.run(wk); wk.wg.Done() }
+		wk.run64 = func() { wk.job64.run(wk); wk.wg.Done() }
+		w.workers = append(w.workers, wk)
+	}
+	return w.workers[i]
+}
+
+// job is the product restricted to rows i0…i1−1 and columns j0…j1−1 of C.
+type job[F Float] struct {
+	ks             kernels
+	transA, transB bool
+	i0, i1, j0, j1 int
+	k              int
+	a              []F
+	lda            int
+	b              []F
+	ldb            int
+	c              []F
+	ldc            int
+	accumulate     bool
+}
+
+// parallelMinFlops is the smallest product (2·m·n·k) split over threads:
+// below it, starting and waking goroutines (a few µs) costs more than the
+// second core saves. Measured with BenchmarkThreads.
+var parallelMinFlops = 2.0 * (1 << 20)
 
 // Mul computes C = op(A)·op(B), or C += op(A)·op(B) when accumulate is set,
 // where op(A) is m×k and op(B) is k×n, all row-major: element (i, p) of
 // op(A) is a[i*lda+p], or a[p*lda+i] when transA is set (A stored k×m), and
-// likewise for B; element (i, j) of C is c[i*ldc+j].
-//
-// The micro-kernel reads A where it lies, through two strides, and B
-// where its rows are contiguous (transB unset); only Bᵀ and the edge
-// tiles past the last whole strip or panel are packed (copied, zero-padded).
+// likewise for B; element (i, j) of C is c[i*ldc+j]. Nothing outside the
+// m×n elements of C is written.
 func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, c []F, ldc int, accumulate bool) {
 	if m <= 0 || n <= 0 {
 		return
@@ -57,61 +146,116 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	nr := nrOf[F]()
-	ap, bp, tile := buffers[F](w)
-	panels := (n + nr - 1) / nr
-	full := n / nr // panels of nr columns that exist
-	if transB {
-		*bp = grow(*bp, panels*nr*k)
-		packB(*bp, true, 0, n, k, b, ldb, nr)
-	} else if full < panels {
-		*bp = grow(*bp, nr*k)
-		packB(*bp, false, full*nr, n, k, b, ldb, nr)
+	ks := kernelsFor[F]()
+	j := job[F]{ks: ks, transA: transA, transB: transB, i1: m, j1: n, k: k,
+		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, accumulate: accumulate}
+	threads := w.Threads
+	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
+		j.run(w.worker(0))
+		return
 	}
-	*ap = grow(*ap, mr*k)
-	for i0 := 0; i0 < m; i0 += mr {
-		rows := min(mr, m-i0)
-		// Element (i0+r, p) of op(A) is as[r*aRow + p*aStep].
-		var as []F
-		var aRow, aStep int
-		switch {
-		case rows < mr:
-			packA(*ap, transA, i0, rows, k, a, lda)
-			as, aRow, aStep = *ap, 1, mr
-		case transA:
-			as, aRow, aStep = a[i0:], 1, lda
-		default:
-			as, aRow, aStep = a[i0*lda:], lda, 1
+	// Split the larger dimension of C into bands of whole tiles: each
+	// goroutine packs all of the other operand, so that one is the smaller
+	// to repeat.
+	byRows := m >= n
+	units := (m + ks.mr - 1) / ks.mr
+	unit, extent := ks.mr, m
+	if !byRows {
+		units = (n + ks.nr - 1) / ks.nr
+		unit, extent = ks.nr, n
+	}
+	parts := min(threads, units)
+	w.worker(parts - 1)
+	w.wg.Add(parts - 1)
+	for t := parts - 1; t >= 0; t-- {
+		lo, hi := t*units/parts*unit, min((t+1)*units/parts*unit, extent)
+		part := j
+		if byRows {
+			part.i0, part.i1 = lo, hi
+		} else {
+			part.j0, part.j1 = lo, hi
 		}
-		for jp := 0; jp < panels; jp++ {
-			j0 := jp * nr
-			cols := min(nr, n-j0)
-			// Element (p, j0+j) of op(B) is bs[p*bStep + j].
-			var bs []F
-			bStep := nr
-			switch {
-			case transB:
-				bs = (*bp)[jp*nr*k:]
-			case jp < full:
-				bs, bStep = b[j0:], ldb
-			default:
-				bs = *bp
-			}
-			if rows == mr && cols == nr {
-				kernel(k, as, aRow, aStep, bs, bStep, c[i0*ldc+j0:], ldc, accumulate)
-				continue
-			}
-			// An edge tile: compute the whole tile aside, keep what exists.
-			kernel(k, as, aRow, aStep, bs, bStep, tile, nr, false)
-			for r := 0; r < rows; r++ {
-				dst := c[(i0+r)*ldc+j0 : (i0+r)*ldc+j0+cols]
-				src := tile[r*nr : r*nr+cols]
-				if accumulate {
-					for j, v := range src {
-						dst[j] += v
-					}
+		wk := w.workers[t]
+		if t == 0 {
+			part.run(wk)
+			break
+		}
+		*jobOf[F](wk) = part
+		if unsafe.Sizeof(F(0)) == 4 {
+			go wk.run32()
+		} else {
+			go wk.run64()
+		}
+	}
+	w.wg.Wait()
+	for _, wk := range w.workers[1:parts] {
+		*jobOf[F](wk) = job[F]{} // drop the references to the caller's matrices
+	}
+}
+
+// run computes the job's block of C with the buffers of wk: the loops of
+// the package comment.
+func (j *job[F]) run(wk *worker) {
+	ks := j.ks
+	mr, nr := ks.mr, ks.nr
+	ap, bp, tile := buffers[F](wk)
+	mBlock := min(ks.mc, roundUp(j.i1-j.i0, mr))
+	nBlock := min(ks.nc, roundUp(j.j1-j.j0, nr))
+	kBlock := min(ks.kc, j.k)
+	*ap = grow(*ap, mBlock*kBlock)
+	*bp = grow(*bp, nBlock*kBlock)
+	for jc := j.j0; jc < j.j1; jc += ks.nc {
+		nc := min(ks.nc, j.j1-jc)
+		for pc := 0; pc < j.k; pc += ks.kc {
+			kc := min(ks.kc, j.k-pc)
+			acc := j.accumulate || pc > 0
+			// Panel q of B's block: bp[q·nr·kc …], nr numbers per step of p.
+			for jr := 0; jr < nc; jr += nr {
+				cols := min(nr, nc-jr)
+				dst := (*bp)[jr*kc : (jr+nr)*kc]
+				if j.transB {
+					packTrans(dst, nr, j.b, j.ldb, pc, kc, jc+jr, cols)
 				} else {
-					copy(dst, src)
+					packCopy(dst, nr, j.b, j.ldb, pc, kc, jc+jr, cols)
+				}
+			}
+			for ic := j.i0; ic < j.i1; ic += ks.mc {
+				mc := min(ks.mc, j.i1-ic)
+				for ir := 0; ir < mc; ir += mr {
+					rows := min(mr, mc-ir)
+					dst := (*ap)[ir*kc : (ir+mr)*kc]
+					if j.transA {
+						packCopy(dst, mr, j.a, j.lda, pc, kc, ic+ir, rows)
+					} else {
+						packTrans(dst, mr, j.a, j.lda, pc, kc, ic+ir, rows)
+					}
+				}
+				for jr := 0; jr < nc; jr += nr {
+					cols := min(nr, nc-jr)
+					bs := (*bp)[jr*kc : (jr+nr)*kc]
+					for ir := 0; ir < mc; ir += mr {
+						rows := min(mr, mc-ir)
+						as := (*ap)[ir*kc : (ir+mr)*kc]
+						c0 := (ic+ir)*j.ldc + jc + jr
+						if rows == mr && cols == nr {
+							microKernel(ks, kc, as, bs, j.c[c0:], j.ldc, acc)
+							continue
+						}
+						// An edge tile: compute the whole tile aside, keep
+						// what exists (the same sums as in place).
+						microKernel(ks, kc, as, bs, tile, nr, false)
+						for r := 0; r < rows; r++ {
+							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
+							src := tile[r*nr : r*nr+cols]
+							if acc {
+								for x, v := range src {
+									dst[x] += v
+								}
+							} else {
+								copy(dst, src)
+							}
+						}
+					}
 				}
 			}
 		}
@@ -138,81 +282,91 @@ func SumRows[F Float](w *Workspace, m, n int, a []F, lda int, out []F) {
 	Mul(w, false, false, 1, n, m, *ones, m, a, lda, out, n, false)
 }
 
-// packB copies columns j0 … n−1 of op(B) (k×n) into panels of nr columns:
-// panel q holds, for each p in 0..k, the nr entries (p, j0+q·nr …), zero
-// past column n.
-func packB[F Float](dst []F, trans bool, j0, n, k int, b []F, ldb, nr int) {
-	for q := 0; j0+q*nr < n; q++ {
-		panel := dst[q*nr*k : (q+1)*nr*k]
-		c0 := j0 + q*nr
-		cols := min(nr, n-c0)
-		if !trans {
-			for p := 0; p < k; p++ {
-				row := panel[p*nr : p*nr+nr]
-				copy(row, b[p*ldb+c0:p*ldb+c0+cols])
-				clear(row[cols:])
-			}
-			continue
+// packCopy packs cnt ≤ w neighbouring entries of kc rows of a row-major
+// matrix: dst[p·w + r] = src[(p0+p)·ld + c0 + r], zero for cnt ≤ r < w.
+// (A strip of Aᵀ, or a panel of B.)
+func packCopy[F Float](dst []F, w int, src []F, ld, p0, kc, c0, cnt int) {
+	dst = dst[:kc*w]
+	if cnt == w && copyRows(dst, w, src, ld, p0, kc, c0) {
+		return
+	}
+	for p := 0; p < kc; p++ {
+		d := dst[p*w : p*w+w]
+		off := (p0+p)*ld + c0
+		copy(d, src[off:off+cnt])
+		clear(d[cnt:])
+	}
+}
+
+// copyRows is packCopy for whole rows of the kernels' common widths: a
+// fixed-size array assignment compiles to a few vector moves, where copy
+// calls memmove, which costs as much as the 64 bytes it moves.
+func copyRows[F Float](dst []F, w int, src []F, ld, p0, kc, c0 int) bool {
+	switch w {
+	case 16:
+		for p := 0; p < kc; p++ {
+			*(*[16]F)(dst[p*16:]) = *(*[16]F)(src[(p0+p)*ld+c0:])
 		}
-		// B is stored n×k: column j of op(B) is row j of b. Eight rows by
-		// eight columns at a time with the assembly transpose, then four
-		// rows at a time, so that each step of p stores four neighbours.
-		jj := 0
-		if b32, ok := any(b).([]float32); ok && haveAsm {
-			p32 := any(panel).([]float32)
-			for ; jj+8 <= cols; jj += 8 {
-				r := b32[(c0+jj)*ldb:]
-				_ = r[7*ldb+k-1] // the block rows the assembly reads
-				p := 0
-				for ; p+8 <= k; p += 8 {
-					transpose8F32(&p32[p*nr+jj], nr, &r[p], ldb)
+	case 8:
+		for p := 0; p < kc; p++ {
+			*(*[8]F)(dst[p*8:]) = *(*[8]F)(src[(p0+p)*ld+c0:])
+		}
+	case 6:
+		for p := 0; p < kc; p++ {
+			*(*[6]F)(dst[p*6:]) = *(*[6]F)(src[(p0+p)*ld+c0:])
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// packTrans packs cnt ≤ w neighbouring rows of a row-major matrix,
+// transposed: dst[p·w + r] = src[(c0+r)·ld + p0 + p], zero for
+// cnt ≤ r < w. (A strip of A, or a panel of Bᵀ.) Float32 goes 8×8 blocks
+// at a time through the AVX transpose where there is one; the rest four
+// rows at a time, so that each step of p stores four neighbours.
+func packTrans[F Float](dst []F, w int, src []F, ld, p0, kc, c0, cnt int) {
+	dst = dst[:kc*w]
+	r := 0
+	if d32, ok := any(dst).([]float32); ok && haveTranspose {
+		s32 := any(src).([]float32)
+		for ; r+8 <= cnt; r += 8 {
+			rows := s32[(c0+r)*ld+p0:]
+			_ = rows[7*ld+kc-1] // the last element the transposes read
+			p := 0
+			for ; p+8 <= kc; p += 8 {
+				transpose8F32(&d32[p*w+r], w, &rows[p], ld)
+			}
+			for ; p < kc; p++ {
+				for i := 0; i < 8; i++ {
+					d32[p*w+r+i] = rows[i*ld+p]
 				}
-				for ; p < k; p++ {
-					for i := 0; i < 8; i++ {
-						p32[p*nr+jj+i] = r[i*ldb+p]
-					}
-				}
 			}
 		}
-		for ; jj+4 <= cols; jj += 4 {
-			r := b[(c0+jj)*ldb:]
-			s0, s1, s2, s3 := r[:k], r[ldb:ldb+k], r[2*ldb:2*ldb+k], r[3*ldb:3*ldb+k]
-			for p := range s0 {
-				d := panel[p*nr+jj : p*nr+jj+4 : p*nr+jj+4]
-				d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
-			}
+	}
+	for ; r+4 <= cnt; r += 4 {
+		s := src[(c0+r)*ld+p0:]
+		s0, s1, s2, s3 := s[:kc], s[ld:ld+kc], s[2*ld:2*ld+kc], s[3*ld:3*ld+kc]
+		for p := range s0 {
+			d := dst[p*w+r : p*w+r+4 : p*w+r+4]
+			d[0], d[1], d[2], d[3] = s0[p], s1[p], s2[p], s3[p]
 		}
-		for ; jj < cols; jj++ {
-			src := b[(c0+jj)*ldb : (c0+jj)*ldb+k]
-			for p, v := range src {
-				panel[p*nr+jj] = v
-			}
+	}
+	for ; r < cnt; r++ {
+		s := src[(c0+r)*ld+p0 : (c0+r)*ld+p0+kc]
+		for p, v := range s {
+			dst[p*w+r] = v
 		}
-		for ; jj < nr; jj++ {
-			for p := 0; p < k; p++ {
-				panel[p*nr+jj] = 0
-			}
+	}
+	if r < w {
+		for p := 0; p < kc; p++ {
+			clear(dst[p*w+r : p*w+w])
 		}
 	}
 }
 
-// packA copies rows i0 … i0+rows−1 (rows < mr) of op(A) into dst,
-// interleaved: dst[p·mr+r] is element (i0+r, p), zero for the missing rows.
-func packA[F Float](dst []F, trans bool, i0, rows, k int, a []F, lda int) {
-	for p := 0; p < k; p++ {
-		d := dst[p*mr : p*mr+mr]
-		for r := range d {
-			switch {
-			case r >= rows:
-				d[r] = 0
-			case trans:
-				d[r] = a[p*lda+i0+r]
-			default:
-				d[r] = a[(i0+r)*lda+p]
-			}
-		}
-	}
-}
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
 
 func grow[F Float](s []F, n int) []F {
 	if cap(s) < n {
@@ -221,21 +375,23 @@ func grow[F Float](s []F, n int) []F {
 	return s[:n]
 }
 
-func nrOf[F Float]() int {
-	var z F
-	if _, ok := any(z).(float32); ok {
-		return nr32
-	}
-	return nr64
-}
-
-// buffers returns w's packing buffers and edge tile for element type F.
-func buffers[F Float](w *Workspace) (ap, bp *[]F, tile []F) {
+// buffers returns wk's packing buffers and edge tile for element type F.
+func buffers[F Float](wk *worker) (ap, bp *[]F, tile []F) {
 	var z F
 	switch any(z).(type) {
 	case float32:
-		return any(&w.a32).(*[]F), any(&w.b32).(*[]F), any(w.t32[:]).([]F)
+		return any(&wk.a32).(*[]F), any(&wk.b32).(*[]F), any(wk.t32[:]).([]F)
 	default:
-		return any(&w.a64).(*[]F), any(&w.b64).(*[]F), any(w.t64[:]).([]F)
+		return any(&wk.a64).(*[]F), any(&wk.b64).(*[]F), any(wk.t64[:]).([]F)
+	}
+}
+
+func jobOf[F Float](wk *worker) *job[F] {
+	var z F
+	switch any(z).(type) {
+	case float32:
+		return any(&wk.job32).(*job[F])
+	default:
+		return any(&wk.job64).(*job[F])
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// naive is the textbook triple loop in float64.
-func naive(transA, transB bool, m, n, k int, a []float64, lda int, b []float64, ldb int) []float64 {
-	c := make([]float64, m*n)
+// naive is the textbook triple loop in float64; it also returns, per
+// element, Σ_p |a·b|, the scale of the rounding error of any order of the sum.
+func naive(transA, transB bool, m, n, k int, a []float64, lda int, b []float64, ldb int) (c, scale []float64) {
+	c, scale = make([]float64, m*n), make([]float64, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {
-			s := 0.0
+			s, abs := 0.0, 0.0
 			for p := 0; p < k; p++ {
 				ai, bi := i*lda+p, p*ldb+j
 				if transA {
@@ -22,64 +23,234 @@ func naive(transA, transB bool, m, n, k int, a []float64, lda int, b []float64, 
 					bi = j*ldb + p
 				}
 				s += a[ai] * b[bi]
+				abs += math.Abs(a[ai] * b[bi])
 			}
-			c[i*n+j] = s
+			c[i*n+j], scale[i*n+j] = s, abs
 		}
 	}
+	return c, scale
+}
+
+// paths lists the kernel families this machine runs.
+func paths() []kernelPath {
+	var ps []kernelPath
+	for p := pathGo; p <= bestPath; p++ {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// withPath runs f with Mul forced onto kernel family p (its Go twin when
+// twin is set).
+func withPath(p kernelPath, twin bool, f func()) {
+	defer func(p kernelPath, g bool) { activePath, forceGo = p, g }(activePath, forceGo)
+	activePath, forceGo = p, twin
+	f()
+}
+
+// withTinyBlocks runs f with blocking sizes of a few tiles, so that small
+// products cross every block boundary (mc, kc, nc) of every loop.
+func withTinyBlocks(f func()) {
+	all := []*kernels{&go32, &go64, &avx2_32, &avx2_64, &avx512_32, &avx512_64}
+	saved := make([]kernels, len(all))
+	for i, ks := range all {
+		saved[i] = *ks
+		ks.mc, ks.kc, ks.nc = 2*ks.mr, 5, 3*ks.nr
+	}
+	defer func() {
+		for i, ks := range all {
+			*ks = saved[i]
+		}
+	}()
+	f()
+}
+
+type mulCase struct {
+	tA, tB, acc bool
+	m, n, k     int
+	lda, ldb    int
+	ldc         int
+	a, b, c0    []float64
+}
+
+func newCase(rng *rand.Rand, tA, tB, acc bool, m, n, k int) mulCase {
+	// Strides wider than needed (by a random 0…3) catch any read or write
+	// past a row; the slices are exactly as long as the strides need, so a
+	// read past the end panics.
+	mc := mulCase{tA: tA, tB: tB, acc: acc, m: m, n: n, k: k}
+	mc.lda = map[bool]int{false: k, true: m}[tA] + rng.IntN(4)
+	mc.ldb = map[bool]int{false: n, true: k}[tB] + rng.IntN(4)
+	mc.ldc = n + rng.IntN(4)
+	mc.a = randoms(rng, max(rowsOf(tA, m, k)*mc.lda, 1))
+	mc.b = randoms(rng, max(rowsOf(tB, k, n)*mc.ldb, 1))
+	mc.c0 = randoms(rng, m*mc.ldc)
+	return mc
+}
+
+func (mc mulCase) String() string {
+	return fmt.Sprintf("%dx%dx%d_tA%v_tB%v_acc%v", mc.m, mc.n, mc.k, mc.tA, mc.tB, mc.acc)
+}
+
+func mul64(w *Workspace, mc mulCase) []float64 {
+	c := append([]float64(nil), mc.c0...)
+	Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, mc.a, mc.lda, mc.b, mc.ldb, c, mc.ldc, mc.acc)
 	return c
 }
 
-// TestMul checks every transpose combination, edge tiles in both
-// directions, strides wider than the matrices, accumulation and k = 0, for
-// both element types and both micro-kernels (assembly where the CPU has it).
-func TestMul(t *testing.T) {
-	kernels := []bool{false}
-	if haveAsm {
-		kernels = append(kernels, true)
+func mul32(w *Workspace, mc mulCase) []float32 {
+	c := to32(mc.c0)
+	Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, to32(mc.a), mc.lda, to32(mc.b), mc.ldb, c, mc.ldc, mc.acc)
+	return c
+}
+
+// check compares got with the exact product: any order of a k-term sum
+// of products, with FMA or not, is within γ·Σ|a·b| of it, γ = (k+2)·u
+// (u = 2⁻²⁴ float32, 2⁻⁵³ float64; +2 for the final add to C and the
+// rounding of the inputs' float64 reference), doubled for float64 since
+// the reference itself is float64. It also checks nothing past column n
+// of C changed.
+func check[F Float](t *testing.T, label string, mc mulCase, got []F) {
+	t.Helper()
+	want, scale := naive(mc.tA, mc.tB, mc.m, mc.n, mc.k, mc.a, mc.lda, mc.b, mc.ldb)
+	u := 0x1p-24
+	var z F
+	if _, ok := any(z).(float64); ok {
+		u = 2 * 0x1p-53
 	}
-	defer func(h bool) { haveAsm = h }(haveAsm)
+	for i := 0; i < mc.m; i++ {
+		for j := 0; j < mc.ldc; j++ {
+			g, c0 := float64(got[i*mc.ldc+j]), float64(F(mc.c0[i*mc.ldc+j]))
+			if j >= mc.n {
+				if g != c0 {
+					t.Fatalf("%s: wrote past the row at (%d, %d)", label, i, j)
+				}
+				continue
+			}
+			w, tol := want[i*mc.n+j], float64(mc.k+2)*u*scale[i*mc.n+j]
+			if mc.acc {
+				w += c0
+				tol += 2 * u * math.Abs(c0)
+			}
+			if math.Abs(g-w) > tol+1e-300 {
+				t.Fatalf("%s (%d, %d): %v, want %v ± %.3g", label, i, j, g, w, tol)
+			}
+		}
+	}
+}
+
+// TestMul checks every kernel family this machine runs, its assembly and
+// its Go twin, on every transpose combination, random shapes with edge
+// tiles in both directions, strides wider than the matrices, accumulation
+// and k = 0, for both element types, with the real blocking sizes and with
+// tiny ones that make small products cross every block boundary. Each
+// assembly result must also be within twice the rounding bound of its Go
+// twin's.
+func TestMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	shapes := [][3]int{{1, 1, 1}, {4, 16, 8}, {5, 17, 3}, {7, 9, 33}, {128, 65, 64}, {32, 32, 64}, {3, 20, 0}}
-	for _, useAsm := range kernels {
-		haveAsm = useAsm
+	shapes := [][3]int{{1, 1, 1}, {16, 16, 16}, {6, 16, 8}, {5, 17, 3}, {7, 9, 33}, {3, 20, 0},
+		{33, 47, 300}, {300, 40, 21}, {2, 2100, 3}, {2, 4200, 2}, {128, 64, 256}}
+	for range 8 {
+		shapes = append(shapes, [3]int{1 + rng.IntN(70), 1 + rng.IntN(70), 1 + rng.IntN(70)})
+	}
+	for _, tiny := range []bool{false, true} {
 		for _, s := range shapes {
-			m, n, k := s[0], s[1], s[2]
 			for _, tA := range []bool{false, true} {
 				for _, tB := range []bool{false, true} {
 					for _, acc := range []bool{false, true} {
-						name := fmt.Sprintf("asm%v/%dx%dx%d/tA%v_tB%v_acc%v", useAsm, m, n, k, tA, tB, acc)
-						t.Run(name, func(t *testing.T) {
-							// Strides 3 wider than needed catch any read or write past a row.
-							lda, ldb, ldc := k+3, n+3, n+3
-							if tA {
-								lda = m + 3
+						mc := newCase(rng, tA, tB, acc, s[0], s[1], s[2])
+						run := func(f func()) {
+							if tiny {
+								withTinyBlocks(f)
+							} else {
+								f()
 							}
-							if tB {
-								ldb = k + 3
-							}
-							// Exactly as long as the strides need, so a read past
-							// the end panics.
-							a := randoms(rng, rowsOf(tA, m, k)*lda)
-							b := randoms(rng, rowsOf(tB, k, n)*ldb)
-							c0 := randoms(rng, m*ldc)
-							want := naive(tA, tB, m, n, k, a, lda, b, ldb)
-							if acc {
-								for i := 0; i < m; i++ {
-									for j := 0; j < n; j++ {
-										want[i*n+j] += c0[i*ldc+j]
-									}
-								}
-							}
-							check64(t, m, n, ldc, want, c0, func(c []float64) {
-								Mul(&Workspace{}, tA, tB, m, n, k, a, lda, b, ldb, c, ldc, acc)
-							})
-							check32(t, m, n, ldc, want, c0, func(c []float32) {
-								Mul(&Workspace{}, tA, tB, m, n, k, to32(a), lda, to32(b), ldb, c, ldc, acc)
-							})
-						})
+						}
+						run(func() { checkPaths(t, fmt.Sprintf("tiny%v/%v", tiny, mc), mc) })
 					}
 				}
 			}
+		}
+	}
+}
+
+func checkPaths(t *testing.T, name string, mc mulCase) {
+	t.Helper()
+	for _, p := range paths() {
+		var asm32, twin32 []float32
+		var asm64, twin64 []float64
+		withPath(p, false, func() { asm32, asm64 = mul32(&Workspace{}, mc), mul64(&Workspace{}, mc) })
+		withPath(p, true, func() { twin32, twin64 = mul32(&Workspace{}, mc), mul64(&Workspace{}, mc) })
+		check(t, fmt.Sprintf("%s/%v/float32", name, p), mc, asm32)
+		check(t, fmt.Sprintf("%s/%v/float64", name, p), mc, asm64)
+		check(t, fmt.Sprintf("%s/%v-twin/float32", name, p), mc, twin32)
+		check(t, fmt.Sprintf("%s/%v-twin/float64", name, p), mc, twin64)
+		// The twin against the assembly directly: both are within the
+		// bound of the exact sum, so within twice it of each other.
+		_, scale := naive(mc.tA, mc.tB, mc.m, mc.n, mc.k, mc.a, mc.lda, mc.b, mc.ldb)
+		for i := 0; i < mc.m; i++ {
+			for j := 0; j < mc.n; j++ {
+				x := i*mc.ldc + j
+				tol := 2 * float64(mc.k+2) * scale[i*mc.n+j]
+				if mc.acc {
+					tol += 4 * math.Abs(mc.c0[x])
+				}
+				if d := math.Abs(float64(asm32[x] - twin32[x])); d > tol*0x1p-24 {
+					t.Fatalf("%s/%v: float32 (%d, %d) assembly %v, Go twin %v", name, p, i, j, asm32[x], twin32[x])
+				}
+				if d := math.Abs(asm64[x] - twin64[x]); d > tol*0x1p-53 {
+					t.Fatalf("%s/%v: float64 (%d, %d) assembly %v, Go twin %v", name, p, i, j, asm64[x], twin64[x])
+				}
+			}
+		}
+	}
+}
+
+// TestThreadsBitIdentical: a product is the same to the bit for every
+// thread count, on every kernel family, with bands of rows and of columns
+// and edge tiles inside a band.
+func TestThreadsBitIdentical(t *testing.T) {
+	defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
+	parallelMinFlops = 0 // split even the small products
+	rng := rand.New(rand.NewPCG(3, 4))
+	shapes := [][3]int{{200, 37, 300}, {37, 200, 300}, {67, 45, 9}, {5, 300, 40}, {1, 70, 3}}
+	for _, p := range paths() {
+		for _, s := range shapes {
+			for _, tA := range []bool{false, true} {
+				for _, tB := range []bool{false, true} {
+					mc := newCase(rng, tA, tB, true, s[0], s[1], s[2])
+					withPath(p, false, func() {
+						one32, one64 := mul32(&Workspace{Threads: 1}, mc), mul64(&Workspace{Threads: 1}, mc)
+						for threads := 2; threads <= 5; threads++ {
+							w := &Workspace{Threads: threads}
+							got32, got64 := mul32(w, mc), mul64(w, mc)
+							for x := range one32 {
+								if math.Float32bits(got32[x]) != math.Float32bits(one32[x]) ||
+									math.Float64bits(got64[x]) != math.Float64bits(one64[x]) {
+									t.Fatalf("%v/%v threads %d: element %d differs from one thread's", p, mc, threads, x)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestNoAllocations: after a warm-up product, products (threaded or not)
+// allocate nothing.
+func TestNoAllocations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	mc := newCase(rng, false, true, false, 256, 200, 128)
+	a, b, c := to32(mc.a), to32(mc.b), to32(mc.c0)
+	for _, threads := range []int{1, 2} {
+		w := &Workspace{Threads: threads}
+		allocs := testing.AllocsPerRun(20, func() {
+			Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, a, mc.lda, b, mc.ldb, c, mc.ldc, false)
+			Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, mc.a, mc.lda, mc.b, mc.ldb, mc.c0, mc.ldc, false)
+		})
+		if allocs != 0 {
+			t.Errorf("threads %d: %v allocations per product after warm-up, want 0", threads, allocs)
 		}
 	}
 }
@@ -116,46 +287,6 @@ func TestSumRows(t *testing.T) {
 	}
 }
 
-func check64(t *testing.T, m, n, ldc int, want, c0 []float64, mul func([]float64)) {
-	t.Helper()
-	c := append([]float64(nil), c0...)
-	mul(c)
-	for i := 0; i < m; i++ {
-		for j := 0; j < ldc; j++ {
-			got := c[i*ldc+j]
-			if j >= n {
-				if got != c0[i*ldc+j] {
-					t.Fatalf("float64: wrote past the row at (%d, %d)", i, j)
-				}
-				continue
-			}
-			if w := want[i*n+j]; math.Abs(got-w) > 1e-12*(1+math.Abs(w)) {
-				t.Fatalf("float64 (%d, %d): %v, want %v", i, j, got, w)
-			}
-		}
-	}
-}
-
-func check32(t *testing.T, m, n, ldc int, want, c0 []float64, mul func([]float32)) {
-	t.Helper()
-	c := to32(c0)
-	mul(c)
-	for i := 0; i < m; i++ {
-		for j := 0; j < ldc; j++ {
-			got := float64(c[i*ldc+j])
-			if j >= n {
-				if got != float64(float32(c0[i*ldc+j])) {
-					t.Fatalf("float32: wrote past the row at (%d, %d)", i, j)
-				}
-				continue
-			}
-			if w := want[i*n+j]; math.Abs(got-w) > 1e-4*(1+math.Abs(w)) {
-				t.Fatalf("float32 (%d, %d): %v, want %v", i, j, got, w)
-			}
-		}
-	}
-}
-
 func randoms(rng *rand.Rand, n int) []float64 {
 	s := make([]float64, n)
 	for i := range s {
@@ -170,38 +301,4 @@ func to32(s []float64) []float32 {
 		out[i] = float32(v)
 	}
 	return out
-}
-
-// BenchmarkMul times the products of one seed-config training step.
-func BenchmarkMul(b *testing.B) {
-	for _, s := range []struct {
-		name    string
-		tA, tB  bool
-		m, n, k int
-	}{
-		{"x·Wᵀ_128x64x64", false, true, 128, 64, 64},
-		{"x·Wᵀ_128x256x64", false, true, 128, 256, 64},
-		{"x·Wᵀ_128x64x256", false, true, 128, 64, 256},
-		{"dy·W_128x64x256", false, false, 128, 64, 256},
-		{"dyᵀ·x_256x64x128", true, false, 256, 64, 128},
-		{"q·kᵀ_32x32x64", false, true, 32, 32, 64},
-	} {
-		lda, ldb := s.k, s.n
-		if s.tA {
-			lda = s.m
-		}
-		if s.tB {
-			ldb = s.k
-		}
-		a := to32(randoms(rand.New(rand.NewPCG(1, 1)), s.m*s.k))
-		bb := to32(randoms(rand.New(rand.NewPCG(1, 2)), s.n*s.k))
-		c := make([]float32, s.m*s.n)
-		var w Workspace
-		b.Run(s.name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				Mul(&w, s.tA, s.tB, s.m, s.n, s.k, a, lda, bb, ldb, c, s.n, false)
-			}
-			b.ReportMetric(float64(2*s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-	}
 }

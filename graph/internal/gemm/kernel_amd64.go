@@ -2,21 +2,41 @@
 
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
 
-// haveAsm: the assembly micro-kernels need AVX2 and FMA (Intel Haswell,
-// AMD Zen and later); other CPUs run kernelGo.
-var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	"golang.org/x/sys/cpu"
+)
 
-// kernelF32 is kernel for float32 tiles of 4×16; see kernel_amd64.s.
+// bestPath is the fastest kernel family this CPU runs: AVX-512F (Intel
+// Skylake-SP, AMD Zen 4 and later), else AVX2 with FMA (Intel Haswell, AMD
+// Zen), else plain Go.
+var bestPath = func() kernelPath {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return pathAVX512
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+		return pathAVX2
+	}
+	return pathGo
+}()
+
+// haveTranspose: transpose8F32 needs AVX.
+var haveTranspose = cpu.X86.HasAVX
+
+// The micro-kernels of kernel_amd64.s; each is microKernel for its tile.
 //
 //go:noescape
-func kernelF32(k int, a *float32, aRow, aStep int, b *float32, bStep int, c *float32, ldc int, accumulate bool)
+func avx512F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
 
-// kernelF64 is kernel for float64 tiles of 4×8; see kernel_amd64.s.
-//
 //go:noescape
-func kernelF64(k int, a *float64, aRow, aStep int, b *float64, bStep int, c *float64, ldc int, accumulate bool)
+func avx512F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+
+//go:noescape
+func avx2F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+
+//go:noescape
+func avx2F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
 
 // transpose8F32 transposes one 8×8 block: dst[i*dstStride+j] = src[j*srcStride+i].
 //

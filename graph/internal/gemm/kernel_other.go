@@ -2,14 +2,17 @@
 
 package gemm
 
-var haveAsm = false
+import "unsafe"
 
-func kernelF32(k int, a *float32, aRow, aStep int, b *float32, bStep int, c *float32, ldc int, accumulate bool) {
-	panic("unreachable")
-}
+// Without assembly (other architectures, or -tags purego) every product
+// runs the Go micro-kernel; the functions below are never called.
+const bestPath = pathGo
 
-func kernelF64(k int, a *float64, aRow, aStep int, b *float64, bStep int, c *float64, ldc int, accumulate bool) {
-	panic("unreachable")
-}
+var haveTranspose = false
+
+func avx512F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool) { panic("unreachable") }
+func avx512F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool) { panic("unreachable") }
+func avx2F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)   { panic("unreachable") }
+func avx2F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)   { panic("unreachable") }
 
 func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int) { panic("unreachable") }

@@ -1,4 +1,4 @@
-package modelfile
+package graph
 
 import (
 	"encoding/json"
@@ -10,27 +10,27 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
 )
 
 // Format is the value of the "format" metadata key of a gptg model file.
 const Format = "gptg/1"
 
-// Model is a model file read back: what rebuilds the graph (Spec), what
+// SavedModel is a model file read back: what rebuilds the graph (Spec), what
 // turns text into ids (Vocab) and the weights.
-type Model struct {
+type SavedModel struct {
 	Path    string
 	Spec    config.Model
 	Vocab   *corpus.Vocab
 	Meta    map[string]string
-	Tensors map[string]Tensor
+	Tensors map[string]modelfile.Tensor
 }
 
 // SaveModel writes the parameters as a safetensors file the reference
 // (gptref.py eval) and other safetensors readers load: tensors named and
 // shaped as PyTorch's state_dict, F32 (F64 for a float64 model), and the
 // metadata that rebuilds the graph without a config.
-func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.Param) error {
+func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*Param) error {
 	model, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -43,9 +43,9 @@ func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*gr
 		"format": Format, "model": string(model),
 		"tokenizer": vocab.Kind(), "vocab": string(tokens),
 	}
-	tensors := make([]Tensor, len(params))
+	tensors := make([]modelfile.Tensor, len(params))
 	for i, p := range params {
-		tensors[i] = Tensor{Name: p.Name, Shape: p.Shape}
+		tensors[i] = modelfile.Tensor{Name: p.Name, Shape: p.Shape}
 		switch d := p.Value().Data().(type) {
 		case []float32:
 			tensors[i].F32 = d
@@ -55,18 +55,18 @@ func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*gr
 			return fmt.Errorf("%s: unsupported dtype %T", p.Name, d)
 		}
 	}
-	return Write(path, tensors, meta)
+	return modelfile.Write(path, tensors, meta)
 }
 
 // LoadModel reads a model file and checks its metadata: a gptg format, a
 // model table the graph builder accepts and a vocabulary of that size.
 // Tensors are checked against the rebuilt graph by Apply.
-func LoadModel(path string) (*Model, error) {
-	f, err := Read(path, Limits{})
+func LoadModel(path string) (*SavedModel, error) {
+	f, err := modelfile.Read(path, modelfile.Limits{})
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Path: path, Meta: f.Meta, Tensors: f.Tensors}
+	m := &SavedModel{Path: path, Meta: f.Meta, Tensors: f.Tensors}
 	if got := f.Meta["format"]; got != Format {
 		return nil, fmt.Errorf("%s: not a gptg model file (metadata format is %q, want %q)", path, got, Format)
 	}
@@ -119,7 +119,7 @@ func decodeStrict(raw []byte, v any) error {
 // Apply copies the file's tensors into a graph's parameters. Every
 // parameter must be in the file with its exact shape and finite values, and
 // the file may hold nothing else.
-func (m *Model) Apply(params []*graph.Param) error {
+func (m *SavedModel) Apply(params []*Param) error {
 	want := map[string]bool{}
 	for _, p := range params {
 		want[p.Name] = true

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/internal/testmodel"
+)
+
+// hardenedInputs are the rows of TestBadInputs for inputs that once
+// overwrote runs, wrote outside the run folder, hung or took all memory.
+// Each must be refused at once (the 10 s command timeout fails a hang).
+func hardenedInputs(t *testing.T) []badInput {
+	tiny := testmodel.TinyText()
+	cfg := "[data]\npath = \"" + tiny + "\"\n"
+	withConfig := func(extra string) map[string]string { return map[string]string{"c.toml": cfg + extra} }
+	mkfifo := func(name string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// runFolder copies the causal model's finished run into dir/run.
+	runFolder := func(edit func(config string) string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			run := filepath.Join(dir, "short")
+			if err := os.Mkdir(run, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			src := filepath.Dir(causalModel)
+			entries, err := os.ReadDir(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				copyFile(t, filepath.Join(src, e.Name()), filepath.Join(run, e.Name()))
+			}
+			if edit != nil {
+				path := filepath.Join(run, "config.toml")
+				b, _ := os.ReadFile(path)
+				if err := os.WriteFile(path, []byte(edit(string(b))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return []badInput{
+		// Run folders: nothing overwritten, nothing written outside.
+		{name: "train: a run folder without its checkpoint", files: withConfig(""), setup: func(t *testing.T, dir string) {
+			os.MkdirAll(filepath.Join(dir, "runs", "c"), 0o755)
+			os.WriteFile(filepath.Join(dir, "runs", "c", "metrics.jsonl"), []byte("{}\n"), 0o644)
+		}, args: []string{"train", "c.toml"}, code: 1, msg: "already holds a run (metrics.jsonl) without a checkpoint to resume: start over with --force, or choose another train.out"},
+		{name: "train: a finished run folder", setup: runFolder(nil),
+			args: []string{"train", "short/config.toml", "--set", "train.out=short"}, code: 1, msg: "already holds a finished run (30 steps): train it longer with `gptg train --resume short --set train.max_steps=60`"},
+		{name: "train: a run folder another gptg is using", files: withConfig(""), setup: func(t *testing.T, dir string) {
+			run := filepath.Join(dir, "runs", "c")
+			os.MkdirAll(run, 0o755)
+			lock, err := runlock.Acquire(run) // this test's process stands for the other gptg
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { lock.Release() })
+		}, args: []string{"train", "c.toml", "--force"}, code: 1, msg: "runs/c: run folder is in use by process"},
+		{name: "train: train.out is the filesystem root", files: withConfig(""),
+			args: []string{"train", "c.toml", "--set", "train.out=/"}, code: 2, msg: "c.toml: train.out: / is the filesystem root"},
+		{name: "train: train.out is a folder of other files", files: map[string]string{"c.toml": cfg + "[train]\nout = \".\"\n", "notes.txt": "x"},
+			args: []string{"train", "c.toml", "--force"}, code: 2, msg: "train.out: . is a folder that is not a gptg run folder and not empty (it holds c.toml, notes.txt)"},
+		{name: "train: a config named ...toml", files: map[string]string{"...toml": cfg},
+			args: []string{"train", "...toml"}, code: 2, msg: `the file name gives the run name "..", which is not a plain folder name`},
+
+		// Resume.
+		{name: "train --resume of a missing folder", args: []string{"train", "--resume", "runs/nope"}, code: 1, msg: "resuming runs/nope: no such run folder"},
+		{name: "train --resume of a finished run", setup: runFolder(nil),
+			args: []string{"train", "--resume", "short"}, code: 1, msg: "run short already finished its 30 steps: train it longer with `gptg train --resume short --set train.max_steps=60`"},
+		{name: "train --resume --set of a model setting", setup: runFolder(nil),
+			args: []string{"train", "--resume", "short", "--set", "model.heads=4"}, code: 2, msg: "--set model.heads: --resume changes only the run's length"},
+		{name: "train --resume after editing config.toml", setup: runFolder(func(c string) string { return strings.Replace(c, "lr = 0.001", "lr = 0.003", 1) }),
+			args: []string{"train", "--resume", "short", "--set", "train.max_steps=40"}, code: 2, msg: "short/config.toml: edited since the run started (train.lr=0.003 (was 0.001))"},
+		{name: "train --resume --set train.max_steps shorter than the run", setup: runFolder(nil),
+			args: []string{"train", "--resume", "short", "--set", "train.max_steps=20"}, code: 1, msg: "is at step 30, past the 20 steps its length now gives: a run can be extended, not shortened"},
+
+		// Configs the TOML parser must not see.
+		{name: "config: a key of 100,000 dotted parts", files: map[string]string{"c.toml": "[" + strings.Repeat("a.", 100_000) + "a]\n"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "config c.toml: line 1: a key of more than 8 dotted parts"},
+		{name: "config: inline tables nested 100,000 deep", files: map[string]string{"c.toml": "x = " + strings.Repeat("{a=", 100_000) + "1" + strings.Repeat("}", 100_000) + "\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "config c.toml: line 1: more than 8 nested tables or arrays"},
+		{name: "config: a named pipe", setup: mkfifo("c.toml"), args: []string{"train", "c.toml"}, code: 2, msg: "config c.toml: is a named pipe (FIFO), not a regular file"},
+
+		// Files that are not regular files.
+		{name: "train: data.path is a named pipe", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\n"}, setup: mkfifo("fifo"),
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
+		{name: "train: data.path is /dev/zero", files: map[string]string{"c.toml": "[data]\npath = \"/dev/zero\"\n"},
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
+		{name: "eval --data /dev/zero", args: []string{"eval", causalModel, "--data", "/dev/zero"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
+		{name: "sample --prompt-file a named pipe", setup: mkfifo("p"),
+			args: []string{"sample", causalModel, "--prompt-file", "p"}, code: 1, msg: "prompt file: p is a named pipe (FIFO), not a regular file"},
+		{name: "sample: the model file is a named pipe", setup: mkfifo("m.safetensors"),
+			args: []string{"sample", "m.safetensors"}, code: 1, msg: "m.safetensors: is a named pipe (FIFO), not a regular file"},
+		{name: "inspect /dev/zero", args: []string{"inspect", "/dev/zero"}, code: 1, msg: "/dev/zero: is a character device, not a regular file"},
+	}
+}

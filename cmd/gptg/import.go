@@ -1,0 +1,70 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gptg/gptg/nanogpt"
+)
+
+var importCommand = command{
+	summary: "convert a nanoGPT checkpoint into a gptg model file",
+	usage: `Usage: gptg import nanogpt CKPT.pt [--meta META.pkl] --out MODEL.safetensors
+
+Reads a checkpoint written by nanoGPT's train.py (github.com/karpathy/nanoGPT)
+and writes a gptg model file that sample, eval, attention and inspect use
+like any other. Both files are pickles; they are read without executing
+anything: only the classes a checkpoint uses (tensors, storages, dicts) are
+accepted, anything else is refused.
+
+The model becomes gptg's pre-norm transformer with the switches that make it
+nanoGPT's GPT (tie_embeddings, final_norm, activation = "gelu_exact",
+bias as in the checkpoint); c_attn is cut into q, k and v. Checkpoints of
+compiled models (keys prefixed _orig_mod.) and of PyTorch 1 and 2 (with or
+without the attn.bias mask buffers) are accepted.
+
+Flags:
+  --meta FILE   the char vocabulary, nanoGPT's data/<dataset>/meta.pkl
+                (default: meta.pkl beside CKPT.pt)
+  --out FILE    the model file to write (required)
+`,
+	run: runImport,
+}
+
+func runImport(args []string) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	meta := fs.String("meta", "", "")
+	out := fs.String("out", "", "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) == 0 || pos[0] != "nanogpt":
+		return usagef("import needs the kind of checkpoint: gptg import nanogpt CKPT.pt --out MODEL.safetensors")
+	case len(pos) != 2:
+		return usagef("import nanogpt needs exactly one CKPT.pt, got %d arguments", len(pos)-1)
+	case *out == "":
+		return usagef("import nanogpt needs --out MODEL.safetensors")
+	}
+	ckpt := pos[1]
+	if *meta == "" {
+		*meta = filepath.Join(filepath.Dir(ckpt), "meta.pkl")
+		if _, err := os.Stat(*meta); err != nil {
+			return usagef("no --meta given and no meta.pkl beside %s: nanoGPT's data/<dataset>/meta.pkl holds the vocabulary", ckpt)
+		}
+	}
+	m, err := nanogpt.Import(ckpt, *meta)
+	if err != nil {
+		return err
+	}
+	if err := m.Save(*out); err != nil {
+		return err
+	}
+	s := m.Spec
+	fmt.Printf("wrote %s: %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s\n",
+		*out, s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
+	return nil
+}

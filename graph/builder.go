@@ -1,0 +1,142 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/config"
+)
+
+// Param is one trainable tensor, named as in the reference's state_dict.
+type Param struct {
+	Name  string
+	Shape []int // PyTorch layout: Linear weights are [out, in]
+	Node  *G.Node
+}
+
+// Value is the parameter's current value; training updates it in place.
+func (p *Param) Value() *tensor.Dense { return p.Node.Value().(*tensor.Dense) }
+
+// An initializer draws one parameter entry; these are PyTorch's defaults.
+type initializer func(*rand.Rand) float64
+
+// normal is nn.Embedding's N(0, 1).
+func normal(r *rand.Rand) float64 { return r.NormFloat64() }
+
+// gaussian is N(0, std²), nanoGPT's init "gpt2".
+func gaussian(std float64) initializer {
+	return func(r *rand.Rand) float64 { return std * r.NormFloat64() }
+}
+
+// uniform is nn.Linear's U(−1/√fanIn, 1/√fanIn), for its weight and its bias.
+func uniform(fanIn int) initializer {
+	bound := 1 / math.Sqrt(float64(fanIn))
+	return func(r *rand.Rand) float64 { return (2*r.Float64() - 1) * bound }
+}
+
+// ones and zeros are nn.LayerNorm's weight and bias.
+func ones(*rand.Rand) float64  { return 1 }
+func zeros(*rand.Rand) float64 { return 0 }
+
+// builder carries what every layer of model.go needs while the graph is
+// emitted: the parameters it creates, and the emitter that turns each
+// layer into nodes.
+type builder struct {
+	g      *G.ExprGraph
+	spec   config.Model
+	batch  int
+	seqLen int
+	dt     tensor.Dtype
+	rng    *rand.Rand
+	params []*Param
+	op     emitter
+
+	tok      *G.Node   // the token embedding, which a tied output layer reads too
+	dropoutP float64   // 0 unless this graph has dropout
+	masks    []*G.Node // its dropout masks, in the order they were made
+}
+
+func newBuilder(spec config.Model, o Options) *builder {
+	dt := tensor.Float32
+	if spec.Dtype == "float64" {
+		dt = tensor.Float64
+	}
+	b := &builder{
+		g: G.NewGraph(), spec: spec, batch: o.Batch, seqLen: o.SeqLen, dt: dt,
+		rng: rand.New(rand.NewSource(o.Seed)),
+	}
+	if o.Dropout {
+		b.dropoutP = spec.Dropout
+	}
+	if o.Unfused {
+		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
+			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
+	} else {
+		b.op = &fused{dt: dt, team: newTeam(o.Threads), dims: opParams{
+			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
+			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
+		}}
+	}
+	return b
+}
+
+// checkSpec rejects a model the builder cannot emit. Configs are validated
+// when loaded; this guards the other way in, a model file's metadata.
+func checkSpec(s config.Model, batch int) error {
+	switch {
+	case s.Vocab < 1:
+		return fmt.Errorf("model: vocab %d must be at least 1", s.Vocab)
+	case s.Context < 1 || s.Embedding < 1 || s.Blocks < 0 || s.FFMult < 1:
+		return fmt.Errorf("model: context %d, embedding %d and ff_mult %d must be at least 1, blocks %d at least 0",
+			s.Context, s.Embedding, s.FFMult, s.Blocks)
+	case s.Heads < 1 || s.Embedding%s.Heads != 0:
+		return fmt.Errorf("model: heads %d must divide embedding %d", s.Heads, s.Embedding)
+	case s.Norm != "none" && s.Norm != "pre" && s.Norm != "post":
+		return fmt.Errorf("model: norm %q must be none, pre or post", s.Norm)
+	case s.Activation != "gelu" && s.Activation != "gelu_exact" && s.Activation != "relu":
+		return fmt.Errorf("model: activation %q must be gelu, gelu_exact or relu", s.Activation)
+	case s.Init != "torch" && s.Init != "gpt2":
+		return fmt.Errorf("model: init %q must be torch or gpt2", s.Init)
+	case !(s.Dropout >= 0 && s.Dropout < 1):
+		return fmt.Errorf("model: dropout %v must be in [0, 1)", s.Dropout)
+	case s.Dtype != "float32" && s.Dtype != "float64":
+		return fmt.Errorf("model: dtype %q must be float32 or float64", s.Dtype)
+	case batch < 1:
+		return fmt.Errorf("batch %d must be at least 1", batch)
+	}
+	return nil
+}
+
+// param creates a trainable tensor, filled by init from the builder's RNG.
+// Parameters are drawn in the order model.go asks for them, whichever
+// emitter runs, so both graphs of a seed start from the same values.
+func (b *builder) param(name string, init initializer, shape ...int) *G.Node {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	data := make([]float64, n)
+	for i := range data {
+		data[i] = init(b.rng)
+	}
+	node := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
+		G.WithValue(dense(b.dt, data, shape...)))
+	b.params = append(b.params, &Param{Name: name, Shape: append([]int(nil), shape...), Node: node})
+	return node
+}
+
+// dense makes a tensor of dtype dt from float64 data.
+func dense(dt tensor.Dtype, data []float64, shape ...int) *tensor.Dense {
+	if dt == tensor.Float64 {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+	}
+	f := make([]float32, len(data))
+	for i, v := range data {
+		f[i] = float32(v)
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+}

@@ -1,0 +1,43 @@
+package graph
+
+import G "gorgonia.org/gorgonia"
+
+// An emitter turns one layer, given its inputs and its parameters, into
+// nodes of the graph. model.go says what the model computes and creates
+// the parameters; an emitter decides how the graph computes it. There are
+// two, and they compute the same function and the same gradients (the
+// golden, finite-difference and fused-vs-unfused tests hold both to that):
+//
+//   - fused (embedding.go, linear.go, attention.go, layernorm.go,
+//     activation.go, crossentropy.go): each layer is one node running a
+//     hand-written kernel, with hand-written backward kernels beside it,
+//     llm.c style. This is the fast path and the default.
+//   - primitives (primitives.go): each layer composed from Gorgonia's own
+//     operations (MatMul, SoftMax, BroadcastAdd, …), differentiated by
+//     Gorgonia. Slow, but every step is visible; graph.Backend.Unfused
+//     (GPTG_UNFUSED=1 on the command line) selects it.
+//
+// Activations are rows (B·T, C): one row per position of every sequence.
+type emitter interface {
+	// embedding: row r is tok[tokens[r]] + pos[r mod T].
+	embedding(tokens, tok, pos *G.Node) *G.Node
+	// linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's;
+	// bias nil: none.
+	linear(x, w, bias *G.Node) *G.Node
+	// attention: weights = softmax(q·kᵀ·scale, causally masked when
+	// causal), per sequence and head, (B·heads, T, T); y = weights·v as
+	// rows with the heads side by side. A non-nil drop is a dropout mask
+	// of the weights' shape: y = (weights⊙drop)·v, weights returned undropped.
+	attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, weights *G.Node)
+	// activation: "gelu" (tanh form), "gelu_exact" (erf) or "relu",
+	// element by element.
+	activation(x *G.Node, kind string) *G.Node
+	// layerNorm: (x − mean)/√(var + eps)·w + bias per row; bias nil: none.
+	layerNorm(x, w, bias *G.Node, eps float64) *G.Node
+	// dropout: x⊙mask, the mask an input of x's shape filled before each
+	// run with 0 or 1/(1 − p).
+	dropout(x, mask *G.Node) *G.Node
+	// crossEntropy: the mean over rows of −log softmax(logits)[target],
+	// targets given one-hot.
+	crossEntropy(logits, onehot *G.Node) *G.Node
+}

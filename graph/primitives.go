@@ -1,0 +1,178 @@
+package graph
+
+import (
+	"math"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// primitives is the emitter that composes every layer from Gorgonia's own
+// operations, differentiated by Gorgonia: the readable specification of
+// what the fused kernels compute (see emitter.go). The traps it steps
+// around are in ../shared/docs/gorgonia-notes.md and the comments below.
+type primitives struct {
+	g              *G.ExprGraph
+	dt             tensor.Dtype
+	batch, seqLen  int
+	heads, context int
+	consts         map[string]*G.Node
+}
+
+func (e *primitives) embedding(tokens, tok, pos *G.Node) *G.Node {
+	T, C := e.seqLen, tok.Shape()[1]
+	if T < e.context {
+		// A short graph uses the first T rows of the position table. Slice
+		// drops an axis of length 1; the reshape puts it back.
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	}
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Reshape(x, tensor.Shape{e.batch, T, C}))
+	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
+	return G.Must(G.Reshape(x, tensor.Shape{e.batch * T, C}))
+}
+
+func (e *primitives) linear(x, w, bias *G.Node) *G.Node {
+	y := G.Must(G.Mul(x, G.Must(G.Transpose(w))))
+	if bias == nil {
+		return y
+	}
+	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
+}
+
+func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
+	C := q.Shape()[1]
+	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
+	scores := G.Must(G.BatchedMatMul(q, k, false, true))
+	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
+	if causal {
+		scores = G.Must(G.BroadcastAdd(scores, e.causalMask(), nil, []byte{0}))
+	}
+	w = e.softmax(scores)
+	mixed := w
+	if drop != nil {
+		mixed = e.dropout(w, drop)
+	}
+	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
+}
+
+func (e *primitives) activation(x *G.Node, kind string) *G.Node {
+	switch kind {
+	case "relu":
+		return G.Must(G.Rectify(x))
+	case "gelu_exact":
+		return e.geluExact(x)
+	}
+	return e.gelu(x)
+}
+
+func (e *primitives) dropout(x, mask *G.Node) *G.Node {
+	return G.Must(G.HadamardProd(x, mask))
+}
+
+// layerNorm is built from Sqrt and a divide because InverseSqrt's gradient
+// is wrong in Gorgonia v0.9.18.
+func (e *primitives) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
+	mean := G.Must(G.Mean(x, 1))
+	xc := G.Must(G.BroadcastSub(x, mean, nil, []byte{1}))
+	variance := G.Must(G.Mean(G.Must(G.Square(xc)), 1))
+	std := G.Must(G.Sqrt(G.Must(G.Add(variance, e.scalar("layernorm.eps", eps)))))
+	xn := G.Must(G.BroadcastHadamardDiv(xc, std, nil, []byte{1}))
+	y := G.Must(G.BroadcastHadamardProd(xn, w, nil, []byte{0}))
+	if bias == nil {
+		return y
+	}
+	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
+}
+
+func (e *primitives) crossEntropy(logits, onehot *G.Node) *G.Node {
+	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
+	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
+	n := float64(logits.Shape()[0])
+	return G.Must(G.Mul(picked, e.scalar("loss.scale", -1/n)))
+}
+
+// splitHeads turns rows (B·T, C) into per-head sequences (B·H, T, C/H).
+//
+// It transposes even for one head, where a reshape alone would do: Gorgonia's
+// Reshape returns a view sharing its input's memory, which the register
+// allocator does not know about. When the input has another consumer that
+// works in place (the residual Add of qkv = false) it overwrites the memory
+// the view still needs in the backward pass, and the gradients come out
+// silently wrong (TestFiniteDifferences catches it). Transpose copies.
+func (e *primitives) splitHeads(x *G.Node) *G.Node {
+	B, T, C, H := e.batch, e.seqLen, x.Shape()[1], e.heads
+	x = G.Must(G.Reshape(x, tensor.Shape{B, T, H, C / H}))
+	x = G.Must(G.Transpose(x, 0, 2, 1, 3))
+	return G.Must(G.Reshape(x, tensor.Shape{B * H, T, C / H}))
+}
+
+// mergeHeads is splitHeads backwards: (B·H, T, C/H) to rows (B·T, C).
+func (e *primitives) mergeHeads(y *G.Node, C int) *G.Node {
+	B, T, H := e.batch, e.seqLen, e.heads
+	y = G.Must(G.Reshape(y, tensor.Shape{B, H, T, C / H}))
+	y = G.Must(G.Transpose(y, 0, 2, 1, 3))
+	return G.Must(G.Reshape(y, tensor.Shape{B * T, C}))
+}
+
+// scalar is a named constant. Gorgonia merges constants that share a name
+// (and names unnamed ones by their printed value), so every distinct
+// constant gets its own name and repeated requests reuse the node.
+func (e *primitives) scalar(name string, v float64) *G.Node {
+	if n, ok := e.consts[name]; ok {
+		return n
+	}
+	var n *G.Node
+	if e.dt == tensor.Float64 {
+		n = G.NewConstant(v, G.WithName(name))
+	} else {
+		n = G.NewConstant(float32(v), G.WithName(name))
+	}
+	e.consts[name] = n
+	return n
+}
+
+// causalMask is the (T, T) constant added to the scores: 0 where a position
+// may look (itself and earlier), −1e9 above the diagonal. Adding −1e9 rather
+// than multiplying by 0/1 keeps exp() of masked scores at 0; −Inf would give NaN.
+func (e *primitives) causalMask() *G.Node {
+	if n, ok := e.consts["mask"]; ok {
+		return n
+	}
+	T := e.seqLen
+	data := make([]float64, T*T)
+	for i := 0; i < T; i++ {
+		for j := i + 1; j < T; j++ {
+			data[i*T+j] = -1e9
+		}
+	}
+	// A graph-owned matrix rather than a constant: broadcasting reshapes its
+	// operand inside the graph, which a graph-less constant cannot do.
+	n := G.NewMatrix(e.g, e.dt, G.WithShape(T, T), G.WithName("causal_mask"), G.WithValue(dense(e.dt, data, T, T)))
+	e.consts["mask"] = n
+	return n
+}
+
+// subtractRowMax shifts every row so its largest entry is 0. Gorgonia's
+// SoftMax seeds each row's running max with the tensor's first element, which
+// overflows float32 when rows differ by ~88 (a masked −1e9 row does): after
+// the shift that seed can no longer exceed the true row max. The shift
+// changes no softmax value and, in exact arithmetic, no gradient.
+func (e *primitives) subtractRowMax(x *G.Node) *G.Node {
+	last := x.Dims() - 1
+	m := G.Must(G.Max(x, last))
+	return G.Must(G.BroadcastSub(x, m, nil, []byte{byte(last)}))
+}
+
+// softmax over the last axis.
+func (e *primitives) softmax(x *G.Node) *G.Node {
+	return G.Must(G.SoftMax(e.subtractRowMax(x)))
+}
+
+// gelu is GELU in its tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+func (e *primitives) gelu(x *G.Node) *G.Node {
+	inner := G.Must(G.Add(x, G.Must(G.Mul(G.Must(G.Cube(x)), e.scalar("gelu.a", 0.044715)))))
+	t := G.Must(G.Tanh(G.Must(G.Mul(inner, e.scalar("gelu.c", math.Sqrt(2/math.Pi))))))
+	onePlus := G.Must(G.Add(t, e.scalar("gelu.one", 1)))
+	return G.Must(G.Mul(G.Must(G.HadamardProd(x, onePlus)), e.scalar("gelu.half", 0.5)))
+}

@@ -1,0 +1,73 @@
+package graph
+
+import (
+	"sync"
+
+	"github.com/gptg/gptg/graph/internal/gemm"
+)
+
+// team is the goroutines one graph's kernels may use. The tape runs one op
+// at a time; an op's kernel splits its own work over the team and waits.
+//
+// Numbers never depend on the team's size: work is split only where each
+// item of the output is computed by one goroutine from start to end (rows
+// of an activation, whole heads, columns of a sum over rows), in the same
+// order whatever the split, and whole-matrix products rely on gemm's own
+// promise of the same bits for every thread count. So a run with 1, 2 or 3
+// threads gives bit-identical weights (TestThreadsGiveSameWeights).
+type team struct {
+	// whole serves products over whole matrices: gemm splits them itself.
+	whole *gemm.Workspace
+	// own[i] is worker i's workspace for products inside split.
+	own []*gemm.Workspace
+}
+
+func newTeam(threads int) *team {
+	threads = max(threads, 1)
+	t := &team{whole: &gemm.Workspace{}, own: make([]*gemm.Workspace, threads)}
+	for i := range t.own {
+		t.own[i] = &gemm.Workspace{}
+	}
+	return t
+}
+
+// minSplitWork is the work (about one multiply-add or one exp per unit)
+// below which splitting costs more than it saves: waking a goroutine and
+// waiting for it takes a few microseconds, a few thousand units of work.
+// A variable so that tests can split every job.
+var minSplitWork = 1 << 15
+
+// split calls f on contiguous ranges [lo, hi) that cover [0, n), one range
+// per worker, and waits for all of them; work estimates the whole job, so
+// that small jobs run in this goroutine alone. f must compute each item
+// independently of the range it lands in.
+func (t *team) split(n, work int, f func(ws *gemm.Workspace, lo, hi int)) {
+	workers := min(len(t.own), n)
+	if workers <= 1 || work < minSplitWork {
+		f(t.own[0], 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(t.own[w], n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	f(t.own[0], 0, n/workers)
+	wg.Wait()
+}
+
+// rows splits the rows [0, n) of a kernel's job over the team; work
+// estimates the whole job.
+func rows[F gemm.Float](a *args[F], n, work int, f func(lo, hi int)) {
+	a.t.split(n, work, func(_ *gemm.Workspace, lo, hi int) { f(lo, hi) })
+}
+
+// elements splits n elements over the team in runs of eight, so that every
+// element takes the same path through package gelu's vector body or its
+// scalar tail, whatever the split.
+func elements[F gemm.Float](a *args[F], n, work int, f func(lo, hi int)) {
+	a.t.split((n+7)/8, work, func(_ *gemm.Workspace, lo, hi int) { f(lo*8, min(hi*8, n)) })
+}

@@ -1,0 +1,291 @@
+package nanogpt
+
+import (
+	"archive/zip"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/nlpodyssey/gopickle/types"
+)
+
+// torch.save (PyTorch ≥ 1.6) writes a zip archive, every entry under one
+// folder named after the file: PREFIX/data.pkl is the pickle of the saved
+// object, and each tensor storage is the raw little-endian array in
+// PREFIX/data/KEY, where KEY is named by the pickle's persistent ids.
+
+const (
+	// maxPickleSize bounds data.pkl. A checkpoint's pickle holds only
+	// names, shapes and small settings (a 64-block model's is well under
+	// a megabyte); the numbers are in the other entries.
+	maxPickleSize = 64 << 20
+	// maxElements bounds one tensor, as modelfile's reader does by file size.
+	maxElements = 1 << 31
+)
+
+// storageTypes are the storage classes a checkpoint may name, with the
+// size of one element in bytes.
+var storageTypes = map[string]int{
+	"torch.FloatStorage": 4, "torch.DoubleStorage": 8, "torch.HalfStorage": 2,
+	"torch.BFloat16Storage": 2, "torch.LongStorage": 8, "torch.IntStorage": 4,
+	"torch.ShortStorage": 2, "torch.CharStorage": 1, "torch.ByteStorage": 1,
+	"torch.BoolStorage": 1,
+}
+
+// storageType is what FindClass returns for one of storageTypes.
+type storageType struct {
+	name string
+	size int
+}
+
+// storage is one persistent storage: an entry of the zip, not yet read.
+type storage struct {
+	typ   storageType
+	key   string
+	numel int
+}
+
+// tensorRef is a tensor as the pickle describes it: a view into a storage.
+type tensorRef struct {
+	storage *storage
+	offset  int
+	shape   []int
+}
+
+// numel is the number of elements of the tensor.
+func (t *tensorRef) numel() int {
+	n := 1
+	for _, d := range t.shape {
+		n *= d
+	}
+	return n
+}
+
+// rebuildTensor stands for torch._utils._rebuild_tensor_v2(storage,
+// storage_offset, size, stride, requires_grad, backward_hooks[, metadata]).
+// It records the view after checking it lies inside the storage and is
+// contiguous (state_dict tensors always are).
+type rebuildTensor struct{}
+
+func (rebuildTensor) Call(args ...any) (any, error) {
+	if len(args) < 4 {
+		return nil, fmt.Errorf("_rebuild_tensor_v2 with %d arguments", len(args))
+	}
+	st, ok := args[0].(*storage)
+	if !ok {
+		return nil, fmt.Errorf("_rebuild_tensor_v2 without a storage")
+	}
+	offset, ok1 := intOf(args[1])
+	size, ok2 := tupleOf(args[2])
+	stride, ok3 := tupleOf(args[3])
+	if !ok1 || !ok2 || !ok3 || len(size) != len(stride) || offset < 0 {
+		return nil, fmt.Errorf("_rebuild_tensor_v2 with malformed offset, size or stride")
+	}
+	t := &tensorRef{storage: st, offset: offset, shape: make([]int, len(size))}
+	n := 1
+	for i := range size {
+		d, ok := intOf(size[i])
+		if !ok || d < 0 {
+			return nil, fmt.Errorf("tensor size %v is not a list of non-negative integers", size)
+		}
+		if d != 0 && n > maxElements/d {
+			return nil, fmt.Errorf("tensor of size %v is too large", size)
+		}
+		t.shape[i], n = d, n*d
+	}
+	want := 1
+	for i := len(stride) - 1; i >= 0; i-- {
+		s, ok := intOf(stride[i])
+		if !ok || (s != want && t.shape[i] > 1) {
+			return nil, fmt.Errorf("tensor of size %v has strides %v; only contiguous tensors are read", size, stride)
+		}
+		want *= t.shape[i]
+	}
+	if offset > st.numel || n > st.numel-offset {
+		return nil, fmt.Errorf("tensor of size %v at offset %d overruns its storage of %d elements", size, offset, st.numel)
+	}
+	return t, nil
+}
+
+// checkpointClasses are the only globals a checkpoint's pickle may name.
+func checkpointClasses() map[string]any {
+	c := map[string]any{
+		"collections.OrderedDict":         &types.OrderedDictClass{},
+		"torch._utils._rebuild_tensor_v2": rebuildTensor{},
+	}
+	for name, size := range storageTypes {
+		c[name] = storageType{name, size}
+	}
+	return c
+}
+
+// checkpoint is an opened torch.save archive.
+type checkpoint struct {
+	path   string
+	zip    *zip.ReadCloser
+	prefix string // the archive's folder, with its trailing slash
+	root   any    // the unpickled object
+}
+
+func (c *checkpoint) Close() error { return c.zip.Close() }
+
+// openCheckpoint opens a torch.save archive and unpickles its data.pkl
+// safely; tensor data is read later, by readFloats.
+func openCheckpoint(path string) (*checkpoint, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not a checkpoint", path)
+	}
+	z, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a PyTorch checkpoint (a zip archive written by torch.save): %v", path, err)
+	}
+	c := &checkpoint{path: path, zip: z}
+	fail := func(format string, args ...any) (*checkpoint, error) {
+		z.Close()
+		return nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+	}
+	var pkl *zip.File
+	for _, f := range z.File {
+		if dir, ok := strings.CutSuffix(f.Name, "data.pkl"); ok && strings.Count(dir, "/") == 1 && strings.HasSuffix(dir, "/") {
+			if pkl != nil {
+				return fail("holds two data.pkl entries")
+			}
+			pkl, c.prefix = f, dir
+		}
+	}
+	if pkl == nil {
+		return fail("no data.pkl in the archive: not a torch.save checkpoint")
+	}
+	data, err := readEntry(pkl, maxPickleSize, info.Size())
+	if err != nil {
+		return fail("%s: %v", pkl.Name, err)
+	}
+	storages := map[string]*storage{}
+	persistent := func(id any) (any, error) {
+		t, ok := tupleOf(id)
+		if !ok || len(t) != 5 || t[0] != "storage" {
+			return nil, fmt.Errorf("persistent id %v is not a storage", id)
+		}
+		typ, ok1 := t[1].(storageType)
+		key, ok2 := t[2].(string)
+		numel, ok3 := intOf(t[4])
+		if !ok1 || !ok2 || !ok3 || numel < 0 || numel > maxElements {
+			return nil, fmt.Errorf("malformed storage reference %v", id)
+		}
+		if s, seen := storages[key]; seen {
+			if s.typ != typ || s.numel != numel {
+				return nil, fmt.Errorf("storage %q is described twice, differently", key)
+			}
+			return s, nil
+		}
+		s := &storage{typ: typ, key: key, numel: numel}
+		storages[key] = s
+		return s, nil
+	}
+	if c.root, err = unpickle(data, checkpointClasses(), persistent); err != nil {
+		return fail("%s: %v", pkl.Name, err)
+	}
+	return c, nil
+}
+
+// readEntry reads a whole stored or deflated zip entry of at most limit
+// bytes (and at most the archive's size times a deflate ratio bound, so a
+// zip bomb's declared size cannot make it allocate).
+func readEntry(f *zip.File, limit int64, archiveSize int64) ([]byte, error) {
+	size := f.UncompressedSize64
+	if size > uint64(limit) {
+		return nil, fmt.Errorf("entry of %d bytes is larger than the %d allowed", size, limit)
+	}
+	if f.Method == zip.Store && size > uint64(archiveSize) {
+		return nil, fmt.Errorf("entry of %d bytes is larger than the archive (truncated?)", size)
+	}
+	r, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, fmt.Errorf("reading %d bytes: %v (truncated archive?)", size, err)
+	}
+	return buf, nil
+}
+
+// readFloats reads the numbers of a floating-point tensor as float64, and
+// says whether they were double precision.
+func (c *checkpoint) readFloats(t *tensorRef) ([]float64, bool, error) {
+	st := t.storage
+	name := c.prefix + "data/" + st.key
+	var entry *zip.File
+	for _, f := range c.zip.File {
+		if f.Name == name {
+			entry = f
+		}
+	}
+	if entry == nil {
+		return nil, false, fmt.Errorf("storage %s is missing from the archive", name)
+	}
+	want := int64(st.numel) * int64(st.typ.size)
+	if int64(entry.UncompressedSize64) != want {
+		return nil, false, fmt.Errorf("storage %s holds %d bytes, its %d %s elements need %d",
+			name, entry.UncompressedSize64, st.numel, st.typ.name, want)
+	}
+	info, err := os.Stat(c.path)
+	if err != nil {
+		return nil, false, err
+	}
+	raw, err := readEntry(entry, want, info.Size())
+	if err != nil {
+		return nil, false, fmt.Errorf("storage %s: %v", name, err)
+	}
+	n, size := t.numel(), st.typ.size
+	raw = raw[t.offset*size : (t.offset+n)*size]
+	out := make([]float64, n)
+	switch st.typ.name {
+	case "torch.FloatStorage":
+		for i := range out {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+		}
+	case "torch.DoubleStorage":
+		for i := range out {
+			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+		}
+	case "torch.BFloat16Storage":
+		for i := range out {
+			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16))
+		}
+	case "torch.HalfStorage":
+		for i := range out {
+			out[i] = halfToFloat(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	default:
+		return nil, false, fmt.Errorf("storage %s holds %s, not floating-point numbers", name, st.typ.name)
+	}
+	return out, st.typ.name == "torch.DoubleStorage", nil
+}
+
+// halfToFloat converts an IEEE 754 binary16 value.
+func halfToFloat(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, frac := int(h>>10&0x1f), float64(h&0x3ff)
+	switch exp {
+	case 0:
+		return sign * frac * math.Pow(2, -24)
+	case 0x1f:
+		if frac == 0 {
+			return sign * math.Inf(1)
+		}
+		return math.NaN()
+	}
+	return sign * (1 + frac/1024) * math.Pow(2, float64(exp-15))
+}

@@ -1,0 +1,350 @@
+// Package nanogpt brings models trained by Karpathy's nanoGPT
+// (github.com/karpathy/nanoGPT, model.py and train.py) into gptg.
+//
+// Import reads the checkpoint train.py writes (ckpt.pt, a torch.save zip
+// archive) and the char-level vocabulary of data/shakespeare_char's
+// prepare.py (meta.pkl), both pickles, without executing anything: see
+// pickle.go. Its GPT module is gptg's pre-norm transformer with Q/K/V,
+// heads, residuals, exact GELU, a final LayerNorm and the output layer tied
+// to the token embedding; the weights are renamed and the fused c_attn
+// projection is cut into gptg's q, k and v.
+package nanogpt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
+)
+
+// InputError marks a checkpoint or meta.pkl that cannot be imported: a
+// hostile, corrupt or foreign file, or one that is no nanoGPT model.
+// The command turns it into exit code 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(format string, args ...any) error {
+	return &InputError{fmt.Errorf(format, args...)}
+}
+
+// Model is an imported checkpoint in gptg's layout.
+type Model struct {
+	Spec    config.Model
+	Vocab   *corpus.Vocab
+	Tensors []modelfile.Tensor // in the order gptg's graph declares them
+}
+
+// Import reads a nanoGPT checkpoint and its meta.pkl.
+func Import(ckptPath, metaPath string) (*Model, error) {
+	vocab, err := ReadMeta(metaPath)
+	if err != nil {
+		return nil, err
+	}
+	c, err := openCheckpoint(ckptPath)
+	if err != nil {
+		return nil, asInput(err)
+	}
+	defer c.Close()
+	m, err := convert(c, vocab)
+	if err != nil {
+		return nil, asInput(fmt.Errorf("%s: %w", ckptPath, err))
+	}
+	return m, nil
+}
+
+// asInput marks err as the file's fault unless it is an I/O error such as
+// a missing file, which stays a run-time failure.
+func asInput(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &InputError{err}
+}
+
+// Save writes m as a gptg model file.
+func (m *Model) Save(path string) error {
+	spec, err := json.Marshal(m.Spec)
+	if err != nil {
+		return err
+	}
+	tokens, err := json.Marshal(m.Vocab.Tokens())
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{
+		"format": graph.Format, "model": string(spec),
+		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
+		"source": "nanoGPT checkpoint",
+	}
+	return modelfile.Write(path, m.Tensors, meta)
+}
+
+// ReadMeta reads the char vocabulary from the meta.pkl that nanoGPT's
+// data/shakespeare_char/prepare.py writes: {"vocab_size", "itos", "stoi"}.
+func ReadMeta(path string) (*corpus.Vocab, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > maxPickleSize {
+		return nil, inputErr("%s: %d bytes is too large for a meta.pkl", path, info.Size())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	v, err := unpickle(data, map[string]any{}, nil)
+	if err != nil {
+		return nil, inputErr("%s: %v", path, err)
+	}
+	_, d, ok := dictOf(v)
+	if !ok || d["itos"] == nil {
+		return nil, inputErr("%s: not a nanoGPT meta.pkl (no itos dictionary)", path)
+	}
+	itos, ok := d["itos"].(*types.Dict)
+	if !ok {
+		return nil, inputErr("%s: not a nanoGPT meta.pkl (itos is not a dictionary)", path)
+	}
+	// itos maps 0..n-1 to one-character strings.
+	tokens := make([]string, itos.Len())
+	for _, e := range *itos {
+		i, ok := intOf(e.Key)
+		s, isStr := e.Value.(string)
+		if !ok || !isStr || i < 0 || i >= len(tokens) || tokens[i] != "" {
+			return nil, inputErr("%s: itos is not a map from 0..%d to characters", path, len(tokens)-1)
+		}
+		tokens[i] = s
+	}
+	vocab, err := corpus.NewVocab(corpus.Char, tokens)
+	if err != nil {
+		return nil, inputErr("%s: %v", path, err)
+	}
+	return vocab, nil
+}
+
+// modelArgs is train.py's model_args, the GPTConfig of the checkpoint.
+type modelArgs struct {
+	layers, heads, embedding, context, vocab int
+	bias                                     bool
+	dropout                                  float64
+}
+
+func readModelArgs(v any) (modelArgs, error) {
+	var a modelArgs
+	_, d, ok := dictOf(v)
+	if !ok {
+		return a, fmt.Errorf("model_args is not a dictionary")
+	}
+	ints := map[string]*int{"n_layer": &a.layers, "n_head": &a.heads, "n_embd": &a.embedding,
+		"block_size": &a.context, "vocab_size": &a.vocab}
+	for key, dst := range ints {
+		n, ok := intOf(d[key])
+		if !ok || n < 1 {
+			return a, fmt.Errorf("model_args.%s is %v, not a positive integer", key, d[key])
+		}
+		*dst = n
+	}
+	if a.bias, ok = d["bias"].(bool); !ok {
+		return a, fmt.Errorf("model_args.bias is %v, not a boolean", d["bias"])
+	}
+	switch x := d["dropout"].(type) {
+	case float64:
+		a.dropout = x
+	case int:
+		a.dropout = float64(x)
+	case nil:
+	default:
+		return a, fmt.Errorf("model_args.dropout is %v, not a number", x)
+	}
+	return a, nil
+}
+
+// convert maps the checkpoint's state_dict to gptg's tensors.
+func convert(c *checkpoint, vocab *corpus.Vocab) (*Model, error) {
+	_, root, ok := dictOf(c.root)
+	if !ok {
+		return nil, fmt.Errorf("the pickled object is not a dictionary: not a nanoGPT checkpoint")
+	}
+	if root["model"] == nil || root["model_args"] == nil {
+		return nil, fmt.Errorf("no \"model\" and \"model_args\" entries: not a checkpoint written by nanoGPT's train.py")
+	}
+	args, err := readModelArgs(root["model_args"])
+	if err != nil {
+		return nil, err
+	}
+	keys, entries, ok := dictOf(root["model"])
+	if !ok {
+		return nil, fmt.Errorf("\"model\" is not a state_dict")
+	}
+	// torch.compile wraps the model, and its state_dict keys, in _orig_mod.
+	sd := map[string]*tensorRef{}
+	for _, k := range keys {
+		t, ok := entries[k].(*tensorRef)
+		if !ok {
+			return nil, fmt.Errorf("state_dict entry %s is not a tensor", k)
+		}
+		sd[strings.TrimPrefix(k, "_orig_mod.")] = t
+	}
+	if args.vocab != vocab.Size() {
+		return nil, fmt.Errorf("the model has a vocabulary of %d tokens, meta.pkl has %d", args.vocab, vocab.Size())
+	}
+	spec := config.DefaultModel()
+	spec.Vocab, spec.Context, spec.Embedding = args.vocab, args.context, args.embedding
+	spec.Blocks, spec.Heads = args.layers, args.heads
+	spec.QKV, spec.Mask, spec.OutProj, spec.Residual = true, true, true, true
+	spec.Norm, spec.Activation, spec.FFMult = "pre", "gelu_exact", 4
+	spec.TieEmbeddings, spec.Bias, spec.FinalNorm = true, args.bias, true
+	spec.Init, spec.Dropout = "gpt2", args.dropout
+	check := config.Default()
+	check.Model = spec
+	if err := check.Validate(); err != nil {
+		return nil, fmt.Errorf("model_args: %v", strings.TrimPrefix(err.Error(), "config: "))
+	}
+
+	m := &Model{Spec: spec, Vocab: vocab}
+	used := map[string]bool{}
+	double := false
+	V, T, C := args.vocab, args.context, args.embedding
+	// take copies sd[name] (rows [from, to) of its first axis when to > 0)
+	// into the gptg tensor called as.
+	take := func(as, name string, shape []int, from, to int) error {
+		t, ok := sd[name]
+		if !ok {
+			return fmt.Errorf("state_dict has no %s", name)
+		}
+		used[name] = true
+		full := shape
+		if to > 0 {
+			full = append([]int{3 * C}, shape[1:]...) // only c_attn is cut
+		}
+		if !equalShape(t.shape, full) {
+			return fmt.Errorf("%s has shape %v, model_args say %v", name, t.shape, full)
+		}
+		data, isDouble, err := c.readFloats(t)
+		if err != nil {
+			return err
+		}
+		double = double || isDouble
+		if to > 0 {
+			row := len(data) / full[0]
+			data = data[from*row : to*row]
+		}
+		for i, v := range data {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s holds %v at entry %d", name, v, i)
+			}
+		}
+		m.Tensors = append(m.Tensors, modelfile.Tensor{Name: as, Shape: shape, F64: data})
+		return nil
+	}
+	linear := func(as, name string, out, in int) error {
+		if err := take(as+".weight", name+".weight", []int{out, in}, 0, 0); err != nil {
+			return err
+		}
+		if args.bias {
+			return take(as+".bias", name+".bias", []int{out}, 0, 0)
+		}
+		return nil
+	}
+	norm := func(as, name string) error {
+		if err := take(as+".weight", name+".weight", []int{C}, 0, 0); err != nil {
+			return err
+		}
+		if args.bias {
+			return take(as+".bias", name+".bias", []int{C}, 0, 0)
+		}
+		return nil
+	}
+	steps := []func() error{
+		func() error { return take("tok.weight", "transformer.wte.weight", []int{V, C}, 0, 0) },
+		func() error { return take("pos.weight", "transformer.wpe.weight", []int{T, C}, 0, 0) },
+	}
+	for i := 0; i < args.layers; i++ {
+		h, b := fmt.Sprintf("transformer.h.%d", i), fmt.Sprintf("blocks.%d", i)
+		steps = append(steps,
+			func() error { return norm(b+".norm1", h+".ln_1") },
+			// c_attn is q, k and v stacked along the output axis.
+			func() error {
+				for j, part := range []string{"q", "k", "v"} {
+					if err := take(b+".att."+part+".weight", h+".attn.c_attn.weight", []int{C, C}, j*C, (j+1)*C); err != nil {
+						return err
+					}
+					if args.bias {
+						if err := take(b+".att."+part+".bias", h+".attn.c_attn.bias", []int{C}, j*C, (j+1)*C); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			},
+			func() error { return linear(b+".att.o", h+".attn.c_proj", C, C) },
+			func() error { return norm(b+".norm2", h+".ln_2") },
+			func() error { return linear(b+".ff.up", h+".mlp.c_fc", 4*C, C) },
+			func() error { return linear(b+".ff.down", h+".mlp.c_proj", C, 4*C) },
+		)
+		// The causal mask buffer of PyTorch < 2 (attn.bias, lower-triangular
+		// ones) is not a parameter; gptg's mask switch is the same thing.
+		used[h+".attn.bias"] = true
+	}
+	steps = append(steps, func() error { return norm("final_norm", "transformer.ln_f") })
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	// lm_head shares wte's storage (weight tying); gptg stores it once.
+	if head, ok := sd["lm_head.weight"]; ok {
+		used["lm_head.weight"] = true
+		wte := sd["transformer.wte.weight"]
+		if head.storage != wte.storage || head.offset != wte.offset || !equalShape(head.shape, wte.shape) {
+			return nil, fmt.Errorf("lm_head.weight is not tied to transformer.wte.weight; only tied models (nanoGPT's GPT) are imported")
+		}
+	}
+	var extra []string
+	for _, k := range keys {
+		if name := strings.TrimPrefix(k, "_orig_mod."); !used[name] {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		return nil, fmt.Errorf("state_dict has entries nanoGPT's GPT does not: %s", strings.Join(extra, ", "))
+	}
+	if !double {
+		spec.Dtype = "float32"
+		for i, t := range m.Tensors {
+			m.Tensors[i].F32 = make([]float32, len(t.F64))
+			for j, v := range t.F64 {
+				m.Tensors[i].F32[j] = float32(v)
+			}
+			m.Tensors[i].F64 = nil
+		}
+	} else {
+		spec.Dtype = "float64"
+	}
+	m.Spec = spec
+	return m, nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

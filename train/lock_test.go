@@ -1,0 +1,99 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSecondProcessAndSIGHUP runs the real binary: while one gptg trains
+// into a folder, a second one (fresh with --force, or --resume) stops at
+// once with one line naming the first one's pid and exit code 1, touching
+// nothing; then SIGHUP (a closed terminal) makes the first one save and
+// exit 130, after which the folder is free and the run resumes.
+func TestSecondProcessAndSIGHUP(t *testing.T) {
+	exe, cfg := buildGptg(t), killConfig(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	first := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir,
+		"--set", "train.max_steps=100000", "--set", "train.checkpoint_every=100000")
+	var firstOut strings.Builder
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	waitFor(t, 20*time.Second, func() bool { _, err := readMetricsRows(dir); return err == nil })
+
+	for _, args := range [][]string{
+		{"train", cfg, "--quiet", "--force", "--set", "train.out=" + dir},
+		{"train", "--resume", dir, "--quiet"},
+	} {
+		start := time.Now()
+		var stderr strings.Builder
+		second := exec.Command(exe, args...)
+		second.Stderr = &stderr
+		err := second.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("%v: %v, want exit code 1; stderr %q", args, err, stderr.String())
+		}
+		want := fmt.Sprintf("%s: run folder is in use by process %d (wait for it to finish, or stop it)\n", dir, first.Process.Pid)
+		if !strings.HasSuffix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Fatalf("%v: stderr %q, want one line ending %q", args, stderr.String(), want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%v: took %v to give up", args, d)
+		}
+	}
+	if n, err := readMetricsRows(dir); err != nil || n == 0 {
+		t.Fatalf("the first run's metrics: %d rows, %v", n, err)
+	}
+
+	first.Process.Signal(syscall.SIGHUP)
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Fatalf("after SIGHUP: %v, want exit code 130; output %q", err, firstOut.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still running 20 s after SIGHUP")
+	}
+	step, _, err := Progress(dir)
+	if err != nil || step == 0 {
+		t.Fatalf("no checkpoint after SIGHUP: step %d, %v", step, err)
+	}
+	out, err := exec.Command(exe, "train", "--resume", dir, "--quiet", "--set", fmt.Sprintf("train.max_steps=%d", step+2)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume after SIGHUP: %v\n%s", err, out)
+	}
+}
+
+func waitFor(t *testing.T, limit time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+	}
+}
+
+// readMetricsRows counts the rows of dir's metrics.jsonl.
+func readMetricsRows(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		return 0, err
+	}
+	if len(b) == 0 {
+		return 0, errors.New("no rows yet")
+	}
+	return strings.Count(string(b), "\n"), nil
+}
