@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 )
 
@@ -170,18 +171,30 @@ func (s *Sampler) cachedLogits(ids []int) ([]float64, error) {
 	return s.logits, nil
 }
 
+// EncodePrompt turns a prompt into ids, or says in one line why it cannot
+// be sampled from (empty, not UTF-8, tokens outside the vocabulary). A
+// caller checks it before printing anything, so that a bad prompt is never
+// echoed ahead of its error.
+func EncodePrompt(v *corpus.Vocab, prompt string) ([]int, error) {
+	if prompt == "" {
+		return nil, errors.New("the prompt is empty: give at least one token")
+	}
+	ids, err := v.Encode(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("the prompt: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("the prompt has no tokens")
+	}
+	return ids, nil
+}
+
 // Generate encodes prompt, then draws o.Tokens tokens, passing each one's
 // text to emit as soon as it is drawn.
 func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) error {
-	if prompt == "" {
-		return errors.New("the prompt is empty: give at least one token")
-	}
-	ids, err := s.Model.Vocab.Encode(prompt)
+	ids, err := EncodePrompt(s.Model.Vocab, prompt)
 	if err != nil {
-		return fmt.Errorf("the prompt has %w", err)
-	}
-	if len(ids) == 0 {
-		return errors.New("the prompt has no tokens")
+		return err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
 	for i := 0; i < o.Tokens; i++ {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,7 +54,7 @@ Flags:
 	run: runAblate,
 }
 
-func runAblate(args []string) error {
+func runAblate(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("ablate", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
@@ -105,23 +106,23 @@ func runAblate(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	fmt.Printf("ablation of %d configs (%d runs) into %s, %d at a time\n", len(pos), len(specs), *out, *jobs)
+	fmt.Fprintf(stdout, "ablation of %d configs (%d runs) into %s, %d at a time\n", len(pos), len(specs), *out, *jobs)
 	results, err := ablate.Run(ctx, specs, ablate.Options{
 		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Baseline: *baseline, Exe: exe,
-		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
+		Log: stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
 	})
 	if err != nil && results == nil {
 		return err
 	}
-	return reportTable(*out, results, *baseline, err)
+	return reportTable(stdout, *out, results, *baseline, err)
 }
 
 // reportTable prints the table ablate and sweep collect wrote, and turns
 // interrupted or failed runs into the exit code.
-func reportTable(out string, results []*ablate.Result, baseline string, err error) error {
-	fmt.Println()
-	fmt.Print(ablate.Markdown(ablate.Rows(results, baseline)))
-	fmt.Printf("\nwrote %s, %s, %s and %s\n", filepath.Join(out, "summary.md"), filepath.Join(out, "summary.csv"),
+func reportTable(stdout io.Writer, out string, results []*ablate.Result, baseline string, err error) error {
+	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, ablate.Markdown(ablate.Rows(results, baseline)))
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and %s\n", filepath.Join(out, "summary.md"), filepath.Join(out, "summary.csv"),
 		filepath.Join(out, "runs.csv"), filepath.Join(out, "loss.png"))
 	if errors.Is(err, context.Canceled) {
 		// Each training saved its checkpoint on the same signal; the same

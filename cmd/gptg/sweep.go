@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,21 +74,21 @@ Flags:
 	run: runSweep,
 }
 
-func runSweep(args []string) error {
+func runSweep(args []string, stdout, _ io.Writer) error {
 	if len(args) == 0 {
 		return usagef("sweep needs a SWEEP.toml file or one of run, collect, emit")
 	}
 	switch args[0] {
 	case "run":
-		return sweepRun(args[1:])
+		return sweepRun(args[1:], stdout)
 	case "collect":
-		return sweepCollect(args[1:])
+		return sweepCollect(args[1:], stdout)
 	case "emit":
-		return sweepEmit(args[1:])
+		return sweepEmit(args[1:], stdout)
 	case "-h", "--help", "-help":
 		return flag.ErrHelp
 	}
-	return sweepCreate(args)
+	return sweepCreate(args, stdout)
 }
 
 // sweepErr makes the sweep package's input errors usage errors (exit 2).
@@ -99,7 +100,7 @@ func sweepErr(err error) error {
 	return err
 }
 
-func sweepCreate(args []string) error {
+func sweepCreate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	pos, err := parseFlags(fs, args)
@@ -120,8 +121,8 @@ func sweepCreate(args []string) error {
 	if err != nil {
 		return sweepErr(err)
 	}
-	fmt.Printf("sweep of %d runs in %s (%s)\n", len(entries), plan.Out, filepath.Join(plan.Out, sweep.ManifestFile))
-	fmt.Printf("next: gptg sweep run %s --jobs 2   (all here), or gptg sweep emit slurm|k8s %s; then gptg sweep collect %s\n", plan.Out, plan.Out, plan.Out)
+	fmt.Fprintf(stdout, "sweep of %d runs in %s (%s)\n", len(entries), plan.Out, filepath.Join(plan.Out, sweep.ManifestFile))
+	fmt.Fprintf(stdout, "next: gptg sweep run %s --jobs 2   (all here), or gptg sweep emit slurm|k8s %s; then gptg sweep collect %s\n", plan.Out, plan.Out, plan.Out)
 	return nil
 }
 
@@ -139,7 +140,7 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }
 
-func sweepRun(args []string) error {
+func sweepRun(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweep run", flag.ContinueOnError)
 	index := fs.Int("index", -1, "")
 	jobs := fs.Int("jobs", 1, "")
@@ -177,10 +178,10 @@ func sweepRun(args []string) error {
 	ctx, stop := signalContext()
 	defer stop()
 	if *index >= 0 {
-		fmt.Printf("sweep %s: entry %d (from %s)\n", dir, *index, from)
+		fmt.Fprintf(stdout, "sweep %s: entry %d (from %s)\n", dir, *index, from)
 	}
 	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe,
-		Log: os.Stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
+		Log: stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
 	if results == nil {
 		return sweepErr(err)
 	}
@@ -202,7 +203,7 @@ func sweepRun(args []string) error {
 	return nil
 }
 
-func sweepCollect(args []string) error {
+func sweepCollect(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sweep collect", flag.ContinueOnError)
 	baseline := fs.String("baseline", "", "")
 	pos, err := parseFlags(fs, args)
@@ -219,7 +220,7 @@ func sweepCollect(args []string) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	results, err := sweep.Collect(ctx, dir, *baseline, exe, os.Stdout, backend(0))
+	results, err := sweep.Collect(ctx, dir, *baseline, exe, stdout, backend(0))
 	if results == nil {
 		return sweepErr(err)
 	}
@@ -229,14 +230,14 @@ func sweepCollect(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Print(ablate.Markdown(ablate.Rows(results, *baseline)))
-	fmt.Printf("\nwrote %s, %s, %s and %s\n", filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.csv"),
+	fmt.Fprint(stdout, ablate.Markdown(ablate.Rows(results, *baseline)))
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and %s\n", filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.csv"),
 		filepath.Join(dir, "runs.csv"), filepath.Join(dir, "loss.png"))
 	// A partial table is what collect is for: missing runs are listed, not an error.
 	return nil
 }
 
-func sweepEmit(args []string) error {
+func sweepEmit(args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "slurm" && args[0] != "k8s") {
 		return usagef("sweep emit needs slurm or k8s, then the sweep folder")
 	}
@@ -320,6 +321,6 @@ func sweepEmit(args []string) error {
 	if err := atomicfile.WriteFile(path, text); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %s (%d entries)\n", path, len(entries))
+	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))
 	return nil
 }
