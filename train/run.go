@@ -396,6 +396,11 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if be.Threads == 0 {
 		be.Threads = runtime.GOMAXPROCS(0)
 	}
+	// Again now that the vocabulary is known: it sizes the embedding, the
+	// output layer and the logits.
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return nil, err
+	}
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
 	if err != nil {
 		return nil, err

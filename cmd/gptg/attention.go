@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sample"
@@ -73,7 +74,7 @@ func runAttention(args []string) error {
 		*out = "att.png"
 	}
 
-	m, err := graph.LoadModel(pos[0])
+	m, err := openModel(pos[0], func(spec config.Model) graphsOf { return samplerGraphs(spec, "running") })
 	if err != nil {
 		return err
 	}

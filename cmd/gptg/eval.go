@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
-	"github.com/gptg/gptg/graph"
 )
 
 var evalCommand = command{
@@ -52,7 +52,13 @@ func runEval(args []string) error {
 	case !(*split > 0 && *split < 1):
 		return usagef("--split %v must be between 0 and 1 (exclusive)", *split)
 	}
-	m, err := graph.LoadModel(pos[0])
+	m, err := openModel(pos[0], func(spec config.Model) graphsOf {
+		g := graphsOf{batch: *batch, seqLen: spec.Context, count: 1, what: "evaluating"}
+		if *prefixOnly { // one graph per prefix length besides the plain one
+			g.count += spec.Context
+		}
+		return g
+	})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 )
 
@@ -30,7 +31,9 @@ func runInspect(args []string) error {
 	if len(pos) != 1 {
 		return usagef("inspect needs exactly one MODEL file, got %d arguments", len(pos))
 	}
-	m, err := graph.LoadModel(pos[0])
+	m, err := openModel(pos[0], func(spec config.Model) graphsOf {
+		return graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: "inspecting"}
+	})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
@@ -118,7 +117,7 @@ func runSample(args []string) error {
 		}
 		*prompt = string(b)
 	}
-	m, err := graph.LoadModel(pos[0])
+	m, err := openModel(pos[0], func(spec config.Model) graphsOf { return samplerGraphs(spec, "sampling") })
 	if err != nil {
 		return err
 	}
