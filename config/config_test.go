@@ -326,7 +326,7 @@ func TestDefaults(t *testing.T) {
 		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
-			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
+			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000, MaxMemory: 8,
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -482,7 +482,7 @@ func TestShakespeare(t *testing.T) {
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
-			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
+			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000, MaxMemory: DefaultMaxMemory,
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}

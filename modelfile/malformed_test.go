@@ -176,10 +176,10 @@ func TestManyTensorsRefused(t *testing.T) {
 func TestUniqueKeys(t *testing.T) {
 	for text, want := range map[string]string{
 		`{"a":1,"b":{"a":2},"c":[{"a":1},{"a":2}]}`: "",
-		`{"a":1,"a":2}`:                             `key "a" appears twice`,
-		`{"x":{"heads":2,"vocab":3,"heads":4}}`:     `key "heads" appears twice`,
-		`[{"a":"a","b":"a"},{"a":{"a":"a"}}]`:       "",
-		`{"a":["a","a"],"b":"a"}`:                   "",
+		`{"a":1,"a":2}`:                         `key "a" appears twice`,
+		`{"x":{"heads":2,"vocab":3,"heads":4}}`: `key "heads" appears twice`,
+		`[{"a":"a","b":"a"},{"a":{"a":"a"}}]`:   "",
+		`{"a":["a","a"],"b":"a"}`:               "",
 	} {
 		err := UniqueKeys([]byte(text))
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
