@@ -145,6 +145,14 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"model.activation: \"tanh\" is not allowed (allowed: gelu, gelu_exact, relu)"}},
 		{name: "ff_mult 0", files: map[string]string{"x.toml": "[model]\nff_mult = 0\n"},
 			want: []string{"model.ff_mult: 0 is out of range (allowed: 1..64)"}},
+		{name: "sampling", files: map[string]string{"x.toml": "[data]\nsampling = \"shuffled\"\n"},
+			want: []string{"data.sampling: \"shuffled\" is not allowed (allowed: windows, random)"}},
+		{name: "grad_accum 0", files: map[string]string{"x.toml": "[train]\ngrad_accum = 0\n"},
+			want: []string{"train.grad_accum: 0 is out of range (allowed: 1..4096)"}},
+		{name: "eval_batches negative", files: map[string]string{"x.toml": "[train]\neval_batches = -1\n"},
+			want: []string{"train.eval_batches: -1 is out of range"}},
+		{name: "decay", files: map[string]string{"x.toml": "[train]\ndecay = \"weights\"\n"},
+			want: []string{"train.decay: \"weights\" is not allowed (allowed: all, matrices)"}},
 		{name: "init", files: map[string]string{"x.toml": "[model]\ninit = \"gpt3\"\n"},
 			want: []string{"model.init: \"gpt3\" is not allowed; did you mean \"gpt2\"? (allowed: torch, gpt2)"}},
 		{name: "dropout 1", files: map[string]string{"x.toml": "[model]\ndropout = 1\n"},
@@ -322,11 +330,12 @@ func TestDefaults(t *testing.T) {
 	// Spelled out rather than taken from Default(), so a changed default
 	// shows up here as a test failure.
 	want := &Config{
-		Data:  Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16},
+		Data:  Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows"},
 		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
-			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000, MaxMemory: 8,
+			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
+			GradAccum: 1, Decay: "all", MaxMemory: 8,
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -476,13 +485,14 @@ func TestShakespeare(t *testing.T) {
 			Path:      "data/tinyshakespeare.txt",
 			URL:       "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
 			SHA256:    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
-			Tokenizer: "char", Split: 0.9, Stride: 16,
+			Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
 		},
 		Model: DefaultModel(),
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
-			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000, MaxMemory: DefaultMaxMemory,
+			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
+			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory,
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}
@@ -565,8 +575,8 @@ func TestSuggest(t *testing.T) {
 		"heds": "heads", "Heads": "heads", "contxet": "context", "embeding": "embedding",
 		"top-k": "top_k", "lt": "lr", "xyz": "", "optimizer": "",
 	} {
-		if got := suggest(word, keys); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		if got := Suggest(word, keys); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
 		}
 	}
 }

@@ -60,6 +60,7 @@ func Default() *Config {
 			Path:      "data/tinyshakespeare.txt",
 			Tokenizer: "char",
 			Split:     0.9,
+			Sampling:  "windows",
 		},
 		Model: DefaultModel(),
 		Train: Train{
@@ -76,6 +77,8 @@ func Default() *Config {
 			Seed:            42,
 			LogEvery:        100,
 			CheckpointEvery: 1000,
+			GradAccum:       1,
+			Decay:           "all",
 			MaxMemory:       DefaultMaxMemory,
 		},
 		Sample: Sample{
@@ -346,7 +349,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 
 	if _, isTable := v.(map[string]any); isTable {
 		msg := fmt.Sprintf("unknown table [%s]", key)
-		if g := suggest(key, s.sections); g != "" {
+		if g := Suggest(key, s.sections); g != "" {
 			msg += fmt.Sprintf("; did you mean [%s]?", g)
 		}
 		return &Error{File: path, Key: key, Msg: msg + " " + allowed}
@@ -358,7 +361,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 			return &Error{File: path, Key: key, Msg: msg + " " + allowed}
 		}
 	}
-	if g := suggest(key, append([]string{"extends"}, s.sections...)); g != "" {
+	if g := Suggest(key, append([]string{"extends"}, s.sections...)); g != "" {
 		msg += fmt.Sprintf("; did you mean %s?", g)
 	}
 	return &Error{File: path, Key: key, Msg: msg + " " + allowed}
@@ -368,7 +371,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 func unknownKey(file, section, key string) *Error {
 	keys := getSchema().keys[section]
 	msg := "unknown key"
-	if g := suggest(key, keys); g != "" {
+	if g := Suggest(key, keys); g != "" {
 		msg += fmt.Sprintf("; did you mean %s.%s?", section, g)
 	}
 	msg += fmt.Sprintf(" (allowed: %s)", strings.Join(keys, ", "))
@@ -401,7 +404,7 @@ func parseSet(arg string) (string, any, error) {
 			}
 		}
 		if guess == "" {
-			guess = suggest(name, s.allSettable())
+			guess = Suggest(name, s.allSettable())
 		}
 		msg := "unknown key"
 		if guess != "" {

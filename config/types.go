@@ -25,6 +25,12 @@ type Data struct {
 	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char" or "word"
 	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
 	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
+	// Sampling is how training batches are drawn: "windows" (every window
+	// of the training split once per epoch, in an order drawn from (seed,
+	// epoch)) or "random" (windows at random offsets drawn from (seed,
+	// step), nanoGPT's get_batch; an epoch is then as many tokens as the
+	// training split holds).
+	Sampling string `toml:"sampling" json:"sampling"`
 }
 
 // Model is the [model] table. Its JSON form (these tags) is also what the
@@ -84,6 +90,18 @@ type Train struct {
 	// CheckpointEvery writes checkpoint and model every N steps, besides
 	// evaluations, the end and interrupts.
 	CheckpointEvery int `toml:"checkpoint_every" json:"checkpoint_every"`
+	// EvalBatches estimates each test loss on so many batches at random
+	// offsets of the test split (nanoGPT's eval_iters); 0 = every window
+	// of the test split.
+	EvalBatches int `toml:"eval_batches" json:"eval_batches"`
+	// GradAccum runs so many batches of train.batch windows per step and
+	// averages their gradients before the update (nanoGPT's
+	// gradient_accumulation_steps).
+	GradAccum int `toml:"grad_accum" json:"grad_accum"`
+	// Decay says which parameters weight decay shrinks: "all", or
+	// "matrices" (those with two or more dimensions, nanoGPT's
+	// configure_optimizers: not biases or LayerNorm weights).
+	Decay string `toml:"decay" json:"decay"`
 	// Threads bounds the cores training and evaluation use; 0 = all of
 	// them. The weights are the same bits for every value, so it is a
 	// setting of the machine, not of the experiment (--threads overrides it).

@@ -50,6 +50,7 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
 	}
 	v.atLeast("data.stride", d.Stride, 0)
+	v.oneOf("data.sampling", d.Sampling, "windows", "random")
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
@@ -99,6 +100,9 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.atLeast("train.eval_every", t.EvalEvery, 0)
 	v.atLeast("train.log_every", t.LogEvery, 1)
 	v.atLeast("train.checkpoint_every", t.CheckpointEvery, 1)
+	v.intIn("train.eval_batches", t.EvalBatches, 0, 1_000_000)
+	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
+	v.oneOf("train.decay", t.Decay, "all", "matrices")
 	v.atLeast("train.threads", t.Threads, 0)
 	v.float("train.max_memory", t.MaxMemory)
 	if !(t.MaxMemory > 0) {
@@ -171,7 +175,7 @@ func (v *checker) oneOf(key, s string, allowed ...string) {
 		}
 	}
 	msg := fmt.Sprintf("%q is not allowed", s)
-	if g := suggest(s, allowed); g != "" {
+	if g := Suggest(s, allowed); g != "" {
 		msg += fmt.Sprintf("; did you mean %q?", g)
 	}
 	v.fail(key, "%s (allowed: %s)", msg, strings.Join(allowed, ", "))

@@ -1,6 +1,9 @@
 package corpus
 
-import "fmt"
+import (
+	"fmt"
+	"math/rand/v2"
+)
 
 // NumTrain is the number of training windows.
 func (d *Dataset) NumTrain() int { return numWindows(d.Cut, d.Context, d.Stride) }
@@ -47,3 +50,27 @@ func (d *Dataset) fill(x, y, windows []int, n, base int, split string) {
 		d.tokens.copyTo(y[b*t:(b+1)*t], s+1)
 	}
 }
+
+// RandomBatch fills x and y (B×T each) with B windows starting at offsets
+// drawn uniformly from rng, as nanoGPT's get_batch: any start in the
+// training split (the test split when test is set) from which Context+1
+// tokens remain. It panics when the split is shorter than that.
+func (d *Dataset) RandomBatch(x, y []int, test bool, rng *rand.Rand) {
+	base, end := 0, d.Cut
+	if test {
+		base, end = d.Cut, d.tokens.len()
+	}
+	t := d.Context
+	starts := end - base - t // offsets 0 .. starts-1 leave t+1 tokens
+	if starts < 1 || len(x) != len(y) || len(x)%t != 0 {
+		panic(fmt.Sprintf("corpus: random batch of %d tokens from a split of %d tokens, context %d", len(x), end-base, t))
+	}
+	for b := 0; b < len(x)/t; b++ {
+		s := base + rng.IntN(starts)
+		d.tokens.copyTo(x[b*t:(b+1)*t], s)
+		d.tokens.copyTo(y[b*t:(b+1)*t], s+1)
+	}
+}
+
+// TrainTokens is the number of tokens of the training split.
+func (d *Dataset) TrainTokens() int { return d.Cut }

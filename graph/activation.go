@@ -9,11 +9,14 @@ import (
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
-// activation: GELU (tanh form) or ReLU, element by element.
+// activation: GELU (tanh form), exact GELU or ReLU, element by element.
 func (f *fused) activation(x *G.Node, kind string) *G.Node {
 	fwd, grad, name := kernelOf(geluForward32, geluForward64), kernelOf(geluBackward32, geluBackward64), "GELU"
-	if kind == "relu" {
+	switch kind {
+	case "relu":
 		fwd, grad, name = kernelOf(reluForward[float32], reluForward[float64]), kernelOf(reluBackward[float32], reluBackward[float64]), "ReLU"
+	case "gelu_exact":
+		fwd, grad, name = kernelOf(geluExactForward[float32], geluExactForward[float64]), kernelOf(geluExactBackward[float32], geluExactBackward[float64]), "GELUExact"
 	}
 	dims := argKind(x.Dims())
 	op := f.newOp(name, f.dims, fwd, []argKind{dims}, x.Shape().Clone(), true)
@@ -59,6 +62,25 @@ func geluBackward32(a *args[float32]) {
 	elements(a, len(a.out), 6*len(a.out), func(lo, hi int) {
 		gelu.Backward(a.out[lo:hi], a.in[0][lo:hi], a.in[1][lo:hi])
 	})
+}
+
+// geluExactForward: gelu(x) = x·Φ(x) = ½x(1 + erf(x/√2)), PyTorch's nn.GELU().
+func geluExactForward[F gemm.Float](a *args[F]) {
+	for i, v := range a.in[0] {
+		x := float64(v)
+		a.out[i] = F(0.5 * x * (1 + math.Erf(x/math.Sqrt2)))
+	}
+}
+
+// geluExactBackward: ∂x = dy·(Φ(x) + x·φ(x)), φ the normal density. in: x, dy.
+func geluExactBackward[F gemm.Float](a *args[F]) {
+	dy := a.in[1]
+	const invSqrt2Pi = 0.3989422804014327 // 1/√(2π)
+	for i, v := range a.in[0] {
+		x := float64(v)
+		cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+		a.out[i] = F(float64(dy[i]) * (cdf + x*invSqrt2Pi*math.Exp(-0.5*x*x)))
+	}
 }
 
 func reluForward[F gemm.Float](a *args[F]) {

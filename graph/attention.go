@@ -12,7 +12,7 @@ import (
 // attention: the weights w = softmax(q·kᵀ·scale + mask), (B·H, T, T),
 // one node so that Model.Attention can read them, and y = w·v, rows
 // (B·T, C) with the heads side by side, as mergeHeads leaves them.
-func (f *fused) attention(q, k, v *G.Node, scale float64, causal bool) (y, w *G.Node) {
+func (f *fused) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	p := f.dims
 	p.Scale, p.Mask = scale, causal
 	T := p.Seq
@@ -50,8 +50,34 @@ func (f *fused) attention(q, k, v *G.Node, scale float64, causal bool) (y, w *G.
 			rank(3, 2), rows.Clone(), in[0], dy)
 		return G.Nodes{dw, dv}, err
 	}
-	y = G.Must(G.ApplyOp(yOp, w, v))
+	mixed := w
+	if drop != nil {
+		mixed = f.dropout(w, drop)
+	}
+	y = G.Must(G.ApplyOp(yOp, mixed, v))
 	return y, w
+}
+
+// dropout: y = x⊙mask, mask holding 0 or 1/(1 − p) (filled before each
+// run, see Model.SetDropout); ∂x = ∂y⊙mask.
+func (f *fused) dropout(x, mask *G.Node) *G.Node {
+	dims := argKind(x.Dims())
+	op := f.newOp("Dropout", f.dims, kernelOf(multiply[float32], multiply[float64]),
+		[]argKind{dims, dims}, x.Shape().Clone(), true, false)
+	op.grad = func(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
+		dx, err := op.derive("DropoutGrad", kernelOf(multiply[float32], multiply[float64]),
+			[]argKind{dims, dims}, in[0].Shape().Clone(), dy, in[1])
+		return G.Nodes{dx, nil}, err
+	}
+	return G.Must(G.ApplyOp(op, x, mask))
+}
+
+// multiply: out = a⊙b element by element. in: a, b of one shape.
+func multiply[F gemm.Float](a *args[F]) {
+	x, m := a.in[0], a.in[1]
+	for i, v := range x {
+		a.out[i] = v * m[i]
+	}
 }
 
 // The attention kernels run one (sequence, head) pair at a time, the pairs

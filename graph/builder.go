@@ -27,6 +27,11 @@ type initializer func(*rand.Rand) float64
 // normal is nn.Embedding's N(0, 1).
 func normal(r *rand.Rand) float64 { return r.NormFloat64() }
 
+// gaussian is N(0, std²), nanoGPT's init "gpt2".
+func gaussian(std float64) initializer {
+	return func(r *rand.Rand) float64 { return std * r.NormFloat64() }
+}
+
 // uniform is nn.Linear's U(−1/√fanIn, 1/√fanIn), for its weight and its bias.
 func uniform(fanIn int) initializer {
 	bound := 1 / math.Sqrt(float64(fanIn))
@@ -49,6 +54,10 @@ type builder struct {
 	rng    *rand.Rand
 	params []*Param
 	op     emitter
+
+	tok      *G.Node   // the token embedding, which a tied output layer reads too
+	dropoutP float64   // 0 unless this graph has dropout
+	masks    []*G.Node // its dropout masks, in the order they were made
 }
 
 func newBuilder(spec config.Model, o Options) *builder {
@@ -59,6 +68,9 @@ func newBuilder(spec config.Model, o Options) *builder {
 	b := &builder{
 		g: G.NewGraph(), spec: spec, batch: o.Batch, seqLen: o.SeqLen, dt: dt,
 		rng: rand.New(rand.NewSource(o.Seed)),
+	}
+	if o.Dropout {
+		b.dropoutP = spec.Dropout
 	}
 	if o.Unfused {
 		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
@@ -85,11 +97,12 @@ func checkSpec(s config.Model, batch int) error {
 		return fmt.Errorf("model: heads %d must divide embedding %d", s.Heads, s.Embedding)
 	case s.Norm != "none" && s.Norm != "pre" && s.Norm != "post":
 		return fmt.Errorf("model: norm %q must be none, pre or post", s.Norm)
-	case s.Activation != "gelu" && s.Activation != "relu":
-		return fmt.Errorf("model: activation %q must be gelu or relu", s.Activation)
-	case s.TieEmbeddings || !s.Bias || s.FinalNorm || s.Init == "gpt2" || s.Dropout != 0:
-		// config accepts nanoGPT's switches (issue #11); the graph has yet to emit them.
-		return fmt.Errorf("model: tie_embeddings, bias = false, final_norm, init = \"gpt2\" and dropout are not built yet")
+	case s.Activation != "gelu" && s.Activation != "gelu_exact" && s.Activation != "relu":
+		return fmt.Errorf("model: activation %q must be gelu, gelu_exact or relu", s.Activation)
+	case s.Init != "torch" && s.Init != "gpt2":
+		return fmt.Errorf("model: init %q must be torch or gpt2", s.Init)
+	case !(s.Dropout >= 0 && s.Dropout < 1):
+		return fmt.Errorf("model: dropout %v must be in [0, 1)", s.Dropout)
 	case s.Dtype != "float32" && s.Dtype != "float64":
 		return fmt.Errorf("model: dtype %q must be float32 or float64", s.Dtype)
 	case batch < 1:

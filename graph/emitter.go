@@ -21,17 +21,39 @@ import G "gorgonia.org/gorgonia"
 type emitter interface {
 	// embedding: row r is tok[tokens[r]] + pos[r mod T].
 	embedding(tokens, tok, pos *G.Node) *G.Node
-	// linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's.
+	// linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's;
+	// bias nil: none.
 	linear(x, w, bias *G.Node) *G.Node
 	// attention: weights = softmax(q·kᵀ·scale, causally masked when
 	// causal), per sequence and head, (B·heads, T, T); y = weights·v as
-	// rows with the heads side by side.
-	attention(q, k, v *G.Node, scale float64, causal bool) (y, weights *G.Node)
-	// activation: "gelu" (tanh form) or "relu", element by element.
+	// rows with the heads side by side. A non-nil drop is a dropout mask
+	// of the weights' shape: y = (weights⊙drop)·v, weights returned undropped.
+	attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, weights *G.Node)
+	// activation: "gelu" (tanh form), "gelu_exact" (erf) or "relu",
+	// element by element.
 	activation(x *G.Node, kind string) *G.Node
-	// layerNorm: (x − mean)/√(var + eps)·w + bias per row.
+	// layerNorm: (x − mean)/√(var + eps)·w + bias per row; bias nil: none.
 	layerNorm(x, w, bias *G.Node, eps float64) *G.Node
+	// dropout: x⊙mask, the mask an input of x's shape filled before each
+	// run with 0 or 1/(1 − p).
+	dropout(x, mask *G.Node) *G.Node
 	// crossEntropy: the mean over rows of −log softmax(logits)[target],
 	// targets given one-hot.
 	crossEntropy(logits, onehot *G.Node) *G.Node
+
+	// The incremental graph (incremental.go) runs one position at a time,
+	// forward only; these two layers differ from the window's.
+
+	// embeddingAt: the row (1, C) tok[token] + pos[position]; token and
+	// position are one-element tensor.Int vectors.
+	embeddingAt(token, position, tok, pos *G.Node) *G.Node
+	// cachedAttention: the attention of one new position (q, k, v rows
+	// (1, C)) over itself and the positions before it, whose keys and
+	// values are the first rows of keys and values (context, C). Which rows
+	// are valid is given twice, for each emitter to read what suits it:
+	// position (one-element tensor.Int) counts them, and mask (1,
+	// context+1) is the additive row over [cached rows…, the new
+	// position]: 0 for the valid rows and the new position, −1e9 for the
+	// others. Returns y (1, C), the heads side by side.
+	cachedAttention(q, k, v, keys, values, position, mask *G.Node, scale float64) *G.Node
 }

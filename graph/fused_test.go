@@ -35,8 +35,9 @@ type layerRun struct {
 // reuse their buffers from run to run.
 func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, layer func(b *builder) []*G.Node) layerRun {
 	t.Helper()
-	b := newBuilder(spec, Options{Batch: batch, SeqLen: seqLen, Seed: 1, Backend: Backend{Unfused: !fused}})
+	b := newBuilder(spec, Options{Batch: batch, SeqLen: seqLen, Seed: 1, Dropout: true, Backend: Backend{Unfused: !fused}})
 	outs := layer(b)
+	fillDropout(b.masks, spec.Dropout, rand.New(rand.NewPCG(3, 3)))
 	rng := rand.New(rand.NewPCG(5, 5))
 	var loss *G.Node
 	for i, o := range outs {
@@ -128,7 +129,26 @@ var layerSpec = config.Model{Bias: true, Init: "torch",
 
 func TestFusedLinear(t *testing.T) {
 	compareLayer(t, layerSpec, 3, 5, func(b *builder) []*G.Node {
-		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17)}
+		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17, false)}
+	})
+	noBias := layerSpec
+	noBias.Bias = false
+	compareLayer(t, noBias, 3, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.linear("lin", input(b, 15, 6), 6, 17, false)}
+	})
+}
+
+// TestFusedDropout: the dropout of a residual branch and that of the
+// attention weights, with masks of zeros and 1/(1 − p).
+func TestFusedDropout(t *testing.T) {
+	spec := layerSpec
+	spec.Dropout = 0.3
+	compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
+		if b.dropoutP != 0.3 {
+			t.Fatalf("dropout %v in a training graph, want 0.3", b.dropoutP)
+		}
+		y, w := b.attention("att", input(b, 10, 6))
+		return []*G.Node{b.dropout(y), w}
 	})
 }
 
@@ -155,10 +175,15 @@ func TestFusedLayerNorm(t *testing.T) {
 	compareLayer(t, layerSpec, 2, 5, func(b *builder) []*G.Node {
 		return []*G.Node{b.layerNorm("norm", input(b, 10, 6))}
 	})
+	noBias := layerSpec
+	noBias.Bias = false
+	compareLayer(t, noBias, 2, 5, func(b *builder) []*G.Node {
+		return []*G.Node{b.layerNorm("norm", input(b, 10, 6))}
+	})
 }
 
 func TestFusedActivations(t *testing.T) {
-	for _, act := range []string{"gelu", "relu"} {
+	for _, act := range []string{"gelu", "gelu_exact", "relu"} {
 		spec := layerSpec
 		spec.Activation = act
 		t.Run(act, func(t *testing.T) {

@@ -23,6 +23,12 @@ func TestGolden(t *testing.T) { runGolden(t, golden.Dir()) }
 // --context 6 --embedding 12 --blocks 3 --batch 2 (4 heads of size 3).
 func TestGoldenOtherSizes(t *testing.T) { runGolden(t, "../testdata/golden-sizes") }
 
+// TestGoldenNanoGPT runs cases made by nanoGPT's own model.py
+// (testdata/nanogpt/make.py): tied and untied output, with and without
+// biases, final LayerNorm, exact GELU, vocab 11, context 6, embedding 12,
+// 2 blocks of 2 heads, batch 3.
+func TestGoldenNanoGPT(t *testing.T) { runGolden(t, "../testdata/nanogpt/golden") }
+
 func runGolden(t *testing.T, dir string) {
 	cases, err := golden.Load(dir)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestFiniteDifferences(t *testing.T) {
 func finiteDifferences(t *testing.T, unfused bool) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := 0; i < 32; i++ {
-		spec := config.Model{Bias: true, Init: "torch",
+		spec := config.Model{Init: "torch",
 			Vocab: 5, Context: 4, Embedding: 4, Blocks: 2, FFMult: 2, Dtype: "float64",
 			Heads:      []int{1, 2, 4}[rng.IntN(3)],
 			QKV:        rng.IntN(2) == 0,
@@ -35,7 +35,16 @@ func finiteDifferences(t *testing.T, unfused bool) {
 			Norm:       []string{"none", "pre", "post"}[rng.IntN(3)],
 			Activation: []string{"gelu", "relu"}[rng.IntN(2)],
 		}
-		name := fmt.Sprintf("h%d_qkv%v_mask%v_out%v_res%v_%s_%s", spec.Heads, spec.QKV, spec.Mask, spec.OutProj, spec.Residual, spec.Norm, spec.Activation)
+		// nanoGPT's switches, drawn after the others so the combinations
+		// above stay those of the earlier versions of this test.
+		spec.Bias = rng.IntN(4) != 0
+		spec.TieEmbeddings = rng.IntN(3) == 0
+		spec.FinalNorm = rng.IntN(3) == 0
+		if spec.Activation == "gelu" && rng.IntN(2) == 0 {
+			spec.Activation = "gelu_exact"
+		}
+		name := fmt.Sprintf("h%d_qkv%v_mask%v_out%v_res%v_%s_%s_bias%v_tie%v_fnorm%v", spec.Heads, spec.QKV, spec.Mask, spec.OutProj,
+			spec.Residual, spec.Norm, spec.Activation, spec.Bias, spec.TieEmbeddings, spec.FinalNorm)
 		t.Run(name, func(t *testing.T) { gradCheck(t, spec, int64(i), unfused) })
 	}
 }

@@ -8,28 +8,41 @@ import (
 )
 
 // linear: y = x·Wᵀ + b on rows, W stored [out, in]; Wᵀ is never formed.
+// Without a bias (nil) the op has two inputs and y = x·Wᵀ.
 func (f *fused) linear(x, w, bias *G.Node) *G.Node {
 	out, in := w.Shape()[0], w.Shape()[1]
 	p := f.dims
 	p.In, p.Out = in, out
+	if bias == nil {
+		op := f.newOp("LinearNoBias", p, kernelOf(linearForward[float32], linearForward[float64]),
+			rank(2, 2), tensor.Shape{p.Rows, out}, true, true)
+		op.grad = linearGrad
+		return G.Must(G.ApplyOp(op, x, w))
+	}
 	op := f.newOp("Linear", p, kernelOf(linearForward[float32], linearForward[float64]),
 		rank(2, 2, 1), tensor.Shape{p.Rows, out}, true, true, true)
-	op.grad = func(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
-		x, w := in[0], in[1]
-		dx, err := op.derive("LinearGradX", kernelOf(linearBackwardX[float32], linearBackwardX[float64]),
-			rank(2, 2), x.Shape().Clone(), dy, w)
-		if err != nil {
-			return nil, err
-		}
-		dw, err := op.derive("LinearGradW", kernelOf(linearBackwardW[float32], linearBackwardW[float64]),
-			rank(2, 2), w.Shape().Clone(), dy, x)
-		if err != nil {
-			return nil, err
-		}
-		db, err := op.biasGrad(in[2], dy)
-		return G.Nodes{dx, dw, db}, err
-	}
+	op.grad = linearGrad
 	return G.Must(G.ApplyOp(op, x, w, bias))
+}
+
+// linearGrad emits ∂x, ∂W and, when the op has a bias, ∂b.
+func linearGrad(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
+	x, w := in[0], in[1]
+	dx, err := op.derive("LinearGradX", kernelOf(linearBackwardX[float32], linearBackwardX[float64]),
+		rank(2, 2), x.Shape().Clone(), dy, w)
+	if err != nil {
+		return nil, err
+	}
+	dw, err := op.derive("LinearGradW", kernelOf(linearBackwardW[float32], linearBackwardW[float64]),
+		rank(2, 2), w.Shape().Clone(), dy, x)
+	if err != nil {
+		return nil, err
+	}
+	if len(in) == 2 {
+		return G.Nodes{dx, dw}, nil
+	}
+	db, err := op.biasGrad(in[2], dy)
+	return G.Nodes{dx, dw, db}, err
 }
 
 // biasGrad is the gradient of a bias added to every row (Linear,
@@ -39,16 +52,20 @@ func (op *fusedOp) biasGrad(bias, dy *G.Node) (*G.Node, error) {
 		rank(2), bias.Shape().Clone(), dy)
 }
 
-// linearForward: y = x·Wᵀ + b. in: x (rows, In), W (Out, In), b (Out).
-// Wᵀ is never formed: the product reads W's rows as columns.
+// linearForward: y = x·Wᵀ + b. in: x (rows, In), W (Out, In), b (Out) if
+// the layer has one. Wᵀ is never formed: the product reads W's rows as columns.
 func linearForward[F gemm.Float](a *args[F]) {
-	x, w, bias, n, in, out := a.in[0], a.in[1], a.in[2], a.p.Rows, a.p.In, a.p.Out
-	rows(a, n, n*out, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			copy(a.out[i*out:(i+1)*out], bias)
-		}
-	})
-	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, true)
+	x, w, n, in, out := a.in[0], a.in[1], a.p.Rows, a.p.In, a.p.Out
+	hasBias := len(a.in) > 2
+	if hasBias {
+		bias := a.in[2]
+		rows(a, n, n*out, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(a.out[i*out:(i+1)*out], bias)
+			}
+		})
+	}
+	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, hasBias)
 }
 
 // linearBackwardX: ∂x = dy·W. in: dy (rows, Out), W (Out, In).

@@ -36,6 +36,11 @@ type Model struct {
 	// the reference's (B, heads, T, T) with the first two axes flattened.
 	Attention []*G.Node
 	Params    []*Param
+	// Dropout holds the dropout masks, inputs filled by SetDropout before
+	// each training run; empty unless built with Options.Dropout and a
+	// model whose dropout is above 0.
+	Dropout  []*G.Node
+	dropoutP float64
 }
 
 // Options say which graph of a model to emit.
@@ -48,8 +53,11 @@ type Options struct {
 	// Loss adds one-hot targets and the mean cross-entropy (training,
 	// evaluation); without it the graph ends in the logits (sampling).
 	Loss bool
-	// Seed draws the initial parameters (PyTorch's default initialisation).
+	// Seed draws the initial parameters (the model's init).
 	Seed int64
+	// Dropout emits the model's dropout (training graphs only: evaluation,
+	// sampling and attention maps see the whole network).
+	Dropout bool
 	Backend
 }
 
@@ -95,81 +103,177 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	rows := o.Batch * o.SeqLen
 
 	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("tokens"))
-	x := b.embedding(m.Tokens)
+	x := b.dropout(b.embedding(m.Tokens))
 	for i := 0; i < spec.Blocks; i++ {
-		var att *G.Node
-		x, att = b.block(fmt.Sprintf("blocks.%d", i), x)
-		m.Attention = append(m.Attention, att)
+		x = b.block(fmt.Sprintf("blocks.%d", i), x, func(name string, in *G.Node) *G.Node {
+			y, att := b.attention(name, in)
+			m.Attention = append(m.Attention, att)
+			return y
+		})
 	}
-	m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab)
+	m.Logits = b.output(x)
 	if o.Loss {
 		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
 		m.Loss = b.op.crossEntropy(m.Logits, m.Targets)
 	}
 	m.Params = b.params
+	m.Dropout = b.masks
+	m.dropoutP = b.dropoutP
 	return m, nil
 }
 
-// embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C).
+// embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C). Both tables
+// are N(0, 1) as nn.Embedding's, N(0, 0.02) with init "gpt2".
 func (b *builder) embedding(tokens *G.Node) *G.Node {
-	tok := b.param("tok.weight", normal, b.spec.Vocab, b.spec.Embedding)
-	pos := b.param("pos.weight", normal, b.spec.Context, b.spec.Embedding)
+	tok, pos := b.embeddingTables()
 	return b.op.embedding(tokens, tok, pos)
 }
 
-// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in].
-func (b *builder) linear(name string, x *G.Node, in, out int) *G.Node {
-	w := b.param(name+".weight", uniform(in), out, in)
-	bias := b.param(name+".bias", uniform(in), out)
+// embeddingTables are the token table (V, C) and the position table
+// (context, C).
+func (b *builder) embeddingTables() (tok, pos *G.Node) {
+	init := normal
+	if b.spec.Init == "gpt2" {
+		init = gaussian(0.02)
+	}
+	b.tok = b.param("tok.weight", init, b.spec.Vocab, b.spec.Embedding)
+	pos = b.param("pos.weight", init, b.spec.Context, b.spec.Embedding)
+	return b.tok, pos
+}
+
+// output turns the last block's rows into logits (rows, V): the final
+// LayerNorm when the model has one, then the output layer, or x·tokᵀ
+// (the embedding read backwards, no bias) with tied embeddings.
+func (b *builder) output(x *G.Node) *G.Node {
+	if b.spec.FinalNorm {
+		x = b.layerNorm("final_norm", x)
+	}
+	if b.spec.TieEmbeddings {
+		return b.op.linear(x, b.tok, nil)
+	}
+	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
+}
+
+// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in], and
+// no b when the model has bias = false. Its initialisation is nn.Linear's
+// U(±1/√in) for both, or with init "gpt2" nanoGPT's: weights N(0, 0.02),
+// N(0, 0.02/√(2·blocks)) for the projections that end a residual branch
+// (endsBranch), biases 0.
+func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *G.Node {
+	wInit, bInit := uniform(in), uniform(in)
+	if b.spec.Init == "gpt2" {
+		std := 0.02
+		if endsBranch {
+			std = 0.02 / math.Sqrt(float64(2*b.spec.Blocks))
+		}
+		wInit, bInit = gaussian(std), zeros
+	}
+	w := b.param(name+".weight", wInit, out, in)
+	var bias *G.Node
+	if b.spec.Bias {
+		bias = b.param(name+".bias", bInit, out)
+	}
 	return b.op.linear(x, w, bias)
+}
+
+// dropout zeroes each entry of x with probability p, where nanoGPT does:
+// after the embedding sum, on the attention weights, and at the end of
+// each residual branch. The survivors are scaled by 1/(1 − p) so the
+// expected value is unchanged (nn.Dropout). Off, it returns x.
+func (b *builder) dropout(x *G.Node) *G.Node {
+	if mask := b.dropoutMask(x.Shape()); mask != nil {
+		return b.op.dropout(x, mask)
+	}
+	return x
+}
+
+// dropoutMask adds a mask input of the given shape, or returns nil when
+// this graph has no dropout.
+func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
+	if b.dropoutP == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("dropout.%d", len(b.masks))
+	ones := make([]float64, shape.TotalSize())
+	for i := range ones {
+		ones[i] = 1
+	}
+	mask := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
+		G.WithValue(dense(b.dt, ones, shape...)))
+	b.masks = append(b.masks, mask)
+	return mask
 }
 
 // attention is scaled dot-product self-attention over rows (B·T, C):
 // w = softmax(q kᵀ / sqrt(C/heads) + mask), y = w v, then the output
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	s := b.spec
-	C := s.Embedding
-	q, k, v := x, x, x
-	if s.QKV {
-		q = b.linear(name+".q", x, C, C)
-		k = b.linear(name+".k", x, C, C)
-		v = b.linear(name+".v", x, C, C)
+	q, k, v := b.projections(name, x)
+	drop := b.dropoutMask(tensor.Shape{b.batch * b.spec.Heads, b.seqLen, b.seqLen})
+	y, w = b.op.attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
+	return b.outProjection(name, y), w
+}
+
+// projections are the queries, keys and values of rows x: three linear
+// layers, or x itself for all three without qkv.
+func (b *builder) projections(name string, x *G.Node) (q, k, v *G.Node) {
+	if !b.spec.QKV {
+		return x, x, x
 	}
-	scale := 1 / math.Sqrt(float64(C/s.Heads))
-	y, w = b.op.attention(q, k, v, scale, s.Mask)
-	if s.OutProj {
-		y = b.linear(name+".o", y, C, C)
+	C := b.spec.Embedding
+	q = b.linear(name+".q", x, C, C, false)
+	k = b.linear(name+".k", x, C, C, false)
+	v = b.linear(name+".v", x, C, C, false)
+	return q, k, v
+}
+
+// attentionScale is 1/√(C/heads), the inverse square root of a head's width.
+func (b *builder) attentionScale() float64 {
+	return 1 / math.Sqrt(float64(b.spec.Embedding/b.spec.Heads))
+}
+
+// outProjection is the linear layer after attention, when out_proj is set;
+// it ends a residual branch.
+func (b *builder) outProjection(name string, y *G.Node) *G.Node {
+	if !b.spec.OutProj {
+		return y
 	}
-	return y, w
+	C := b.spec.Embedding
+	return b.linear(name+".o", y, C, C, true)
 }
 
 // feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
 func (b *builder) feedForward(name string, x *G.Node) *G.Node {
 	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
-	h := b.linear(name+".up", x, C, hidden)
+	h := b.linear(name+".up", x, C, hidden, false)
 	h = b.op.activation(h, b.spec.Activation)
-	return b.linear(name+".down", h, hidden, C)
+	return b.linear(name+".down", h, hidden, C, true)
 }
 
 // layerNorm is nn.LayerNorm over each row: mean 0, variance 1 (biased, eps
-// 1e-5), then a scale and a shift per channel.
+// 1e-5), then a scale and (unless bias = false) a shift per channel.
 func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 	w := b.param(name+".weight", ones, b.spec.Embedding)
-	bias := b.param(name+".bias", zeros, b.spec.Embedding)
+	var bias *G.Node
+	if b.spec.Bias {
+		bias = b.param(name+".bias", zeros, b.spec.Embedding)
+	}
 	return b.op.layerNorm(x, w, bias, 1e-5)
 }
 
 // block is one transformer block: attention, then feed-forward, each wrapped
 // as the reference's Block.sub wraps it. norm "pre": x + f(norm(x)); "post":
-// norm(x + f(x)); without residual the sum is f's output alone.
-func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
+// norm(x + f(x)); without residual the sum is f's output alone. attend is
+// the attention layer (its parameters named name+".att"): self-attention
+// over the window here, one position against a key/value cache in
+// incremental.go.
+func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
 	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
 		in := x
 		if b.spec.Norm == "pre" {
 			in = b.layerNorm(normName, x)
 		}
-		h := f(in)
+		h := b.dropout(f(in)) // the end of the branch
 		if b.spec.Residual {
 			h = G.Must(G.Add(x, h))
 		}
@@ -178,11 +282,6 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 		}
 		return h
 	}
-	x = sub(x, name+".norm1", func(in *G.Node) *G.Node {
-		var y *G.Node
-		y, att = b.attention(name+".att", in)
-		return y
-	})
-	x = sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
-	return x, att
+	x = sub(x, name+".norm1", func(in *G.Node) *G.Node { return attend(name+".att", in) })
+	return sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 }

@@ -4,12 +4,19 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/eval"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/golden"
 )
 
 // The checkpoints in testdata/nanogpt were written by nanoGPT's train.py
@@ -206,5 +213,73 @@ func TestStorageShorterThanDeclared(t *testing.T) {
 	_, _, err = c.readFloats(model["w"].(*tensorRef))
 	if err == nil || !strings.Contains(err.Error(), "holds 8 bytes, its 4 torch.FloatStorage elements need 16") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestImportedModelMatchesNanoGPT: the model imported from nanoGPT's
+// checkpoint gives nanoGPT's logits (float32, ≤ 1e-5 relative) on the
+// first test window of testdata/tiny.txt, and its test loss over gptg's
+// test windows (nanoGPT computed both, testdata/nanogpt/import.json), on
+// the fused and the unfused graph.
+func TestImportedModelMatchesNanoGPT(t *testing.T) {
+	var want struct {
+		Window []int `json:"window"`
+		Logits struct {
+			Data []float64 `json:"data"`
+		} `json:"logits"`
+		TestLoss    float64 `json:"test_loss"`
+		TestBatches int     `json:"test_batches"`
+		Batch       int     `json:"batch"`
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "nanogpt", "import.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Import(ckpt, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := graph.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := corpus.Load(filepath.Join("..", "testdata", "tiny.txt"), "char", saved.Spec.Context, 0, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unfused := range []bool{false, true} {
+		be := graph.Backend{Unfused: unfused}
+		g, err := graph.Build(saved.Spec, graph.Options{Batch: 1, Backend: be})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := saved.Apply(g.Params); err != nil {
+			t.Fatal(err)
+		}
+		p, err := graph.Compile(g, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(want.Window, nil); err != nil {
+			t.Fatal(err)
+		}
+		if e := golden.RelErr(graph.Float64s(g.Logits.Value()), want.Logits.Data, 0); !(e <= 1e-5) {
+			t.Errorf("unfused=%v: logits differ from nanoGPT's by %.3g (relative)", unfused, e)
+		}
+		p.Close()
+		loss, n, err := eval.ModelTestLoss(saved, data, want.Batch, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want.TestBatches || math.Abs(loss-want.TestLoss) > 1e-4 {
+			t.Errorf("unfused=%v: test loss %.6f over %d batches, nanoGPT %.6f over %d", unfused, loss, n, want.TestLoss, want.TestBatches)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/train/internal/adamw"
 )
 
@@ -23,6 +24,11 @@ import (
 // The moments are kept in float64 whatever the parameters' dtype.
 type AdamW struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
+
+	// SkipDecay[i] exempts parameter i from weight decay (train.decay =
+	// "matrices": nanoGPT's configure_optimizers decays only parameters of
+	// two or more dimensions). Nil decays every parameter.
+	SkipDecay []bool
 
 	// Steps taken so far; the next Step uses t = Steps + 1.
 	Steps int
@@ -59,6 +65,10 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 			return fmt.Errorf("adamw: gradient of parameter %d: %w", i, err)
 		}
 		m, v := o.M[i], o.V[i]
+		c := c
+		if i < len(o.SkipDecay) && o.SkipDecay[i] {
+			c.Decay = 1
+		}
 		switch w := p.Value().Data().(type) {
 		case []float64:
 			err = update(w, g.Data().([]float64), m, v, c)
@@ -73,6 +83,16 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 	}
 	o.Steps++
 	return nil
+}
+
+// SkipDecayBelow2D marks the parameters of fewer than two dimensions
+// (biases, LayerNorm weights), the ones nanoGPT does not decay.
+func SkipDecayBelow2D(params []*graph.Param) []bool {
+	skip := make([]bool, len(params))
+	for i, p := range params {
+		skip[i] = len(p.Shape) < 2
+	}
+	return skip
 }
 
 func update[F float32 | float64](w, g []F, m, v []float64, c adamw.Coefs) error {

@@ -16,8 +16,15 @@ import (
 // loss and pre-clip gradient norm of every step and the parameters after the
 // last one with the reference: relative error ≤ 1e-9, on the fused graph
 // and on the unfused one (subtests fused/…, unfused/…).
-func TestGoldenTrajectory(t *testing.T) {
-	cases, err := golden.Load(golden.Dir())
+func TestGoldenTrajectory(t *testing.T) { goldenTrajectories(t, golden.Dir()) }
+
+// TestGoldenTrajectoryNanoGPT replays nanoGPT's own model.py and
+// configure_optimizers (weight decay on matrices only) from
+// testdata/nanogpt/golden.
+func TestGoldenTrajectoryNanoGPT(t *testing.T) { goldenTrajectories(t, "../testdata/nanogpt/golden") }
+
+func goldenTrajectories(t *testing.T, dir string) {
+	cases, err := golden.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +59,9 @@ func goldenTrajectory(t *testing.T, cases []*golden.Case, unfused bool) {
 			o := c.Optimizer
 			sched := Schedule{LR: o.Schedule.LR, MinLR: o.Schedule.MinLR, Warmup: o.Schedule.Warmup, Total: o.Schedule.Total}
 			opt := &AdamW{Beta1: o.Betas[0], Beta2: o.Betas[1], Eps: o.Eps, WeightDecay: o.Schedule.WeightDecay}
+			if o.Schedule.Decay == "matrices" {
+				opt.SkipDecay = SkipDecayBelow2D(m.Params)
+			}
 			s := NewStepper(prog, opt, sched, o.Schedule.Clip)
 			for _, want := range o.Trajectory {
 				r, err := s.Step(want.Step, golden.Flat(c.Inputs), golden.Flat(c.Targets))

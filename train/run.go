@@ -375,9 +375,17 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	}
 	d, tr := cfg.Data, cfg.Train
 	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1, savedStep: -1}
-	t.perEpoch = data.NumTrain() / tr.Batch
-	if t.perEpoch == 0 {
-		return nil, fmt.Errorf("%s has %d training windows, fewer than one batch of %d", d.Path, data.NumTrain(), tr.Batch)
+	accum := max(1, tr.GradAccum)
+	perStep := tr.Batch * accum // windows per step
+	if d.Sampling == "random" {
+		// An epoch is as many tokens as the training split holds.
+		t.perEpoch = data.TrainTokens() / (perStep * cfg.Model.Context)
+		if data.TrainTokens() <= cfg.Model.Context {
+			return nil, fmt.Errorf("%s has a training split of %d tokens, not more than context %d", d.Path, data.TrainTokens(), cfg.Model.Context)
+		}
+		t.perEpoch = max(1, t.perEpoch)
+	} else if t.perEpoch = data.NumTrain() / perStep; t.perEpoch == 0 {
+		return nil, fmt.Errorf("%s has %d training windows, fewer than one step's %d (train.batch × train.grad_accum)", d.Path, data.NumTrain(), perStep)
 	}
 	// Checked now, not when the first evaluation finds it after hours.
 	if data.TestBatches(tr.Batch) == 0 {
@@ -405,7 +413,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if err := cfg.CheckTrainMemory(); err != nil {
 		return nil, err
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Backend: be})
 	if err != nil {
 		return nil, err
 	}
@@ -427,9 +435,13 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 		return nil, err
 	}
 	t.opt = &AdamW{Beta1: tr.Beta1, Beta2: tr.Beta2, Eps: tr.Eps, WeightDecay: tr.WeightDecay}
+	if tr.Decay == "matrices" {
+		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
+	}
 	sched := Schedule{LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
-	n := tr.Batch * cfg.Model.Context
+	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
+	n := perStep * cfg.Model.Context
 	t.x, t.y = make([]int, n), make([]int, n)
 	t.metrics = &metricsLog{path: filepath.Join(t.dir, MetricsFile)}
 	return t, nil
@@ -441,11 +453,27 @@ func (t *trainer) close() {
 	t.metrics.close()
 }
 
-// batch fills t.x and t.y with the windows of step s: epoch s/perEpoch
-// visits the training windows in an order drawn from (seed, epoch) alone,
-// so a resumed run needs only its step to find its place.
+// Salts that keep the random streams drawn from the seed apart: the
+// windows of data.sampling = "random", and the test batches of
+// train.eval_batches. (Epoch orders use (seed, epoch), dropout masks
+// graph.Model.SetDropout's (seed, pass).)
+const (
+	saltRandomBatches = 0x72616e646f6d // "random"
+	saltEvalBatches   = 0x6576616c     // "eval"
+)
+
+// batch fills t.x and t.y with the windows of step s. With data.sampling
+// "windows", epoch s/perEpoch visits the training windows in an order
+// drawn from (seed, epoch) alone; with "random", the windows start at
+// offsets drawn from (seed, s). Either way a resumed run needs only its
+// step to find its place.
 func (t *trainer) batch(s int) {
-	B := t.cfg.Train.Batch
+	B := t.cfg.Train.Batch * max(1, t.cfg.Train.GradAccum)
+	if t.cfg.Data.Sampling == "random" {
+		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltRandomBatches, uint64(s)))
+		t.data.RandomBatch(t.x, t.y, false, rng)
+		return
+	}
 	if e := s / t.perEpoch; e != t.epoch {
 		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed), uint64(e)))
 		t.order = rng.Perm(t.data.NumTrain())
@@ -455,10 +483,38 @@ func (t *trainer) batch(s int) {
 	t.data.TrainBatch(t.x, t.y, t.order[i*B:(i+1)*B])
 }
 
-// testLoss is the seed's test loss of the current weights; it stops early
-// with ctx's error when ctx is done.
+// testBatches is the number of batches a test loss averages.
+func (t *trainer) testBatches() int {
+	if n := t.cfg.Train.EvalBatches; n > 0 {
+		return n
+	}
+	return t.data.TestBatches(t.cfg.Train.Batch)
+}
+
+// testLoss is the seed's test loss of the current weights, over the whole
+// test split, or with train.eval_batches = N over N batches at random
+// offsets of it drawn from (seed, step), as nanoGPT's estimate_loss. It
+// stops early with ctx's error when ctx is done.
 func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
-	return eval.TestLossContext(ctx, t.eval, t.data)
+	n := t.cfg.Train.EvalBatches
+	if n == 0 {
+		return eval.TestLossContext(ctx, t.eval, t.data)
+	}
+	rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltEvalBatches, uint64(t.step)))
+	size := t.cfg.Train.Batch * t.cfg.Model.Context
+	x, y := make([]int, size), make([]int, size)
+	sum := 0.0
+	for range n {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
+		t.data.RandomBatch(x, y, true, rng)
+		if err := t.eval.Run(x, y); err != nil {
+			return 0, 0, err
+		}
+		sum += t.eval.Loss()
+	}
+	return sum / float64(n), n, nil
 }
 
 // loop trains from t.step to t.total.
@@ -555,7 +611,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	bar.finish()
 	res := &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
-		TestBatch: t.data.TestBatches(cfg.Batch), TrainSecs: t.trainSecs,
+		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
 		TokensPerSec: float64(t.step) * tokensPerStep / t.trainSecs,
 	}
 	return res, nil

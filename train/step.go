@@ -16,9 +16,15 @@ type Stepper struct {
 	Opt   *AdamW
 	Sched Schedule
 	Clip  float64
+	// Accum is the number of batches per step (train.grad_accum); their
+	// gradients are averaged before clipping and the update. 0 means 1.
+	Accum int
+	// Seed draws the dropout masks of every forward pass, from (Seed, pass).
+	Seed int64
 
 	pairs []G.ValueGrad
 	grads []any
+	sums  [][]float64 // gradient sums over the batches of one step (Accum > 1)
 }
 
 // StepResult is what one step measured.
@@ -36,14 +42,27 @@ func NewStepper(prog *graph.Program, opt *AdamW, sched Schedule, clip float64) *
 	return s
 }
 
-// Step trains on one batch as step number step (0-based). A non-finite loss
-// or gradient returns an error before any parameter changes.
+// Step trains on one batch as step number step (0-based): tokens and
+// targets hold Accum batches of the program's size, one after the other.
+// The loss is their mean, as is the gradient, as nanoGPT's division of
+// each micro-batch's loss by gradient_accumulation_steps gives. A
+// non-finite loss or gradient returns an error before any parameter changes.
 func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	r := StepResult{LR: s.Sched.At(step)}
-	if err := s.Prog.Run(tokens, targets); err != nil {
-		return r, err
+	accum := max(1, s.Accum)
+	n := len(tokens) / accum
+	for k := 0; k < accum; k++ {
+		s.Prog.Model.SetDropout(s.Seed, uint64(step*accum+k))
+		if err := s.Prog.Run(tokens[k*n:(k+1)*n], targets[k*n:(k+1)*n]); err != nil {
+			return r, err
+		}
+		if accum == 1 {
+			r.Loss = s.Prog.Loss()
+			break
+		}
+		r.Loss += s.Prog.Loss() / float64(accum)
+		s.accumulate(k, accum)
 	}
-	r.Loss = s.Prog.Loss()
 	for i, g := range s.Prog.Grads {
 		s.grads[i] = g.Value().Data()
 	}
@@ -56,6 +75,42 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 		return r, err
 	}
 	return r, nil
+}
+
+// accumulate adds the gradients of batch k of a step to the sums and,
+// after the last batch, leaves their mean in the gradient tensors, where
+// clipping and AdamW read them.
+func (s *Stepper) accumulate(k, accum int) {
+	if s.sums == nil {
+		s.sums = make([][]float64, len(s.Prog.Grads))
+	}
+	for i, g := range s.Prog.Grads {
+		switch d := g.Value().Data().(type) {
+		case []float64:
+			s.sums[i] = addGrad(s.sums[i], d, k, accum)
+		case []float32:
+			s.sums[i] = addGrad(s.sums[i], d, k, accum)
+		}
+	}
+}
+
+func addGrad[F float32 | float64](sum []float64, g []F, k, accum int) []float64 {
+	if sum == nil {
+		sum = make([]float64, len(g))
+	}
+	for j, v := range g {
+		if k == 0 {
+			sum[j] = float64(v)
+		} else {
+			sum[j] += float64(v)
+		}
+	}
+	if k == accum-1 {
+		for j, v := range sum {
+			g[j] = F(v / float64(accum))
+		}
+	}
+	return sum
 }
 
 // paramGrad presents a parameter node and its gradient node as the

@@ -37,6 +37,24 @@ func tinyConfig(t *testing.T, dir string) *config.Config {
 	return c
 }
 
+// nanoConfig is tinyConfig with nanoGPT's switches and training options
+// on: dropout, tied embeddings, no biases, final norm, exact GELU, GPT-2
+// initialisation, random windows, gradient accumulation, test loss
+// estimated on random batches, weight decay on matrices only.
+func nanoConfig(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	c := tinyConfig(t, dir)
+	m := &c.Model
+	m.Dropout, m.TieEmbeddings, m.Bias, m.FinalNorm = 0.2, true, false, true
+	m.Activation, m.Init = "gelu_exact", "gpt2"
+	c.Data.Sampling = "random"
+	c.Train.GradAccum, c.Train.EvalBatches, c.Train.Decay = 2, 3, "matrices"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // rows reads metrics.jsonl without the fields that measure time or memory,
 // which differ between runs by nature.
 func rows(t *testing.T, dir string) []map[string]any {
@@ -123,9 +141,16 @@ func TestSameSeedSameRun(t *testing.T) {
 // TestInterruptAndResume stops a run at several steps (between checkpoints
 // and right after one), resumes it, and requires exactly the parameters and
 // metrics of the uninterrupted run.
-func TestInterruptAndResume(t *testing.T) {
+func TestInterruptAndResume(t *testing.T) { interruptAndResume(t, tinyConfig) }
+
+// TestInterruptAndResumeNanoGPT is the same with dropout, random windows
+// and the other nanoGPT options on: masks, batches and test batches are
+// drawn from (seed, step), so the resumed run still ends bit-identical.
+func TestInterruptAndResumeNanoGPT(t *testing.T) { interruptAndResume(t, nanoConfig) }
+
+func interruptAndResume(t *testing.T, configFor func(*testing.T, string) *config.Config) {
 	whole := t.TempDir()
-	if _, err := Run(context.Background(), tinyConfig(t, whole), Options{CheckpointEvery: 25}); err != nil {
+	if _, err := Run(context.Background(), configFor(t, whole), Options{CheckpointEvery: 25}); err != nil {
 		t.Fatal(err)
 	}
 	for _, stopAt := range []int{1, 25, 37, 59} {
@@ -136,7 +161,7 @@ func TestInterruptAndResume(t *testing.T) {
 				cancel()
 			}
 		}}
-		_, err := Run(ctx, tinyConfig(t, dir), opts)
+		_, err := Run(ctx, configFor(t, dir), opts)
 		cancel()
 		if !errors.Is(err, ErrInterrupted) {
 			t.Fatalf("stop at %d: got %v, want ErrInterrupted", stopAt, err)
@@ -154,6 +179,40 @@ func TestInterruptAndResume(t *testing.T) {
 		}
 		if got, want := rows(t, dir), rows(t, whole); !reflect.DeepEqual(got, want) {
 			t.Errorf("stop at %d: metrics differ:\n%v\n%v", stopAt, got, want)
+		}
+	}
+}
+
+// TestNanoGPTOptionsChangeTraining: each option must act. Dropout, random
+// windows, gradient accumulation and the decay groups each give other
+// weights than the run without them, and the run learns.
+func TestNanoGPTOptionsChangeTraining(t *testing.T) {
+	base := t.TempDir()
+	rb, err := Run(context.Background(), nanoConfig(t, base), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows(t, base); !(r[len(r)-1]["loss"].(float64) < r[0]["loss"].(float64)) {
+		t.Fatalf("loss did not fall: %v", r)
+	}
+	if rb.TestBatch != 3 {
+		t.Errorf("test loss over %d batches, want train.eval_batches = 3", rb.TestBatch)
+	}
+	for name, change := range map[string]func(c *config.Config){
+		"dropout 0":    func(c *config.Config) { c.Model.Dropout = 0 },
+		"windows":      func(c *config.Config) { c.Data.Sampling = "windows" },
+		"grad_accum 1": func(c *config.Config) { c.Train.GradAccum = 1 },
+		"decay all":    func(c *config.Config) { c.Train.Decay = "all" },
+		"another seed": func(c *config.Config) { c.Train.Seed = 7 },
+	} {
+		dir := t.TempDir()
+		c := nanoConfig(t, dir)
+		change(c)
+		if _, err := Run(context.Background(), c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if reflect.DeepEqual(params(t, dir), params(t, base)) {
+			t.Errorf("%s: same weights as the nanoGPT-style run", name)
 		}
 	}
 }

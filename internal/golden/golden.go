@@ -49,6 +49,9 @@ type Case struct {
 			MinLR       float64 `json:"min_lr"`
 			WeightDecay float64 `json:"weight_decay"`
 			Clip        float64 `json:"clip"`
+			// Decay is "matrices" when only parameters of two or more
+			// dimensions are decayed (nanoGPT's files); empty: all.
+			Decay string `json:"decay"`
 		} `json:"schedule"`
 		Betas       [2]float64           `json:"betas"`
 		Eps         float64              `json:"eps"`
