@@ -575,8 +575,8 @@ func TestSuggest(t *testing.T) {
 		"heds": "heads", "Heads": "heads", "contxet": "context", "embeding": "embedding",
 		"top-k": "top_k", "lt": "lr", "xyz": "", "optimizer": "",
 	} {
-		if got := suggest(word, keys); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		if got := Suggest(word, keys); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
 		}
 	}
 }

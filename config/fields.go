@@ -211,10 +211,11 @@ func describe(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// suggest returns the candidate closest to word, or "" when none is close
+// Suggest returns the candidate closest to word, or "" when none is close
 // enough to be a plausible typo. Short words get a smaller budget so that
-// "lr" does not "correct" to an unrelated two-letter key.
-func suggest(word string, candidates []string) string {
+// "lr" does not "correct" to an unrelated two-letter key. The CLI uses it
+// for misspelt flags and commands, as the config does for keys.
+func Suggest(word string, candidates []string) string {
 	limit := 2
 	if len([]rune(word)) <= 3 {
 		limit = 1

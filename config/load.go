@@ -342,7 +342,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 
 	if _, isTable := v.(map[string]any); isTable {
 		msg := fmt.Sprintf("unknown table [%s]", key)
-		if g := suggest(key, s.sections); g != "" {
+		if g := Suggest(key, s.sections); g != "" {
 			msg += fmt.Sprintf("; did you mean [%s]?", g)
 		}
 		return &Error{File: path, Key: key, Msg: msg + " " + allowed}
@@ -354,7 +354,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 			return &Error{File: path, Key: key, Msg: msg + " " + allowed}
 		}
 	}
-	if g := suggest(key, append([]string{"extends"}, s.sections...)); g != "" {
+	if g := Suggest(key, append([]string{"extends"}, s.sections...)); g != "" {
 		msg += fmt.Sprintf("; did you mean %s?", g)
 	}
 	return &Error{File: path, Key: key, Msg: msg + " " + allowed}
@@ -364,7 +364,7 @@ func unknownTopLevel(path, key string, v any) *Error {
 func unknownKey(file, section, key string) *Error {
 	keys := getSchema().keys[section]
 	msg := "unknown key"
-	if g := suggest(key, keys); g != "" {
+	if g := Suggest(key, keys); g != "" {
 		msg += fmt.Sprintf("; did you mean %s.%s?", section, g)
 	}
 	msg += fmt.Sprintf(" (allowed: %s)", strings.Join(keys, ", "))
@@ -397,7 +397,7 @@ func parseSet(arg string) (string, any, error) {
 			}
 		}
 		if guess == "" {
-			guess = suggest(name, s.allSettable())
+			guess = Suggest(name, s.allSettable())
 		}
 		msg := "unknown key"
 		if guess != "" {

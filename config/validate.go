@@ -171,7 +171,7 @@ func (v *checker) oneOf(key, s string, allowed ...string) {
 		}
 	}
 	msg := fmt.Sprintf("%q is not allowed", s)
-	if g := suggest(s, allowed); g != "" {
+	if g := Suggest(s, allowed); g != "" {
 		msg += fmt.Sprintf("; did you mean %q?", g)
 	}
 	v.fail(key, "%s (allowed: %s)", msg, strings.Join(allowed, ", "))

@@ -5,8 +5,10 @@
 package corpus
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -39,7 +41,7 @@ type Vocab struct {
 // code point for valid UTF-8, which is what Python's sorted(set(text)) does.
 func BuildVocab(kind, text string) (*Vocab, error) {
 	if err := checkUTF8(text); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("text is %w", err)
 	}
 	seen := map[string]bool{}
 	switch kind {
@@ -141,8 +143,10 @@ func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
 func (v *Vocab) Size() int { return len(v.tokens) }
 
 // Encode turns text into ids. Text with tokens outside the vocabulary is an
-// error that lists every distinct unknown token, in order of appearance, so
-// a user can fix a prompt in one go.
+// error that counts the distinct unknown tokens and shows the first few, in
+// order of appearance, so a user can see what to fix without a line of
+// thousands; for words that differ from the vocabulary's only in case it
+// says which one was meant. The errors read after a subject: "the prompt: …".
 func (v *Vocab) Encode(text string) ([]int, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, err
@@ -153,7 +157,7 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 	addUnknown := func(t string) {
 		if !seen[t] {
 			seen[t] = true
-			unknown = append(unknown, fmt.Sprintf("%q", t))
+			unknown = append(unknown, t)
 		}
 	}
 	if v.kind == Char {
@@ -177,13 +181,58 @@ func (v *Vocab) Encode(text string) ([]int, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		what := "characters"
-		if v.kind == Word {
-			what = "words"
-		}
-		return nil, fmt.Errorf("%s outside the vocabulary: %s", what, strings.Join(unknown, ", "))
+		return nil, v.unknownError(unknown)
 	}
 	return ids, nil
+}
+
+// shownUnknown is how many unknown tokens an Encode error quotes.
+const shownUnknown = 8
+
+func (v *Vocab) unknownError(unknown []string) error {
+	what := "character"
+	if v.kind == Word {
+		what = "word"
+	}
+	if len(unknown) > 1 {
+		what += "s"
+	}
+	quoted := make([]string, 0, shownUnknown)
+	for _, t := range unknown[:min(len(unknown), shownUnknown)] {
+		quoted = append(quoted, strconv.Quote(t))
+	}
+	msg := fmt.Sprintf("%d %s outside the vocabulary: %s", len(unknown), what, strings.Join(quoted, ", "))
+	if more := len(unknown) - shownUnknown; more > 0 {
+		msg += fmt.Sprintf(" and %d more", more)
+	}
+	if v.kind == Word {
+		if hint := v.caseHint(unknown); hint != "" {
+			msg += "; " + hint
+		}
+	}
+	return errors.New(msg)
+}
+
+// caseHint names the vocabulary's spelling of unknown words that differ
+// from a known word only in case ("The" for "the"), the commonest prompt
+// mistake with a lower-case corpus.
+func (v *Vocab) caseHint(unknown []string) string {
+	folded := map[string]string{}
+	for _, t := range v.tokens {
+		if _, ok := folded[strings.ToLower(t)]; !ok {
+			folded[strings.ToLower(t)] = t
+		}
+	}
+	var pairs []string
+	for _, w := range unknown {
+		if known, ok := folded[strings.ToLower(w)]; ok && len(pairs) < 3 {
+			pairs = append(pairs, fmt.Sprintf("%q is %q", w, known))
+		}
+	}
+	if len(pairs) == 0 {
+		return ""
+	}
+	return "the case differs: " + strings.Join(pairs, ", ") + " in the vocabulary"
 }
 
 // Decode turns ids back into text; word tokens are joined with single
@@ -217,7 +266,7 @@ func checkUTF8(text string) error {
 	for off := 0; off < len(text); {
 		r, size := utf8.DecodeRuneInString(text[off:])
 		if r == utf8.RuneError && size == 1 {
-			return fmt.Errorf("text is not valid UTF-8 (bad byte 0x%02x at offset %d)", text[off], off)
+			return fmt.Errorf("not valid UTF-8 (bad byte 0x%02x at offset %d)", text[off], off)
 		}
 		off += size
 	}

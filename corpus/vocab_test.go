@@ -51,7 +51,7 @@ func TestBuildVocabWord(t *testing.T) {
 		t.Fatalf("Decode = %q", got)
 	}
 	_, err = v.Encode("the dog ate the cat dog")
-	if err == nil || err.Error() != `words outside the vocabulary: "dog", "ate"` {
+	if err == nil || err.Error() != `2 words outside the vocabulary: "dog", "ate"` {
 		t.Fatalf("unknown words: err = %v", err)
 	}
 }
@@ -62,13 +62,43 @@ func TestEncodeUnknownCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = v.Encode("abé\tcé\t")
-	want := `characters outside the vocabulary: "é", "\t"`
+	want := `2 characters outside the vocabulary: "é", "\t"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
 	_, err = v.Encode("a\xffb")
 	if err == nil || !strings.Contains(err.Error(), "offset 1") {
 		t.Fatalf("invalid UTF-8: err = %v", err)
+	}
+}
+
+// TestEncodeManyUnknown: a prompt in another script must not produce a
+// message of thousands of characters; it shows a few and the count.
+func TestEncodeManyUnknown(t *testing.T) {
+	v, err := BuildVocab(Char, "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for r := rune(0x4e00); r < 0x4e00+5000; r++ {
+		text.WriteRune(r)
+	}
+	_, err = v.Encode("a" + text.String())
+	want := `5000 characters outside the vocabulary: "一", "丁", "丂", "七", "丄", "丅", "丆", "万" and 4992 more`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+func TestEncodeWordCaseHint(t *testing.T) {
+	v, err := BuildVocab(Word, "the cat sat on the mat .")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.Encode("The cat sat on a MAT")
+	want := `3 words outside the vocabulary: "The", "a", "MAT"; the case differs: "The" is "the", "MAT" is "mat" in the vocabulary`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
 

@@ -80,12 +80,84 @@ func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be grap
 	return TestLoss(p, data)
 }
 
+// Progress is told after each test batch how many of total are done; an
+// error stops the evaluation and is returned (an interrupt, say).
+type Progress func(done, total int) error
+
 // PrefixOnly scores every position of the same test windows seeing only its
-// prefix, as generation does: position i of a window is predicted by a
-// graph of i+1 positions fed the window's first i+1 tokens. For a causal
-// model this equals TestLoss; a model without the mask scores far worse,
-// because its plain loss read the very tokens it predicts.
+// prefix, as generation does: position i of a window is predicted from the
+// window's first i+1 tokens alone. For a causal model this equals TestLoss;
+// a model without the mask scores far worse, because its plain loss read
+// the very tokens it predicts.
 func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
+	return PrefixOnlyProgress(m, data, batch, be, nil)
+}
+
+// PrefixOnlyProgress is PrefixOnly reporting its progress (nil: none).
+//
+// It takes the cheapest computation that gives the prefix-only numbers:
+//   - a causal model: one pass over each window. The mask already limits
+//     position i to its prefix, so every position's loss is read off the
+//     same logits the plain loss uses.
+//   - an unmasked model of one block: one pass of the same weights with the
+//     causal mask switched on. Attention is the only place positions meet,
+//     and with one block the mask gives position i exactly the attention
+//     it would have in a graph of i+1 positions.
+//   - an unmasked model of several blocks: one pass per prefix length, as
+//     generation does. The mask is not enough here: in a graph of i+1
+//     positions, the first block's output at position j < i has attended
+//     to positions up to i, which a masked pass would hide from it.
+//
+// TestPrefixOnlyAgreesWithOnePassPerPrefix checks the first two against
+// the one-pass-per-prefix definition, TestPrefixOnlyIsWhatGenerationSees
+// the third against the sampler.
+func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
+	spec := m.Spec
+	switch {
+	case spec.Mask:
+	case spec.Blocks == 1:
+		spec.Mask = true
+	default:
+		return perPrefix(m, data, batch, be, progress)
+	}
+	g, err := graph.Build(spec, graph.Options{Batch: batch, Backend: be})
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	if err := m.Apply(g.Params); err != nil {
+		return 0, 0, err
+	}
+	p, err := graph.Compile(g, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer p.Close()
+	T, V := data.Context, spec.Vocab
+	sum, done, total := 0.0, 0, data.TestBatches(batch)
+	n, err := eachTestBatch(data, batch, func(x, y []int) error {
+		if err := p.Run(x, nil); err != nil {
+			return err
+		}
+		logits := graph.Float64s(p.Logits.Value())
+		for i := 0; i < batch*T; i++ {
+			sum += crossEntropy(logits[i*V:(i+1)*V], y[i])
+		}
+		done++
+		if progress != nil {
+			return progress(done, total)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return sum / float64(n*batch*T), n, nil
+}
+
+// perPrefix is the prefix-only loss by its definition: position i of a
+// window is predicted by a graph of i+1 positions fed the window's first
+// i+1 tokens.
+func perPrefix(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
 	progs := make([]*graph.Program, T+1) // progs[L] sees L positions; built on first use
 	defer func() {
@@ -101,7 +173,7 @@ func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.B
 		}
 		g, err := graph.Build(m.Spec, graph.Options{Batch: B, SeqLen: L, Backend: be})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", m.Path, err)
 		}
 		if err := m.Apply(g.Params); err != nil {
 			return nil, err
@@ -109,7 +181,7 @@ func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.B
 		progs[L], err = graph.Compile(g, false)
 		return progs[L], err
 	}
-	sum := 0.0
+	sum, done, total := 0.0, 0, data.TestBatches(B)
 	in := make([]int, 0, B*T)
 	n, err := eachTestBatch(data, B, func(x, y []int) error {
 		for L := 1; L <= T; L++ {
@@ -126,9 +198,12 @@ func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.B
 			}
 			logits := graph.Float64s(p.Logits.Value())
 			for s := 0; s < B; s++ {
-				row := logits[(s*L+L-1)*V : (s*L+L)*V]
-				sum += crossEntropy(row, y[s*T+L-1])
+				sum += crossEntropy(logits[(s*L+L-1)*V:(s*L+L)*V], y[s*T+L-1])
 			}
+		}
+		done++
+		if progress != nil {
+			return progress(done, total)
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@
 package eval_test
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/sample"
 )
 
 // tinyData is testdata/tiny.txt cut for the tiny models (context 8) the
@@ -151,5 +153,127 @@ func TestTestLossByHand(t *testing.T) {
 	// An untrained model is about uniform: a loss near log(vocab).
 	if math.Abs(want-math.Log(float64(V))) > 1.5 {
 		t.Errorf("loss %v is far from log(%d) = %v for an untrained model", want, V, math.Log(float64(V)))
+	}
+}
+
+// TestPrefixOnlyAgreesWithOnePassPerPrefix holds the single masked pass
+// that PrefixOnly takes for causal models and for unmasked models of one
+// block against the definition, one graph per prefix length, in float64
+// and float32.
+func TestPrefixOnlyAgreesWithOnePassPerPrefix(t *testing.T) {
+	data := tinyData(t)
+	for _, tc := range []struct {
+		name   string
+		mask   bool
+		blocks int
+		dtype  string
+		tol    float64
+	}{
+		{"causal, 2 blocks, float64", true, 2, "float64", 1e-12},
+		{"unmasked, 1 block, float64", false, 1, "float64", 1e-12},
+		{"unmasked, 1 block, float32", false, 1, "float32", 1e-5},
+		{"causal, 1 block, float32", true, 1, "float32", 1e-5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testmodel.Config(filepath.Join(t.TempDir(), "run"), tc.mask, 60)
+			c.Model.Blocks, c.Model.Dtype = tc.blocks, tc.dtype
+			c.Train.LR, c.Train.MinLR = 1e-2, 1e-3
+			path, err := testmodel.Train(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := graph.LoadModel(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, nw, err := eval.PerPrefix(m, data, 3, graph.Backend{}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			got, n, err := eval.PrefixOnlyProgress(m, data, 3, graph.Backend{}, func(done, total int) error {
+				calls++
+				if done != calls || total != data.TestBatches(3) {
+					t.Errorf("progress(%d, %d) at call %d, want total %d", done, total, calls, data.TestBatches(3))
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != nw || calls != n {
+				t.Errorf("batches %d, per prefix %d, progress calls %d", n, nw, calls)
+			}
+			if math.Abs(got-want) > tc.tol*want {
+				t.Errorf("prefix-only %.12f, one pass per prefix %.12f: differ by %g", got, want, got-want)
+			}
+		})
+	}
+}
+
+// TestPrefixOnlyStopsWhenProgressFails: an interrupt reported through the
+// progress callback ends the evaluation with that error.
+func TestPrefixOnlyStopsWhenProgressFails(t *testing.T) {
+	m := trainTiny(t, false, 5, 1e-3)
+	stop := errors.New("stop")
+	calls := 0
+	_, _, err := eval.PrefixOnlyProgress(m, tinyData(t), 2, graph.Backend{}, func(done, total int) error {
+		calls++
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("err %v after %d calls, want stop after 1", err, calls)
+	}
+}
+
+// TestPrefixOnlyIsWhatGenerationSees scores a two-block unmasked model
+// (which takes one pass per prefix length, on several workers) against the
+// sampler: for every test window and position, the logits gptg sample
+// would draw from after the window's prefix.
+func TestPrefixOnlyIsWhatGenerationSees(t *testing.T) {
+	data := tinyData(t)
+	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), false, 60)
+	c.Model.Blocks = 2
+	path, err := testmodel.Train(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := graph.LoadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const B = 3
+	got, n, err := eval.PrefixOnly(m, data, B, graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sample.New(m, graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	T := data.Context
+	x, y, sum := make([]int, T), make([]int, T), 0.0
+	for w := 0; w < n*B; w++ {
+		data.TestBatch(x, y, []int{w})
+		for L := 1; L <= T; L++ {
+			logits, err := s.NextLogits(x[:L])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mx := math.Inf(-1)
+			for _, v := range logits {
+				mx = math.Max(mx, v)
+			}
+			z := 0.0
+			for _, v := range logits {
+				z += math.Exp(v - mx)
+			}
+			sum += mx + math.Log(z) - logits[y[L-1]]
+		}
+	}
+	want := sum / float64(n*B*T)
+	if math.Abs(got-want) > 1e-12*want {
+		t.Errorf("prefix-only %.15f, from the sampler's logits %.15f", got, want)
 	}
 }

@@ -40,4 +40,20 @@ type emitter interface {
 	// crossEntropy: the mean over rows of −log softmax(logits)[target],
 	// targets given one-hot.
 	crossEntropy(logits, onehot *G.Node) *G.Node
+
+	// The incremental graph (incremental.go) runs one position at a time,
+	// forward only; these two layers differ from the window's.
+
+	// embeddingAt: the row (1, C) tok[token] + pos[position]; token and
+	// position are one-element tensor.Int vectors.
+	embeddingAt(token, position, tok, pos *G.Node) *G.Node
+	// cachedAttention: the attention of one new position (q, k, v rows
+	// (1, C)) over itself and the positions before it, whose keys and
+	// values are the first rows of keys and values (context, C). Which rows
+	// are valid is given twice, for each emitter to read what suits it:
+	// position (one-element tensor.Int) counts them, and mask (1,
+	// context+1) is the additive row over [cached rows…, the new
+	// position]: 0 for the valid rows and the new position, −1e9 for the
+	// others. Returns y (1, C), the heads side by side.
+	cachedAttention(q, k, v, keys, values, position, mask *G.Node, scale float64) *G.Node
 }

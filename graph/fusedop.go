@@ -96,12 +96,13 @@ type opParams struct {
 // args is what a kernel sees of one run: its float inputs (a scalar as a
 // one-element slice), the token ids when it takes them, and its output.
 type args[F gemm.Float] struct {
-	in  [][]F
-	ids []int
-	out []F
-	ws  *gemm.Workspace // for products over whole matrices (team.whole)
-	t   *team           // to split work: a.t.split(…)
-	p   *opParams
+	in   [][]F
+	ids  []int   // the first integer input
+	ints [][]int // every integer input, in order (ints[0] is ids)
+	out  []F
+	ws   *gemm.Workspace // for products over whole matrices (team.whole)
+	t    *team           // to split work: a.t.split(…)
+	p    *opParams
 	// scratch is the kernel's own float64 buffer, kept from run to run.
 	scratch []float64
 }
@@ -219,7 +220,7 @@ func (op *fusedOp) newOutput() G.Value {
 // runKernel unpacks the Gorgonia values into slices, runs f and, for a
 // scalar output, stores the kernel's one-element result.
 func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args[F]), vals []G.Value) error {
-	a.in, a.ids = a.in[:0], nil
+	a.in, a.ids, a.ints = a.in[:0], nil, a.ints[:0]
 	if *scalars == nil {
 		*scalars = make([]F, len(vals)+1)
 	}
@@ -231,7 +232,10 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			(*scalars)[i] = d
 			a.in = append(a.in, (*scalars)[i:i+1])
 		case []int:
-			a.ids = d
+			if a.ids == nil {
+				a.ids = d
+			}
+			a.ints = append(a.ints, d)
 		default:
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}

@@ -109,18 +109,13 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	m.Tokens = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("tokens"))
 	x := b.dropout(b.embedding(m.Tokens))
 	for i := 0; i < spec.Blocks; i++ {
-		var att *G.Node
-		x, att = b.block(fmt.Sprintf("blocks.%d", i), x)
-		m.Attention = append(m.Attention, att)
+		x = b.block(fmt.Sprintf("blocks.%d", i), x, func(name string, in *G.Node) *G.Node {
+			y, att := b.attention(name, in)
+			m.Attention = append(m.Attention, att)
+			return y
+		})
 	}
-	if spec.FinalNorm {
-		x = b.layerNorm("final_norm", x)
-	}
-	if spec.TieEmbeddings {
-		m.Logits = b.op.linear(x, b.tok, nil) // x·tokᵀ: the embedding read backwards, no bias
-	} else {
-		m.Logits = b.linear("out", x, spec.Embedding, spec.Vocab, false)
-	}
+	m.Logits = b.output(x)
 	if o.Loss {
 		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
 		m.Loss = b.op.crossEntropy(m.Logits, m.Targets)
@@ -134,13 +129,33 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 // embedding: x = tok[tokens] + pos[0..T), as rows (B·T, C). Both tables
 // are N(0, 1) as nn.Embedding's, N(0, 0.02) with init "gpt2".
 func (b *builder) embedding(tokens *G.Node) *G.Node {
+	tok, pos := b.embeddingTables()
+	return b.op.embedding(tokens, tok, pos)
+}
+
+// embeddingTables are the token table (V, C) and the position table
+// (context, C).
+func (b *builder) embeddingTables() (tok, pos *G.Node) {
 	init := normal
 	if b.spec.Init == "gpt2" {
 		init = gaussian(0.02)
 	}
 	b.tok = b.param("tok.weight", init, b.spec.Vocab, b.spec.Embedding)
-	pos := b.param("pos.weight", init, b.spec.Context, b.spec.Embedding)
-	return b.op.embedding(tokens, b.tok, pos)
+	pos = b.param("pos.weight", init, b.spec.Context, b.spec.Embedding)
+	return b.tok, pos
+}
+
+// output turns the last block's rows into logits (rows, V): the final
+// LayerNorm when the model has one, then the output layer, or x·tokᵀ
+// (the embedding read backwards, no bias) with tied embeddings.
+func (b *builder) output(x *G.Node) *G.Node {
+	if b.spec.FinalNorm {
+		x = b.layerNorm("final_norm", x)
+	}
+	if b.spec.TieEmbeddings {
+		return b.op.linear(x, b.tok, nil)
+	}
+	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
 }
 
 // linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in], and
@@ -197,21 +212,38 @@ func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
 // w = softmax(q kᵀ / sqrt(C/heads) + mask), y = w v, then the output
 // projection. It returns y and the weights w, (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	s := b.spec
-	C := s.Embedding
-	q, k, v := x, x, x
-	if s.QKV {
-		q = b.linear(name+".q", x, C, C, false)
-		k = b.linear(name+".k", x, C, C, false)
-		v = b.linear(name+".v", x, C, C, false)
+	q, k, v := b.projections(name, x)
+	drop := b.dropoutMask(tensor.Shape{b.batch * b.spec.Heads, b.seqLen, b.seqLen})
+	y, w = b.op.attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
+	return b.outProjection(name, y), w
+}
+
+// projections are the queries, keys and values of rows x: three linear
+// layers, or x itself for all three without qkv.
+func (b *builder) projections(name string, x *G.Node) (q, k, v *G.Node) {
+	if !b.spec.QKV {
+		return x, x, x
 	}
-	scale := 1 / math.Sqrt(float64(C/s.Heads))
-	drop := b.dropoutMask(tensor.Shape{b.batch * s.Heads, b.seqLen, b.seqLen})
-	y, w = b.op.attention(q, k, v, scale, s.Mask, drop)
-	if s.OutProj {
-		y = b.linear(name+".o", y, C, C, true)
+	C := b.spec.Embedding
+	q = b.linear(name+".q", x, C, C, false)
+	k = b.linear(name+".k", x, C, C, false)
+	v = b.linear(name+".v", x, C, C, false)
+	return q, k, v
+}
+
+// attentionScale is 1/√(C/heads), the inverse square root of a head's width.
+func (b *builder) attentionScale() float64 {
+	return 1 / math.Sqrt(float64(b.spec.Embedding/b.spec.Heads))
+}
+
+// outProjection is the linear layer after attention, when out_proj is set;
+// it ends a residual branch.
+func (b *builder) outProjection(name string, y *G.Node) *G.Node {
+	if !b.spec.OutProj {
+		return y
 	}
-	return y, w
+	C := b.spec.Embedding
+	return b.linear(name+".o", y, C, C, true)
 }
 
 // feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
@@ -235,8 +267,11 @@ func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 
 // block is one transformer block: attention, then feed-forward, each wrapped
 // as the reference's Block.sub wraps it. norm "pre": x + f(norm(x)); "post":
-// norm(x + f(x)); without residual the sum is f's output alone.
-func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
+// norm(x + f(x)); without residual the sum is f's output alone. attend is
+// the attention layer (its parameters named name+".att"): self-attention
+// over the window here, one position against a key/value cache in
+// incremental.go.
+func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
 	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
 		in := x
 		if b.spec.Norm == "pre" {
@@ -251,11 +286,6 @@ func (b *builder) block(name string, x *G.Node) (out, att *G.Node) {
 		}
 		return h
 	}
-	x = sub(x, name+".norm1", func(in *G.Node) *G.Node {
-		var y *G.Node
-		y, att = b.attention(name+".att", in)
-		return y
-	})
-	x = sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
-	return x, att
+	x = sub(x, name+".norm1", func(in *G.Node) *G.Node { return attend(name+".att", in) })
+	return sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 }

@@ -56,6 +56,27 @@ func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool, drop
 	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
 }
 
+// embeddingAt gathers one row of each table; ByIndices keeps the axis of
+// length 1, (1, C).
+func (e *primitives) embeddingAt(token, position, tok, pos *G.Node) *G.Node {
+	return G.Must(G.Add(G.Must(G.ByIndices(tok, token, 0)), G.Must(G.ByIndices(pos, position, 0))))
+}
+
+// cachedAttention appends the new key and value to the caches as their
+// last row and masks the invalid cached rows with the additive mask row,
+// so the cache rows past the count take no weight (their content is
+// whatever an earlier run left there, always finite).
+func (e *primitives) cachedAttention(q, k, v, keys, values, _, mask *G.Node, scale float64) *G.Node {
+	C := q.Shape()[1]
+	keys = G.Must(G.Concat(0, keys, k)) // (context+1, C)
+	values = G.Must(G.Concat(0, values, v))
+	q, keys, values = e.splitHeads(q), e.splitHeads(keys), e.splitHeads(values) // (H, ·, C/H)
+	scores := G.Must(G.BatchedMatMul(q, keys, false, true))                     // (H, 1, context+1)
+	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
+	scores = G.Must(G.BroadcastAdd(scores, mask, nil, []byte{0}))
+	return e.mergeHeads(G.Must(G.BatchedMatMul(e.softmax(scores), values)), C)
+}
+
 func (e *primitives) activation(x *G.Node, kind string) *G.Node {
 	switch kind {
 	case "relu":
@@ -101,7 +122,8 @@ func (e *primitives) crossEntropy(logits, onehot *G.Node) *G.Node {
 // the view still needs in the backward pass, and the gradients come out
 // silently wrong (TestFiniteDifferences catches it). Transpose copies.
 func (e *primitives) splitHeads(x *G.Node) *G.Node {
-	B, T, C, H := e.batch, e.seqLen, x.Shape()[1], e.heads
+	B, C, H := e.batch, x.Shape()[1], e.heads
+	T := x.Shape()[0] / B
 	x = G.Must(G.Reshape(x, tensor.Shape{B, T, H, C / H}))
 	x = G.Must(G.Transpose(x, 0, 2, 1, 3))
 	return G.Must(G.Reshape(x, tensor.Shape{B * H, T, C / H}))
@@ -109,7 +131,7 @@ func (e *primitives) splitHeads(x *G.Node) *G.Node {
 
 // mergeHeads is splitHeads backwards: (B·H, T, C/H) to rows (B·T, C).
 func (e *primitives) mergeHeads(y *G.Node, C int) *G.Node {
-	B, T, H := e.batch, e.seqLen, e.heads
+	B, T, H := e.batch, y.Shape()[1], e.heads
 	y = G.Must(G.Reshape(y, tensor.Shape{B, H, T, C / H}))
 	y = G.Must(G.Transpose(y, 0, 2, 1, 3))
 	return G.Must(G.Reshape(y, tensor.Shape{B * T, C}))

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 )
 
@@ -22,29 +23,68 @@ type Options struct {
 	Seed        uint64
 }
 
-// Sampler runs batch-1 graphs of one model. A causal model needs one graph
-// of the full context: a shorter prompt is right-padded and position n−1
-// cannot see the padding. An unmasked model would read the padding, so it
-// gets a graph per prompt length, each built once.
+// Sampler runs batch-1 graphs of one model.
+//
+// A causal model keeps a key/value cache (graph.CachedProgram): while the
+// tokens fit the context, they sit at positions 0, 1, 2, … and nothing
+// computed for a position depends on later tokens, so each new token is
+// one run of the incremental graph over one position, against the keys
+// and values of the earlier ones. Once the tokens outgrow the context the
+// model sees the last context tokens at positions 0..context−1, as the
+// reference does: every token moves to another position, so every cached
+// key and value of every block changes (the position is added at the
+// input), and would change again at the next token. A rebuilt cache would
+// be read once, so the cheapest correct way is no cache: one run of the
+// window graph per token, as without the cache.
+//
+// The window graph of a causal model is the full context: a shorter
+// prompt is right-padded and position n−1 cannot see the padding. An
+// unmasked model would read the padding, and has no valid cache: it gets
+// a window graph per prompt length, each built once.
 type Sampler struct {
 	Model   *graph.SavedModel
 	backend graph.Backend
 	graphs  map[int]*graph.Program
+	cache   *graph.CachedProgram // nil for an unmasked model
+	logits  []float64            // NextLogits's result, reused
 }
 
 // New prepares a sampler for a loaded model file.
 func New(m *graph.SavedModel, be graph.Backend) (*Sampler, error) {
 	s := &Sampler{Model: m, backend: be, graphs: map[int]*graph.Program{}}
 	if _, err := s.program(m.Spec.Context); err != nil {
+		s.Close()
 		return nil, err
 	}
+	if m.Spec.Mask {
+		if err := s.buildCache(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// buildCache compiles the incremental graph of a causal model.
+func (s *Sampler) buildCache() error {
+	im, err := graph.BuildIncremental(s.Model.Spec, s.backend)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Model.Path, err)
+	}
+	if err := s.Model.Apply(im.Params); err != nil {
+		return err
+	}
+	s.cache, err = graph.CompileIncremental(im)
+	return err
 }
 
 // Close releases the graphs.
 func (s *Sampler) Close() {
 	for _, p := range s.graphs {
 		p.Close()
+	}
+	if s.cache != nil {
+		s.cache.Close()
 	}
 }
 
@@ -92,9 +132,14 @@ func (s *Sampler) Forward(ids []int) (p *graph.Program, n int, err error) {
 }
 
 // NextLogits returns the logits (float64) the model gives for the token
-// after ids, feeding only the last context tokens of ids.
+// after ids, feeding only the last context tokens of ids. The slice is
+// reused by the next call.
 func (s *Sampler) NextLogits(ids []int) ([]float64, error) {
-	if T := s.Model.Spec.Context; len(ids) > T {
+	T := s.Model.Spec.Context
+	if s.cache != nil && len(ids) > 0 && len(ids) <= T {
+		return s.cachedLogits(ids)
+	}
+	if len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
 	p, n, err := s.Forward(ids)
@@ -102,22 +147,54 @@ func (s *Sampler) NextLogits(ids []int) ([]float64, error) {
 		return nil, err
 	}
 	V := s.Model.Spec.Vocab
-	all := graph.Float64s(p.Logits.Value())
-	return all[(n-1)*V : n*V], nil
+	s.logits = graph.Float64sInto(s.logits, p.Logits.Value())
+	return s.logits[(n-1)*V : n*V], nil
+}
+
+// cachedLogits runs ids (at most the context, at positions 0..n−1) through
+// the cache: it keeps the longest prefix of ids it holds (in Generate, all
+// but the token drawn last) and appends the rest, the last append giving
+// the logits.
+func (s *Sampler) cachedLogits(ids []int) ([]float64, error) {
+	c := s.cache
+	keep := 0
+	for keep < min(c.Len(), len(ids)-1) && c.Tokens()[keep] == ids[keep] {
+		keep++
+	}
+	c.Truncate(keep)
+	for _, t := range ids[keep:] {
+		if err := c.Append(t); err != nil {
+			return nil, err
+		}
+	}
+	s.logits = graph.Float64sInto(s.logits, c.Logits.Value())
+	return s.logits, nil
+}
+
+// EncodePrompt turns a prompt into ids, or says in one line why it cannot
+// be sampled from (empty, not UTF-8, tokens outside the vocabulary). A
+// caller checks it before printing anything, so that a bad prompt is never
+// echoed ahead of its error.
+func EncodePrompt(v *corpus.Vocab, prompt string) ([]int, error) {
+	if prompt == "" {
+		return nil, errors.New("the prompt is empty: give at least one token")
+	}
+	ids, err := v.Encode(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("the prompt: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("the prompt has no tokens")
+	}
+	return ids, nil
 }
 
 // Generate encodes prompt, then draws o.Tokens tokens, passing each one's
 // text to emit as soon as it is drawn.
 func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) error {
-	if prompt == "" {
-		return errors.New("the prompt is empty: give at least one token")
-	}
-	ids, err := s.Model.Vocab.Encode(prompt)
+	ids, err := EncodePrompt(s.Model.Vocab, prompt)
 	if err != nil {
-		return fmt.Errorf("the prompt has %w", err)
-	}
-	if len(ids) == 0 {
-		return errors.New("the prompt has no tokens")
+		return err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
 	for i := 0; i < o.Tokens; i++ {

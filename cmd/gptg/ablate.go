@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,7 +39,8 @@ Flags:
   --base CONFIG            config the "differs" column compares against
                            (default configs/shakespeare.toml when it exists)
 `,
-	run: runAblate,
+	// ablate still prints to os.Stdout itself; the sweep work owns this file.
+	run: func(args []string, _, _ io.Writer) error { return runAblate(args) },
 }
 
 func runAblate(args []string) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gptg/gptg/graph"
@@ -15,22 +17,25 @@ import (
 
 var attentionCommand = command{
 	summary: "show the attention weights of every block and head over a text",
-	usage: `Usage: gptg attention MODEL.safetensors --text TEXT [--out FILE] [--format png|text]
+	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--out FILE.png|FILE.svg] [--format text|png|svg]
 
 Runs the model on TEXT (at most the context; a longer text keeps its last
 context tokens) and shows, for every block and head, the attention weights:
 row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
+A run folder stands for its model.safetensors.
 
-As text, every block and head is a table printed to stdout. As png, the
-file holds a grid of heatmaps, one row per block and one column per head,
-with the tokens on both axes (a space shows as ·, a newline as ¶) and one
-colour scale, 0 to 1, for all.
+As text, every block and head is a table printed to stdout. As a picture
+(PNG or SVG), the file holds a grid of heatmaps, one row per block and one
+column per head, with the tokens on both axes (a space shows as ·, a newline
+as ¶), one colour scale, 0 to 1, for all, and a colour bar.
 
 Flags:
-  --text TEXT        the text to look at (required)
-  --format png|text  what to write (default png when --out is given, else text)
-  --out FILE         the PNG file to write (default att.png)
+  --text TEXT             the text to look at (required)
+  --out FILE              the picture to write; its extension, .png or .svg,
+                          is its format
+  --format text|png|svg   text (the default without --out) prints tables;
+                          png or svg without --out writes att.png or att.svg
 ` + threadsUsage,
 	run: runAttention,
 }
@@ -43,7 +48,7 @@ type matrix struct {
 
 func (m matrix) at(i, j int) float64 { return m.w[i*m.n+j] }
 
-func runAttention(args []string) error {
+func runAttention(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
@@ -53,33 +58,27 @@ func runAttention(args []string) error {
 	if err != nil {
 		return err
 	}
-	if *format == "" {
-		*format = "text"
-		if *out != "" {
-			*format = "png"
-		}
-	}
 	switch {
 	case len(pos) != 1:
 		return usagef("attention needs exactly one MODEL file, got %d arguments", len(pos))
 	case *text == "":
 		return usagef("attention needs --text TEXT")
-	case *format != "png" && *format != "text":
-		return usagef("--format %q is not png or text", *format)
-	case *format == "text" && *out != "":
-		return usagef("--out is for --format png; text goes to stdout")
 	}
-	if *format == "png" && *out == "" {
-		*out = "att.png"
+	if *format, *out, err = pictureOutput(*format, *out, "att"); err != nil {
+		return err
 	}
 
-	m, err := graph.LoadModel(pos[0])
+	model, err := modelPath(pos[0])
+	if err != nil {
+		return err
+	}
+	m, err := graph.LoadModel(model)
 	if err != nil {
 		return err
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
-		return fmt.Errorf("--text has %w", err)
+		return fmt.Errorf("--text: %w", err)
 	}
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
@@ -99,9 +98,9 @@ func runAttention(args []string) error {
 		}
 		for b := range maps {
 			for h, mat := range maps[b] {
-				fmt.Printf("block %d, head %d\n", b, h)
-				printMatrix(os.Stdout, labels, mat)
-				fmt.Println()
+				fmt.Fprintf(stdout, "block %d, head %d\n", b, h)
+				printMatrix(stdout, labels, mat)
+				fmt.Fprintln(stdout)
 			}
 		}
 		return nil
@@ -109,13 +108,14 @@ func runAttention(args []string) error {
 	for i, l := range labels {
 		labels[i] = tokenLabel(l)
 	}
-	png, err := attentionPNG(maps, labels)
+	shown := m.Vocab.Decode(ids) // what the heatmaps show: the last context tokens
+	picture, err := attentionPicture(maps, labels, figureTitle{model: m.Path, text: shown}, *format)
 	if err != nil {
 		return err
 	}
 	// Encoded in memory first and renamed into place: a failure leaves no
 	// half-written image behind, and an old one stays intact.
-	if err := atomicfile.WriteFile(*out, png); err != nil {
+	if err := atomicfile.WriteFile(*out, picture); err != nil {
 		// The path in an *os.PathError is atomicfile's temporary file, a
 		// name the user never asked for; say which file failed instead.
 		var pe *os.PathError
@@ -124,8 +124,35 @@ func runAttention(args []string) error {
 		}
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
-	fmt.Printf("wrote %s: %d×%d heatmaps (blocks × heads) over %d tokens\n", *out, len(maps), m.Spec.Heads, len(ids))
+	fmt.Fprintf(stdout, "wrote %s: %d×%d heatmaps (blocks × heads) over %d tokens\n", *out, len(maps), m.Spec.Heads, len(ids))
 	return nil
+}
+
+// pictureOutput settles what a picture-writing command writes from its
+// --format and --out flags: text without --out, otherwise the format the
+// file name's extension says, so that a file named .svg always holds SVG.
+// A --format that contradicts the extension, or an extension gptg cannot
+// draw, is refused rather than guessed at. base names the default file.
+func pictureOutput(format, out, base string) (string, string, error) {
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	switch {
+	case format != "" && format != "text" && !slices.Contains(pictureFormats, format):
+		return "", "", usagef("--format %q is not text, %s", format, strings.Join(pictureFormats, " or "))
+	case out == "" && format == "":
+		return "text", "", nil
+	case out == "":
+		if format == "text" {
+			return "text", "", nil
+		}
+		return format, base + "." + format, nil
+	case format == "text":
+		return "", "", usagef("--out is for pictures; --format text goes to stdout")
+	case !slices.Contains(pictureFormats, ext):
+		return "", "", usagef("--out %s: the picture format comes from the extension, which must be .png or .svg", out)
+	case format != "" && format != ext:
+		return "", "", usagef("--format %s does not match --out %s; name the file .%s", format, out, format)
+	}
+	return ext, out, nil
 }
 
 // attentionMaps runs the model on ids and returns maps[b][h], the weights

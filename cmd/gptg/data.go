@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -30,7 +31,7 @@ Flags:
 	run: runData,
 }
 
-func runData(args []string) error {
+func runData(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	n := fs.Int("sentences", 5000, "")
@@ -53,6 +54,6 @@ func runData(args []string) error {
 	if err := atomicfile.WriteFile(*out, []byte(corpus.ToySentences(*n, *seed))); err != nil {
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
-	fmt.Printf("wrote %d sentences to %s\n", *n, *out)
+	fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, *out)
 	return nil
 }

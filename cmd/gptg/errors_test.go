@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/testmodel"
@@ -85,9 +86,23 @@ func TestBadInputs(t *testing.T) {
 		{name: "--set bad value", files: map[string]string{"c.toml": ""},
 			args: []string{"train", "c.toml", "--set", "model.context=abc"}, code: 2, msg: "--set model.context: expected an integer"},
 		{name: "--set without =", files: map[string]string{"c.toml": ""},
-			args: []string{"train", "c.toml", "--set", "model.heads"}, code: 2, msg: "expected section.key=value"},
+			args: []string{"train", "c.toml", "--set", "model.heads"}, code: 2, msg: `--set needs section.key=value, got "model.heads": write --set model.heads=VALUE`},
+		{name: "--set key value, a space for the =", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--set", "train.epochs", "0.05"}, code: 2, msg: `--set needs section.key=value, got "train.epochs": write --set train.epochs=0.05`},
+		{name: "nanoGPT style --section.key=value, bad value", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--train.epochs=lots"}, code: 2, msg: "--set train.epochs: expected a number"},
+		{name: "nanoGPT style --section.key, unknown key", files: map[string]string{"c.toml": ""},
+			args: []string{"graph", "c.toml", "--model.haeds", "2"}, code: 2, msg: "--set model.haeds: unknown key; did you mean model.heads?"},
+		{name: "misspelt flag", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--sett", "train.epochs=1"}, code: 2, msg: "flag provided but not defined: -sett; did you mean --set?"},
+		{name: "misspelt command, not a prefix", args: []string{"smaple"}, code: 2, msg: `unknown command "smaple"; did you mean "sample"?`},
+		{name: "version with an argument", args: []string{"version", "x"}, code: 2, msg: "version takes no arguments"},
 		{name: "train: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
-			args: []string{"train", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set (relative paths are resolved against the current directory"},
+		{name: "train: a config run from another directory", files: map[string]string{"proj/configs/c.toml": "[data]\npath = \"data/t.txt\"\n", "proj/data/t.txt": "abc"},
+			args: []string{"train", "proj/configs/c.toml"}, code: 1, msg: "; it exists under "},
+		{name: "train: the toy corpus not made yet", files: map[string]string{"c.toml": "[data]\npath = \"data/toy.txt\"\ntokenizer = \"word\"\n"},
+			args: []string{"train", "c.toml"}, code: 1, msg: "; make the toy corpus with: gptg data toy --out data/toy.txt"},
 		{name: "train: batch larger than the test split", files: map[string]string{"c.toml": "[data]\npath = \"" + tiny + "\"\n[train]\nbatch = 100\n"},
 			args: []string{"train", "c.toml"}, code: 1, msg: "has 36 test windows, fewer than one batch of 100: lower train.batch or data.split"},
 		{name: "graph: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
@@ -105,14 +120,31 @@ func TestBadInputs(t *testing.T) {
 		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: -frobnicate"},
 		{name: "sample missing prompt file", args: []string{"sample", model, "--prompt-file", "nope.txt"}, code: 1, msg: "prompt file: open nope.txt: no such file"},
 		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 1,
-			msg: `"G", "K", "X", "x", "€"`},
-		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 1, msg: `"Z"`},
-		{name: "attention --format bmp", args: []string{"attention", model, "--text", "First", "--format", "bmp"}, code: 2, msg: `--format "bmp" is not png or text`},
-		{name: "attention --out with --format text", args: []string{"attention", model, "--text", "First", "--format", "text", "--out", "a.png"}, code: 2, msg: "--out is for --format png"},
+			msg: `the prompt: 5 characters outside the vocabulary: "G", "K", "X", "x", "€"`},
+		{name: "sample prompt in another script", args: []string{"sample", model, "--prompt", cjk(3000)}, code: 1,
+			msg: `the prompt: 3000 characters outside the vocabulary: "一", "丁", "丂", "七", "丄", "丅", "丆", "万" and 2992 more`},
+		{name: "sample prompt not UTF-8", args: []string{"sample", model, "--prompt", "Fir\xffst"}, code: 1,
+			msg: "the prompt: not valid UTF-8 (bad byte 0xff at offset 3)"},
+		{name: "sample word model, capitalised prompt", args: []string{"sample", wordModel, "--prompt", "The cat Sees"}, code: 1,
+			msg: `the case differs: "The" is "the", "Sees" is "sees" in the vocabulary`},
+		{name: "sample: invalid config.toml beside the model, defaults needed", setup: modelWithConfig("[sample]\ntokens = \"many\"\n"),
+			args: []string{"sample", "run"}, code: 2, msg: "reading run/config.toml for the defaults of the flags not given"},
+		{name: "sample: a folder without a model", files: map[string]string{"empty/x.txt": ""},
+			args: []string{"sample", "empty"}, code: 1, msg: "empty is a folder without model.safetensors: give a model file or a run folder"},
+		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 1, msg: `--text: 1 character outside the vocabulary: "Z"`},
+		{name: "attention --format bmp", args: []string{"attention", model, "--text", "First", "--format", "bmp"}, code: 2, msg: `--format "bmp" is not text, png or svg`},
+		{name: "attention --out with --format text", args: []string{"attention", model, "--text", "First", "--format", "text", "--out", "a.png"}, code: 2, msg: "--out is for pictures; --format text goes to stdout"},
+		{name: "attention --out of an unknown picture type", args: []string{"attention", model, "--text", "First", "--out", "a.jpg"}, code: 2,
+			msg: "--out a.jpg: the picture format comes from the extension, which must be .png or .svg"},
+		{name: "attention --format png --out x.svg", args: []string{"attention", model, "--text", "First", "--format", "png", "--out", "a.svg"}, code: 2,
+			msg: "--format png does not match --out a.svg; name the file .png"},
 		{name: "attention --out in a missing folder", args: []string{"attention", model, "--text", "First", "--out", "no/such/dir/a.png"}, code: 1, msg: "writing no/such/dir/a.png: no such file or directory"},
 
 		// eval.
-		{name: "eval without --data", args: []string{"eval", model}, code: 2, msg: "eval needs --data FILE"},
+		{name: "eval without --data, a model outside a run folder", setup: copied(causalModel, "m.safetensors"),
+			args: []string{"eval", "m.safetensors"}, code: 2, msg: "eval needs --data FILE (there is no config.toml beside m.safetensors to take it from)"},
+		{name: "eval without --data, invalid config.toml beside the model", setup: modelWithConfig("[data]\nsplit = 2\n"),
+			args: []string{"eval", "run"}, code: 2, msg: "reading run/config.toml for the corpus (--data is not given)"},
 		{name: "eval --batch 0", args: []string{"eval", model, "--data", tiny, "--batch", "0"}, code: 2, msg: "--batch 0 must be between 1 and 4096"},
 		{name: "eval --split 1", args: []string{"eval", model, "--data", tiny, "--split", "1"}, code: 2, msg: "--split 1 must be between 0 and 1"},
 		{name: "eval missing data file", args: []string{"eval", model, "--data", "nope.txt"}, code: 1, msg: "data file nope.txt does not exist"},
@@ -122,7 +154,7 @@ func TestBadInputs(t *testing.T) {
 		// Model files.
 		{name: "sample: nonexistent model", args: []string{"sample", "nope.safetensors"}, code: 1, msg: "nope.safetensors: cannot open: no such file or directory"},
 		{name: "eval: nonexistent model", args: []string{"eval", "nope.safetensors", "--data", tiny}, code: 1, msg: "nope.safetensors: cannot open"},
-		{name: "inspect: a directory", args: []string{"inspect", "."}, code: 1, msg: "is a directory, not a model file"},
+		{name: "inspect: a folder without a model", args: []string{"inspect", "."}, code: 1, msg: ". is a folder without model.safetensors"},
 		{name: "inspect: empty file", files: map[string]string{brokenModel: ""},
 			args: []string{"inspect", brokenModel}, code: 1, msg: "broken.safetensors: file is empty"},
 		{name: "eval: 3-byte file", files: map[string]string{brokenModel: "abc"},
@@ -180,6 +212,9 @@ func TestBadInputs(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			dir := t.TempDir()
 			for name, content := range row.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -229,23 +264,23 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	b.WriteString("which checks the exit code, that stderr is this one line, that no panic shows and that no\n")
 	b.WriteString("file is left behind. The test regenerates this table and fails when it differs;\n")
 	b.WriteString("`GPTG_UPDATE_ERRORS=1 go test ./cmd/gptg -run TestBadInputs` rewrites it.\n")
-	b.WriteString("`runs/causal` and `runs/unmasked` stand for two tiny trained models, `data/tiny.txt` for a small corpus.\n\n")
+	b.WriteString("`runs/causal` and `runs/unmasked` stand for two tiny trained models, `runs/words` for a word-level one, `data/tiny.txt` for a small corpus.\n\n")
 	b.WriteString("| # | bad input | command | exit | message (stderr) |\n|---|---|---|---|---|\n")
 	cell := strings.NewReplacer("|", `\|`, "\n", " ", "`", "'")
 	for i, d := range table {
 		clean := strings.NewReplacer(
 			d.dir+string(filepath.Separator), "", d.dir, ".",
 			fmt.Sprintf("process %d", os.Getpid()), "process 4242",
-			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked",
+			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked", filepath.Dir(wordModel), "runs/words",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
 		for _, a := range append([]string{"gptg"}, d.row.args...) {
 			a = clean.Replace(a)
-			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 {
+			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 || !utf8.ValidString(a) {
 				a = strconv.Quote(a)
 			}
-			if len(a) > 60 {
-				a = a[:57] + "…"
+			if r := []rune(a); len(r) > 60 { // cut whole characters: the table stays UTF-8
+				a = string(r[:57]) + "…"
 			}
 			args = append(args, a)
 		}
@@ -262,6 +297,36 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	old, err := os.ReadFile(path)
 	if err != nil || string(old) != b.String() {
 		t.Errorf("docs/errors.md is missing or out of date (%v): run GPTG_UPDATE_ERRORS=1 go test ./cmd/gptg -run TestBadInputs", err)
+	}
+}
+
+// cjk is n distinct CJK characters, a prompt no Shakespeare model knows.
+func cjk(n int) string {
+	var b strings.Builder
+	for r := rune(0x4e00); r < 0x4e00+rune(n); r++ {
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// copied copies src into the row's directory as name.
+func copied(src, name string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		copyFile(t, src, filepath.Join(dir, name))
+	}
+}
+
+// modelWithConfig makes a run folder "run" holding the tiny causal model
+// beside a config.toml with the given text.
+func modelWithConfig(configText string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		if err := os.MkdirAll(filepath.Join(dir, "run"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, causalModel, filepath.Join(dir, "run", "model.safetensors"))
+		if err := os.WriteFile(filepath.Join(dir, "run", "config.toml"), []byte(configText), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -3,26 +3,32 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/train"
 )
 
 var evalCommand = command{
 	summary: "test loss of a model file on a corpus",
-	usage: `Usage: gptg eval MODEL.safetensors --data FILE [--batch N] [--split F] [--prefix-only]
+	usage: `Usage: gptg eval MODEL.safetensors|RUN_DIR [--data FILE] [--batch N] [--split F] [--prefix-only]
 
 Prints the test loss as the seed defines it: the mean, over the whole
 batches of the corpus's test split (the last 1−split of its tokens, cut
 into windows of the model's context with stride context/2), of each batch's
 mean cross-entropy. The corpus must have the model's vocabulary.
 
+A run folder stands for its model.safetensors. Without --data, the corpus,
+split and stride are those of the config.toml beside the model file.
+
 Flags:
-  --data FILE      the corpus (required)
+  --data FILE      the corpus (default: data.path of the run's config.toml)
   --batch N        windows per batch (default 4, as in training)
-  --split F        fraction of the tokens used for training (default 0.9)
+  --split F        fraction of the tokens used for training (default 0.9,
+                   or the run's data.split)
   --prefix-only    score every position seeing only its prefix, as
                    generation does. For a causal model this equals the plain
                    loss; a model without the mask reads the tokens it
@@ -31,7 +37,7 @@ Flags:
 	run: runEval,
 }
 
-func runEval(args []string) error {
+func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	dataPath := fs.String("data", "", "")
@@ -42,21 +48,41 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case len(pos) != 1:
 		return usagef("eval needs exactly one MODEL file, got %d arguments", len(pos))
-	case *dataPath == "":
-		return usagef("eval needs --data FILE")
 	case *batch < 1 || *batch > 4096:
 		return usagef("--batch %d must be between 1 and 4096", *batch)
 	case !(*split > 0 && *split < 1):
 		return usagef("--split %v must be between 0 and 1 (exclusive)", *split)
 	}
-	m, err := graph.LoadModel(pos[0])
+	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
 	}
-	data, err := corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, 0, *split)
+	stride := 0 // the default, context/2
+	if *dataPath == "" {
+		// The run's own corpus and cut, so that `gptg eval runs/x`
+		// reproduces the test loss its training printed.
+		cfg, err := runConfig(model, "the corpus (--data is not given)")
+		if err != nil {
+			return err
+		}
+		if cfg == nil {
+			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
+		}
+		*dataPath, stride = cfg.Data.Path, cfg.Data.Stride
+		if !set["split"] {
+			*split = cfg.Data.Split
+		}
+	}
+	m, err := graph.LoadModel(model)
+	if err != nil {
+		return err
+	}
+	data, err := corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, stride, *split)
 	if err != nil {
 		return err
 	}
@@ -68,14 +94,16 @@ func runEval(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
+	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
-		pl, _, err := eval.PrefixOnly(m, data, *batch, backend(*threads))
+		bar := newStatus(stderr, "prefix-only loss")
+		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)
+		bar.done()
 		if err != nil {
 			return err
 		}
-		fmt.Printf("prefix-only test loss %.6f\n", pl)
+		fmt.Fprintf(stdout, "prefix-only test loss %.6f\n", pl)
 	}
 	return nil
 }

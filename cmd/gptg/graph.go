@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/gptg/gptg/internal/atomicfile"
@@ -29,7 +29,7 @@ Flags:
 	run: runGraph,
 }
 
-func runGraph(args []string) error {
+func runGraph(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
@@ -46,7 +46,10 @@ func runGraph(args []string) error {
 		return err
 	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
-		if _, err := corpus.LoadFor(cfg, os.Stdout, nil); err != nil {
+		if err := checkDataPath(cfg); err != nil {
+			return err
+		}
+		if _, err := corpus.LoadFor(cfg, stdout, nil); err != nil {
 			return err
 		}
 	}
@@ -59,18 +62,18 @@ func runGraph(args []string) error {
 		return err
 	}
 	defer p.Close()
-	printParams(os.Stdout, m.Params)
-	fmt.Printf("graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
+	printParams(stdout, m.Params)
+	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
 	if *dot != "" {
 		if err := atomicfile.WriteFile(*dot, []byte(m.G.ToDot())); err != nil {
 			return fmt.Errorf("writing %s: %w", *dot, err)
 		}
-		fmt.Printf("wrote %s\n", *dot)
+		fmt.Fprintf(stdout, "wrote %s\n", *dot)
 	}
 	return nil
 }
 
-func printParams(w *os.File, params []*graph.Param) {
+func printParams(w io.Writer, params []*graph.Param) {
 	total := 0
 	fmt.Fprintf(w, "%-28s %-12s %10s\n", "parameter", "shape", "count")
 	for _, p := range params {

@@ -3,17 +3,21 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Sizes of the attention figure, in points. A tile grows with the number
@@ -24,23 +28,49 @@ const (
 	tileMargin   = 70 * vg.Length(1) // title, axis labels and short tick labels
 	perLabelRune = 6 * vg.Length(1)  // room for longer tick labels (words)
 	colorBarW    = 80 * vg.Length(1)
+	titleH       = 28 * vg.Length(1) // the figure's title above the grid
 )
 
-// attentionPNG draws maps[b][h], the n×n attention weights of block b and
-// head h, as a grid of heatmaps (rows = blocks, columns = heads) with the
-// tokens as tick labels and one colour scale for all, and returns the
-// encoded PNG.
+// attentionColors is the colour scale of the heatmaps, 0 to 1: viridis's
+// sequential ramp, dark purple through teal to yellow, interpolated at
+// linearly rising lightness. Neither end is white, so a weight of 1 never
+// looks like the page around it, and the order of the colours reads the
+// same in greyscale.
+func attentionColors() palette.ColorMap {
+	controls := []color.Color{
+		color.RGBA{0x44, 0x01, 0x54, 0xff},
+		color.RGBA{0x3b, 0x52, 0x8b, 0xff},
+		color.RGBA{0x21, 0x91, 0x8c, 0xff},
+		color.RGBA{0x5e, 0xc9, 0x62, 0xff},
+		color.RGBA{0xfd, 0xe7, 0x25, 0xff},
+	}
+	colors, err := moreland.NewLuminance(controls)
+	if err != nil {
+		panic(err) // the controls above are fixed and rise in lightness
+	}
+	colors.SetMin(0)
+	colors.SetMax(1)
+	return colors
+}
+
+// pictureFormats are the formats attention can draw, by file extension.
+var pictureFormats = []string{"png", "svg"}
+
+// attentionPicture draws maps[b][h], the n×n attention weights of block b
+// and head h, as a grid of heatmaps (rows = blocks, columns = heads) with
+// the tokens as tick labels, one colour scale for all and title on top, and
+// returns it encoded as format ("png" or "svg").
 //
 // Every heatmap uses the fixed range 0..1 rather than its own min and max:
 // weights are probabilities, and a shared scale lets heads be compared at a
 // glance (a head that spreads its attention looks pale next to one that
 // locks onto a single token).
-func attentionPNG(maps [][]matrix, labels []string) (png []byte, err error) {
+func attentionPicture(maps [][]matrix, labels []string, title figureTitle, format string) (picture []byte, err error) {
 	// gonum/plot reports some drawing problems by panicking; a figure that
 	// cannot be drawn is a run-time error, never a crash of the CLI.
 	defer func() {
 		if r := recover(); r != nil {
-			png, err = nil, fmt.Errorf("drawing the attention heatmaps: %v", r)
+			picture, err = nil, fmt.Errorf("drawing the attention heatmaps: %v", r)
 		}
 	}()
 	rows, cols := len(maps), 0
@@ -51,9 +81,7 @@ func attentionPNG(maps [][]matrix, labels []string) (png []byte, err error) {
 		return nil, fmt.Errorf("the model has no attention to draw (%d blocks)", rows)
 	}
 
-	colors := moreland.ExtendedBlackBody()
-	colors.SetMin(0)
-	colors.SetMax(1)
+	colors := attentionColors()
 	pal := colors.Palette(256)
 
 	plots := make([][]*plot.Plot, rows)
@@ -69,11 +97,20 @@ func attentionPNG(maps [][]matrix, labels []string) (png []byte, err error) {
 		longest = max(longest, len([]rune(l)))
 	}
 	tile := max(minTile, tileMargin+perLabelRune*vg.Length(longest)+tilePerToken*vg.Length(len(labels)))
-	width, height := tile*vg.Length(cols)+colorBarW, tile*vg.Length(rows)
-	img := vgimg.New(width, height)
-	dc := draw.New(img)
+	width, height := tile*vg.Length(cols)+colorBarW, tile*vg.Length(rows)+titleH
+	var canvas vg.CanvasWriterTo
+	switch format {
+	case "png":
+		canvas = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
+	case "svg":
+		canvas = vgsvg.New(width, height)
+	default:
+		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(pictureFormats, ", "))
+	}
+	dc := draw.New(canvas)
+	drawTitle(dc, title, width, height)
 
-	grid := draw.Crop(dc, 0, -colorBarW, 0, 0)
+	grid := draw.Crop(dc, 0, -colorBarW, 0, -titleH)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
 		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
 	// Align gives every heatmap the same data area even when the tick
@@ -87,15 +124,60 @@ func attentionPNG(maps [][]matrix, labels []string) (png []byte, err error) {
 
 	// The colour bar takes the right-hand strip, at most one tile high so
 	// that it stays a legend rather than a column of its own.
-	barHeight := min(height, tile)
-	bar := draw.Crop(dc, width-colorBarW, 0, height-barHeight, 0)
+	barHeight := min(height-titleH, tile)
+	bar := draw.Crop(dc, width-colorBarW, 0, height-titleH-barHeight, -titleH)
 	colorBarPlot(colors).Draw(draw.Crop(bar, vg.Millimeter*2, -vg.Millimeter*2, vg.Millimeter*8, -vg.Millimeter*8))
 
 	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, fmt.Errorf("encoding the PNG: %w", err)
+	if _, err := canvas.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("encoding the %s picture: %w", format, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// figureTitle is what the attention figure is of: a model file and a text.
+type figureTitle struct{ model, text string }
+
+// lines returns the title shortened step by step: the full one first, then
+// with the model's path cut to its last two elements, then with the text
+// cut as well, so that the caller can take the first that fits.
+func (f figureTitle) lines() []string {
+	format := func(model, text string) string {
+		return fmt.Sprintf("attention of %s over %s", model, strconv.Quote(text))
+	}
+	out := []string{format(f.model, f.text)}
+	model := f.model
+	if parts := strings.Split(filepath.ToSlash(model), "/"); len(parts) > 2 {
+		model = "…/" + strings.Join(parts[len(parts)-2:], "/")
+		out = append(out, format(model, f.text))
+	}
+	for r := []rune(f.text); len(r) > 1; {
+		r = r[:len(r)-1]
+		out = append(out, format(model, string(r)+"…"))
+	}
+	return out
+}
+
+// drawTitle writes the title centred across the top of the figure, as
+// much of it as fits the figure's width.
+func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
+	sty := draw.TextStyle{
+		Color:   color.Black,
+		Font:    font.From(plot.DefaultFont, 12),
+		XAlign:  draw.XCenter,
+		YAlign:  draw.YTop,
+		Handler: plot.DefaultTextHandler,
+	}
+	room := width - 2*vg.Millimeter*4
+	lines := title.lines()
+	line := lines[len(lines)-1]
+	for _, l := range lines {
+		if sty.Width(l) <= room {
+			line = l
+			break
+		}
+	}
+	dc.FillText(sty, vg.Point{X: width / 2, Y: height - vg.Millimeter*3}, line)
 }
 
 // heatmapPlot is one head's heatmap: the x axis is the position looked at,

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -33,7 +34,7 @@ Flags:
 	run: runImport,
 }
 
-func runImport(args []string) error {
+func runImport(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	meta := fs.String("meta", "", "")
 	out := fs.String("out", "", "")
@@ -64,7 +65,7 @@ func runImport(args []string) error {
 		return err
 	}
 	s := m.Spec
-	fmt.Printf("wrote %s: %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s\n",
+	fmt.Fprintf(stdout, "wrote %s: %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s\n",
 		*out, s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
 	return nil
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 
 	"github.com/gptg/gptg/graph"
@@ -11,18 +11,25 @@ import (
 
 var inspectCommand = command{
 	summary: "print a model file's metadata and parameter table",
-	usage: `Usage: gptg inspect MODEL.safetensors
+	usage: `Usage: gptg inspect MODEL.safetensors|RUN_DIR [--vocab]
 
 Prints the model file's metadata (format, model switches, tokenizer and
 vocabulary size), then every parameter with its shape and count, and the
 total. The file is fully checked: the graph its metadata describes is
-rebuilt and every tensor must fit it.
+rebuilt and every tensor must fit it. A run folder stands for its
+model.safetensors.
+
+Flags:
+  --vocab   print the vocabulary instead, one token per line in id order
+            (quoted as Go strings, so that a space or a newline shows),
+            to see what a prompt may contain
 `,
 	run: runInspect,
 }
 
-func runInspect(args []string) error {
+func runInspect(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	vocab := fs.Bool("vocab", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -30,7 +37,11 @@ func runInspect(args []string) error {
 	if len(pos) != 1 {
 		return usagef("inspect needs exactly one MODEL file, got %d arguments", len(pos))
 	}
-	m, err := graph.LoadModel(pos[0])
+	model, err := modelPath(pos[0])
+	if err != nil {
+		return err
+	}
+	m, err := graph.LoadModel(model)
 	if err != nil {
 		return err
 	}
@@ -46,15 +57,21 @@ func runInspect(args []string) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Printf("file: %s\n", m.Path)
+	if *vocab {
+		for id, tok := range m.Vocab.Tokens() {
+			fmt.Fprintf(stdout, "%d\t%q\n", id, tok)
+		}
+		return nil
+	}
+	fmt.Fprintf(stdout, "file: %s\n", m.Path)
 	for _, k := range keys {
 		v := m.Meta[k]
 		if k == "vocab" {
 			v = fmt.Sprintf("%d %s tokens", m.Vocab.Size(), m.Vocab.Kind())
 		}
-		fmt.Printf("%s: %s\n", k, v)
+		fmt.Fprintf(stdout, "%s: %s\n", k, v)
 	}
-	fmt.Println()
-	printParams(os.Stdout, g.Params)
+	fmt.Fprintln(stdout)
+	printParams(stdout, g.Params)
 	return nil
 }

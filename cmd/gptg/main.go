@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,11 +24,13 @@ import (
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
-// function that runs it with the arguments after its name.
+// function that runs it with the arguments after its name. A command
+// writes only to the stdout and stderr it is given, never to os.Stdout,
+// so that run can be called (and tested) with any writers.
 type command struct {
 	summary string
 	usage   string
-	run     func(args []string) error
+	run     func(args []string, stdout, stderr io.Writer) error
 }
 
 var commands map[string]command
@@ -42,6 +46,7 @@ func init() {
 		"ablate":    ablateCommand,
 		"data":      dataCommand,
 		"import":    importCommand,
+		"version":   versionCommand,
 	}
 }
 
@@ -78,6 +83,9 @@ const threadsUsage = `  --threads N              cores to use (default all); the
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
@@ -98,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gptg: unknown command %q%s (see gptg help)\n", args[0], suggestCommand(args[0]))
 		return 2
 	}
-	err := c.run(args[1:])
+	err := c.run(args[1:], stdout, stderr)
 	switch {
 	case err == nil:
 		return 0
@@ -163,10 +171,14 @@ Exit codes: 0 ok, 1 run-time failure, 2 bad usage or config, 130 interrupted.
 }
 
 func suggestCommand(s string) string {
-	for n := range commands {
+	names := slices.Sorted(maps.Keys(commands))
+	for _, n := range names {
 		if strings.HasPrefix(n, s) || strings.HasPrefix(s, n) {
 			return fmt.Sprintf("; did you mean %q?", n)
 		}
+	}
+	if g := config.Suggest(s, names); g != "" {
+		return fmt.Sprintf("; did you mean %q?", g)
 	}
 	return ""
 }
@@ -174,15 +186,22 @@ func suggestCommand(s string) string {
 // parseFlags parses flags that may come before, between or after the
 // positional arguments (gptg sample MODEL --prompt X), which the flag
 // package alone stops at. It returns the positional arguments.
+//
+// For commands with --set, nanoGPT's style --train.epochs=0.1 (a flag
+// whose name holds a dot) is taken as --set train.epochs=0.1.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard) // errors are reported once, by run
+	args, err := rewriteSetFlags(fs, args)
+	if err != nil {
+		return nil, err
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			return nil, usageError{err.Error() + suggestFlag(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -194,6 +213,70 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// rewriteSetFlags turns --section.key=value (and --section.key value)
+// into --set section.key=value when fs has --set, and refuses a --set
+// whose value lacks the =, which would otherwise leave the value behind
+// as a stray positional argument and a puzzling message about it.
+func rewriteSetFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	if fs.Lookup("set") == nil {
+		return args, nil
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...), nil
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		isFlag := strings.HasPrefix(a, "-") && len(a) > 1
+		switch {
+		case isFlag && name == "set":
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, usagef("--set needs section.key=value")
+				}
+				i++
+				value = args[i]
+			}
+			if !strings.Contains(value, "=") {
+				hint := value + "=VALUE"
+				if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+					hint = value + "=" + args[i+1]
+				}
+				return nil, usagef("--set needs section.key=value, got %q: write --set %s", value, hint)
+			}
+			out = append(out, "--set", value)
+		case isFlag && strings.Contains(name, ".") && name[0] >= 'a' && name[0] <= 'z': // not -0.5
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, usagef("--%s needs a value: --%s=VALUE or --set %s=VALUE", name, name, name)
+				}
+				i++
+				value = args[i]
+			}
+			out = append(out, "--set", name+"="+value)
+		default:
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// suggestFlag adds "; did you mean --X?" to the flag package's
+// "flag provided but not defined: -sett" when a defined flag is close.
+func suggestFlag(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if g := config.Suggest(name, names); g != "" {
+		return fmt.Sprintf("; did you mean --%s?", g)
+	}
+	return ""
 }
 
 // setFlags collects repeatable --set section.key=value overrides.

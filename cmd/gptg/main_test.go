@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/internal/testmodel"
 )
 
@@ -24,8 +25,9 @@ var (
 	gptgBin string // the binary under test
 
 	// causalModel and unmaskedModel are model.safetensors files inside run
-	// folders, each beside the config.toml it was trained with.
-	causalModel, unmaskedModel string
+	// folders, each beside the config.toml it was trained with; wordModel
+	// is a word-level model of the toy grammar (lower-case words).
+	causalModel, unmaskedModel, wordModel string
 
 	// runSampleTable is the [sample] table of the causal model's run, chosen
 	// unlike the built-in defaults so that a test can tell them apart.
@@ -62,7 +64,16 @@ func setUp(tmp string) error {
 	if causalModel, err = testmodel.Train(causal); err != nil {
 		return err
 	}
-	unmaskedModel, err = testmodel.Train(testmodel.Config(filepath.Join(tmp, "unmasked"), false, 30))
+	if unmaskedModel, err = testmodel.Train(testmodel.Config(filepath.Join(tmp, "unmasked"), false, 30)); err != nil {
+		return err
+	}
+	toy := filepath.Join(tmp, "toy.txt")
+	if err := os.WriteFile(toy, []byte(corpus.ToySentences(300, 1)), 0o644); err != nil {
+		return err
+	}
+	words := testmodel.Config(filepath.Join(tmp, "words"), true, 5)
+	words.Data.Path, words.Data.Tokenizer = toy, corpus.Word
+	wordModel, err = testmodel.Train(words)
 	return err
 }
 

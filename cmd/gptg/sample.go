@@ -2,24 +2,21 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
-	"github.com/gptg/gptg/train"
 )
 
 var sampleCommand = command{
 	summary: "generate text from a model file",
-	usage: `Usage: gptg sample MODEL.safetensors [--prompt TEXT | --prompt-file FILE]
+	usage: `Usage: gptg sample MODEL.safetensors|RUN_DIR [--prompt TEXT | --prompt-file FILE]
                    [--tokens N] [--temperature T] [--top-k K] [--top-p P]
                    [--seed S] [--samples N]
 
@@ -28,9 +25,11 @@ the vocabulary) and streams the prompt followed by the generated tokens to
 stdout. A prompt longer than the context feeds its last context tokens, as
 the seed's generate() does. The same seed gives the same text.
 
-In a run folder, the defaults of --prompt, --tokens, --temperature,
---top-k and --top-p come from the [sample] table of the config.toml beside
-the model file; a model file elsewhere takes the defaults below.
+A run folder stands for its model.safetensors. In a run folder, the
+defaults of --prompt, --tokens, --temperature, --top-k and --top-p come
+from the [sample] table of the config.toml beside the model file (read
+only when one of these flags is left out); a model file elsewhere takes
+the defaults below.
 
 Flags:
   --prompt TEXT        text to start from (default "\n")
@@ -52,7 +51,7 @@ Flags:
 // prompt reach the model, and the prompt is echoed whole.
 const maxPromptFile = 1 << 20
 
-func runSample(args []string) error {
+func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	prompt := fs.String("prompt", "", "")
@@ -76,27 +75,36 @@ func runSample(args []string) error {
 	case set["prompt"] && set["prompt-file"]:
 		return usagef("give --prompt or --prompt-file, not both")
 	}
-
-	// Flags the user left out take the run's [sample] table, so that
-	// `gptg sample runs/x/model.safetensors` samples as the config says.
-	defaults, err := sampleDefaults(pos[0])
+	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
 	}
-	if !set["prompt"] {
-		*prompt = defaults.Prompt
-	}
-	if !set["tokens"] {
-		*tokens = defaults.Tokens
-	}
-	if !set["temperature"] {
-		*temperature = defaults.Temperature
-	}
-	if !set["top-k"] {
-		*topK = defaults.TopK
-	}
-	if !set["top-p"] {
-		*topP = defaults.TopP
+
+	// Flags the user left out take the run's [sample] table, so that
+	// `gptg sample runs/x` samples as the config says. The config.toml
+	// is read only when some default is needed: with every flag given, a
+	// broken or foreign config.toml beside the model does not matter.
+	set["prompt"] = set["prompt"] || set["prompt-file"]
+	if !(set["prompt"] && set["tokens"] && set["temperature"] && set["top-k"] && set["top-p"]) {
+		defaults, err := sampleDefaults(model)
+		if err != nil {
+			return err
+		}
+		if !set["prompt"] {
+			*prompt = defaults.Prompt
+		}
+		if !set["tokens"] {
+			*tokens = defaults.Tokens
+		}
+		if !set["temperature"] {
+			*temperature = defaults.Temperature
+		}
+		if !set["top-k"] {
+			*topK = defaults.TopK
+		}
+		if !set["top-p"] {
+			*topP = defaults.TopP
+		}
 	}
 	// Checked after the merge: a run's config.toml may be edited by hand.
 	switch {
@@ -118,8 +126,13 @@ func runSample(args []string) error {
 		}
 		*prompt = string(b)
 	}
-	m, err := graph.LoadModel(pos[0])
+	m, err := graph.LoadModel(model)
 	if err != nil {
+		return err
+	}
+	// The prompt is echoed before the first token is drawn: check it first,
+	// so that a bad one prints nothing but its error.
+	if _, err := sample.EncodePrompt(m.Vocab, *prompt); err != nil {
 		return err
 	}
 	s, err := sample.New(m, backend(*threads))
@@ -127,7 +140,7 @@ func runSample(args []string) error {
 		return err
 	}
 	defer s.Close()
-	out := bufio.NewWriter(os.Stdout)
+	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	start := time.Now()
 	for i := 0; i < *samples; i++ {
@@ -153,7 +166,7 @@ func runSample(args []string) error {
 	if *stats {
 		secs := time.Since(start).Seconds()
 		n := *tokens * *samples
-		fmt.Fprintf(os.Stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
+		fmt.Fprintf(stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
 	}
 	return nil
 }
@@ -161,14 +174,10 @@ func runSample(args []string) error {
 // sampleDefaults returns the [sample] table of the config.toml beside the
 // model file, which is where train writes both in a run folder. A model
 // file elsewhere takes the built-in defaults (config.Default's).
-func sampleDefaults(modelPath string) (config.Sample, error) {
-	path := filepath.Join(filepath.Dir(modelPath), train.ConfigFile)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return config.Default().Sample, nil
-	}
-	cfg, err := config.Load(path, nil)
-	if err != nil {
-		return config.Sample{}, fmt.Errorf("reading the [sample] defaults beside the model: %w", err)
+func sampleDefaults(model string) (config.Sample, error) {
+	cfg, err := runConfig(model, "the defaults of the flags not given (give all of --prompt, --tokens, --temperature, --top-k, --top-p to skip it)")
+	if err != nil || cfg == nil {
+		return config.Default().Sample, err
 	}
 	return cfg.Sample, nil
 }

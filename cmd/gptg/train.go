@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/term"
@@ -56,7 +59,7 @@ Flags:
 	run: runTrain,
 }
 
-func runTrain(args []string) error {
+func runTrain(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	var sets setFlags
@@ -68,7 +71,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: os.Stdout, Force: *force, Progress: term.IsTerminal(int(os.Stdout.Fd()))}
+	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: stdout, Force: *force, Progress: isTerminal(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}
@@ -91,6 +94,9 @@ func runTrain(args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := checkDataPath(cfg); err != nil {
+			return err
+		}
 		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
 		res, err = train.Run(ctx, cfg, opts)
 	}
@@ -100,7 +106,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
+	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
 	return nil
 }
@@ -108,3 +114,56 @@ func runTrain(args []string) error {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// isTerminal tells whether w is a terminal, where a live progress display
+// can redraw itself; a file or a pipe gets plain lines instead.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// checkDataPath explains a missing data file that no URL can fetch before
+// training starts. A relative data.path is resolved against the current
+// directory, not the config's, which surprises whoever runs a config from
+// elsewhere: the message names the directory and, when the file exists
+// relative to the config's folder or one above it, where to run from.
+func checkDataPath(cfg *config.Config) error {
+	path := cfg.Data.Path
+	if cfg.Data.URL != "" {
+		return nil // missing files are downloaded
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // present, or a different problem that loading reports
+	}
+	msg := fmt.Sprintf("data file %s does not exist and [data] url is not set", path)
+	if !filepath.IsAbs(path) {
+		wd, _ := os.Getwd()
+		msg += fmt.Sprintf(" (relative paths are resolved against the current directory %s, not the config's)", wd)
+		if dir := findRelative(filepath.Dir(cfg.Path), path); dir != "" {
+			msg += fmt.Sprintf("; it exists under %s: run gptg there", dir)
+		}
+	}
+	if filepath.Base(path) == "toy.txt" {
+		msg += fmt.Sprintf("; make the toy corpus with: gptg data toy --out %s", path)
+	}
+	return errors.New(msg)
+}
+
+// findRelative returns the first of dir and its ancestors under which the
+// relative path rel exists, or "".
+func findRelative(dir, rel string) string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, rel)); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
