@@ -111,7 +111,8 @@ func (w *Workspace) worker(i int) *worker {
 
 // job is the product restricted to rows i0…i1−1 and columns j0…j1−1 of C.
 type job[F Float] struct {
-	ks             kernels
+	ks             *kernels
+	asm            bool
 	transA, transB bool
 	i0, i1, j0, j1 int
 	k              int
@@ -146,12 +147,14 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	ks := kernelsFor[F]()
-	j := job[F]{ks: ks, transA: transA, transB: transB, i1: m, j1: n, k: k,
+	ks, asm := kernelsFor[F]()
+	wk0 := w.worker(0)
+	j := jobOf[F](wk0)
+	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
 		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, accumulate: accumulate}
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
-		j.run(w.worker(0))
+		j.run(wk0)
 		return
 	}
 	// Split the larger dimension of C into bands of whole tiles: each
@@ -169,18 +172,18 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	w.wg.Add(parts - 1)
 	for t := parts - 1; t >= 0; t-- {
 		lo, hi := t*units/parts*unit, min((t+1)*units/parts*unit, extent)
-		part := j
+		part := *j
 		if byRows {
 			part.i0, part.i1 = lo, hi
 		} else {
 			part.j0, part.j1 = lo, hi
 		}
 		wk := w.workers[t]
+		*jobOf[F](wk) = part
 		if t == 0 {
-			part.run(wk)
+			jobOf[F](wk).run(wk)
 			break
 		}
-		*jobOf[F](wk) = part
 		if unsafe.Sizeof(F(0)) == 4 {
 			go wk.run32()
 		} else {
@@ -204,6 +207,18 @@ func (j *job[F]) run(wk *worker) {
 	kBlock := min(ks.kc, j.k)
 	*ap = grow(*ap, mBlock*kBlock)
 	*bp = grow(*bp, nBlock*kBlock)
+	// Packing an operand pays when the kernel reads the packed copy many
+	// times. A strip of A is read once per panel of B: with at most four
+	// panels the kernel reads A where it lies (its whole strips; the edge
+	// strip is still packed, zero-padded), unless A's rows are a multiple
+	// of 2 KiB apart: then the 16 rows a strip streams fall into one or two
+	// sets of the 8-way L1 and evict each other. Likewise B's panels, read
+	// once per strip of A, are read in place (when not transposed) if there
+	// are at most four strips. For small products packing would cost as
+	// much as the arithmetic (a 32×16·16×32 product is a few hundred ns).
+	size := int(unsafe.Sizeof(F(0)))
+	inPlaceA := nBlock <= 4*nr && (j.transA || j.lda*size%2048 != 0)
+	inPlaceB := !j.transB && mBlock <= 4*mr
 	for jc := j.j0; jc < j.j1; jc += ks.nc {
 		nc := min(ks.nc, j.j1-jc)
 		for pc := 0; pc < j.k; pc += ks.kc {
@@ -212,6 +227,9 @@ func (j *job[F]) run(wk *worker) {
 			// Panel q of B's block: bp[q·nr·kc …], nr numbers per step of p.
 			for jr := 0; jr < nc; jr += nr {
 				cols := min(nr, nc-jr)
+				if inPlaceB && cols == nr {
+					continue
+				}
 				dst := (*bp)[jr*kc : (jr+nr)*kc]
 				if j.transB {
 					packTrans(dst, nr, j.b, j.ldb, pc, kc, jc+jr, cols)
@@ -221,8 +239,12 @@ func (j *job[F]) run(wk *worker) {
 			}
 			for ic := j.i0; ic < j.i1; ic += ks.mc {
 				mc := min(ks.mc, j.i1-ic)
+				// Strip s of A's block: ap[s·mr·kc …], mr numbers per step.
 				for ir := 0; ir < mc; ir += mr {
 					rows := min(mr, mc-ir)
+					if inPlaceA && rows == mr {
+						continue
+					}
 					dst := (*ap)[ir*kc : (ir+mr)*kc]
 					if j.transA {
 						packCopy(dst, mr, j.a, j.lda, pc, kc, ic+ir, rows)
@@ -232,18 +254,28 @@ func (j *job[F]) run(wk *worker) {
 				}
 				for jr := 0; jr < nc; jr += nr {
 					cols := min(nr, nc-jr)
-					bs := (*bp)[jr*kc : (jr+nr)*kc]
+					bs, bStep := (*bp)[jr*kc:(jr+nr)*kc], nr
+					if inPlaceB && cols == nr {
+						bs, bStep = j.b[pc*j.ldb+jc+jr:], j.ldb
+					}
 					for ir := 0; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
-						as := (*ap)[ir*kc : (ir+mr)*kc]
+						as, aRow, aStep := (*ap)[ir*kc:(ir+mr)*kc], 1, mr
+						switch {
+						case !inPlaceA || rows < mr:
+						case j.transA:
+							as, aRow, aStep = j.a[pc*j.lda+ic+ir:], 1, j.lda
+						default:
+							as, aRow, aStep = j.a[(ic+ir)*j.lda+pc:], j.lda, 1
+						}
 						c0 := (ic+ir)*j.ldc + jc + jr
 						if rows == mr && cols == nr {
-							microKernel(ks, kc, as, bs, j.c[c0:], j.ldc, acc)
+							microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, acc)
 							continue
 						}
 						// An edge tile: compute the whole tile aside, keep
 						// what exists (the same sums as in place).
-						microKernel(ks, kc, as, bs, tile, nr, false)
+						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, false)
 						for r := 0; r < rows; r++ {
 							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
 							src := tile[r*nr : r*nr+cols]
@@ -298,25 +330,22 @@ func packCopy[F Float](dst []F, w int, src []F, ld, p0, kc, c0, cnt int) {
 	}
 }
 
-// copyRows is packCopy for whole rows of the kernels' common widths: a
-// fixed-size array assignment compiles to a few vector moves, where copy
-// calls memmove, which costs as much as the 64 bytes it moves.
+// copyRows is packCopy for whole rows of 64 or 128 bytes (the width of
+// most strips and panels), where there is assembly to copy them with
+// vector moves: copy calls memmove, which costs as much as the 64 bytes
+// it moves (so does assigning a [16]float32, which Go compiles to memmove).
 func copyRows[F Float](dst []F, w int, src []F, ld, p0, kc, c0 int) bool {
-	switch w {
-	case 16:
-		for p := 0; p < kc; p++ {
-			*(*[16]F)(dst[p*16:]) = *(*[16]F)(src[(p0+p)*ld+c0:])
-		}
-	case 8:
-		for p := 0; p < kc; p++ {
-			*(*[8]F)(dst[p*8:]) = *(*[8]F)(src[(p0+p)*ld+c0:])
-		}
-	case 6:
-		for p := 0; p < kc; p++ {
-			*(*[6]F)(dst[p*6:]) = *(*[6]F)(src[(p0+p)*ld+c0:])
-		}
-	default:
+	size := int(unsafe.Sizeof(F(0)))
+	if !haveTranspose || (w*size != 64 && w*size != 128) {
 		return false
+	}
+	_ = dst[kc*w-1]
+	_ = src[(p0+kc-1)*ld+c0+w-1]
+	d, s := unsafe.Pointer(&dst[0]), unsafe.Pointer(&src[p0*ld+c0])
+	if w*size == 64 {
+		copyRows64B(d, s, ld*size, kc)
+	} else {
+		copyRows128B(d, s, ld*size, kc)
 	}
 	return true
 }

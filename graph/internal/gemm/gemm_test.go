@@ -51,17 +51,14 @@ func withPath(p kernelPath, twin bool, f func()) {
 // withTinyBlocks runs f with blocking sizes of a few tiles, so that small
 // products cross every block boundary (mc, kc, nc) of every loop.
 func withTinyBlocks(f func()) {
-	all := []*kernels{&go32, &go64, &avx2_32, &avx2_64, &avx512_32, &avx512_64}
-	saved := make([]kernels, len(all))
-	for i, ks := range all {
-		saved[i] = *ks
-		ks.mc, ks.kc, ks.nc = 2*ks.mr, 5, 3*ks.nr
-	}
-	defer func() {
-		for i, ks := range all {
-			*ks = saved[i]
+	saved := kernelTable
+	defer func() { kernelTable = saved }()
+	for p := range kernelTable {
+		for t := range kernelTable[p] {
+			ks := &kernelTable[p][t]
+			ks.mc, ks.kc, ks.nc = 2*ks.mr, 5, 3*ks.nr
 		}
-	}()
+	}
 	f()
 }
 

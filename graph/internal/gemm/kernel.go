@@ -18,28 +18,35 @@ func (p kernelPath) String() string {
 // kernels is one micro-kernel with its tile (mr×nr) and blocking sizes.
 type kernels struct {
 	path       kernelPath
-	asm        bool // false: the Go twin of path's tile
 	mr, nr     int
 	mc, kc, nc int
-	f32, f64   func(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+	// run is the assembly kernel (nil for pathGo): microKernel for the
+	// element type of the table entry, a, b, c pointing at its first elements.
+	run func(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 }
 
 // maxTile is the largest mr·nr of any kernel (the edge tile's size).
 const maxTile = 16 * 16
 
-// Blocking sizes per kernel and element type, for this machine's caches
-// (L1d 32 KiB, L2 1 MiB per core) and typical ones: kc·nr·size ≈ 16 KiB
-// (a B panel fills half of L1), mc·kc·size ≈ 256–512 KiB (the A block in
-// L2), nc·kc·size ≈ 4 MiB (the B block in a share of L3). Measured with
-// BenchmarkMul; see bench/NOTES.md.
-var (
-	go32      = kernels{path: pathGo, mr: 4, nr: 8, mc: 128, kc: 256, nc: 4096}
-	go64      = kernels{path: pathGo, mr: 4, nr: 8, mc: 128, kc: 256, nc: 2048}
-	avx2_32   = kernels{path: pathAVX2, mr: 6, nr: 16, mc: 144, kc: 256, nc: 4096}
-	avx2_64   = kernels{path: pathAVX2, mr: 6, nr: 8, mc: 96, kc: 256, nc: 2048}
-	avx512_32 = kernels{path: pathAVX512, mr: 16, nr: 16, mc: 256, kc: 256, nc: 4096}
-	avx512_64 = kernels{path: pathAVX512, mr: 16, nr: 8, mc: 128, kc: 256, nc: 2048}
-)
+// kernelTable holds the kernels per family, float32 then float64, with
+// their blocking sizes for this machine's caches (L1d 32 KiB, L2 1 MiB per
+// core) and typical ones: kc·nr·size ≈ 16 KiB (a B panel fills half of
+// L1), mc·kc·size ≈ 256 KiB (the A block in L2), nc·kc·size ≈ 4 MiB (the
+// B block in a share of L3). Measured with BenchmarkMul; see bench/NOTES.md.
+var kernelTable = [...][2]kernels{
+	pathGo: {
+		{path: pathGo, mr: 4, nr: 8, mc: 128, kc: 256, nc: 4096},
+		{path: pathGo, mr: 4, nr: 8, mc: 128, kc: 256, nc: 2048},
+	},
+	pathAVX2: {
+		{path: pathAVX2, mr: 6, nr: 16, mc: 144, kc: 256, nc: 4096, run: avx2F32},
+		{path: pathAVX2, mr: 6, nr: 8, mc: 96, kc: 256, nc: 2048, run: avx2F64},
+	},
+	pathAVX512: {
+		{path: pathAVX512, mr: 16, nr: 16, mc: 256, kc: 256, nc: 4096, run: avx512F32},
+		{path: pathAVX512, mr: 16, nr: 8, mc: 128, kc: 256, nc: 2048, run: avx512F64},
+	},
+}
 
 // activePath is the kernel family Mul uses: the best the CPU has
 // (bestPath), or one the tests force. forceGo makes Mul run the Go twin
@@ -49,62 +56,45 @@ var (
 	forceGo    = false
 )
 
-// kernelsFor returns the kernels Mul uses for element type F.
-func kernelsFor[F Float]() kernels {
-	f32 := unsafe.Sizeof(F(0)) == 4
-	var ks kernels
-	switch activePath {
-	case pathAVX512:
-		ks = pick(f32, avx512_32, avx512_64)
-		ks.f32, ks.f64 = avx512F32, avx512F64
-	case pathAVX2:
-		ks = pick(f32, avx2_32, avx2_64)
-		ks.f32, ks.f64 = avx2F32, avx2F64
-	default:
-		ks = pick(f32, go32, go64)
+// kernelsFor returns the kernels Mul uses for element type F, and whether
+// to run their assembly (else their Go twin).
+func kernelsFor[F Float]() (ks *kernels, asm bool) {
+	t := 0
+	if unsafe.Sizeof(F(0)) == 8 {
+		t = 1
 	}
-	ks.asm = activePath != pathGo && !forceGo
-	return ks
-}
-
-func pick(f32 bool, a, b kernels) kernels {
-	if f32 {
-		return a
-	}
-	return b
+	return &kernelTable[activePath][t], activePath != pathGo && !forceGo
 }
 
 // microKernel computes the mr×nr tile of C at c (row stride ldc) from a
-// packed strip a (mr numbers per step) and panel b (nr numbers per step):
+// strip of A and a panel of B, packed or in place:
 //
-//	c[r·ldc + j] = Σ_p a[p·mr + r] · b[p·nr + j]   (p = 0 … k−1, in order)
+//	c[r·ldc + j] = Σ_p a[r·aRow + p·aStep] · b[p·bStep + j]   (p = 0 … k−1, in order)
 //
 // or c += … when accumulate is set (the sum is formed first, then added).
-func microKernel[F Float](ks kernels, k int, a, b, c []F, ldc int, accumulate bool) {
+// A packed strip has aRow = 1, aStep = mr; a packed panel bStep = nr.
+func microKernel[F Float](ks *kernels, asm bool, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, accumulate bool) {
 	// The assembly reads and writes these last elements and nothing beyond.
-	_ = a[k*ks.mr-1]
-	_ = b[k*ks.nr-1]
+	_ = a[(ks.mr-1)*aRow+(k-1)*aStep]
+	_ = b[(k-1)*bStep+ks.nr-1]
 	_ = c[(ks.mr-1)*ldc+ks.nr-1]
-	if !ks.asm {
-		kernelGo(ks.mr, ks.nr, k, a, b, c, ldc, accumulate)
+	if !asm {
+		kernelGo(ks.mr, ks.nr, k, a, aRow, aStep, b, bStep, c, ldc, accumulate)
 		return
 	}
-	run := ks.f64
-	if unsafe.Sizeof(F(0)) == 4 {
-		run = ks.f32
-	}
-	run(k, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, accumulate)
+	ks.run(k, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), bStep, unsafe.Pointer(&c[0]), ldc, accumulate)
 }
 
 // kernelGo is the micro-kernel in plain Go for any tile up to maxTile:
 // the tile is summed in a local array, one product per step of p, in the
 // order of the assembly's vector registers.
-func kernelGo[F Float](mr, nr, k int, a, b, c []F, ldc int, accumulate bool) {
+func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, accumulate bool) {
 	var acc [maxTile]F
 	t := acc[:mr*nr]
 	for p := 0; p < k; p++ {
-		bp := b[p*nr : p*nr+nr]
-		for r, av := range a[p*mr : p*mr+mr] {
+		bp := b[p*bStep : p*bStep+nr]
+		for r := 0; r < mr; r++ {
+			av := a[r*aRow+p*aStep]
 			row := t[r*nr : r*nr+nr]
 			for j, bv := range bp {
 				row[j] += av * bv

@@ -27,18 +27,28 @@ var haveTranspose = cpu.X86.HasAVX
 // The micro-kernels of kernel_amd64.s; each is microKernel for its tile.
 //
 //go:noescape
-func avx512F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 
 //go:noescape
-func avx512F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 
 //go:noescape
-func avx2F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 
 //go:noescape
-func avx2F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
+func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 
 // transpose8F32 transposes one 8×8 block: dst[i*dstStride+j] = src[j*srcStride+i].
 //
 //go:noescape
 func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int)
+
+// copyRows64B copies n rows of 64 bytes, ld bytes apart in src, to
+// contiguous rows at dst; copyRows128B rows of 128 bytes. They need AVX
+// (haveTranspose).
+//
+//go:noescape
+func copyRows64B(dst, src unsafe.Pointer, ld, n int)
+
+//go:noescape
+func copyRows128B(dst, src unsafe.Pointer, ld, n int)

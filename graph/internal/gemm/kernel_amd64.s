@@ -3,8 +3,9 @@
 #include "textflag.h"
 
 // The micro-kernels of kernel.go (microKernel): one mr×nr tile of C from a
-// packed strip of A (mr numbers per step p) and a packed panel of B (nr
-// numbers per step), the tile held in registers for the whole loop over p.
+// strip of A (entry (r, p) at a[r·aRow + p·aStep]: packed, or in place) and
+// a panel of B (row p at b[p·bStep], nr numbers), the tile held in
+// registers for the whole loop over p.
 //
 // AVX-512 (16 rows): each row of the tile is one zmm register (16 float32
 // or 8 float64), Z0–Z15. Each step loads B's row into Z16 and does one
@@ -18,17 +19,28 @@
 // The sum starts from zero; at the end C's old value is added when
 // accumulate is set, then the tile is stored, one row every ldc elements.
 //
-// Arguments: CX = steps left, SI = &a[p·mr], DI = &b[p·nr], DX = &c's
-// current row, R8 = ldc in bytes.
+// Registers: CX = steps left; SI, R11, R12, R13 = &a[p·aStep] of rows 0,
+// 4, 8, 12, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[p·bStep], BX =
+// bStep; DX = &c's current row, R8 = ldc (all strides in bytes).
 
-// func avx512F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx512F32(SB), NOSPLIT, $0-41
+// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
+TEXT ·avx512F32(SB), NOSPLIT, $0-65
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ aRow+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $2, R14
+	MOVQ b+32(FP), DI
+	MOVQ bStep+40(FP), BX
+	SHLQ $2, BX
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $2, R8
+	LEAQ (SI)(R9*4), R11
+	LEAQ (R11)(R9*4), R12
+	LEAQ (R12)(R9*4), R13
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -48,27 +60,30 @@ TEXT ·avx512F32(SB), NOSPLIT, $0-41
 
 avx512F32loop:
 	VMOVUPS (DI), Z16
-	VFMADD231PS.BCST 0(SI), Z16, Z0
-	VFMADD231PS.BCST 4(SI), Z16, Z1
-	VFMADD231PS.BCST 8(SI), Z16, Z2
-	VFMADD231PS.BCST 12(SI), Z16, Z3
-	VFMADD231PS.BCST 16(SI), Z16, Z4
-	VFMADD231PS.BCST 20(SI), Z16, Z5
-	VFMADD231PS.BCST 24(SI), Z16, Z6
-	VFMADD231PS.BCST 28(SI), Z16, Z7
-	VFMADD231PS.BCST 32(SI), Z16, Z8
-	VFMADD231PS.BCST 36(SI), Z16, Z9
-	VFMADD231PS.BCST 40(SI), Z16, Z10
-	VFMADD231PS.BCST 44(SI), Z16, Z11
-	VFMADD231PS.BCST 48(SI), Z16, Z12
-	VFMADD231PS.BCST 52(SI), Z16, Z13
-	VFMADD231PS.BCST 56(SI), Z16, Z14
-	VFMADD231PS.BCST 60(SI), Z16, Z15
-	ADDQ $64, SI
-	ADDQ $64, DI
+	VFMADD231PS.BCST (SI), Z16, Z0
+	VFMADD231PS.BCST (SI)(R9*1), Z16, Z1
+	VFMADD231PS.BCST (SI)(R9*2), Z16, Z2
+	VFMADD231PS.BCST (SI)(R10*1), Z16, Z3
+	VFMADD231PS.BCST (R11), Z16, Z4
+	VFMADD231PS.BCST (R11)(R9*1), Z16, Z5
+	VFMADD231PS.BCST (R11)(R9*2), Z16, Z6
+	VFMADD231PS.BCST (R11)(R10*1), Z16, Z7
+	VFMADD231PS.BCST (R12), Z16, Z8
+	VFMADD231PS.BCST (R12)(R9*1), Z16, Z9
+	VFMADD231PS.BCST (R12)(R9*2), Z16, Z10
+	VFMADD231PS.BCST (R12)(R10*1), Z16, Z11
+	VFMADD231PS.BCST (R13), Z16, Z12
+	VFMADD231PS.BCST (R13)(R9*1), Z16, Z13
+	VFMADD231PS.BCST (R13)(R9*2), Z16, Z14
+	VFMADD231PS.BCST (R13)(R10*1), Z16, Z15
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ R14, R12
+	ADDQ R14, R13
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F32loop
-	MOVBLZX accumulate+40(FP), AX
+	MOVBLZX accumulate+64(FP), AX
 	TESTL   AX, AX
 	JZ      avx512F32write
 	VADDPS (DX), Z0, Z0
@@ -158,14 +173,24 @@ avx512F32write:
 	VZEROUPPER
 	RET
 
-// func avx512F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx512F64(SB), NOSPLIT, $0-41
+// func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
+TEXT ·avx512F64(SB), NOSPLIT, $0-65
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ aRow+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $3, R14
+	MOVQ b+32(FP), DI
+	MOVQ bStep+40(FP), BX
+	SHLQ $3, BX
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $3, R8
+	LEAQ (SI)(R9*4), R11
+	LEAQ (R11)(R9*4), R12
+	LEAQ (R12)(R9*4), R13
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -185,27 +210,30 @@ TEXT ·avx512F64(SB), NOSPLIT, $0-41
 
 avx512F64loop:
 	VMOVUPD (DI), Z16
-	VFMADD231PD.BCST 0(SI), Z16, Z0
-	VFMADD231PD.BCST 8(SI), Z16, Z1
-	VFMADD231PD.BCST 16(SI), Z16, Z2
-	VFMADD231PD.BCST 24(SI), Z16, Z3
-	VFMADD231PD.BCST 32(SI), Z16, Z4
-	VFMADD231PD.BCST 40(SI), Z16, Z5
-	VFMADD231PD.BCST 48(SI), Z16, Z6
-	VFMADD231PD.BCST 56(SI), Z16, Z7
-	VFMADD231PD.BCST 64(SI), Z16, Z8
-	VFMADD231PD.BCST 72(SI), Z16, Z9
-	VFMADD231PD.BCST 80(SI), Z16, Z10
-	VFMADD231PD.BCST 88(SI), Z16, Z11
-	VFMADD231PD.BCST 96(SI), Z16, Z12
-	VFMADD231PD.BCST 104(SI), Z16, Z13
-	VFMADD231PD.BCST 112(SI), Z16, Z14
-	VFMADD231PD.BCST 120(SI), Z16, Z15
-	ADDQ $128, SI
-	ADDQ $64, DI
+	VFMADD231PD.BCST (SI), Z16, Z0
+	VFMADD231PD.BCST (SI)(R9*1), Z16, Z1
+	VFMADD231PD.BCST (SI)(R9*2), Z16, Z2
+	VFMADD231PD.BCST (SI)(R10*1), Z16, Z3
+	VFMADD231PD.BCST (R11), Z16, Z4
+	VFMADD231PD.BCST (R11)(R9*1), Z16, Z5
+	VFMADD231PD.BCST (R11)(R9*2), Z16, Z6
+	VFMADD231PD.BCST (R11)(R10*1), Z16, Z7
+	VFMADD231PD.BCST (R12), Z16, Z8
+	VFMADD231PD.BCST (R12)(R9*1), Z16, Z9
+	VFMADD231PD.BCST (R12)(R9*2), Z16, Z10
+	VFMADD231PD.BCST (R12)(R10*1), Z16, Z11
+	VFMADD231PD.BCST (R13), Z16, Z12
+	VFMADD231PD.BCST (R13)(R9*1), Z16, Z13
+	VFMADD231PD.BCST (R13)(R9*2), Z16, Z14
+	VFMADD231PD.BCST (R13)(R10*1), Z16, Z15
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ R14, R12
+	ADDQ R14, R13
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F64loop
-	MOVBLZX accumulate+40(FP), AX
+	MOVBLZX accumulate+64(FP), AX
 	TESTL   AX, AX
 	JZ      avx512F64write
 	VADDPD (DX), Z0, Z0
@@ -295,14 +323,22 @@ avx512F64write:
 	VZEROUPPER
 	RET
 
-// func avx2F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx2F32(SB), NOSPLIT, $0-41
+// func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
+TEXT ·avx2F32(SB), NOSPLIT, $0-65
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ aRow+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $2, R14
+	MOVQ b+32(FP), DI
+	MOVQ bStep+40(FP), BX
+	SHLQ $2, BX
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $2, R8
+	LEAQ (SI)(R9*4), R11
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -319,29 +355,30 @@ TEXT ·avx2F32(SB), NOSPLIT, $0-41
 avx2F32loop:
 	VMOVUPS (DI), Y12
 	VMOVUPS 32(DI), Y13
-	VBROADCASTSS 0(SI), Y14
+	VBROADCASTSS (SI), Y14
 	VFMADD231PS Y12, Y14, Y0
 	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS 4(SI), Y15
+	VBROADCASTSS (SI)(R9*1), Y15
 	VFMADD231PS Y12, Y15, Y2
 	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS 8(SI), Y14
+	VBROADCASTSS (SI)(R9*2), Y14
 	VFMADD231PS Y12, Y14, Y4
 	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS 12(SI), Y15
+	VBROADCASTSS (SI)(R10*1), Y15
 	VFMADD231PS Y12, Y15, Y6
 	VFMADD231PS Y13, Y15, Y7
-	VBROADCASTSS 16(SI), Y14
+	VBROADCASTSS (R11), Y14
 	VFMADD231PS Y12, Y14, Y8
 	VFMADD231PS Y13, Y14, Y9
-	VBROADCASTSS 20(SI), Y15
+	VBROADCASTSS (R11)(R9*1), Y15
 	VFMADD231PS Y12, Y15, Y10
 	VFMADD231PS Y13, Y15, Y11
-	ADDQ $24, SI
-	ADDQ $64, DI
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F32loop
-	MOVBLZX accumulate+40(FP), AX
+	MOVBLZX accumulate+64(FP), AX
 	TESTL   AX, AX
 	JZ      avx2F32write
 	VADDPS (DX), Y0, Y0
@@ -399,14 +436,22 @@ avx2F32write:
 	VZEROUPPER
 	RET
 
-// func avx2F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx2F64(SB), NOSPLIT, $0-41
+// func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
+TEXT ·avx2F64(SB), NOSPLIT, $0-65
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ aRow+16(FP), R9
+	SHLQ $3, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $3, R14
+	MOVQ b+32(FP), DI
+	MOVQ bStep+40(FP), BX
+	SHLQ $3, BX
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
 	SHLQ $3, R8
+	LEAQ (SI)(R9*4), R11
 	VXORPD Y0, Y0, Y0
 	VXORPD Y1, Y1, Y1
 	VXORPD Y2, Y2, Y2
@@ -423,29 +468,30 @@ TEXT ·avx2F64(SB), NOSPLIT, $0-41
 avx2F64loop:
 	VMOVUPD (DI), Y12
 	VMOVUPD 32(DI), Y13
-	VBROADCASTSD 0(SI), Y14
+	VBROADCASTSD (SI), Y14
 	VFMADD231PD Y12, Y14, Y0
 	VFMADD231PD Y13, Y14, Y1
-	VBROADCASTSD 8(SI), Y15
+	VBROADCASTSD (SI)(R9*1), Y15
 	VFMADD231PD Y12, Y15, Y2
 	VFMADD231PD Y13, Y15, Y3
-	VBROADCASTSD 16(SI), Y14
+	VBROADCASTSD (SI)(R9*2), Y14
 	VFMADD231PD Y12, Y14, Y4
 	VFMADD231PD Y13, Y14, Y5
-	VBROADCASTSD 24(SI), Y15
+	VBROADCASTSD (SI)(R10*1), Y15
 	VFMADD231PD Y12, Y15, Y6
 	VFMADD231PD Y13, Y15, Y7
-	VBROADCASTSD 32(SI), Y14
+	VBROADCASTSD (R11), Y14
 	VFMADD231PD Y12, Y14, Y8
 	VFMADD231PD Y13, Y14, Y9
-	VBROADCASTSD 40(SI), Y15
+	VBROADCASTSD (R11)(R9*1), Y15
 	VFMADD231PD Y12, Y15, Y10
 	VFMADD231PD Y13, Y15, Y11
-	ADDQ $48, SI
-	ADDQ $64, DI
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F64loop
-	MOVBLZX accumulate+40(FP), AX
+	MOVBLZX accumulate+64(FP), AX
 	TESTL   AX, AX
 	JZ      avx2F64write
 	VADDPD (DX), Y0, Y0
@@ -565,5 +611,62 @@ TEXT ·transpose8F32(SB), NOSPLIT, $0-32
 	VMOVUPS Y13, (R11)(R8*1)
 	VMOVUPS Y14, (R11)(R8*2)
 	VMOVUPS Y15, (R11)(R10*1)
+	VZEROUPPER
+	RET
+	RET
+
+// func copyRows64B(dst, src unsafe.Pointer, ld, n int)
+//
+// Copies n rows of 64 bytes, ld bytes apart in src, contiguous in dst:
+// packCopy's rows of 16 float32 or 8 float64, two loads and two stores a
+// row (runtime.memmove costs a call and a size dispatch per row).
+TEXT ·copyRows64B(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	MOVQ n+24(FP), CX
+	TESTQ CX, CX
+	JZ    copy64done
+
+copy64loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    R8, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     copy64loop
+
+copy64done:
+	VZEROUPPER
+	RET
+
+// func copyRows128B(dst, src unsafe.Pointer, ld, n int)
+//
+// copyRows64B for rows of 128 bytes (16 float64).
+TEXT ·copyRows128B(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	MOVQ n+24(FP), CX
+	TESTQ CX, CX
+	JZ    copy128done
+
+copy128loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    R8, SI
+	SUBQ    $-128, DI
+	DECQ    CX
+	JNZ     copy128loop
+
+copy128done:
 	VZEROUPPER
 	RET

@@ -10,9 +10,20 @@ const bestPath = pathGo
 
 var haveTranspose = false
 
-func avx512F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool) { panic("unreachable") }
-func avx512F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool) { panic("unreachable") }
-func avx2F32(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)   { panic("unreachable") }
-func avx2F64(k int, a, b, c unsafe.Pointer, ldc int, accumulate bool)   { panic("unreachable") }
+func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool) {
+	panic("unreachable")
+}
+func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool) {
+	panic("unreachable")
+}
+func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool) {
+	panic("unreachable")
+}
+func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool) {
+	panic("unreachable")
+}
 
 func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int) { panic("unreachable") }
+
+func copyRows64B(dst, src unsafe.Pointer, ld, n int)  { panic("unreachable") }
+func copyRows128B(dst, src unsafe.Pointer, ld, n int) { panic("unreachable") }
