@@ -1,10 +1,14 @@
-// Package ablate trains several configs side by side and compares them:
-// one row per config (what differs, size, speed, losses, a sample), one
-// plot of the loss curves.
+// Package ablate trains several configs side by side, each at one or more
+// seeds, and compares them: one row per config (what differs, size, speed,
+// mean ± sd of the losses over the seeds, the paired difference to a
+// baseline with its 95 % interval, a sample), one plot of the mean loss
+// curves with bands.
 //
 // Each training runs as its own gptg process (`gptg train`), so a run that
-// fails or crashes is one row with its error while the others finish, and
-// up to Jobs of them use the cores at once.
+// fails or crashes is reported while the others finish, and up to Jobs of
+// them use the cores at once. ablate never locks a run folder itself: the
+// `gptg train` it starts does, so two ablations (or two Slurm tasks) can
+// never train into one folder at once.
 package ablate
 
 import (
@@ -26,35 +30,78 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
 
+// Spec is one training: a config, its overrides and seed, and its folder.
+type Spec struct {
+	Variant string   // the table row it belongs to
+	Config  string   // the config file
+	Sets    []string // overrides of this run, applied after Options.Sets
+	Seed    int64    // train.seed; 0 keeps the config's own
+	Dir     string   // its run folder
+}
+
+// sets is every override of the run, in the order they apply.
+func (s Spec) sets(global []string) []string {
+	out := append(append([]string(nil), global...), s.Sets...)
+	if s.Seed != 0 {
+		out = append(out, "train.seed="+strconv.FormatInt(s.Seed, 10))
+	}
+	return out
+}
+
 // Options configure an ablation.
 type Options struct {
-	Out   string   // folder for the run folders and the summary
+	Out   string   // folder for the summary (the run folders are in the Specs)
 	Jobs  int      // runs at once
 	Force bool     // retrain runs that are already finished
 	Sets  []string // --set overrides applied to every config
 	Base  string   // config the "differs" column compares against ("" = defaults)
-	Exe   string   // the gptg binary that trains and evaluates
-	Log   io.Writer
+	// BaseSets are overrides of Base beyond Sets (a sweep compares with
+	// its first run, overrides included).
+	BaseSets []string
+	// Baseline names the variant the others are compared with ("" = the first).
+	Baseline string
+	Exe      string // the gptg binary that trains and evaluates
+	Log      io.Writer
 	// SamplePrompt starts each run's sample (the config's own prompt is used
 	// when this one has tokens outside the run's vocabulary).
 	SamplePrompt string
 	// ProgressEvery is the time between progress lines.
 	ProgressEvery time.Duration
+	// Event, when set, hears each training start and end ("fresh",
+	// "resume", "finished", "reused", "failed: …", "interrupted"); sweeps
+	// keep them as a log.
+	Event func(s Spec, event string)
 	// Backend is how the sampling graph computes (the training runs are
 	// processes of Exe and read the environment themselves).
 	Backend graph.Backend
 }
 
-// Row is one config's result. Err is set when the run failed; the fields
-// measured before the failure stay filled.
-type Row struct {
-	Name       string
-	Config     string
-	Dir        string
+// Status is how far a run has come.
+type Status int
+
+const (
+	NotStarted Status = iota // no checkpoint in its folder
+	Unfinished               // started, stopped before its last step (a resume continues it)
+	Finished                 // trained to its last step and measured
+	Failed                   // training or measuring failed: Err says why
+)
+
+func (s Status) String() string {
+	return [...]string{"not started", "unfinished", "finished", "failed"}[s]
+}
+
+// Result is one run's outcome. The fields measured before a failure stay
+// filled.
+type Result struct {
+	Spec
+	Status     Status
+	Err        error // set when Status is Failed
+	Reused     bool  // the run folder already held the finished run
 	Differs    []string
 	Params     int
 	Steps      int
@@ -67,8 +114,6 @@ type Row struct {
 	// with the causal mask it equals the plain test loss by construction.
 	PrefixIsPlain bool
 	Sample        string
-	Reused        bool // the run folder already held the finished run
-	Err           error
 
 	cfg   *config.Config
 	curve []point // train loss per logged step
@@ -77,111 +122,293 @@ type Row struct {
 
 type point struct{ step, loss float64 }
 
-// Run trains every config (skipping finished ones unless Force), evaluates
-// them and writes summary.md, summary.csv and loss.png into opts.Out.
-func Run(ctx context.Context, configs []string, opts Options) ([]*Row, error) {
+// RunName turns a config file name into the name of its run folder and
+// table row: the base name without its extension, which must be a plain
+// folder name, or the runs would be written outside the output folder
+// ("...toml" gives "..", ".toml" gives "").
+func RunName(path string) (string, error) {
+	base := filepath.Base(path)
+	name := strings.TrimSuffix(base, filepath.Ext(base))
+	if err := plainName(name); err != nil {
+		return "", fmt.Errorf("config %s: its file name gives the run name %q, %v; rename the file", path, name, err)
+	}
+	return name, nil
+}
+
+// plainName refuses names that are not one ordinary folder name.
+func plainName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("which is empty")
+	case name == "." || name == "..":
+		return errors.New("which would put its runs outside their own folder")
+	case strings.HasPrefix(name, "."):
+		return errors.New("which would be a hidden folder")
+	case strings.ContainsAny(name, `/\`):
+		return errors.New("which contains a path separator")
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("which contains a control character")
+		}
+	}
+	return nil
+}
+
+// Plan gives the runs of an ablation: each config at each seed, in
+// out/<config name>/seed-<seed>, or in out/<config name> when seeds is
+// empty (the config's own seed). Runs are ordered seed by seed, so an
+// ablation stopped early has every config at the first seeds. It refuses
+// two configs with one name before anything is trained.
+func Plan(configs []string, seeds []int64, out string) ([]Spec, error) {
+	seen := map[string]string{}
+	names := make([]string, len(configs))
+	for i, path := range configs {
+		name, err := RunName(path)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := seen[name]; dup {
+			return nil, fmt.Errorf("configs %s and %s both give the run name %q: each config needs its own file name", other, path, name)
+		}
+		seen[name], names[i] = path, name
+	}
+	var specs []Spec
+	if len(seeds) == 0 {
+		for i, path := range configs {
+			specs = append(specs, Spec{Variant: names[i], Config: path, Dir: filepath.Join(out, names[i])})
+		}
+	}
+	for _, s := range seeds {
+		for i, path := range configs {
+			specs = append(specs, Spec{Variant: names[i], Config: path, Seed: s,
+				Dir: filepath.Join(out, names[i], "seed-"+strconv.FormatInt(s, 10))})
+		}
+	}
+	return specs, nil
+}
+
+// Run trains every spec (skipping finished ones unless Force), measures
+// them and writes summary.md, summary.csv, runs.csv and loss.png into
+// opts.Out. The error is ctx's when interrupted, or one that stopped the
+// summary; failed runs are in the results.
+func Run(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	results, err := Execute(ctx, specs, opts)
+	return thenSummary(results, err, opts)
+}
+
+// Collect measures the runs that have finished, without training anything,
+// and writes the summary: the others are listed as not started,
+// unfinished or failed.
+func Collect(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	results, err := Measure(ctx, specs, opts)
+	return thenSummary(results, err, opts)
+}
+
+// thenSummary writes the summary of whatever results there are; an error
+// writing it wins over err.
+func thenSummary(results []*Result, err error, opts Options) ([]*Result, error) {
+	if results == nil {
+		return nil, err
+	}
+	if serr := WriteSummary(opts.Out, results, opts.Baseline); serr != nil {
+		return results, serr
+	}
+	return results, err
+}
+
+// Execute trains and measures every spec, as Run does, without writing a
+// summary: a sweep task does this for its one entry.
+func Execute(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	return run(ctx, specs, opts, true)
+}
+
+// Measure measures the finished specs without training or writing a
+// summary.
+func Measure(ctx context.Context, specs []Spec, opts Options) ([]*Result, error) {
+	return run(ctx, specs, opts, false)
+}
+
+func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Result, error) {
 	if opts.Jobs < 1 {
 		opts.Jobs = 1
 	}
 	if opts.ProgressEvery == 0 {
 		opts.ProgressEvery = 30 * time.Second
 	}
-	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return nil, fmt.Errorf("ablation folder: %w", err)
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Out != "" {
+		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("ablation folder: %w", err)
+		}
+	}
+	if opts.Baseline != "" && !hasVariant(specs, opts.Baseline) {
+		return nil, fmt.Errorf("--baseline %s: no such config among the runs", opts.Baseline)
 	}
 	var base *config.Config
 	if opts.Base != "" {
-		b, err := config.Load(opts.Base, opts.Sets)
+		b, err := config.Load(opts.Base, append(append([]string(nil), opts.Sets...), opts.BaseSets...))
 		if err != nil {
 			return nil, err
 		}
 		base = b
 	}
-	rows := make([]*Row, len(configs))
-	seen := map[string]string{}
-	for i, path := range configs {
-		r := &Row{Config: path, Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))}
-		rows[i] = r
-		r.Dir = filepath.Join(opts.Out, r.Name)
-		if other, dup := seen[r.Name]; dup {
-			r.Err = fmt.Errorf("same name as %s: each config needs its own file name", other)
-			continue
-		}
-		seen[r.Name] = path
-		cfg, err := config.Load(path, opts.Sets)
+	results := make([]*Result, len(specs))
+	for i, s := range specs {
+		r := &Result{Spec: s}
+		results[i] = r
+		cfg, err := config.Load(s.Config, s.sets(opts.Sets))
 		if err != nil {
-			r.Err = err
+			r.Status, r.Err = Failed, err
 			continue
 		}
 		r.Differs = differs(cfg, base)
 		r.cfg = cfg
 	}
 
-	p := &progressLog{w: opts.Log, rows: rows, start: time.Now(), ended: map[*Row]bool{}}
+	p := &progressLog{w: opts.Log, results: results, start: time.Now(), ended: map[*Result]bool{}}
 	stop := p.every(opts.ProgressEvery)
 	sem := make(chan struct{}, opts.Jobs)
 	var wg sync.WaitGroup
-	for _, r := range rows {
+	for _, r := range results {
 		if r.Err != nil {
+			p.finished(r, r.Status, r.Err, false)
 			continue
 		}
+		// Taking the slot before starting the goroutine keeps the plan's
+		// order (seed by seed) instead of the scheduler's.
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
-			r.Err = trainOne(ctx, r, opts)
-			if r.Err == nil {
-				r.Err = measure(ctx, r, opts)
+			status, reused, err := bringUp(ctx, r, opts, training)
+			if status == Finished {
+				if err = measure(ctx, r, opts); err != nil {
+					status = Failed
+				}
 			}
-			p.finished(r)
+			p.finished(r, status, err, reused)
 		}()
 	}
 	wg.Wait()
 	stop()
-	if err := writeSummary(opts.Out, rows); err != nil {
-		return rows, err
-	}
-	return rows, ctx.Err()
+	return results, ctx.Err()
 }
 
-// differs lists the model and training settings where cfg departs from base.
+func hasVariant(specs []Spec, name string) bool {
+	for _, s := range specs {
+		if s.Variant == name {
+			return true
+		}
+	}
+	return false
+}
+
+// differs lists the model and training settings where cfg departs from
+// base; the seed and run folder are left out (every run has its own).
 func differs(cfg, base *config.Config) []string {
 	var out []string
 	for _, d := range cfg.Diff(base) {
-		if strings.HasPrefix(d, "model.") || (strings.HasPrefix(d, "train.") && !strings.HasPrefix(d, "train.out=")) {
-			out = append(out, strings.TrimPrefix(d, "model."))
+		key, value, _ := strings.Cut(d, "=")
+		if !strings.HasPrefix(key, "model.") && !strings.HasPrefix(key, "train.") || key == "train.out" || key == "train.seed" {
+			continue
 		}
+		// 0.00030000000000000003 (lr/10) is 3e-4 to a reader.
+		if x, err := strconv.ParseFloat(value, 64); err == nil && strings.ContainsAny(value, ".eE") {
+			value = strconv.FormatFloat(x, 'g', 6, 64)
+		}
+		out = append(out, strings.TrimPrefix(key, "model.")+"="+value)
 	}
 	return out
 }
 
-// trainOne brings r's run folder to a finished run: nothing to do when it
+// bringUp brings r's run folder to a finished run: nothing to do when it
 // already holds one (unless Force), a resume when it holds an interrupted
-// one, else a fresh training.
-func trainOne(ctx context.Context, r *Row, opts Options) error {
-	args := []string{"train", r.Config, "--quiet", "--set", "train.out=" + r.Dir}
-	for _, s := range opts.Sets {
-		args = append(args, "--set", s)
-	}
-	step, total, err := train.Progress(r.Dir)
-	if err == nil && !opts.Force {
-		if d := changed(r.Dir, r.cfg); len(d) > 0 {
-			return fmt.Errorf("run folder %s holds a run of another config (%s): use --force to retrain it, or another --out", r.Dir, strings.Join(d, " "))
+// one, else a fresh training. Without training it only reports how far
+// the folder is.
+func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Status, bool, error) {
+	event := func(e string) {
+		if opts.Event != nil {
+			opts.Event(r.Spec, e)
 		}
 	}
+	step, total, err := train.Progress(r.Dir)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return Failed, false, fmt.Errorf("run folder %s: %v (use --force to start it over)", r.Dir, err)
+	case err == nil && !opts.Force:
+		if d := changed(r.Dir, r.cfg); len(d) > 0 {
+			return Failed, false, fmt.Errorf("run folder %s holds a run of another config (%s): use --force to retrain it, or another --out", r.Dir, strings.Join(d, " "))
+		}
+	}
+	finished := err == nil && step == total
+	if !training {
+		switch {
+		case finished:
+			return Finished, true, nil
+		case err == nil:
+			return Unfinished, false, nil
+		}
+		return NotStarted, false, nil
+	}
+	if finished && !opts.Force {
+		event("reused")
+		return Finished, true, nil
+	}
+	if ctx.Err() != nil {
+		if err == nil {
+			return Unfinished, false, nil
+		}
+		return NotStarted, false, nil
+	}
+	args := []string{"train", r.Config, "--quiet", "--set", "train.out=" + r.Dir}
+	for _, s := range r.sets(opts.Sets) {
+		args = append(args, "--set", s)
+	}
+	kind := "fresh"
 	switch {
 	case opts.Force:
 		args = append(args, "--force")
-	case err == nil && step == total:
-		r.Reused = true
-		return nil
 	case err == nil:
-		args = []string{"train", "--resume", r.Dir, "--quiet"}
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("run folder %s: %v (use --force to start it over)", r.Dir, err)
+		args, kind = []string{"train", "--resume", r.Dir, "--quiet"}, "resume"
+	case startedWithoutCheckpoint(r.Dir):
+		// A start killed before its first checkpoint left files but no
+		// progress to keep; a model without a checkpoint is kept, though.
+		if _, merr := os.Stat(filepath.Join(r.Dir, train.ModelFile)); merr == nil {
+			return Failed, false, fmt.Errorf("run folder %s holds a model but no checkpoint: use --force to retrain it", r.Dir)
+		}
+		args = append(args, "--force")
 	}
-	return gptg(ctx, opts.Exe, nil, args...)
+	event(kind)
+	if err := gptg(ctx, opts.Exe, nil, args...); err != nil {
+		if ctx.Err() != nil {
+			event("interrupted")
+			if kind == "fresh" && startedWithoutCheckpoint(r.Dir) {
+				return NotStarted, false, nil
+			}
+			return Unfinished, false, nil
+		}
+		event("failed: " + err.Error())
+		return Failed, false, err
+	}
+	event("finished")
+	return Finished, false, nil
+}
+
+// startedWithoutCheckpoint says dir holds files of a run but no checkpoint.
+func startedWithoutCheckpoint(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, train.CheckpointFile)); err == nil {
+		return false
+	}
+	for _, name := range []string{train.ConfigFile, train.MetricsFile, train.ModelFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // changed lists the settings where the run stored in dir differs from cfg
@@ -226,25 +453,55 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, args ...string) err
 	return nil
 }
 
+// measured is what measure keeps in a run folder, so that collecting a
+// table again does not repeat the prefix-only evaluation (half a minute
+// for an unmasked model on the whole corpus) or the sample.
+type measured struct {
+	ModelSize     int64   `json:"model_size"`
+	ModelModTime  int64   `json:"model_mod_time_ns"`
+	SamplePrompt  string  `json:"sample_prompt"`
+	Params        int     `json:"params"`
+	PrefixLoss    float64 `json:"prefix_only_test_loss"`
+	PrefixIsPlain bool    `json:"prefix_is_plain"`
+	Sample        string  `json:"sample"`
+}
+
+// MeasuredFile is the file in a run folder that caches its measurements.
+const MeasuredFile = "ablate.json"
+
 // measure fills r from its finished run folder: metrics, parameter count,
 // prefix-only loss and a sample.
-func measure(ctx context.Context, r *Row, opts Options) error {
+func measure(ctx context.Context, r *Result, opts Options) error {
 	if err := readMetrics(r); err != nil {
 		return err
 	}
 	modelPath := filepath.Join(r.Dir, train.ModelFile)
-	m, err := graph.LoadModel(modelPath)
+	st, err := os.Stat(modelPath)
 	if err != nil {
 		return err
 	}
-	for _, t := range m.Tensors {
+	cachePath := filepath.Join(r.Dir, MeasuredFile)
+	var m measured
+	if b, err := os.ReadFile(cachePath); err == nil && json.Unmarshal(b, &m) == nil &&
+		m.ModelSize == st.Size() && m.ModelModTime == st.ModTime().UnixNano() && m.SamplePrompt == opts.SamplePrompt {
+		r.Params, r.PrefixLoss, r.PrefixIsPlain, r.Sample = m.Params, m.PrefixLoss, m.PrefixIsPlain, m.Sample
+		if r.PrefixIsPlain {
+			r.PrefixLoss = r.TestLoss
+		}
+		return nil
+	}
+	model, err := graph.LoadModel(modelPath)
+	if err != nil {
+		return err
+	}
+	for _, t := range model.Tensors {
 		n := 1
 		for _, d := range t.Shape {
 			n *= d
 		}
 		r.Params += n
 	}
-	if m.Spec.Mask {
+	if model.Spec.Mask {
 		r.PrefixLoss, r.PrefixIsPlain = r.TestLoss, true
 	} else {
 		cfg, err := config.Load(filepath.Join(r.Dir, train.ConfigFile), nil)
@@ -262,8 +519,16 @@ func measure(ctx context.Context, r *Row, opts Options) error {
 			return err
 		}
 	}
-	r.Sample, err = sampleText(m, opts.SamplePrompt, r.Dir, opts.Backend)
-	return err
+	if r.Sample, err = sampleText(model, opts.SamplePrompt, r.Dir, opts.Backend); err != nil {
+		return err
+	}
+	m = measured{ModelSize: st.Size(), ModelModTime: st.ModTime().UnixNano(), SamplePrompt: opts.SamplePrompt,
+		Params: r.Params, PrefixLoss: r.PrefixLoss, PrefixIsPlain: r.PrefixIsPlain, Sample: r.Sample}
+	if b, err := json.Marshal(m); err == nil {
+		// Only a cache: a failure to write it costs time next time, nothing else.
+		atomicfile.WriteFile(cachePath, b)
+	}
+	return nil
 }
 
 func parsePrefixLoss(out string) (float64, error) {
@@ -276,7 +541,7 @@ func parsePrefixLoss(out string) (float64, error) {
 }
 
 // readMetrics takes the curves and the final figures from metrics.jsonl.
-func readMetrics(r *Row) error {
+func readMetrics(r *Result) error {
 	f, err := os.Open(filepath.Join(r.Dir, train.MetricsFile))
 	if err != nil {
 		return err
@@ -313,7 +578,7 @@ func readMetrics(r *Row) error {
 // sampleText draws 80 tokens from the prompt with a fixed seed, so every
 // row's sample is comparable and the table is reproducible.
 func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (string, error) {
-	if _, err := m.Vocab.Encode(prompt); err != nil {
+	if _, err := m.Vocab.Encode(prompt); err != nil || prompt == "" {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {
 			return "", err
@@ -334,29 +599,42 @@ func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (stri
 	return b.String(), err
 }
 
-// progressLog prints which runs are done and how far the others are.
+// progressLog prints which runs are done and how far the others are. A
+// result's Status, Err and Reused are written only under its lock, by
+// finished, because status reads them from the ticker's goroutine.
 type progressLog struct {
-	mu    sync.Mutex
-	w     io.Writer
-	rows  []*Row
-	done  int
-	start time.Time
-	ended map[*Row]bool
+	mu      sync.Mutex
+	w       io.Writer
+	results []*Result
+	done    int
+	start   time.Time
+	ended   map[*Result]bool
 }
 
-func (p *progressLog) finished(r *Row) {
+func (p *progressLog) finished(r *Result, status Status, err error, reused bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r.Status, r.Err, r.Reused = status, err, reused
 	p.done++
 	p.ended[r] = true
-	status := "done"
+	what := "done"
 	switch {
-	case r.Err != nil:
-		status = "FAILED: " + r.Err.Error()
-	case r.Reused:
-		status = "already finished, reused"
+	case err != nil:
+		what = "FAILED: " + err.Error()
+	case status != Finished:
+		what = status.String()
+	case reused:
+		what = "already finished, reused"
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %s: %s\n", p.done, len(p.rows), r.Name, status)
+	fmt.Fprintf(p.w, "[%d/%d] %s: %s\n", p.done, len(p.results), runLabel(r.Spec), what)
+}
+
+// runLabel names a run in messages: its variant, and its seed when set.
+func runLabel(s Spec) string {
+	if s.Seed != 0 {
+		return fmt.Sprintf("%s seed %d", s.Variant, s.Seed)
+	}
+	return s.Variant
 }
 
 // every prints a status line of the unfinished runs periodically; the
@@ -381,15 +659,15 @@ func (p *progressLog) status() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var parts []string
-	for _, r := range p.rows {
-		if r.Err != nil || r.Reused || p.ended[r] {
+	for _, r := range p.results {
+		if p.ended[r] {
 			continue
 		}
 		if step, ok := lastStep(r.Dir); ok {
-			parts = append(parts, fmt.Sprintf("%s at step %d", r.Name, step))
+			parts = append(parts, fmt.Sprintf("%s at step %d", runLabel(r.Spec), step))
 		}
 	}
-	fmt.Fprintf(p.w, "%s: %d/%d finished; %s\n", time.Since(p.start).Round(time.Second), p.done, len(p.rows), strings.Join(parts, ", "))
+	fmt.Fprintf(p.w, "%s: %d/%d finished; %s\n", time.Since(p.start).Round(time.Second), p.done, len(p.results), strings.Join(parts, ", "))
 }
 
 // lastStep reads the newest metrics row of a run in progress.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,17 +35,13 @@ func writeConfig(t *testing.T, dir, name, body string) string {
 	return path
 }
 
-// TestAblation runs two working configs (one extending the other) and one
-// whose data file is missing: the failure is a row with its error, the
-// others finish; the second call reuses the finished runs; --force retrains.
-func TestAblation(t *testing.T) {
-	exe := gptgBinary(t)
-	cfgDir, out := t.TempDir(), filepath.Join(t.TempDir(), "abl")
+// tinyBase writes a config that trains in well under a second.
+func tinyBase(t *testing.T, dir string) string {
 	data, err := filepath.Abs("../testdata/tiny.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := writeConfig(t, cfgDir, "base", `
+	return writeConfig(t, dir, "base", `
 [data]
 path = "`+data+`"
 stride = 4
@@ -60,81 +57,153 @@ lr = 0.01
 log_every = 5
 eval_every = 40
 `)
-	heads := writeConfig(t, cfgDir, "heads", "extends = \"base.toml\"\n[model]\nheads = 2\nmask = false\n")
+}
+
+// TestAblation runs two working configs (one extending the other) at two
+// seeds each and one whose data file is missing: the failures are listed,
+// the others finish; the second call reuses the finished runs; --force
+// retrains. The progress ticker runs every millisecond, so that `go test
+// -race` sees it read the results while the workers write them.
+func TestAblation(t *testing.T) {
+	exe := gptgBinary(t)
+	cfgDir, out := t.TempDir(), filepath.Join(t.TempDir(), "abl")
+	base := tinyBase(t, cfgDir)
+	heads := writeConfig(t, cfgDir, "heads", "extends = \"base.toml\"\n[model]\nheads = 2\nmask = false\n[train]\nmin_lr = 3e-4\n")
 	broken := writeConfig(t, cfgDir, "broken", "extends = \"base.toml\"\n[data]\npath = \"/nonexistent/corpus.txt\"\n")
-	var log bytes.Buffer
-	opts := Options{Out: out, Jobs: 2, Base: base, Exe: exe, Log: &log, SamplePrompt: "ROMEO:", ProgressEvery: time.Hour}
-	rows, err := Run(context.Background(), []string{base, heads, broken}, opts)
+	specs, err := Plan([]string{base, heads, broken}, []int64{1, 2}, out)
+	// Variant by variant, as the checks below read them.
+	specs = []Spec{specs[0], specs[3], specs[1], specs[4], specs[2], specs[5]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 {
-		t.Fatalf("%d rows", len(rows))
+	var log bytes.Buffer
+	opts := Options{Out: out, Jobs: 2, Base: base, Exe: exe, Log: &log, SamplePrompt: "ROMEO:", ProgressEvery: time.Millisecond}
+	results, err := Run(context.Background(), specs, opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, r := range rows[:2] {
-		if r.Err != nil {
-			t.Fatalf("%s failed: %v", r.Name, r.Err)
+	if len(results) != 6 {
+		t.Fatalf("%d results", len(results))
+	}
+	for _, r := range results[:4] {
+		if r.Err != nil || r.Status != Finished {
+			t.Fatalf("%s seed %d: %v %v", r.Variant, r.Seed, r.Status, r.Err)
 		}
 		if r.Steps != 80 || r.TestLoss <= 0 || r.TrainLoss <= 0 || r.PrefixLoss <= 0 || r.Params == 0 || !strings.HasPrefix(r.Sample, "ROMEO:") {
-			t.Errorf("%s: incomplete row %+v", r.Name, r)
+			t.Errorf("%s: incomplete result %+v", r.Variant, r)
 		}
 	}
-	if got := strings.Join(rows[1].Differs, " "); got != "heads=2 mask=false" {
+	// Two seeds train two different models.
+	if results[0].TestLoss == results[1].TestLoss {
+		t.Errorf("seeds 1 and 2 gave the same test loss %v", results[0].TestLoss)
+	}
+	if got := strings.Join(results[2].Differs, " "); got != "heads=2 mask=false train.min_lr=0.0003" {
 		t.Errorf("differs = %q", got)
 	}
-	if rows[0].PrefixIsPlain != true || rows[1].PrefixIsPlain {
+	rows := Rows(results, "")
+	if len(rows) != 3 || !rows[0].Baseline || rows[1].Test.N != 2 || rows[1].TestDiff.N != 2 || !rows[1].TestDiff.HasInterval() {
+		t.Fatalf("rows: %+v", rows)
+	}
+	if !rows[0].PrefixIsPlain || rows[1].PrefixIsPlain {
 		t.Errorf("prefix-only: causal %v, unmasked %v", rows[0].PrefixIsPlain, rows[1].PrefixIsPlain)
 	}
 	// The unmasked model reads the future: its honest loss is worse.
-	if !(rows[1].PrefixLoss > rows[1].TestLoss) {
-		t.Errorf("unmasked model: prefix-only %v not above test loss %v", rows[1].PrefixLoss, rows[1].TestLoss)
+	if !(rows[1].Prefix.Mean > rows[1].Test.Mean) {
+		t.Errorf("unmasked model: prefix-only %v not above test loss %v", rows[1].Prefix.Mean, rows[1].Test.Mean)
 	}
-	if rows[2].Err == nil || !strings.Contains(rows[2].Err.Error(), "/nonexistent/corpus.txt") {
-		t.Errorf("broken config: %v", rows[2].Err)
+	// The row's difference is the mean of the per-seed differences.
+	wantDiff := (results[2].TestLoss - results[0].TestLoss + results[3].TestLoss - results[1].TestLoss) / 2
+	if math.Abs(rows[1].TestDiff.Mean-wantDiff) > 1e-12 {
+		t.Errorf("paired difference %v, want %v", rows[1].TestDiff.Mean, wantDiff)
+	}
+	if len(rows[2].FailedRuns) != 2 || !strings.Contains(rows[2].FailedRuns[0].Err.Error(), "/nonexistent/corpus.txt") {
+		t.Errorf("broken config: %+v", rows[2].FailedRuns)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| base |", "| heads | heads=2 mask=false |", "| broken |", "Failed runs:", "/nonexistent/corpus.txt"} {
+	for _, want := range []string{"| base | ", "| 2/2 |", "| heads | heads=2 mask=false train.min_lr=0.0003 | 2/2 |", " ± ", "baseline",
+		"| broken |", "| 0/2 |", "Failed runs:", "broken seed 2: ", "/nonexistent/corpus.txt"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
 	}
 	raw, _ := os.ReadFile(filepath.Join(out, "summary.csv"))
 	records, err := csv.NewReader(bytes.NewReader(raw)).ReadAll()
-	if err != nil || len(records) != 4 || records[1][0] != "base" || records[3][len(header)-1] == "" {
+	if err != nil || len(records) != 4 || records[1][0] != "base" || records[2][2] != "2" || records[2][13] != "2" || records[3][len(csvHeader)-2] == "" {
 		t.Errorf("summary.csv: %v, %d records: %q", err, len(records), records)
+	}
+	raw, _ = os.ReadFile(filepath.Join(out, "runs.csv"))
+	if records, err := csv.NewReader(bytes.NewReader(raw)).ReadAll(); err != nil || len(records) != 7 || records[6][3] != "failed" {
+		t.Errorf("runs.csv: %v %q", err, records)
 	}
 	png, _ := os.ReadFile(filepath.Join(out, "loss.png"))
 	if !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Error("loss.png is not a PNG")
 	}
 
-	// Skip-if-done: the finished runs are reused, their model untouched.
-	model := filepath.Join(out, "base", train.ModelFile)
+	// Skip-if-done: the finished runs are reused, their model untouched,
+	// their measurements taken from the cache.
+	model := filepath.Join(out, "base", "seed-1", train.ModelFile)
 	before, _ := os.Stat(model)
-	rows, err = Run(context.Background(), []string{base, heads}, opts)
+	results, err = Run(context.Background(), specs[:4], opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(model)
-	if !rows[0].Reused || !rows[1].Reused || !after.ModTime().Equal(before.ModTime()) {
-		t.Errorf("second run: reused %v %v, model rewritten %v", rows[0].Reused, rows[1].Reused, !after.ModTime().Equal(before.ModTime()))
+	for _, r := range results {
+		if !r.Reused || r.Status != Finished || r.TestLoss <= 0 || r.PrefixLoss <= 0 || r.Sample == "" {
+			t.Errorf("second run: %s seed %d reused %v status %v", r.Variant, r.Seed, r.Reused, r.Status)
+		}
 	}
-	if rows[0].TestLoss <= 0 {
-		t.Error("a reused run still reports its losses")
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a finished model was rewritten")
 	}
 	// Another config in the same folder is refused, not passed off as done.
 	opts.Sets = []string{"train.max_steps=90"}
-	rows, _ = Run(context.Background(), []string{base}, opts)
-	if rows[0].Err == nil || !strings.Contains(rows[0].Err.Error(), "another config") {
-		t.Errorf("changed config: %v", rows[0].Err)
+	results, _ = Run(context.Background(), specs[:1], opts)
+	if results[0].Err == nil || !strings.Contains(results[0].Err.Error(), "another config") {
+		t.Errorf("changed config: %v", results[0].Err)
 	}
 	// --force retrains it.
 	opts.Force = true
-	rows, err = Run(context.Background(), []string{base}, opts)
-	if err != nil || rows[0].Err != nil || rows[0].Reused || rows[0].Steps != 90 {
-		t.Errorf("--force: %v %+v", err, rows[0])
+	results, err = Run(context.Background(), specs[:1], opts)
+	if err != nil || results[0].Err != nil || results[0].Reused || results[0].Steps != 90 {
+		t.Errorf("--force: %v %+v", err, results[0])
+	}
+}
+
+// TestNotStarted: runs an interrupt keeps from starting are "not started",
+// never failures with "context canceled"; Collect trains nothing.
+func TestNotStarted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "abl")
+	specs, err := Plan([]string{tinyBase(t, t.TempDir())}, []int64{1, 2}, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var log bytes.Buffer
+	opts := Options{Out: out, Exe: "/nonexistent/gptg", Log: &log, ProgressEvery: time.Hour}
+	results, err := Run(ctx, specs, opts)
+	if err != context.Canceled {
+		t.Errorf("err = %v", err)
+	}
+	for _, r := range results {
+		if r.Status != NotStarted || r.Err != nil {
+			t.Errorf("%s seed %d: %v %v", r.Variant, r.Seed, r.Status, r.Err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if strings.Contains(string(md)+log.String(), "canceled") || !strings.Contains(string(md), "base seed 2: not started") {
+		t.Errorf("summary:\n%s\nlog:\n%s", md, log.String())
+	}
+	results, err = Collect(context.Background(), specs, opts)
+	if err != nil || results[0].Status != NotStarted {
+		t.Errorf("collect: %v %+v", err, results[0])
+	}
+	if _, err := os.Stat(specs[0].Dir); err == nil {
+		t.Error("collect created a run folder")
 	}
 }

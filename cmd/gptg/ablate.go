@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -16,21 +17,32 @@ import (
 )
 
 var ablateCommand = command{
-	summary: "train several configs side by side; one comparison table and plot",
-	usage: `Usage: gptg ablate CONFIG... [--jobs N] [--out DIR] [--force] [--set section.key=value]...
+	summary: "train several configs side by side, over seeds; one comparison table and plot",
+	usage: `Usage: gptg ablate CONFIG... [--seeds N|LIST] [--baseline NAME] [--jobs N] [--out DIR] [--force] [--set section.key=value]...
 
-Trains every CONFIG (each in DIR/<config name>, up to N at once, each its
-own gptg process), then writes into DIR:
+Trains every CONFIG (each in DIR/<config name>, or DIR/<config name>/seed-<S>
+with --seeds; up to N at once, each its own gptg process), then writes into DIR:
   summary.md, summary.csv  one row per config: what differs from --base,
-                           parameters, steps, training time, tokens/s, final
-                           train loss, test loss, prefix-only test loss, and
-                           80 tokens sampled from "ROMEO:" with seed 42
-  loss.png                 every run's training loss, test losses as points
-A run that fails is a row with its error; the others still finish. A run
+                           parameters, steps, tokens/s, train loss, and over
+                           the seeds the mean ± sd of the test loss and of
+                           the prefix-only test loss, the paired difference
+                           to the baseline with its 95 % interval (Student t
+                           over seed pairs; "includes 0" when the seeds cannot
+                           tell them apart), and 80 tokens sampled from
+                           "ROMEO:" with seed 42 (the first seed's model)
+  runs.csv                 every run's own figures
+  loss.png                 each config's mean training loss with a ±1 sd
+                           band, mean test losses as points
+A run that fails is listed with its error; the others still finish. A run
 folder that already holds the finished run of the same config is reused
-(an interrupted one is resumed) unless --force.
+(an interrupted one is resumed) unless --force, so running the same
+command on a finished folder only rebuilds the table and the plot.
 
 Flags:
+  --seeds N|LIST           train each config with seeds 1..N, or the listed
+                           seeds (--seeds 1,2,42); default: the config's own
+  --baseline NAME          the config (file name without .toml) the others
+                           are compared with (default: the first)
   --jobs N                 runs at once (default 1; each uses about one core)
   --out DIR                output folder (default runs/ablate-<date-time>)
   --force                  retrain runs that are already finished
@@ -39,11 +51,10 @@ Flags:
   --base CONFIG            config the "differs" column compares against
                            (default configs/shakespeare.toml when it exists)
 `,
-	// ablate still prints to os.Stdout itself; the sweep work owns this file.
-	run: func(args []string, _, _ io.Writer) error { return runAblate(args) },
+	run: runAblate,
 }
 
-func runAblate(args []string) error {
+func runAblate(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("ablate", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
@@ -51,6 +62,8 @@ func runAblate(args []string) error {
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
 	base := fs.String("base", "", "")
+	seedsFlag := fs.String("seeds", "", "")
+	baseline := fs.String("baseline", "", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -61,6 +74,10 @@ func runAblate(args []string) error {
 	case *jobs < 1 || *jobs > 64:
 		return usagef("--jobs %d must be between 1 and 64", *jobs)
 	}
+	seeds, err := ablate.ParseSeeds(*seedsFlag)
+	if err != nil {
+		return usagef("--seeds: %v", err)
+	}
 	for _, p := range pos {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			return usagef("config %s: no such file", p)
@@ -68,6 +85,15 @@ func runAblate(args []string) error {
 	}
 	if *out == "" {
 		*out = filepath.Join("runs", "ablate-"+time.Now().Format("20060102-150405"))
+	}
+	specs, err := ablate.Plan(pos, seeds, *out)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *baseline != "" {
+		if _, err := ablate.RunName(*baseline + ".toml"); err != nil || !slices.ContainsFunc(specs, func(s ablate.Spec) bool { return s.Variant == *baseline }) {
+			return usagef("--baseline %s: not one of the configs' names (file names without .toml)", *baseline)
+		}
 	}
 	if *base == "" {
 		if _, err := os.Stat("configs/shakespeare.toml"); err == nil {
@@ -78,19 +104,26 @@ func runAblate(args []string) error {
 	if err != nil {
 		return fmt.Errorf("finding the gptg binary: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	fmt.Printf("ablation of %d configs into %s, %d at a time\n", len(pos), *out, *jobs)
-	rows, err := ablate.Run(ctx, pos, ablate.Options{
-		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Exe: exe,
-		Log: os.Stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
+	fmt.Fprintf(stdout, "ablation of %d configs (%d runs) into %s, %d at a time\n", len(pos), len(specs), *out, *jobs)
+	results, err := ablate.Run(ctx, specs, ablate.Options{
+		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Baseline: *baseline, Exe: exe,
+		Log: stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
 	})
-	if err != nil && rows == nil {
+	if err != nil && results == nil {
 		return err
 	}
-	fmt.Println()
-	fmt.Print(ablate.Markdown(rows))
-	fmt.Printf("\nwrote %s, %s and %s\n", filepath.Join(*out, "summary.md"), filepath.Join(*out, "summary.csv"), filepath.Join(*out, "loss.png"))
+	return reportTable(stdout, *out, results, *baseline, err)
+}
+
+// reportTable prints the table ablate and sweep collect wrote, and turns
+// interrupted or failed runs into the exit code.
+func reportTable(stdout io.Writer, out string, results []*ablate.Result, baseline string, err error) error {
+	fmt.Fprintln(stdout)
+	fmt.Fprint(stdout, ablate.Markdown(ablate.Rows(results, baseline)))
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and %s\n", filepath.Join(out, "summary.md"), filepath.Join(out, "summary.csv"),
+		filepath.Join(out, "runs.csv"), filepath.Join(out, "loss.png"))
 	if errors.Is(err, context.Canceled) {
 		// Each training saved its checkpoint on the same signal; the same
 		// command resumes them.
@@ -100,13 +133,13 @@ func runAblate(args []string) error {
 		return err
 	}
 	failed := 0
-	for _, r := range rows {
-		if r.Err != nil {
+	for _, r := range results {
+		if r.Status == ablate.Failed {
 			failed++
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (see the table)", failed, len(rows))
+		return fmt.Errorf("%d of %d runs failed (see the table)", failed, len(results))
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ type badInput struct {
 	args  []string
 	code  int
 	msg   string // a fragment of the one-line message on stderr
+	// maxMB, when set, bounds the peak memory of the run: a refusal that
+	// must come before any allocation sized by the input.
+	maxMB int64
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -187,6 +190,33 @@ func TestBadInputs(t *testing.T) {
 		{name: "sample: heads not dividing embedding", setup: threeHeads,
 			args: []string{"sample", brokenModel}, code: 1, msg: `broken.safetensors: metadata "model": model.heads: 3 does not divide embedding 8`},
 
+		// ablate and sweep: run names that would leave the output folder,
+		// and plans refused before anything is trained.
+		{name: "ablate: config named ...toml", files: map[string]string{"...toml": ""},
+			args: []string{"ablate", "...toml", "--out", "x/ab"}, code: 2, msg: `gives the run name "..", which would put its runs outside their own folder`},
+		{name: "ablate: config named .toml", files: map[string]string{".toml": ""},
+			args: []string{"ablate", ".toml"}, code: 2, msg: `gives the run name "", which is empty`},
+		{name: "ablate: one config twice", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "c.toml"}, code: 2, msg: `configs c.toml and c.toml both give the run name "c"`},
+		{name: "ablate --seeds 0", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "--seeds", "0"}, code: 2, msg: `--seeds: "0" is neither a count from 1 to 1000 nor a list like 1,2,42`},
+		{name: "ablate --seeds 1,1", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "--seeds", "1,1"}, code: 2, msg: `seed 1 appears twice`},
+		{name: "ablate --baseline not a config", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "--baseline", "d"}, code: 2, msg: "--baseline d: not one of the configs' names"},
+		{name: "sweep without arguments", args: []string{"sweep"}, code: 2, msg: "sweep needs a SWEEP.toml file or one of run, collect, emit"},
+		{name: "sweep: unknown key", files: map[string]string{"s.toml": "configs = [\"c.toml\"]\nseed = 2\n", "c.toml": ""},
+			args: []string{"sweep", "s.toml"}, code: 2, msg: "sweep file s.toml: unknown key seed"},
+		{name: "sweep: impossible value", files: map[string]string{"s.toml": "configs = [\"c.toml\"]\n[set]\n\"model.heads\" = [1, 3]\n", "c.toml": ""},
+			args: []string{"sweep", "s.toml"}, code: 2, msg: "model.heads: 3 does not divide embedding 64"},
+		{name: "sweep: config named ...toml", files: map[string]string{"s.toml": "configs = [\"...toml\"]\n", "...toml": ""},
+			args: []string{"sweep", "s.toml"}, code: 2, msg: `gives the run name ".."`},
+		{name: "sweep run: not a sweep folder", args: []string{"sweep", "run", "."}, code: 2, msg: "is not a sweep folder"},
+		{name: "sweep run: entry out of range", setup: smallSweep, args: []string{"sweep", "run", "sw", "--index", "5"}, code: 2,
+			msg: "entry 5: the sweep in sw has entries 0 to 1"},
+		{name: "sweep emit: unknown engine", setup: smallSweep, args: []string{"sweep", "emit", "pbs", "sw"}, code: 2, msg: "sweep emit needs slurm or k8s"},
+		{name: "sweep emit k8s without an image", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw"}, code: 2, msg: "sweep emit k8s needs --image"},
+
 		// nanoGPT checkpoints: pickles, read without running them; the file's fault is exit 2.
 		{name: "import without a kind", args: []string{"import", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "import needs the kind of checkpoint"},
 		{name: "import without --out", args: []string{"import", "nanogpt", "ckpt.pt"}, code: 2, msg: "import nanogpt needs --out"},
@@ -233,6 +263,9 @@ func TestBadInputs(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, row.msg) {
 				t.Errorf("stderr %q\ndoes not contain %q", r.stderr, row.msg)
+			}
+			if row.maxMB > 0 && r.maxRSSKB > row.maxMB<<10 {
+				t.Errorf("peak memory %d MiB, more than %d MiB: the input was allocated before it was refused", r.maxRSSKB>>10, row.maxMB)
 			}
 			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine") {
 				t.Errorf("stderr shows a panic:\n%s", r.stderr)
@@ -420,4 +453,17 @@ func listFiles(t *testing.T, dir string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// smallSweep makes a sweep folder sw of two entries (nothing trained).
+func smallSweep(t *testing.T, dir string) {
+	files := map[string]string{"c.toml": "", "s.toml": "configs = [\"c.toml\"]\nout = \"sw\"\nseeds = 2\n"}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := gptg(t, dir, "sweep", "s.toml"); r.code != 0 {
+		t.Fatalf("gptg sweep: %s", r.stderr)
+	}
 }

@@ -44,6 +44,7 @@ func init() {
 		"inspect":   inspectCommand,
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
+		"sweep":     sweepCommand,
 		"data":      dataCommand,
 		"import":    importCommand,
 		"version":   versionCommand,

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gptg/gptg/ablate"
+	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/sweep"
+)
+
+var sweepCommand = command{
+	summary: "a grid of configs × settings × seeds: manifest, run entries, Slurm/Kubernetes, collect",
+	usage: `Usage:
+  gptg sweep SWEEP.toml                  expand the grid into a sweep folder
+  gptg sweep run DIR [--index I] [--jobs N] [--retry-failed]
+  gptg sweep collect DIR [--baseline NAME]
+  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--time T] [--partition P]
+  gptg sweep emit k8s DIR --image IMAGE --claim PVC [--mount PATH] [--parallel K] [--cpus C]
+
+A sweep file names configs, --set values and seeds:
+
+  configs = ["../configs/ablation/2-causal.toml", "../configs/ablation/3-qkv.toml"]
+  seeds = 2                     # seeds 1..2, or a list [1, 2, 42]
+  out = "runs/sweep-lr"         # the sweep folder (default runs/<file name>)
+  baseline = "3-qkv train.lr=0.001"   # optional; default the first variant
+  [set]
+  "train.lr" = [3e-4, 1e-3]     # a list: one run per value
+  "train.epochs" = 0.5          # one value: every run
+
+Config paths are relative to the sweep file. "gptg sweep SWEEP.toml" writes
+DIR/manifest.jsonl, one line per run (index, variant, config, overrides,
+seed, run folder), configs first, then the [set] values (first key
+slowest), then seeds; nothing is trained.
+
+run: trains entry I (default: $SLURM_ARRAY_TASK_ID, then
+  $JOB_COMPLETION_INDEX; without any, every entry, N at once). A finished
+  run is skipped, an interrupted one resumed, one whose last attempt failed
+  (DIR/failed/I.txt) is skipped unless --retry-failed. Every start, resume
+  and end is a line in DIR/events.log. gptg train's lock on the run folder
+  keeps two tasks from training one run at once.
+collect: the table and plot of whatever has finished (as gptg ablate
+  writes them: summary.md, summary.csv, runs.csv, loss.png in DIR), listing
+  runs not finished and failed.
+emit slurm: writes DIR/sweep.sbatch, a job array with one task per entry
+  (--array=0-(N-1)%K), one log per task in DIR/logs, GOMAXPROCS from
+  SLURM_CPUS_PER_TASK, requeueable. Tasks run in the current folder.
+emit k8s: writes DIR/job.yaml, a batch/v1 Indexed Job (completions N,
+  parallelism K) whose pods mount the claim at PATH (default /work) and run
+  there; the claim must hold this folder's content (configs, data, DIR).
+
+Flags:
+  --index I         the entry to run (run)
+  --jobs N          runs at once when running every entry (default 1)
+  --retry-failed    run entries whose last attempt failed (run)
+  --baseline NAME   the variant the others are compared with (collect)
+  --parallel K      tasks or pods at once (emit; default all)
+  --cpus C          CPUs per task or pod (emit; default 1)
+  --time T          Slurm --time limit, e.g. 1:00:00 (emit slurm)
+  --partition P     Slurm partition (emit slurm)
+  --gptg PATH       the gptg binary the tasks run (emit slurm; default this one)
+  --image IMAGE     container image with gptg on its PATH (emit k8s)
+  --claim PVC       PersistentVolumeClaim holding the project folder (emit k8s)
+  --mount PATH      where the claim is mounted (emit k8s; default /work)
+`,
+	run: runSweep,
+}
+
+func runSweep(args []string, stdout, _ io.Writer) error {
+	if len(args) == 0 {
+		return usagef("sweep needs a SWEEP.toml file or one of run, collect, emit")
+	}
+	switch args[0] {
+	case "run":
+		return sweepRun(args[1:], stdout)
+	case "collect":
+		return sweepCollect(args[1:], stdout)
+	case "emit":
+		return sweepEmit(args[1:], stdout)
+	case "-h", "--help", "-help":
+		return flag.ErrHelp
+	}
+	return sweepCreate(args, stdout)
+}
+
+// sweepErr makes the sweep package's input errors usage errors (exit 2).
+func sweepErr(err error) error {
+	var se *sweep.Error
+	if errors.As(err, &se) {
+		return usageError{se.Msg}
+	}
+	return err
+}
+
+func sweepCreate(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	out := fs.String("out", "", "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("sweep needs exactly one SWEEP.toml file (or run, collect, emit)")
+	}
+	plan, err := sweep.Parse(pos[0])
+	if err != nil {
+		return sweepErr(err)
+	}
+	if *out != "" {
+		plan.Out = *out
+	}
+	entries, err := sweep.Create(plan)
+	if err != nil {
+		return sweepErr(err)
+	}
+	fmt.Fprintf(stdout, "sweep of %d runs in %s (%s)\n", len(entries), plan.Out, filepath.Join(plan.Out, sweep.ManifestFile))
+	fmt.Fprintf(stdout, "next: gptg sweep run %s --jobs 2   (all here), or gptg sweep emit slurm|k8s %s; then gptg sweep collect %s\n", plan.Out, plan.Out, plan.Out)
+	return nil
+}
+
+func sweepDir(pos []string, what string) (string, error) {
+	if len(pos) != 1 {
+		return "", usagef("sweep %s needs exactly one sweep folder", what)
+	}
+	if st, err := os.Stat(pos[0]); err != nil || !st.IsDir() {
+		return "", usagef("sweep folder %s: no such folder", pos[0])
+	}
+	return pos[0], nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+}
+
+func sweepRun(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sweep run", flag.ContinueOnError)
+	index := fs.Int("index", -1, "")
+	jobs := fs.Int("jobs", 1, "")
+	retry := fs.Bool("retry-failed", false, "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	dir, err := sweepDir(pos, "run")
+	if err != nil {
+		return err
+	}
+	if *jobs < 1 || *jobs > 64 {
+		return usagef("--jobs %d must be between 1 and 64", *jobs)
+	}
+	indexSet := false
+	fs.Visit(func(f *flag.Flag) { indexSet = indexSet || f.Name == "index" })
+	from := "--index"
+	if indexSet && *index < 0 {
+		return usagef("--index %d: entries are numbered from 0", *index)
+	}
+	if !indexSet {
+		i, name, ok, err := sweep.IndexFromEnv()
+		if err != nil {
+			return sweepErr(err)
+		}
+		if ok {
+			*index, from = i, name
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the gptg binary: %w", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	if *index >= 0 {
+		fmt.Fprintf(stdout, "sweep %s: entry %d (from %s)\n", dir, *index, from)
+	}
+	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe,
+		Log: stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
+	if results == nil {
+		return sweepErr(err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return interruptedError{fmt.Errorf("interrupted: the same command resumes the unfinished runs")}
+	}
+	if err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range results {
+		if r.Status == ablate.Failed {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (their errors are in %s)", failed, len(results), filepath.Join(dir, sweep.FailedDir))
+	}
+	return nil
+}
+
+func sweepCollect(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sweep collect", flag.ContinueOnError)
+	baseline := fs.String("baseline", "", "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	dir, err := sweepDir(pos, "collect")
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the gptg binary: %w", err)
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	results, err := sweep.Collect(ctx, dir, *baseline, exe, stdout, backend(0))
+	if results == nil {
+		return sweepErr(err)
+	}
+	if errors.Is(err, context.Canceled) {
+		return interruptedError{fmt.Errorf("interrupted while measuring; run the same command again")}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, ablate.Markdown(ablate.Rows(results, *baseline)))
+	fmt.Fprintf(stdout, "\nwrote %s, %s, %s and %s\n", filepath.Join(dir, "summary.md"), filepath.Join(dir, "summary.csv"),
+		filepath.Join(dir, "runs.csv"), filepath.Join(dir, "loss.png"))
+	// A partial table is what collect is for: missing runs are listed, not an error.
+	return nil
+}
+
+func sweepEmit(args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] != "slurm" && args[0] != "k8s") {
+		return usagef("sweep emit needs slurm or k8s, then the sweep folder")
+	}
+	engine := args[0]
+	fs := flag.NewFlagSet("sweep emit", flag.ContinueOnError)
+	parallel := fs.Int("parallel", 0, "")
+	cpus := fs.Int("cpus", 1, "")
+	timeLimit := fs.String("time", "", "")
+	partition := fs.String("partition", "", "")
+	gptgPath := fs.String("gptg", "", "")
+	image := fs.String("image", "", "")
+	claim := fs.String("claim", "", "")
+	mount := fs.String("mount", "/work", "")
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	dir, err := sweepDir(pos, "emit "+engine)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *parallel < 0:
+		return usagef("--parallel %d must be positive (or 0 for all)", *parallel)
+	case *cpus < 1 || *cpus > 256:
+		return usagef("--cpus %d must be between 1 and 256", *cpus)
+	}
+	entries, err := sweep.Load(dir)
+	if err != nil {
+		return sweepErr(err)
+	}
+	var text []byte
+	var path string
+	switch engine {
+	case "slurm":
+		absDir, err := filepath.Abs(dir)
+		if err != nil {
+			return err
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		if *gptgPath == "" {
+			if *gptgPath, err = os.Executable(); err != nil {
+				return fmt.Errorf("finding the gptg binary: %w", err)
+			}
+		}
+		// Slurm does not create the folder of --output: a missing one
+		// makes every task fail before it starts.
+		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+			return fmt.Errorf("sweep folder: %w", err)
+		}
+		text = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
+			Partition: *partition, Gptg: *gptgPath, Workdir: wd})
+		path = filepath.Join(dir, "sweep.sbatch")
+	case "k8s":
+		if *image == "" || *claim == "" {
+			return usagef("sweep emit k8s needs --image (with gptg on its PATH) and --claim (the volume holding this folder)")
+		}
+		if !filepath.IsAbs(*mount) {
+			return usagef("--mount %s must be an absolute path", *mount)
+		}
+		rel := filepath.Clean(dir)
+		if filepath.IsAbs(rel) {
+			wd, _ := os.Getwd()
+			if r, err := filepath.Rel(wd, rel); err == nil && filepath.IsLocal(r) {
+				rel = r
+			}
+		}
+		if !filepath.IsLocal(rel) {
+			return usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
+		}
+		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
+			Entries: len(entries), Parallel: *parallel, CPUs: *cpus})
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(dir, "job.yaml")
+	}
+	if err := atomicfile.WriteFile(path, text); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))
+	return nil
+}

@@ -1,0 +1,167 @@
+package sweep
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// SlurmOptions shape the sbatch script.
+type SlurmOptions struct {
+	Parallel  int    // array tasks running at once (the %K of --array); 0 = no limit
+	CPUs      int    // --cpus-per-task
+	Time      string // --time, "" = the partition's default
+	Partition string // --partition, "" = the default
+	Gptg      string // the gptg binary the tasks run (an absolute path, or a name on the PATH)
+	Workdir   string // the folder tasks run in (relative data paths start there); absolute
+}
+
+// Slurm writes an sbatch script that runs the sweep in dir (absolute) as
+// a job array, one task per entry: task I runs `gptg sweep run DIR`,
+// which reads SLURM_ARRAY_TASK_ID. Tasks are requeueable, and a requeued
+// task appends to its own log, logs/task-I.log.
+func Slurm(dir string, entries int, o SlurmOptions) []byte {
+	if o.CPUs < 1 {
+		o.CPUs = 1
+	}
+	array := fmt.Sprintf("0-%d", entries-1)
+	if o.Parallel > 0 && o.Parallel < entries {
+		array += fmt.Sprintf("%%%d", o.Parallel)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#!/bin/bash\n")
+	fmt.Fprintf(&b, "# gptg sweep %s: %d runs, one array task each (written by gptg sweep emit slurm).\n", dir, entries)
+	fmt.Fprintf(&b, "# Submit: sbatch %s\n", shellQuote(filepath.Join(dir, "sweep.sbatch")))
+	fmt.Fprintf(&b, "# Then:   gptg sweep collect %s   (or: sbatch --dependency=afterany:JOBID --wrap 'gptg sweep collect %s')\n", shellQuote(dir), shellQuote(dir))
+	fmt.Fprintf(&b, "#SBATCH --job-name=gptg-%s\n", jobName(filepath.Base(dir)))
+	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
+	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", o.CPUs)
+	fmt.Fprintf(&b, "#SBATCH --ntasks=1\n")
+	fmt.Fprintf(&b, "#SBATCH --chdir=%s\n", o.Workdir)
+	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(dir, "logs", "task-%a.log"))
+	fmt.Fprintf(&b, "#SBATCH --open-mode=append\n")
+	fmt.Fprintf(&b, "#SBATCH --requeue\n")
+	if o.Time != "" {
+		fmt.Fprintf(&b, "#SBATCH --time=%s\n", o.Time)
+	}
+	if o.Partition != "" {
+		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", o.Partition)
+	}
+	fmt.Fprintf(&b, `
+# One gptg process per task, using the CPUs Slurm gave it.
+export GOMAXPROCS="${SLURM_CPUS_PER_TASK:-%d}"
+echo "task ${SLURM_ARRAY_TASK_ID} on $(hostname), restart ${SLURM_RESTART_COUNT:-0}, $(date -u +%%FT%%TZ)"
+# exec: Slurm's SIGTERM (scancel, preemption, requeue) reaches gptg, which
+# saves a checkpoint; the requeued task resumes from it.
+exec %s sweep run %s
+`, o.CPUs, shellQuote(o.Gptg), shellQuote(dir))
+	return b.Bytes()
+}
+
+// shellQuote quotes s for bash when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=,:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// jobName makes a Kubernetes- and Slurm-friendly name: lower case letters,
+// digits and '-', starting and ending with a letter or digit.
+func jobName(s string) string {
+	s = strings.Trim(notDNS.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if s == "" {
+		s = "sweep"
+	}
+	return s
+}
+
+// K8sOptions shape the Kubernetes Job.
+type K8sOptions struct {
+	Name      string // the Job's name; "" = gptg-sweep-<folder name>
+	Image     string // a container image with gptg on its PATH
+	Claim     string // the PersistentVolumeClaim holding the project folder
+	MountPath string // where the claim is mounted and the tasks run
+	Dir       string // the sweep folder, relative to the mount
+	Entries   int
+	Parallel  int // pods at once; 0 = all
+	CPUs      int
+}
+
+// K8s writes a batch/v1 Indexed Job that runs the sweep: completion index
+// I (JOB_COMPLETION_INDEX) runs entry I, in the project folder on the
+// volume, so the corpus and configs are found by the paths the manifest
+// and configs give.
+func K8s(o K8sOptions) ([]byte, error) {
+	if o.CPUs < 1 {
+		o.CPUs = 1
+	}
+	if o.Parallel <= 0 || o.Parallel > o.Entries {
+		o.Parallel = o.Entries
+	}
+	if o.Name == "" {
+		o.Name = "gptg-sweep-" + jobName(filepath.Base(o.Dir))
+	}
+	// An Indexed Job's pods are named <job>-<index>-<suffix>: keep the
+	// name short enough for a 63-character label.
+	if len(o.Name) > 40 {
+		o.Name = strings.TrimRight(o.Name[:40], "-")
+	}
+	cpu := strconv.Itoa(o.CPUs)
+	job := map[string]any{
+		"apiVersion": "batch/v1",
+		"kind":       "Job",
+		"metadata": map[string]any{
+			"name":   o.Name,
+			"labels": map[string]any{"app.kubernetes.io/name": "gptg", "app.kubernetes.io/component": "sweep"},
+		},
+		"spec": map[string]any{
+			"completionMode": "Indexed",
+			"completions":    o.Entries,
+			"parallelism":    o.Parallel,
+			// A pod that fails (not one that is preempted) is retried;
+			// the run resumes from its checkpoint.
+			"backoffLimit": 3 * o.Entries,
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/name": "gptg"}},
+				"spec": map[string]any{
+					"restartPolicy": "Never",
+					// Time for gptg to save a checkpoint after SIGTERM.
+					"terminationGracePeriodSeconds": 120,
+					"containers": []any{map[string]any{
+						"name":       "gptg",
+						"image":      o.Image,
+						"workingDir": o.MountPath,
+						"command":    []any{"gptg", "sweep", "run", o.Dir},
+						"env":        []any{map[string]any{"name": "GOMAXPROCS", "value": cpu}},
+						"resources": map[string]any{
+							"requests": map[string]any{"cpu": cpu},
+							"limits":   map[string]any{"cpu": cpu},
+						},
+						"volumeMounts": []any{map[string]any{"name": "work", "mountPath": o.MountPath}},
+					}},
+					"volumes": []any{map[string]any{
+						"name":                  "work",
+						"persistentVolumeClaim": map[string]any{"claimName": o.Claim},
+					}},
+				},
+			},
+		},
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# gptg sweep %s: %d runs as a Kubernetes Indexed Job (written by gptg sweep emit k8s).\n", o.Dir, o.Entries)
+	fmt.Fprintf(&b, "# The claim %s must hold the project folder (configs, data, %s); apply with kubectl apply -f.\n", o.Claim, o.Dir)
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(job); err != nil {
+		return nil, fmt.Errorf("job YAML: %w", err)
+	}
+	return b.Bytes(), enc.Close()
+}
