@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // writeFiles writes name -> content into dir and returns dir.
@@ -335,7 +337,7 @@ func TestDefaults(t *testing.T) {
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all",
+			GradAccum: 1, Decay: "all", MaxMemory: 8,
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -492,7 +494,7 @@ func TestShakespeare(t *testing.T) {
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
 			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all",
+			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory,
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}
@@ -609,4 +611,28 @@ func FuzzLoad(f *testing.F) {
 			t.Errorf("loaded config does not validate: %v", err)
 		}
 	})
+}
+
+// TestShakespeareWritesEverySetting: configs/shakespeare.toml says that it
+// writes out every setting, so that a reader sees them all in one place;
+// every key gptg knows must be in it (model.vocab and train.out are left
+// out on purpose: they are derived, and the file says so).
+func TestShakespeareWritesEverySetting(t *testing.T) {
+	text, err := os.ReadFile("../configs/shakespeare.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if _, err := toml.Decode(string(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range getSchema().allSettable() {
+		section, name, _ := strings.Cut(key, ".")
+		if key == "model.vocab" || key == "train.out" {
+			continue
+		}
+		if _, ok := doc[section][name]; !ok {
+			t.Errorf("configs/shakespeare.toml does not write out %s", key)
+		}
+	}
 }

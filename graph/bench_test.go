@@ -52,3 +52,43 @@ func benchmarkSampleToken(b *testing.B, unfused bool) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 }
+
+// BenchmarkCachedToken is one sampled token through the key/value cache:
+// the seed config at context 256, the cache filled to half, one Append and
+// the logits read back, on the fused graph and on the unfused one.
+//
+//	go test ./graph -run XXX -bench CachedToken -benchtime 3000x
+func BenchmarkCachedToken(b *testing.B) {
+	for _, path := range paths {
+		b.Run(path.name, func(b *testing.B) {
+			spec := config.DefaultModel()
+			spec.Vocab, spec.Context = 65, 256
+			m, err := BuildIncremental(spec, Backend{Unfused: path.unfused})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := CompileIncremental(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			rng := rand.New(rand.NewPCG(1, 2))
+			var logits []float64
+			for p.Len() < spec.Context/2 {
+				if err := p.Append(rng.IntN(spec.Vocab)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.Truncate(spec.Context / 2)
+				if err := p.Append(rng.IntN(spec.Vocab)); err != nil {
+					b.Fatal(err)
+				}
+				logits = Float64sInto(logits, p.Logits.Value())
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

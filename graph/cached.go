@@ -74,12 +74,20 @@ func cachedAttentionForward[F gemm.Float](a *args[F]) {
 	}
 }
 
-// dot is Σ a_i·b_i in float64.
+// dot is Σ a_i·b_i in float64, in four independent sums so that the
+// additions need not wait for each other.
 func dot[F gemm.Float](a, b []F) float64 {
 	b = b[:len(a)]
-	sum := 0.0
-	for i, x := range a {
-		sum += float64(x) * float64(b[i])
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += float64(a[i]) * float64(b[i])
+		s1 += float64(a[i+1]) * float64(b[i+1])
+		s2 += float64(a[i+2]) * float64(b[i+2])
+		s3 += float64(a[i+3]) * float64(b[i+3])
 	}
-	return sum
+	for ; i < len(a); i++ {
+		s0 += float64(a[i]) * float64(b[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -12,8 +12,9 @@ import (
 // far, at positions 0..Len()−1, in tensors that are the graph's cache
 // inputs. Append feeds the next token; Truncate forgets the positions
 // from some point on (their keys and values depend only on the tokens up
-// to them, so the earlier ones stay valid). Nothing is allocated per run
-// once the first one has made the graph's buffers.
+// to them, so the earlier ones stay valid). The cache allocates nothing
+// per run; the tape and the fused ops' plumbing still make some 300 small
+// objects per run (BenchmarkCachedToken), as they do for the window graph.
 type CachedProgram struct {
 	*Incremental
 	vm      G.VM
@@ -23,6 +24,21 @@ type CachedProgram struct {
 	mask            *tensor.Dense   // (1, context+1): always the mask of the valid rows
 	keys, values    []*tensor.Dense // per block, (context, C): the cache itself
 	tokens          []int           // the tokens whose keys and values are cached
+
+	// The backing arrays of the tensors above, read once: Dense.Data
+	// allocates on every call. newRows[2i], newRows[2i+1] are those of
+	// block i's NewKey and NewValue, read again only if Read gives a new
+	// value (it copies into the same one after the first run).
+	tokenData, positionData []int
+	maskData                any
+	cacheData               []any // keys then values of block i at 2i, 2i+1
+	newRows                 []rowSource
+}
+
+// rowSource is the backing array of one Read value.
+type rowSource struct {
+	seen G.Value
+	data any
 }
 
 // CompileIncremental compiles the graph once; the cache starts empty.
@@ -37,10 +53,27 @@ func CompileIncremental(m *Incremental) (*CachedProgram, error) {
 		tokens:      make([]int, 0, T),
 	}
 	for range m.Blocks {
-		p.keys = append(p.keys, tensor.New(tensor.Of(dt), tensor.WithShape(T, C)))
-		p.values = append(p.values, tensor.New(tensor.Of(dt), tensor.WithShape(T, C)))
+		k, v := tensor.New(tensor.Of(dt), tensor.WithShape(T, C)), tensor.New(tensor.Of(dt), tensor.WithShape(T, C))
+		p.keys, p.values = append(p.keys, k), append(p.values, v)
+		p.cacheData = append(p.cacheData, k.Data(), v.Data())
 	}
-	setRange(p.mask, 0, T, -1e9) // no valid row yet; entry T, the new position, stays 0
+	p.tokenData, p.positionData = p.token.Data().([]int), p.position.Data().([]int)
+	p.maskData = p.mask.Data()
+	p.newRows = make([]rowSource, 2*len(m.Blocks))
+	setRange(p.maskData, 0, T, -1e9) // no valid row yet; entry T, the new position, stays 0
+	type feed struct {
+		node *G.Node
+		v    *tensor.Dense
+	}
+	feeds := []feed{{m.Token, p.token}, {m.Position, p.position}, {m.Mask, p.mask}}
+	for i, b := range m.Blocks {
+		feeds = append(feeds, feed{b.Keys, p.keys[i]}, feed{b.Values, p.values[i]})
+	}
+	for _, l := range feeds {
+		if err := G.Let(l.node, l.v); err != nil {
+			return nil, fmt.Errorf("feeding %s: %w", l.node.Name(), err)
+		}
+	}
 	p.vm = G.NewTapeMachine(m.G)
 	p.inPlace = runInPlace(p.vm)
 	return p, nil
@@ -58,7 +91,7 @@ func (p *CachedProgram) Truncate(n int) {
 		return
 	}
 	p.tokens = p.tokens[:n]
-	setRange(p.mask, n, p.Spec.Context, -1e9)
+	setRange(p.maskData, n, p.Spec.Context, -1e9)
 }
 
 // Append runs the graph for token at position Len(), leaves its logits in
@@ -73,25 +106,10 @@ func (p *CachedProgram) Append(token int) error {
 	if token < 0 || token >= p.Spec.Vocab {
 		return fmt.Errorf("append: token id %d outside the vocabulary of %d", token, p.Spec.Vocab)
 	}
-	p.token.Data().([]int)[0] = token
-	p.position.Data().([]int)[0] = n
-	lets := []struct {
-		node *G.Node
-		v    *tensor.Dense
-	}{{p.Token, p.token}, {p.Position, p.position}, {p.Mask, p.mask}}
-	for _, l := range lets {
-		if err := G.Let(l.node, l.v); err != nil {
-			return fmt.Errorf("append: feeding %s: %w", l.node.Name(), err)
-		}
-	}
-	for i, b := range p.Blocks {
-		if err := G.Let(b.Keys, p.keys[i]); err != nil {
-			return fmt.Errorf("append: feeding %s: %w", b.Keys.Name(), err)
-		}
-		if err := G.Let(b.Values, p.values[i]); err != nil {
-			return fmt.Errorf("append: feeding %s: %w", b.Values.Name(), err)
-		}
-	}
+	// The inputs stay bound to the tensors CompileIncremental let them
+	// to (Reset forgets registers, not bindings): writing into those
+	// tensors is feeding the graph.
+	p.tokenData[0], p.positionData[0] = token, n
 	p.vm.Reset() // without it RunAll silently runs nothing a second time
 	run := p.vm.RunAll
 	if p.inPlace != nil {
@@ -100,15 +118,15 @@ func (p *CachedProgram) Append(token int) error {
 	if err := run(); err != nil {
 		return fmt.Errorf("append: %w", err)
 	}
+	C := p.Spec.Embedding
 	for i, b := range p.Blocks {
-		if err := setRow(p.keys[i], n, b.NewKey); err != nil {
-			return err
-		}
-		if err := setRow(p.values[i], n, b.NewValue); err != nil {
-			return err
+		for j, row := range []G.Value{b.NewKey, b.NewValue} {
+			if err := setRow(p.cacheData[2*i+j], n, p.newRows[2*i+j].of(row), C); err != nil {
+				return err
+			}
 		}
 	}
-	setRange(p.mask, n, n+1, 0)
+	setRange(p.maskData, n, n+1, 0)
 	p.tokens = append(p.tokens, token)
 	return nil
 }
@@ -116,9 +134,20 @@ func (p *CachedProgram) Append(token int) error {
 // Close releases the machine.
 func (p *CachedProgram) Close() error { return p.vm.Close() }
 
-// setRange sets entries [from, to) of a float tensor to v.
-func setRange(t *tensor.Dense, from, to int, v float64) {
-	switch d := t.Data().(type) {
+// of returns v's backing array, nil for no value.
+func (r *rowSource) of(v G.Value) any {
+	if v == nil {
+		return nil
+	}
+	if v != r.seen {
+		r.seen, r.data = v, v.Data()
+	}
+	return r.data
+}
+
+// setRange sets entries [from, to) of a float array to v.
+func setRange(data any, from, to int, v float64) {
+	switch d := data.(type) {
 	case []float64:
 		for i := from; i < to; i++ {
 			d[i] = v
@@ -130,24 +159,23 @@ func setRange(t *tensor.Dense, from, to int, v float64) {
 	}
 }
 
-// setRow copies the one-row value row into row i of the matrix t.
-func setRow(t *tensor.Dense, i int, row G.Value) error {
-	if row == nil {
-		return fmt.Errorf("append: the graph produced no key or value")
-	}
-	switch d := t.Data().(type) {
+// setRow copies row, C values, into row i of the float array dst.
+func setRow(dst any, i int, row any, C int) error {
+	ok := false
+	switch d := dst.(type) {
 	case []float64:
-		src, ok := row.Data().([]float64)
-		if !ok || len(src) != t.Shape()[1] {
-			return fmt.Errorf("append: a cached row holds %T of %v", row.Data(), row.Shape())
+		src, isF64 := row.([]float64)
+		if ok = isF64 && len(src) == C; ok {
+			copy(d[i*C:(i+1)*C], src)
 		}
-		copy(d[i*len(src):], src)
 	case []float32:
-		src, ok := row.Data().([]float32)
-		if !ok || len(src) != t.Shape()[1] {
-			return fmt.Errorf("append: a cached row holds %T of %v", row.Data(), row.Shape())
+		src, isF32 := row.([]float32)
+		if ok = isF32 && len(src) == C; ok {
+			copy(d[i*C:(i+1)*C], src)
 		}
-		copy(d[i*len(src):], src)
+	}
+	if !ok {
+		return fmt.Errorf("append: the graph gave a key or value of %T, want %d of %T", row, C, dst)
 	}
 	return nil
 }

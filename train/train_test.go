@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -287,6 +288,33 @@ func TestThreadsGiveSameWeights(t *testing.T) {
 		}
 		if !reflect.DeepEqual(gotRows, wantRows) {
 			t.Errorf("%d threads: the metrics differ from 1 thread's:\n%v\n%v", threads, gotRows, wantRows)
+		}
+	}
+}
+
+// TestNanoGPTConfigs: the configs of nanoGPT's recipes load and describe
+// its GPT: the parameter counts nanoGPT prints ("number of parameters:
+// 0.80M" and "10.65M", without the position table) plus that table.
+func TestNanoGPTConfigs(t *testing.T) {
+	for file, want := range map[string]int{
+		"shakespeare-char-cpu.toml": 795_904 + 64*128,
+		"shakespeare-char.toml":     10_646_784 + 256*384,
+	} {
+		c, err := config.Load(filepath.Join("..", "configs", "nanogpt", file), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Model.Vocab = 65 // the corpus's, which the test does not read
+		m, err := graph.Build(c.Model, graph.Options{Batch: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range m.Params {
+			n += p.Value().Shape().TotalSize()
+		}
+		if n != want {
+			t.Errorf("%s: %d parameters, nanoGPT's model has %d", file, n, want)
 		}
 	}
 }

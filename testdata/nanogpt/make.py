@@ -21,6 +21,12 @@ used as they are; nothing of it is copied here). It writes:
                   first test window and its test loss over gptg's test windows of tiny.txt
                   (split 0.9, stride context/2, whole batches of 4, mean of the batch means).
 
+With --eval CKPT it writes nothing and prints the test loss of a nanoGPT checkpoint over gptg's
+test windows of --corpus (what `gptg import nanogpt` + `gptg eval --batch 4` must print):
+
+    /usr/bin/python3 testdata/nanogpt/make.py --nanogpt PATH --eval out/ckpt.pt \
+        --meta data/shakespeare_char/meta.pkl --corpus ../shared/data/tinyshakespeare.txt
+
 The learning rate of the golden trajectory follows gptg's (and the reference's) schedule,
 lr_at below, not train.py's get_lr: what is checked is model.py and the optimizer.
 """
@@ -220,14 +226,39 @@ def make_checkpoint(nanogpt, out, corpus):
     print("checkpoint: iter", ck["iter_num"], "test loss", tot / n, "over", n, "batches")
 
 
+def test_loss(ckpt_path, meta_path, corpus, batch=4):
+    """A checkpoint's mean batch loss over gptg's test windows of corpus (whole batches of batch)."""
+    from model import GPT, GPTConfig
+    ck = torch.load(ckpt_path, map_location="cpu")
+    sd = {k.replace("_orig_mod.", ""): v for k, v in ck["model"].items()}
+    model = GPT(GPTConfig(**ck["model_args"]))
+    model.load_state_dict(sd, strict=False)  # PyTorch >= 2 checkpoints lack the attn.bias buffers
+    model.eval()
+    meta = pickle.load(open(meta_path, "rb"))
+    ids = [meta["stoi"][c] for c in open(corpus, encoding="utf-8").read()]
+    xte, yte = gptg_windows(ids, ck["model_args"]["block_size"])
+    tot, n = 0.0, 0
+    with torch.no_grad():
+        for i in range(0, len(xte) - batch + 1, batch):
+            _, l = model(xte[i:i + batch], yte[i:i + batch])
+            tot, n = tot + l.item(), n + 1
+    return tot / n, n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nanogpt", required=True, help="a checkout of github.com/karpathy/nanoGPT")
     ap.add_argument("--out", default=HERE)
     ap.add_argument("--corpus", default=os.path.join(ROOT, "testdata", "tiny.txt"))
+    ap.add_argument("--eval", metavar="CKPT", help="only print CKPT's test loss over gptg's windows of --corpus")
+    ap.add_argument("--meta", help="meta.pkl for --eval")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.nanogpt))
     torch.set_num_threads(1)
+    if a.eval:
+        loss, n = test_loss(a.eval, a.meta, a.corpus)
+        print(json.dumps(dict(test_loss=round(loss, 6), test_batches=n)))
+        return
     os.makedirs(os.path.join(a.out, "golden"), exist_ok=True)
     for name, seed, tie, bias in CASES:
         case = golden_case(a.nanogpt, name, seed, tie, bias)
