@@ -79,6 +79,7 @@ func Default() *Config {
 			CheckpointEvery: 1000,
 			GradAccum:       1,
 			Decay:           "all",
+			MaxMemory:       DefaultMaxMemory,
 		},
 		Sample: Sample{
 			Prompt:      "\n",
@@ -158,6 +159,12 @@ func build(path string, values map[string]setting) (*Config, error) {
 		return path // a default; blame the file being loaded
 	}
 	if err := c.validate(origin); err != nil {
+		return nil, err
+	}
+	if err := c.CheckTrainMemory(); err != nil {
+		if s, ok := values["train.max_memory"]; ok {
+			err.(*Error).File = s.from
+		}
 		return nil, err
 	}
 	if _, given := values["train.out"]; !given && !plainName(c.Name) {

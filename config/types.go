@@ -106,6 +106,10 @@ type Train struct {
 	// them. The weights are the same bits for every value, so it is a
 	// setting of the machine, not of the experiment (--threads overrides it).
 	Threads int `toml:"threads" json:"threads"`
+	// MaxMemory is the most memory, in GiB, that gptg lets a model's graphs
+	// take (MemoryEstimate, checked before anything is built). Like Threads
+	// it is a setting of the machine.
+	MaxMemory float64 `toml:"max_memory" json:"max_memory"`
 }
 
 // Sample holds the defaults of `gptg sample`.

@@ -104,6 +104,10 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
 	v.oneOf("train.decay", t.Decay, "all", "matrices")
 	v.atLeast("train.threads", t.Threads, 0)
+	v.float("train.max_memory", t.MaxMemory)
+	if !(t.MaxMemory > 0) {
+		v.fail("train.max_memory", "%s is invalid (must be > 0, in GiB)", formatFloat(t.MaxMemory))
+	}
 
 	s := c.Sample
 	v.atLeast("sample.tokens", s.Tokens, 0)

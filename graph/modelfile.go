@@ -76,6 +76,9 @@ func LoadModel(path string) (*SavedModel, error) {
 	if err := decodeStrict([]byte(f.Meta["model"]), &m.Spec); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
 	}
+	if err := modelfile.UniqueKeys([]byte(f.Meta["model"])); err != nil {
+		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
+	}
 	if m.Spec.Dtype == "" { // a file written by the reference: its tensors say
 		m.Spec.Dtype = "float32"
 		if f.Tensors["tok.weight"].F64 != nil {

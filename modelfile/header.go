@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -39,6 +40,10 @@ func parseHeader(header []byte, limits Limits) ([]entry, map[string]string, erro
 	if _, err := dec.Token(); err != nil { // the opening '{'
 		return nil, nil, fmt.Errorf("header: %w", err)
 	}
+	maxTensors := limits.MaxTensors
+	if maxTensors <= 0 {
+		maxTensors = DefaultMaxTensors
+	}
 	meta := map[string]string{}
 	var entries []entry
 	seen := map[string]bool{}
@@ -63,8 +68,8 @@ func parseHeader(header []byte, limits Limits) ([]entry, map[string]string, erro
 			}
 			continue
 		}
-		if limits.MaxTensors > 0 && len(entries) == limits.MaxTensors {
-			return nil, nil, fmt.Errorf("header lists more than %d tensors", limits.MaxTensors)
+		if len(entries) == maxTensors {
+			return nil, nil, fmt.Errorf("header lists more than %d tensors", maxTensors)
 		}
 		e, err := parseEntry(key, raw, limits)
 		if err != nil {
@@ -75,10 +80,20 @@ func parseHeader(header []byte, limits Limits) ([]entry, map[string]string, erro
 	return entries, meta, nil
 }
 
-// parseMetadata checks that __metadata__ maps strings to strings.
+// DefaultMaxTensors caps the tensors of a file when Limits.MaxTensors is
+// 0. A gptg checkpoint of the largest model a config allows (64 blocks)
+// has about 3,000; a header of a million empty tensors would take gigabytes
+// to parse.
+const DefaultMaxTensors = 1 << 16
+
+// parseMetadata checks that __metadata__ maps strings to strings, each
+// key once.
 func parseMetadata(raw json.RawMessage) (map[string]string, error) {
 	if kind := jsonKind(raw); kind != "object" {
 		return nil, fmt.Errorf("__metadata__ is a JSON %s, not an object", kind)
+	}
+	if err := UniqueKeys(raw); err != nil {
+		return nil, fmt.Errorf("__metadata__: %w", err)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -262,4 +277,49 @@ func abbreviate(s string) string {
 		return s[:20] + "..."
 	}
 	return s
+}
+
+// UniqueKeys reports the first object key that appears twice in the same
+// object anywhere in the JSON text data. encoding/json keeps the last of
+// them silently, so a file could say one thing to gptg and another to a
+// reader that keeps the first. data must be valid JSON.
+func UniqueKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// One set of seen keys per open object; nil for an open array.
+	var stack []map[string]bool
+	expectKey := func() bool { return len(stack) > 0 && stack[len(stack)-1] != nil }
+	afterKey := false // the last token was a key; its value comes next
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, map[string]bool{})
+			case '[':
+				stack = append(stack, nil)
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			afterKey = false
+			continue
+		case string:
+			if expectKey() && !afterKey {
+				seen := stack[len(stack)-1]
+				if seen[t] {
+					return fmt.Errorf("key %q appears twice", t)
+				}
+				seen[t] = true
+				afterKey = true
+				continue
+			}
+		}
+		afterKey = false
+	}
 }

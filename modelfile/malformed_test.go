@@ -2,6 +2,7 @@ package modelfile
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,13 @@ func TestReadMalformed(t *testing.T) {
 		{"metadata not an object", rawFile(`{"__metadata__":["gptg/1"]}`, 0), `__metadata__ is a JSON array, not an object`},
 		{"truncated data", valid[:len(valid)-3], "past the end of the data"},
 		{"truncated header", valid[:20], "exceeds the file size 20"},
+		{"duplicate metadata key", rawFile(`{"__metadata__":{"format":"gptg/1","format":"pt"}}`, 0), `__metadata__: key "format" appears twice`},
+		{"a TOML config", []byte("# config\n[model]\nheads = 4\n"), "not a safetensors model file: it is text that looks like a TOML config"},
+		{"a TOML config without comments", []byte("extends = \"../shakespeare.toml\"\n"), "not a safetensors model file: it is text that looks like a TOML config"},
+		{"JSON", []byte(`{"vocab": 65, "context": 32}`), "not a safetensors model file: it is text that looks like JSON"},
+		{"plain text", []byte("First Citizen:\nBefore we proceed any further, hear me speak.\n"), "not a safetensors model file: it is a text file"},
+		{"a zip (a .pt file)", append([]byte("PK\x03\x04"), make([]byte, 40)...), "not a safetensors model file: it is a zip archive"},
+		{"binary that is not safetensors", withLength(1<<40, "\x00\x01"), "not a safetensors model file: header length 1099511627776 exceeds the file size 10"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -144,5 +152,38 @@ func TestReadDirectory(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := Read(dir, Limits{}); err == nil || err.Error() != dir+": is a directory, not a model file" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestManyTensorsRefused: a header listing more than DefaultMaxTensors
+// (empty) tensors is refused while parsing, before it costs gigabytes.
+func TestManyTensorsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range DefaultMaxTensors + 1 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"t%d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}`, i)
+	}
+	b.WriteString("}")
+	_, err := readBytes(t, rawFile(b.String(), 0), Limits{})
+	if err == nil || !strings.Contains(err.Error(), "header lists more than 65536 tensors") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUniqueKeys(t *testing.T) {
+	for text, want := range map[string]string{
+		`{"a":1,"b":{"a":2},"c":[{"a":1},{"a":2}]}`: "",
+		`{"a":1,"a":2}`:                         `key "a" appears twice`,
+		`{"x":{"heads":2,"vocab":3,"heads":4}}`: `key "heads" appears twice`,
+		`[{"a":"a","b":"a"},{"a":{"a":"a"}}]`:   "",
+		`{"a":["a","a"],"b":"a"}`:               "",
+	} {
+		err := UniqueKeys([]byte(text))
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: got %v, want %q", text, err, want)
+		}
 	}
 }

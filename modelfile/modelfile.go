@@ -40,8 +40,7 @@ type Limits struct {
 	// MaxFileSize is the largest file Read will open, in bytes
 	// (default DefaultMaxFileSize).
 	MaxFileSize int64
-	// MaxTensors caps the number of tensors (default: no cap beyond what
-	// the header size allows).
+	// MaxTensors caps the number of tensors (default DefaultMaxTensors).
 	MaxTensors int
 	// MaxElements caps the elements of any one tensor (default: no cap
 	// beyond what the file size allows).

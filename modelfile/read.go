@@ -2,11 +2,13 @@ package modelfile
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/internal/inputfile"
 )
@@ -53,16 +55,21 @@ func Read(path string, limits Limits) (*File, error) {
 	}
 
 	r := bufio.NewReaderSize(f, 1<<16)
+	start, _ := r.Peek(512) // for saying what the file is if not safetensors
+	start = bytes.Clone(start)
 	var n uint64
 	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
 		return nil, fail(path, "reading the header length: %w", err)
 	}
 	// Compare in uint64: a hostile length may not fit an int64.
+	if looks := lookalike(start); looks != "" && (n < 2 || n > uint64(size-8) || len(start) <= 8 || start[8] != '{') {
+		return nil, fail(path, "not a safetensors model file: %s", looks)
+	}
 	switch {
 	case n < 2:
-		return nil, fail(path, "header length %d is too small (the empty header {} has 2 bytes)", n)
+		return nil, fail(path, "not a safetensors model file: header length %d is too small (the empty header {} has 2 bytes)", n)
 	case n > uint64(size-8):
-		return nil, fail(path, "header length %d exceeds the file size %d (%d bytes follow the length field)", n, size, size-8)
+		return nil, fail(path, "not a safetensors model file: header length %d exceeds the file size %d (%d bytes follow the length field)", n, size, size-8)
 	case n > maxHeaderSize:
 		return nil, fail(path, "header length %d exceeds the safetensors limit of %d bytes", n, maxHeaderSize)
 	}
@@ -110,4 +117,39 @@ func pathError(path string, err error) error {
 		return fail(path, "cannot %s: %w", pe.Op, pe.Err)
 	}
 	return fail(path, "%w", err)
+}
+
+// lookalike says what a file that is not a safetensors file looks like
+// from its first bytes, when they make that plain: gptg sample given a
+// config instead of a model should say so, not report a header length of
+// 7142819395664027683. It returns "" for binary data it cannot name.
+func lookalike(start []byte) string {
+	if bytes.HasPrefix(start, []byte("PK\x03\x04")) {
+		return "it is a zip archive (PyTorch saves .pt checkpoints so; gptg import reads nanoGPT's)"
+	}
+	text := start
+	if len(text) == 512 { // cut mid-rune at worst: drop the partial rune
+		for i := 0; i < utf8.UTFMax && !utf8.Valid(text); i++ {
+			text = text[:len(text)-1]
+		}
+	}
+	if !utf8.Valid(text) || bytes.IndexFunc(text, func(r rune) bool {
+		return r < ' ' && r != '\n' && r != '\r' && r != '\t'
+	}) >= 0 {
+		return ""
+	}
+	for line := range strings.Lines(string(text)) {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+			continue
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"),
+			strings.Contains(line, "=") && !strings.HasPrefix(line, "{"):
+			return "it is text that looks like a TOML config (a model file is the model.safetensors that gptg train writes into the run folder)"
+		case strings.HasPrefix(line, "{") || strings.HasPrefix(line, "["):
+			return "it is text that looks like JSON (a model file is the model.safetensors that gptg train writes into the run folder)"
+		}
+		break
+	}
+	return "it is a text file (a model file is the model.safetensors that gptg train writes into the run folder)"
 }

@@ -157,8 +157,9 @@ func (t *trainer) loadCheckpoint() error {
 }
 
 // sameRun refuses to resume when config.toml differs from the config the
-// checkpoint was trained with, other than in the run's length, its folder
-// and the [sample] table (which only sets sample's defaults). saved is the
+// checkpoint was trained with, other than in the run's length, its folder,
+// the machine's settings (threads, max_memory) and the [sample] table
+// (which only sets sample's defaults). saved is the
 // checkpoint's copy ("" in checkpoints older than that copy: not checked).
 func (t *trainer) sameRun(saved string) error {
 	if saved == "" {
@@ -171,6 +172,7 @@ func (t *trainer) sameRun(saved string) error {
 	cur := *t.cfg
 	cur.Train.Epochs, cur.Train.MaxSteps = old.Train.Epochs, old.Train.MaxSteps
 	cur.Train.Out, cur.Sample = old.Train.Out, old.Sample
+	cur.Train.Threads, cur.Train.MaxMemory = old.Train.Threads, old.Train.MaxMemory // the machine's
 	changed := cur.Diff(old)
 	if len(changed) == 0 {
 		return nil

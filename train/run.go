@@ -257,9 +257,13 @@ func readRunID(text []byte) string {
 	return ""
 }
 
-// LengthKeys are the settings --resume may change: how long the run goes
-// on. Anything else would make the resumed run a different one.
+// LengthKeys are the settings --resume may change about the run: how long
+// it goes on. Anything else would make the resumed run a different one.
 var LengthKeys = []string{"train.epochs", "train.max_steps"}
+
+// machineKeys are settings of the machine, not of the run: --resume may
+// change them too, and an edit of them in config.toml is no edit of the run.
+var machineKeys = []string{"train.threads", "train.max_memory"}
 
 // Resume continues the run in dir from its checkpoint. The result is the
 // same, timings aside, as if the run had never stopped. sets may change
@@ -268,10 +272,10 @@ var LengthKeys = []string{"train.epochs", "train.max_steps"}
 func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Result, error) {
 	for _, s := range sets {
 		key, _, _ := strings.Cut(s, "=")
-		if key = strings.TrimSpace(key); !slices.Contains(LengthKeys, key) {
+		if key = strings.TrimSpace(key); !slices.Contains(LengthKeys, key) && !slices.Contains(machineKeys, key) {
 			return nil, &config.Error{File: "--set", Key: key, Msg: fmt.Sprintf(
-				"--resume changes only the run's length (%s); to change anything else, start a new run from its config: gptg train %s --set %s --set train.out=NEW_FOLDER",
-				strings.Join(LengthKeys, ", "), filepath.Join(dir, ConfigFile), s)}
+				"--resume changes only the run's length (%s) and the machine's %s; to change anything else, start a new run from its config: gptg train %s --set %s --set train.out=NEW_FOLDER",
+				strings.Join(LengthKeys, ", "), strings.Join(machineKeys, ", "), filepath.Join(dir, ConfigFile), s)}
 		}
 	}
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
@@ -403,6 +407,11 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	}
 	if be.Threads == 0 {
 		be.Threads = runtime.GOMAXPROCS(0)
+	}
+	// Again now that the vocabulary is known: it sizes the embedding, the
+	// output layer and the logits.
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return nil, err
 	}
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Backend: be})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sample"
@@ -72,7 +73,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := graph.LoadModel(model)
+	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "running") })
 	if err != nil {
 		return err
 	}

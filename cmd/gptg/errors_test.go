@@ -30,6 +30,9 @@ type badInput struct {
 	args  []string
 	code  int
 	msg   string // a fragment of the one-line message on stderr
+	// maxMB, when set, bounds the peak memory of the run: a refusal that
+	// must come before any allocation sized by the input.
+	maxMB int64
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -260,6 +263,9 @@ func TestBadInputs(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, row.msg) {
 				t.Errorf("stderr %q\ndoes not contain %q", r.stderr, row.msg)
+			}
+			if row.maxMB > 0 && r.maxRSSKB > row.maxMB<<10 {
+				t.Errorf("peak memory %d MiB, more than %d MiB: the input was allocated before it was refused", r.maxRSSKB>>10, row.maxMB)
 			}
 			if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine") {
 				t.Errorf("stderr shows a panic:\n%s", r.stderr)

@@ -6,9 +6,9 @@ import (
 	"io"
 	"slices"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
-	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/train"
 )
 
@@ -78,7 +78,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			*split = cfg.Data.Split
 		}
 	}
-	m, err := graph.LoadModel(model)
+	m, err := openModel(model, func(spec config.Model) graphsOf {
+		g := graphsOf{batch: *batch, seqLen: spec.Context, count: 1, what: "evaluating"}
+		if *prefixOnly { // at worst one graph per prefix length besides the plain one
+			g.count += spec.Context
+		}
+		return g
+	})
 	if err != nil {
 		return err
 	}

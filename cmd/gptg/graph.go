@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/gptg/gptg/internal/atomicfile"
@@ -53,6 +54,9 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return err
+	}
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
 	if err != nil {
 		return err
@@ -64,6 +68,8 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	defer p.Close()
 	printParams(stdout, m.Params)
 	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
+	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
+		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
 	if *dot != "" {
 		if err := atomicfile.WriteFile(*dot, []byte(m.G.ToDot())); err != nil {
 			return fmt.Errorf("writing %s: %w", *dot, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/modelfile"
 )
 
 // hardenedInputs are the rows of TestBadInputs for inputs that once
@@ -16,6 +17,7 @@ import (
 // Each must be refused at once (the 10 s command timeout fails a hang).
 func hardenedInputs(t *testing.T) []badInput {
 	tiny := testmodel.TinyText()
+	const brokenModel = "broken.safetensors"
 	cfg := "[data]\npath = \"" + tiny + "\"\n"
 	withConfig := func(extra string) map[string]string { return map[string]string{"c.toml": cfg + extra} }
 	mkfifo := func(name string) func(t *testing.T, dir string) {
@@ -102,5 +104,30 @@ func hardenedInputs(t *testing.T) []badInput {
 		{name: "sample: the model file is a named pipe", setup: mkfifo("m.safetensors"),
 			args: []string{"sample", "m.safetensors"}, code: 1, msg: "m.safetensors: is a named pipe (FIFO), not a regular file"},
 		{name: "inspect /dev/zero", args: []string{"inspect", "/dev/zero"}, code: 1, msg: "/dev/zero: is a character device, not a regular file"},
+
+		// Memory: refused from the config or the file's metadata, before
+		// anything sized by them is allocated.
+		{name: "graph: embedding 8192 and 64 blocks", files: map[string]string{"c.toml": "[model]\nvocab = 65\nembedding = 8192\nblocks = 64\n"},
+			args: []string{"graph", "c.toml"}, code: 2, maxMB: 100, msg: "c.toml: train.max_memory: training this model (batch 4 × context 32) needs about 2364.4 GiB"},
+		{name: "train: every size at its maximum", files: map[string]string{"c.toml": cfg + "[model]\ncontext = 4096\nembedding = 8192\nblocks = 64\nff_mult = 64\nvocab = 1048576\n[train]\nbatch = 4096\n"},
+			args: []string{"train", "c.toml"}, code: 2, maxMB: 100, msg: "raise the limit with --set train.max_memory="},
+		{name: "train: a model too big for a lowered limit", files: withConfig(""),
+			args: []string{"train", "c.toml", "--set", "train.max_memory=0.05"}, code: 2, maxMB: 100, msg: "--set train.max_memory: training this model (batch 4 × context 32) needs about"},
+		{name: "sample: metadata of a model far larger than the file", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Meta["model"] = strings.NewReplacer(`"embedding":8`, `"embedding":8192`, `"blocks":1`, `"blocks":64`).Replace(f.Meta["model"])
+		}), args: []string{"sample", brokenModel}, code: 1, maxMB: 100, msg: "the metadata describes a model of 34366472247 parameters, but the file's tensors hold 1599 values"},
+		{name: "sample: an unmasked model of context 4096", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Meta["model"] = strings.NewReplacer(`"context":8`, `"context":4096`, `"mask":true`, `"mask":false`).Replace(f.Meta["model"])
+			f.Tensors["pos.weight"] = modelfile.Tensor{Name: "pos.weight", Shape: []int{4096, 8}, F64: make([]float64, 4096*8)}
+		}), args: []string{"sample", brokenModel}, code: 1, maxMB: 100, msg: "broken.safetensors: sampling this model needs about"},
+		{name: "inspect: a key twice in the model metadata", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
+			f.Meta["model"] = strings.Replace(f.Meta["model"], `"heads":2`, `"heads":2,"heads":1`, 1)
+		}), args: []string{"inspect", brokenModel}, code: 1, msg: `metadata "model": key "heads" appears twice`},
+
+		// Not a model file at all.
+		{name: "sample: a config instead of a model", files: map[string]string{"c.toml": cfg},
+			args: []string{"sample", "c.toml"}, code: 1, msg: "c.toml: not a safetensors model file: it is text that looks like a TOML config"},
+		{name: "inspect: the run's metrics instead of its model", files: map[string]string{"metrics.jsonl": `{"step":100,"loss":2.5}` + "\n"},
+			args: []string{"inspect", "metrics.jsonl"}, code: 1, msg: "metrics.jsonl: not a safetensors model file: it is text that looks like JSON"},
 	}
 }

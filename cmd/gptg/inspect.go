@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 )
 
@@ -41,7 +42,9 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := graph.LoadModel(model)
+	m, err := openModel(model, func(spec config.Model) graphsOf {
+		return graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: "inspecting"}
+	})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +82,7 @@ func setUp(tmp string) error {
 type result struct {
 	code           int
 	stdout, stderr string
+	maxRSSKB       int64 // the process's peak resident memory
 }
 
 // commandTimeout bounds every run: a hang is a failure, not a stuck test.
@@ -107,7 +109,11 @@ func gptg(t *testing.T, dir string, args ...string) result {
 	case err != nil:
 		t.Fatalf("gptg %s: %v", strings.Join(args, " "), err)
 	}
-	return result{code, stdout.String(), stderr.String()}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss // KiB on Linux
+	}
+	return result{code, stdout.String(), stderr.String(), rss}
 }
 
 // copyFile copies src to dst, for a model file taken out of its run folder.

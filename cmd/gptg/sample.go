@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
 )
@@ -126,7 +125,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		}
 		*prompt = string(b)
 	}
-	m, err := graph.LoadModel(model)
+	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "sampling") })
 	if err != nil {
 		return err
 	}

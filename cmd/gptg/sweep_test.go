@@ -42,7 +42,7 @@ func gptgEnv(t *testing.T, dir string, env []string, args ...string) result {
 	case err != nil:
 		t.Fatal(err)
 	}
-	return result{code, stdout.String(), stderr.String()}
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
 // sweepProject writes two tiny configs and a sweep of them over two

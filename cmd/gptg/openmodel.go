@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+)
+
+// envMaxMemory names the environment variable that raises (or lowers) the
+// memory, in GiB, that the graphs of a model file may take in sample,
+// eval, attention and inspect; train and graph take train.max_memory from
+// the config instead.
+const envMaxMemory = "GPTG_MAX_MEMORY"
+
+// graphsOf says which graphs a command builds from a model file: batch ×
+// seqLen positions each, count of them (sampling an unmasked model builds
+// one per prompt length, the prefix-only loss one per prefix length).
+type graphsOf struct {
+	batch, seqLen, count int
+	what                 string // "sampling", "evaluating", ...
+}
+
+// samplerGraphs are the graphs sample.New builds for m: one of the whole
+// context for a causal model, else up to one per length.
+func samplerGraphs(spec config.Model, what string) graphsOf {
+	g := graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: what}
+	if !spec.Mask {
+		g.count = spec.Context
+	}
+	return g
+}
+
+// openModel loads a model file and, before any graph is built, refuses
+// one whose tensors do not add up to the model its metadata describes (a
+// 25 KB file must not make gptg build a 6 GB graph), or whose graphs
+// would need more memory than the limit. graphs says what the caller will
+// build, from the spec.
+func openModel(path string, graphs func(spec config.Model) graphsOf) (*graph.SavedModel, error) {
+	m, err := graph.LoadModel(path)
+	if err != nil {
+		return nil, err
+	}
+	held := int64(0)
+	for _, t := range m.Tensors {
+		held += int64(len(t.F32) + len(t.F64))
+	}
+	// A small mismatch is left to Apply, which names the missing or extra
+	// tensor; a model far larger than its file is refused here, unbuilt.
+	if want := m.Spec.ParamCount(); want > 2*held+1<<16 {
+		return nil, fmt.Errorf("%s: the metadata describes a model of %d parameters, but the file's tensors hold %d values", path, want, held)
+	}
+	limit := float64(config.DefaultMaxMemory)
+	if s := os.Getenv(envMaxMemory); s != "" {
+		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
+			return nil, usagef("%s=%q is not a number of GiB", envMaxMemory, s)
+		}
+	}
+	g := graphs(m.Spec)
+	e := m.Spec.ForwardMemory(g.batch, g.seqLen, g.count)
+	if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, g.what), envMaxMemory+"="); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,152 @@
+package config
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultMaxMemory is train.max_memory's default, in GiB: well above what
+// the models this CPU trainer is for need (the seed's takes ~0.1 GiB), and
+// below what a laptop has.
+const DefaultMaxMemory = 8
+
+// GiB is the unit of train.max_memory.
+const GiB = 1 << 30
+
+// ParamCount is the number of parameters of the model m describes: the
+// sum of the sizes of the tensors its graph (and its model file) holds.
+// Vocab must be known (not 0).
+func (m Model) ParamCount() int64 {
+	V, T, C := int64(m.Vocab), int64(m.Context), int64(m.Embedding)
+	H := int64(m.FFMult) * C
+	bias := int64(0)
+	if m.Bias {
+		bias = 1
+	}
+	linear := func(in, out int64) int64 { return in*out + bias*out }
+	norm := C + bias*C
+
+	perBlock := linear(C, H) + linear(H, C)
+	if m.QKV {
+		perBlock += 3 * linear(C, C)
+	}
+	if m.OutProj {
+		perBlock += linear(C, C)
+	}
+	if m.Norm != "none" && m.Norm != "" {
+		perBlock += 2 * norm
+	}
+	n := V*C + T*C + int64(m.Blocks)*perBlock
+	if m.FinalNorm {
+		n += norm
+	}
+	if !m.TieEmbeddings {
+		n += linear(C, V)
+	}
+	return n
+}
+
+// elemSize is the bytes of one value of the model's dtype.
+func (m Model) elemSize() float64 {
+	if m.Dtype == "float64" {
+		return 8
+	}
+	return 4
+}
+
+// forwardValues is the number of values a forward pass over rows
+// positions (batch × sequence length) keeps: per block the projections,
+// norms and residual sums (C wide), the feed-forward's hidden layer and
+// the attention scores (heads × seqLen per position); then the logits.
+// The constants are counts of the intermediate tensors of the unfused
+// graph, which has more of them than the fused one, fitted so that the
+// estimate stays above the peak RSS measured for both (README, "Memory").
+// It is a float64: the largest configs validation lets through overflow
+// an int64 here.
+func (m Model) forwardValues(rows, seqLen float64) float64 {
+	C := float64(m.Embedding)
+	H := float64(m.FFMult) * C
+	block := 36*C + 6*H + 3*float64(m.Heads)*seqLen
+	return rows * (float64(m.Blocks)*block + 4*C + 3*float64(m.Vocab))
+}
+
+// MemoryEstimate is what a command's graphs are expected to take, in bytes.
+// Sizes are float64 because absurd configs overflow an int64.
+type MemoryEstimate struct {
+	Params      int64   // parameter count
+	Weights     float64 // parameters, gradients, optimizer state, save buffers
+	Activations float64 // forward (and backward) intermediate values
+}
+
+// Total is the estimate in bytes, with a fixed allowance for the Go
+// runtime and the program itself.
+func (e MemoryEstimate) Total() float64 { return e.Weights + e.Activations + 64<<20 }
+
+func (e MemoryEstimate) String() string {
+	return fmt.Sprintf("about %s (%d parameters; weights and their state %s, activations %s)",
+		FormatBytes(e.Total()), e.Params, FormatBytes(e.Weights), FormatBytes(e.Activations))
+}
+
+// TrainMemory estimates training c: the training graph (forward and
+// backward), the evaluation graph sharing its weights, AdamW's two
+// float64 moments, and the buffers a checkpoint save fills. c.Model.Vocab
+// must be known.
+func (c *Config) TrainMemory() MemoryEstimate {
+	m := c.Model
+	P, E := m.ParamCount(), m.elemSize()
+	rows := float64(c.Train.Batch) * float64(m.Context)
+	fwd := m.forwardValues(rows, float64(m.Context))
+	return MemoryEstimate{
+		Params: P,
+		// weights + gradients (E each), moments (2×8), checkpoint buffer
+		// (E + 16) and model-file buffer (E)
+		Weights: float64(P) * (4*E + 32),
+		// training: forward, its gradients and the tape's temporaries;
+		// the one-hot targets; evaluation: one more forward
+		Activations: E * (3*fwd + rows*float64(m.Vocab) + fwd),
+	}
+}
+
+// ForwardMemory estimates graphs that only run forward, as eval, sample and
+// attention build: graphs copies of the weights, each with activations for
+// batch × seqLen positions.
+func (m Model) ForwardMemory(batch, seqLen, graphs int) MemoryEstimate {
+	P, E := m.ParamCount(), m.elemSize()
+	rows := float64(batch) * float64(seqLen)
+	return MemoryEstimate{
+		Params:      P,
+		Weights:     float64(P) * E * float64(1+graphs), // the file's copy and each graph's
+		Activations: E * float64(graphs) * (m.forwardValues(rows, float64(seqLen)) + rows*float64(m.Vocab)),
+	}
+}
+
+// CheckMemory refuses an estimate above limitGiB, saying what it is for,
+// and how to raise the limit (override, e.g. "--set train.max_memory=N").
+func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) error {
+	limit := limitGiB * GiB
+	if e.Total() <= limit {
+		return nil
+	}
+	return fmt.Errorf("%s needs %s, more than the limit of %s: make the model smaller, or raise the limit with %s%s",
+		what, e, FormatBytes(limit), override, formatFloat(math.Ceil(e.Total()/GiB*10)/10))
+}
+
+// FormatBytes prints a size in MiB or GiB.
+func FormatBytes(n float64) string {
+	if n >= GiB {
+		return fmt.Sprintf("%.1f GiB", n/GiB)
+	}
+	return fmt.Sprintf("%.0f MiB", n/(1<<20))
+}
+
+// CheckTrainMemory refuses a config whose training would need more than
+// train.max_memory, before anything is allocated. With model.vocab still 0
+// (taken from the data later) it checks the rest of the model, and the
+// trainer checks again once the vocabulary is known.
+func (c *Config) CheckTrainMemory() error {
+	what := fmt.Sprintf("training this model (batch %d × context %d)", c.Train.Batch, c.Model.Context)
+	if err := CheckMemory(c.TrainMemory(), c.Train.MaxMemory, what, "--set train.max_memory="); err != nil {
+		return &Error{File: c.Path, Key: "train.max_memory", Msg: err.Error()}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package config_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+)
+
+// TestParamCountMatchesTheGraph: the count the memory estimate and the
+// model-file check use is the number of values of the graph's parameters,
+// over random switch combinations (the nanoGPT switches included once the
+// graph builds them).
+func TestParamCountMatchesTheGraph(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	compared := 0
+	for range 60 {
+		heads := []int{1, 2, 4}[rng.IntN(3)]
+		m := config.Model{
+			Vocab: 5 + rng.IntN(20), Context: 1 + rng.IntN(9), Embedding: heads * (1 + rng.IntN(4)),
+			Blocks: rng.IntN(3), Heads: heads, QKV: rng.IntN(2) == 0, Mask: rng.IntN(2) == 0,
+			OutProj: rng.IntN(2) == 0, Residual: rng.IntN(2) == 0,
+			Norm: []string{"none", "pre", "post"}[rng.IntN(3)], Activation: "gelu",
+			FFMult: 1 + rng.IntN(4), Dtype: "float64", Bias: true, Init: "torch",
+		}
+		if rng.IntN(3) == 0 { // the nanoGPT switches
+			m.Bias, m.TieEmbeddings, m.FinalNorm = rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0
+		}
+		g, err := graph.Build(m, graph.Options{Batch: 1})
+		if err != nil && strings.Contains(err.Error(), "not built yet") {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", m, err)
+		}
+		var n int64
+		for _, p := range g.Params {
+			size := int64(1)
+			for _, d := range p.Shape {
+				size *= int64(d)
+			}
+			n += size
+		}
+		if got := m.ParamCount(); got != n {
+			t.Errorf("%+v: ParamCount %d, graph %d", m, got, n)
+		}
+		compared++
+	}
+	if compared < 35 {
+		t.Fatalf("only %d of 60 models compared", compared)
+	}
+}
+
+// TestMemoryEstimate: the seed's config is far below the default limit,
+// every maximum at once far above it (and without overflowing), and a
+// raised train.max_memory lets a refused config through.
+func TestMemoryEstimate(t *testing.T) {
+	c := config.Default()
+	c.Model.Vocab = 65
+	if e := c.TrainMemory(); e.Total() > 200<<20 || e.Total() < 20<<20 {
+		t.Errorf("seed config: %s", e)
+	}
+	big := config.Default()
+	big.Model = config.Model{Vocab: 1 << 20, Context: 4096, Embedding: 8192, Blocks: 64, Heads: 64, FFMult: 64,
+		QKV: true, OutProj: true, Norm: "pre", Activation: "gelu", Dtype: "float64", Bias: true}
+	big.Train.Batch = 4096
+	if e := big.TrainMemory(); !(e.Total() > 1e15) || e.Total() != e.Total() {
+		t.Errorf("every maximum: %s", e)
+	}
+	c.Model.Embedding, c.Model.Blocks, c.Model.Context = 2048, 16, 256
+	err := c.CheckTrainMemory()
+	if err == nil || !strings.Contains(err.Error(), "raise the limit with --set train.max_memory=") {
+		t.Fatalf("got %v", err)
+	}
+	c.Train.MaxMemory = 70
+	if err := c.CheckTrainMemory(); err != nil {
+		t.Fatalf("with max_memory 70: %v", err)
+	}
+}
