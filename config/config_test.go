@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // writeFiles writes name -> content into dir and returns dir.
@@ -609,4 +611,28 @@ func FuzzLoad(f *testing.F) {
 			t.Errorf("loaded config does not validate: %v", err)
 		}
 	})
+}
+
+// TestShakespeareWritesEverySetting: configs/shakespeare.toml says that it
+// writes out every setting, so that a reader sees them all in one place;
+// every key gptg knows must be in it (model.vocab and train.out are left
+// out on purpose: they are derived, and the file says so).
+func TestShakespeareWritesEverySetting(t *testing.T) {
+	text, err := os.ReadFile("../configs/shakespeare.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if _, err := toml.Decode(string(text), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range getSchema().allSettable() {
+		section, name, _ := strings.Cut(key, ".")
+		if key == "model.vocab" || key == "train.out" {
+			continue
+		}
+		if _, ok := doc[section][name]; !ok {
+			t.Errorf("configs/shakespeare.toml does not write out %s", key)
+		}
+	}
 }

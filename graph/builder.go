@@ -76,7 +76,11 @@ func newBuilder(spec config.Model, o Options) *builder {
 		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
 			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
 	} else {
-		b.op = &fused{dt: dt, team: newTeam(o.Threads), dims: opParams{
+		mem := o.Memory
+		if mem == nil {
+			mem = NewMemory()
+		}
+		b.op = &fused{dt: dt, team: newTeam(o.Threads), mem: mem, dims: opParams{
 			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
 		}}

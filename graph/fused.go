@@ -23,13 +23,14 @@ import (
 type fused struct {
 	dt   tensor.Dtype
 	team *team    // shared by all ops of one graph, which run one at a time
+	mem  *Memory  // lends the ops' intermediate buffers (memory.go)
 	dims opParams // the sizes every op of this graph shares
 }
 
 // newOp makes a forward op; wrt says which inputs it is differentiable
 // with respect to (the caller sets its grad).
 func (f *fused) newOp(kind string, p opParams, k kernel, ins []argKind, shape tensor.Shape, wrt ...bool) *fusedOp {
-	return &fusedOp{kind: kind, p: p, ins: ins, shape: shape, dt: f.dt, team: f.team, run: k, wrt: wrt}
+	return &fusedOp{kind: kind, p: p, ins: ins, shape: shape, dt: f.dt, team: f.team, mem: f.mem, run: k, wrt: wrt}
 }
 
 // rank lists the dimensions of float inputs as their kinds.

@@ -55,7 +55,16 @@ type fusedOp struct {
 	wrt  []bool
 	grad func(op *fusedOp, in G.Nodes, out, dOut *G.Node) (G.Nodes, error)
 
-	out        G.Value // the cached output, made on the first run
+	out G.Value // the cached output, made on the first run (or lent each run)
+
+	// Lending (memory.go): mem lends the output when uses > 0, the number
+	// of reads per run by other fused ops; pending counts the reads left in
+	// this run; readOf[i] is the producer of input i when it is lent.
+	mem        *Memory
+	uses       int
+	pending    int
+	readOf     []*fusedOp
+	lentBuf    any
 	a32        args[float32]
 	a64        args[float64]
 	scalarIn32 []float32 // the values of scalar inputs, as slices for the kernel
@@ -110,7 +119,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -176,7 +185,10 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.ins) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
-	if op.out == nil {
+	switch {
+	case op.uses > 0:
+		op.borrow()
+	case op.out == nil:
 		op.out = op.newOutput()
 	}
 	var err error
@@ -191,6 +203,7 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	op.doneReading()
 	return op.out, nil
 }
 

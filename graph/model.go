@@ -58,6 +58,10 @@ type Options struct {
 	// Dropout emits the model's dropout (training graphs only: evaluation,
 	// sampling and attention maps see the whole network).
 	Dropout bool
+	// Memory lends the fused ops' intermediate buffers; nil: the graph
+	// gets a Memory of its own. Graphs that never run at the same time
+	// may share one (see Memory).
+	Memory *Memory
 	Backend
 }
 

@@ -43,6 +43,15 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 		p.targets = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(m.Targets.Shape()...))
 		p.onehot = make([]int, m.Targets.Shape()[0])
 	}
+	// What is read after a run keeps its buffer; the rest is lent.
+	keep := append([]*G.Node{m.Logits}, p.Grads...)
+	if m.Loss != nil {
+		keep = append(keep, m.Loss)
+	}
+	if !withGrads {
+		keep = append(keep, m.Attention...) // sampling and attention maps read them
+	}
+	planMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm = G.NewTapeMachine(m.G)
 	p.inPlace = runInPlace(p.vm)

@@ -24,7 +24,7 @@ type team struct {
 
 func newTeam(threads int) *team {
 	threads = max(threads, 1)
-	t := &team{whole: &gemm.Workspace{}, own: make([]*gemm.Workspace, threads)}
+	t := &team{whole: &gemm.Workspace{Threads: threads}, own: make([]*gemm.Workspace, threads)}
 	for i := range t.own {
 		t.own[i] = &gemm.Workspace{}
 	}

@@ -416,14 +416,17 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if err := cfg.CheckTrainMemory(); err != nil {
 		return nil, err
 	}
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Backend: be})
+	// Training and evaluation never run at once: one Memory serves both,
+	// so evaluation costs no memory beyond the training step's.
+	mem := graph.NewMemory()
+	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, err
 	}
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Backend: be})
+	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, err
 	}

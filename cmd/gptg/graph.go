@@ -24,7 +24,8 @@ shape and count, the total, and the number of nodes of the compiled training
 graph (forward and symbolic backward).
 
 Flags:
-  --set section.key=value  override a config value (repeatable)
+  --set section.key=value  override a config value (repeatable); also
+                           written --section.key=value
   --dot FILE               also write the expression graph as Graphviz DOT
 `,
 	run: runGraph,

@@ -49,7 +49,8 @@ cosine down to min_lr) recomputed for the new length.
 
 Flags:
   --set section.key=value  override a config value (repeatable), e.g.
-                           --set train.epochs=0.1 --set model.heads=4
+                           --set train.epochs=0.1 --set model.heads=4;
+                           --train.epochs=0.1 (nanoGPT's style) is the same
   --resume RUN_DIR         continue an interrupted run where it stopped, or
                            extend a run (with --set of train.max_steps or
                            train.epochs only)

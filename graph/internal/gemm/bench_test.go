@@ -47,7 +47,7 @@ func benchShapes() []benchShape {
 	for _, n := range []int{16, 32, 64, 128, 256, 512, 1024, 2048, 4096} {
 		s = append(s, benchShape{name: fmt.Sprintf("square/%d", n), m: n, n: n, k: n})
 	}
-	for _, rows := range []int{128, 768, 4096} {
+	for _, rows := range []int{1, 128, 768, 4096} {
 		for _, c := range []int{64, 128, 384} {
 			h := 4 * c
 			p := fmt.Sprintf("linear/rows%d_C%d/", rows, c)

@@ -19,12 +19,16 @@
 // The kernel reads its operands from packed copies, laid out in the order
 // it consumes them: a strip of A as mr numbers per step of k, a panel of B
 // as nr numbers per step, contiguous, zero-padded at the matrix edges.
-// Packing turns every transpose/stride combination into one layout, so
-// one kernel serves x·Wᵀ, dy·W, dyᵀ·x alike, and it keeps the data the
-// kernel streams in as few cache lines and pages as possible.
+// Packing turns every transpose/stride combination into one layout and
+// keeps the data the kernel streams in as few cache lines and pages as
+// possible. It costs about as much per element as the kernel spends on an
+// element used 16 times, so it pays only for operands read many times:
+// the kernel also takes strides (a[r·aRow + p·aStep], b[p·bStep + j]) and
+// reads an operand in place when its packed copy would be read at most
+// four times (small products, one attention head's w·v); see job.run.
 //
 // Around the kernel, three loops block the matrices for the caches
-// (constants in blocking.go, per kernel):
+// (sizes in kernelTable, kernel.go, per kernel):
 //
 //	for each nc-wide column block of C (B block kc×nc lives in L3)
 //	  for each kc-deep slice of k: pack B's kc×nc block
@@ -34,15 +38,19 @@
 //
 // kc is chosen so that one B panel (kc·nr numbers) fills about half of L1
 // while the A strip streams past it; mc so that the packed A block fills
-// about a quarter to half of L2; nc is large, as B's block is reused from
-// L3. A product smaller than one block is a single pass over each loop, so
-// small products pay only the packing (a few percent) and no fixed cost.
+// about a quarter of L2; nc is large, as B's block is reused from L3. A
+// product smaller than one block is a single pass over each loop: no
+// fixed cost beyond a few function calls.
+//
+// One row times Bᵀ (float32 x·Wᵀ or q·kᵀ for a single token) is a matrix-
+// vector product, each element of B used once: gemvT computes it as dot
+// products over B's rows in place instead of transposing B into panels.
 //
 // # Order of the sums and threads
 //
 // Element (i, j) of C is the sum over p in blocks of kc taken in order,
 // each block summed in order by the micro-kernel from zero and then added
-// to C. That order depends on k and on the kernel only: never on the
+// to C. That order depends on the shape and the kernel only: never on the
 // block of C an element falls in nor on the number of threads, so a
 // product is bit-identical for every Workspace.Threads. It does differ
 // between kernels (the assembly rounds each multiply-add once, FMA; Go
@@ -50,11 +58,14 @@
 //
 // # Kernels
 //
-// kernelsFor picks, at run time (golang.org/x/sys/cpu), the AVX-512
+// bestPath is chosen at run time (golang.org/x/sys/cpu): the AVX-512
 // kernels where the CPU has AVX-512F, AVX2+FMA where it has those, else
-// the plain-Go micro-kernel (kernel.go), which is also what `-tags
-// purego` and other architectures run. Every assembly kernel has a Go
-// twin of the same tile shape that the tests compare it with.
+// the plain-Go micro-kernel (kernelGo), which is also what `-tags purego`
+// and other architectures run. Products of at most 8 rows use the 6-row
+// AVX2 tile even on AVX-512 machines (less padding). Every assembly
+// kernel has a Go twin of the same tile shape that the tests compare it
+// with (TestMul), and PeakGFLOPS measures the core's peak for the
+// benchmarks (bench_test.go).
 package gemm
 
 import (
@@ -147,7 +158,11 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	ks, asm := kernelsFor[F]()
+	ks, asm := kernelsFor[F](m)
+	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 {
+		gemvT(n, k, any(a).([]float32), any(b).([]float32), ldb, any(c).([]float32), accumulate)
+		return
+	}
 	wk0 := w.worker(0)
 	j := jobOf[F](wk0)
 	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
@@ -289,6 +304,44 @@ func (j *job[F]) run(wk *worker) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// gemvT is Mul for one row times Bᵀ in float32 (x·Wᵀ for one token, q·kᵀ
+// for one query): c[j] (+)= Σ_p x[p]·b[j·ldb + p]. The tiled path would
+// pack all of Bᵀ, a transposition that costs more than the multiply-adds
+// when each element of B is used once; here B's rows are read in place,
+// four dot products at a time (dot4F32), the last k mod 16 terms and the
+// last n mod 4 columns in Go. It runs in the calling goroutine whatever
+// Workspace.Threads says, so the order of each sum depends on n and k only.
+func gemvT(n, k int, x, b []float32, ldb int, c []float32, accumulate bool) {
+	k16 := k &^ 15
+	x = x[:k]
+	var out [4]float32
+	for j := 0; j < n; j += 4 {
+		rows := min(4, n-j)
+		if rows == 4 && k16 > 0 {
+			_ = b[(j+3)*ldb+k-1] // the last element dot4F32 reads
+			dot4F32(k16, unsafe.Pointer(&x[0]), unsafe.Pointer(&b[j*ldb]), ldb, unsafe.Pointer(&out[0]))
+		} else {
+			out = [4]float32{}
+		}
+		for r := 0; r < rows; r++ {
+			s := out[r]
+			p0 := k16
+			if rows < 4 {
+				p0 = 0
+			}
+			row := b[(j+r)*ldb : (j+r)*ldb+k]
+			for p := p0; p < k; p++ {
+				s += x[p] * row[p]
+			}
+			if accumulate {
+				c[j+r] += s
+			} else {
+				c[j+r] = s
 			}
 		}
 	}

@@ -145,7 +145,8 @@ func check[F Float](t *testing.T, label string, mc mulCase, got []F) {
 func TestMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	shapes := [][3]int{{1, 1, 1}, {16, 16, 16}, {6, 16, 8}, {5, 17, 3}, {7, 9, 33}, {3, 20, 0},
-		{33, 47, 300}, {300, 40, 21}, {2, 2100, 3}, {2, 4200, 2}, {128, 64, 256}}
+		{33, 47, 300}, {300, 40, 21}, {2, 2100, 3}, {2, 4200, 2}, {128, 64, 256},
+		{1, 70, 40}, {1, 9, 16}, {1, 4, 300}}
 	for range 8 {
 		shapes = append(shapes, [3]int{1 + rng.IntN(70), 1 + rng.IntN(70), 1 + rng.IntN(70)})
 	}

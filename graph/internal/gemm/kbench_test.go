@@ -11,7 +11,7 @@ func BenchmarkKernel(b *testing.B) {
 	for _, p := range paths()[1:] {
 		for _, k := range []int{16, 64, 256} {
 			withPath(p, false, func() {
-				ks, _ := kernelsFor[float32]()
+				ks, _ := kernelsFor[float32](16)
 				a, bb := make([]float32, ks.mr*k), make([]float32, ks.nr*k)
 				c := make([]float32, ks.mr*ks.nr)
 				b.Run(fmt.Sprintf("%v/k%d", p, k), func(b *testing.B) {
@@ -23,6 +23,27 @@ func BenchmarkKernel(b *testing.B) {
 					b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 					b.ReportMetric(f/(cpuTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
 				})
+			})
+		}
+	}
+}
+
+// BenchmarkThreads times square products with 1 and 2 threads around
+// parallelMinFlops (set to 0 here, so that every size is split): the size
+// from which two goroutines beat one is the threshold.
+func BenchmarkThreads(b *testing.B) {
+	defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
+	parallelMinFlops = 0
+	for _, n := range []int{32, 48, 64, 96, 128, 192, 256} {
+		a := make([]float32, n*n)
+		c := make([]float32, n*n)
+		for _, threads := range []int{1, 2} {
+			w := &Workspace{Threads: threads}
+			b.Run(fmt.Sprintf("%d/threads%d", n, threads), func(b *testing.B) {
+				for range b.N {
+					Mul(w, false, false, n, n, n, a, n, a, n, c, n, false)
+				}
+				b.ReportMetric(2*float64(n*n*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}

@@ -56,14 +56,21 @@ var (
 	forceGo    = false
 )
 
-// kernelsFor returns the kernels Mul uses for element type F, and whether
-// to run their assembly (else their Go twin).
-func kernelsFor[F Float]() (ks *kernels, asm bool) {
+// kernelsFor returns the kernels Mul uses for element type F and a
+// product of m rows, and whether to run their assembly (else their Go
+// twin). Products of at most 8 rows (a bias gradient 1ᵀ·dy, one token's
+// x·Wᵀ) take the AVX2 kernels where the AVX-512 ones are active: their
+// 6-row tile wastes less on the zero rows that pad m to a whole strip.
+func kernelsFor[F Float](m int) (ks *kernels, asm bool) {
 	t := 0
 	if unsafe.Sizeof(F(0)) == 8 {
 		t = 1
 	}
-	return &kernelTable[activePath][t], activePath != pathGo && !forceGo
+	path := activePath
+	if path == pathAVX512 && m <= 8 {
+		path = pathAVX2
+	}
+	return &kernelTable[path][t], path != pathGo && !forceGo
 }
 
 // microKernel computes the mr×nr tile of C at c (row stride ldc) from a

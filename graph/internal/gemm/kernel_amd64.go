@@ -13,7 +13,7 @@ import (
 // Zen), else plain Go.
 var bestPath = func() kernelPath {
 	switch {
-	case cpu.X86.HasAVX512F:
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX2 && cpu.X86.HasFMA: // small products use the AVX2 kernels
 		return pathAVX512
 	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
 		return pathAVX2
@@ -52,3 +52,9 @@ func copyRows64B(dst, src unsafe.Pointer, ld, n int)
 
 //go:noescape
 func copyRows128B(dst, src unsafe.Pointer, ld, n int)
+
+// dot4F32 sets out[r] = Σ_p x[p]·b[r·ldb + p] for r < 4, p < k, k a
+// multiple of 16; it needs AVX2 and FMA (see kernel_amd64.s).
+//
+//go:noescape
+func dot4F32(k int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer)

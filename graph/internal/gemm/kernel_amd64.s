@@ -670,3 +670,60 @@ copy128loop:
 copy128done:
 	VZEROUPPER
 	RET
+
+// func dot4F32(k int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer)
+//
+// out[r] = Σ_p x[p]·b[r·ldb + p] for r < 4 and p < k, k a multiple of 16:
+// four dot products at once for gemvT (one row of A times Bᵀ), the rows
+// of B read where they lie. Each step loads 16 entries of x (Y8, Y9) and
+// multiplies them into two accumulators per row (Y0–Y7: eight
+// independent FMA chains, enough to cover the FMA latency); the end adds
+// each row's 16 lanes (pairs, then VHADDPS twice, then the two halves).
+TEXT ·dot4F32(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ ldb+24(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ out+32(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	SHRQ   $4, CX
+	JZ     dot4reduce
+
+dot4loop:
+	VMOVUPS     (SI), Y8
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS 32(DI), Y9, Y1
+	VFMADD231PS (DI)(R8*1), Y8, Y2
+	VFMADD231PS 32(DI)(R8*1), Y9, Y3
+	VFMADD231PS (DI)(R8*2), Y8, Y4
+	VFMADD231PS 32(DI)(R8*2), Y9, Y5
+	VFMADD231PS (DI)(R9*1), Y8, Y6
+	VFMADD231PS 32(DI)(R9*1), Y9, Y7
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	DECQ        CX
+	JNZ         dot4loop
+
+dot4reduce:
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y3, Y2, Y2
+	VADDPS       Y5, Y4, Y4
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET

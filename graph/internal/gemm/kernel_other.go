@@ -27,3 +27,5 @@ func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int) { p
 
 func copyRows64B(dst, src unsafe.Pointer, ld, n int)  { panic("unreachable") }
 func copyRows128B(dst, src unsafe.Pointer, ld, n int) { panic("unreachable") }
+
+func dot4F32(k int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer) { panic("unreachable") }
