@@ -2,12 +2,10 @@ package train
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
-	"golang.org/x/term"
+	"github.com/gptg/gptg/internal/terminal"
 )
 
 // progress shows how training goes: one live line redrawn in place on a
@@ -99,7 +97,7 @@ func (p *progress) clear() {
 
 func (p *progress) draw() {
 	p.drawn = time.Now()
-	fmt.Fprint(p.opts.Log, "\r"+p.line(terminalWidth(p.opts.Log))+"\x1b[K")
+	fmt.Fprint(p.opts.Log, "\r"+p.line(terminal.Width(p.opts.Log))+"\x1b[K")
 	p.shown = true
 }
 
@@ -158,7 +156,7 @@ func (p *progress) line(width int) string {
 				}
 				out = append(out, f.text)
 			}
-			return cut(strings.Join(out, " "), room)
+			return terminal.Fit(strings.Join(out, " "), width)
 		}
 		fields = append(fields[:worst], fields[worst+1:]...)
 	}
@@ -190,24 +188,4 @@ func progressBar(done, total, cells int) string {
 	inner := cells - 2
 	full := inner * done / max(1, total)
 	return "[" + strings.Repeat("#", full) + strings.Repeat(".", inner-full) + "]"
-}
-
-// cut shortens s to at most n columns.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:max(0, n)])
-}
-
-// terminalWidth is the column count of the terminal w writes to; 80 when
-// it cannot be told.
-func terminalWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-			return cols
-		}
-	}
-	return 80
 }

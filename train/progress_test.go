@@ -18,7 +18,7 @@ func TestProgressLineFits(t *testing.T) {
 		200: {"step 12345/31368", "[", "39%", "left", "loss 1.9876", "test 2.0123", "epoch 0.79", "lr 9.50e-04", "72440 tok/s"},
 		80:  {"step 12345/31368", "[", "39%", "left", "loss 1.9876", "test 2.0123"},
 		40:  {"step 12345/31368", "39%", "left"},
-		12:  {"step 12345/"},
+		12:  {"step 12345…"},
 	}
 	for width := 200; width >= 5; width-- {
 		line := p.line(width)

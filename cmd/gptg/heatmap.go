@@ -103,6 +103,9 @@ func attentionPicture(maps [][]matrix, labels []string, title figureTitle, forma
 	case "png":
 		canvas = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
 	case "svg":
+		// Fonts are named, not embedded (that would add 650 KB): a
+		// viewer without Liberation substitutes its own, which is why the
+		// title keeps a margin (drawTitle).
 		canvas = vgsvg.New(width, height)
 	default:
 		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(pictureFormats, ", "))
@@ -158,17 +161,19 @@ func (f figureTitle) lines() []string {
 	return out
 }
 
-// drawTitle writes the title centred across the top of the figure, as
-// much of it as fits the figure's width.
+// drawTitle writes the title along the top of the figure, from the left,
+// as much of it as fits the figure's width. (From the left, not centred:
+// SVG text is placed by its start, and a viewer's wider substitute font
+// then runs into the free fifth on the right instead of off both edges.)
 func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
 	sty := draw.TextStyle{
 		Color:   color.Black,
 		Font:    font.From(plot.DefaultFont, 12),
-		XAlign:  draw.XCenter,
+		XAlign:  draw.XLeft,
 		YAlign:  draw.YTop,
 		Handler: plot.DefaultTextHandler,
 	}
-	room := width - 2*vg.Millimeter*4
+	room := width * 4 / 5
 	lines := title.lines()
 	line := lines[len(lines)-1]
 	for _, l := range lines {
@@ -177,7 +182,7 @@ func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
 			break
 		}
 	}
-	dc.FillText(sty, vg.Point{X: width / 2, Y: height - vg.Millimeter*3}, line)
+	dc.FillText(sty, vg.Point{X: vg.Millimeter * 4, Y: height - vg.Millimeter*3}, line)
 }
 
 // heatmapPlot is one head's heatmap: the x axis is the position looked at,
@@ -216,12 +221,38 @@ func heatmapPlot(m matrix, labels []string, pal palette.Palette, title string) *
 // colorBarPlot is the legend: which colour stands for which weight.
 func colorBarPlot(colors palette.ColorMap) *plot.Plot {
 	p := plot.New()
-	p.Add(&plotter.ColorBar{ColorMap: colors, Vertical: true})
+	p.Add(colorBar{colors})
 	p.HideX()
 	p.Y.Padding = 0
 	p.Y.Label.Text = "weight"
 	return p
 }
+
+// colorBar draws the colour scale as barSteps filled bands, each reaching
+// a little into the next so that no seam shows between them. (gonum's
+// ColorBar embeds a raster image instead, which some SVG viewers leave out.)
+type colorBar struct{ colors palette.ColorMap }
+
+const barSteps = 128
+
+func (b colorBar) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	x0, x1 := trX(0), trX(1)
+	for i := 0; i < barSteps; i++ {
+		lo, hi := float64(i)/barSteps, float64(i+1)/barSteps
+		col, err := b.colors.At((lo + hi) / 2)
+		if err != nil {
+			continue // cannot happen: the value is within 0..1
+		}
+		y0, y1 := trY(lo), trY(hi)
+		if i < barSteps-1 {
+			y1 += (y1 - y0) / 2 // overlap the next band
+		}
+		c.FillPolygon(col, []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}})
+	}
+}
+
+func (colorBar) DataRange() (xmin, xmax, ymin, ymax float64) { return 0, 1, 0, 1 }
 
 // flipped presents an attention matrix as a plotter.GridXYZ. The plot's y
 // grows upwards, so grid row r is matrix row n−1−r: position 0 ends up on

@@ -6,11 +6,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/term"
+	"github.com/gptg/gptg/internal/terminal"
 )
 
 // status shows the progress of a long step (an evaluation over thousands
@@ -34,7 +33,7 @@ const redrawEvery = 200 * time.Millisecond
 
 func newStatus(w io.Writer, what string) *status {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	return &status{w: w, tty: isTerminal(w), what: what, start: time.Now(), ctx: ctx, stop: stop}
+	return &status{w: w, tty: terminal.Is(w), what: what, start: time.Now(), ctx: ctx, stop: stop}
 }
 
 // update is an eval.Progress: done of total batches are finished.
@@ -50,7 +49,7 @@ func (s *status) update(done, total int) error {
 	elapsed := time.Since(s.start)
 	left := time.Duration(float64(elapsed) / float64(done) * float64(total-done)).Round(time.Second)
 	line := fmt.Sprintf("%s: %d/%d batches (%d%%), %s left", s.what, done, total, 100*done/total, left)
-	fmt.Fprint(s.w, "\r"+fitWidth(line, terminalWidth(s.w))+"\x1b[K")
+	fmt.Fprint(s.w, "\r"+terminal.Fit(line, terminal.Width(s.w))+"\x1b[K")
 	return nil
 }
 
@@ -64,24 +63,4 @@ func (s *status) clear() {
 	if s.tty && !s.drawn.IsZero() {
 		fmt.Fprint(s.w, "\r\x1b[K")
 	}
-}
-
-// terminalWidth is w's width in columns, 80 when it cannot be told.
-func terminalWidth(w io.Writer) int {
-	if f, ok := w.(*os.File); ok {
-		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
-			return cols
-		}
-	}
-	return 80
-}
-
-// fitWidth cuts line to fewer than width columns (one left free: writing
-// the last column makes some terminals wrap).
-func fitWidth(line string, width int) string {
-	r := []rune(line)
-	if len(r) < width {
-		return line
-	}
-	return strings.TrimRight(string(r[:max(0, width-2)]), " ") + "…"
 }

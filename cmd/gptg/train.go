@@ -12,10 +12,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"golang.org/x/term"
-
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/train"
 )
 
@@ -72,7 +71,7 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: stdout, Force: *force, Progress: isTerminal(stdout)}
+	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}
@@ -115,13 +114,6 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// isTerminal tells whether w is a terminal, where a live progress display
-// can redraw itself; a file or a pipe gets plain lines instead.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 // checkDataPath explains a missing data file that no URL can fetch before
 // training starts. A relative data.path is resolved against the current
