@@ -31,6 +31,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/train"
 )
@@ -391,11 +392,22 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 			}
 			return Unfinished, false, nil
 		}
-		event("failed: " + err.Error())
+		if Busy(err) {
+			event("busy: " + err.Error())
+		} else {
+			event("failed: " + err.Error())
+		}
 		return Failed, false, err
 	}
 	event("finished")
 	return Finished, false, nil
+}
+
+// Busy says err is `gptg train` refusing a run folder that another
+// process is training (its lock, internal/runlock): the run is not failed,
+// only taken.
+func Busy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), runlock.ErrHeld.Error())
 }
 
 // startedWithoutCheckpoint says dir holds files of a run but no checkpoint.

@@ -5,12 +5,14 @@
 #
 # Training: `gptg train configs/shakespeare.toml` (the seed config) and
 # `gptref.py train --threads 1` for STEPS steps each, one after the other,
-# PAIRS times (who goes first alternates). Sampling: `gptg sample --stats`
-# and `gptref.py sample` for TOKENS tokens from the same model file, made
-# by a short gptg training first. Each pair prints both tokens/s and their
-# ratio; the summary is the median ratio. The machine may be busy with
-# other work: the pairs run close together so that both see the same load,
-# and the ratios are what to compare, not the absolute numbers.
+# PAIRS times (who goes first alternates). Sampling, at context 64 and at
+# context 256: `gptg sample --stats --threads 1` and `gptref.py sample
+# --threads 1` for TOKENS tokens from the prompt "ROMEO:" and the same
+# model file, made by a short gptg training of the seed config at that
+# context. Each pair prints both tokens/s and their ratio; the summary is
+# the median ratio. The machine may be busy with other work: the pairs run
+# close together so that both see the same load, and the ratios are what
+# to compare, not the absolute numbers.
 #
 # Environment: GPTG_UNFUSED=1 trains on the unfused graph (gptg sample is
 # always fused); GPTG=path/to/gptg measures that binary instead of building
@@ -54,10 +56,12 @@ ref_train() {
 	"$python" "$ref" train --data "$data" --max-steps "$steps" --threads 1 | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
 }
 gptg_sample() {
-	"$tmp/gptg" sample "$tmp/model.safetensors" --tokens "$tokens" --stats 2>&1 >/dev/null | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
+	"$tmp/gptg" sample "$model" --prompt ROMEO: --tokens "$tokens" --threads 1 --stats 2>&1 >/dev/null |
+		sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
 }
 ref_sample() {
-	"$python" "$ref" sample --model "$tmp/model.safetensors" --tokens "$tokens" 2>&1 >/dev/null | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
+	"$python" "$ref" sample --model "$model" --prompt ROMEO: --tokens "$tokens" --threads 1 2>&1 >/dev/null |
+		sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
 }
 
 # pairs NAME GPTG_FN REF_FN: runs the pairs, prints them and the median ratio.
@@ -77,8 +81,13 @@ pairs() {
 
 pairs "training, $steps steps" gptg_train ref_train
 
-# A model to sample from: a short training of the seed config.
-"$tmp/gptg" train configs/shakespeare.toml --set train.max_steps=200 --set train.eval_every=0 \
-	--set train.out="$tmp/model-run" --quiet >/dev/null
-cp "$tmp/model-run/model.safetensors" "$tmp/model.safetensors"
-pairs "sampling, $tokens tokens" gptg_sample ref_sample
+# Sampling at two contexts: a causal model samples through its key/value
+# cache while the tokens fit the context, through the window graph after.
+# The model: a short training of the seed config at that context (speed
+# does not depend on how well it is trained).
+for context in 64 256; do
+	"$tmp/gptg" train configs/shakespeare.toml --set model.context="$context" --set train.max_steps=20 \
+		--set train.eval_every=0 --set train.out="$tmp/model-$context" --quiet >/dev/null
+	model="$tmp/model-$context/model.safetensors"
+	pairs "sampling at context $context, $tokens tokens" gptg_sample ref_sample
+done

@@ -15,7 +15,6 @@ import (
 
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/internal/runlock"
 )
 
 // IndexFromEnv gives the entry a cluster task is for: SLURM_ARRAY_TASK_ID
@@ -104,18 +103,13 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 			if rmErr := os.Remove(marker); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 				return results, fmt.Errorf("entry %d: %w", e.Index, rmErr)
 			}
-		case r.Status == ablate.Failed && !busy(r.Err):
+		case r.Status == ablate.Failed && !ablate.Busy(r.Err):
 			// Another task training this run right now is not a failure of
 			// the run: no marker, or it would be skipped when requeued.
 			os.WriteFile(marker, []byte(oneLine(r.Err.Error())+"\n"), 0o644)
 		}
 	}
 	return append(skipped, results...), err
-}
-
-// busy says err is `gptg train` refusing a run folder another process holds.
-func busy(err error) bool {
-	return err != nil && strings.Contains(err.Error(), runlock.ErrHeld.Error())
 }
 
 func failedPath(dir string, index int) string {

@@ -584,6 +584,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 				if t.opts.beforeEval != nil {
 					t.opts.beforeEval(t.step)
 				}
+				bar.evaluating(t.step)
 				tl, _, err := t.testLoss(ctx)
 				if ctx.Err() != nil {
 					resume()

@@ -191,14 +191,20 @@ func sweepRun(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failed := 0
+	failed, busy := 0, 0
 	for _, r := range results {
-		if r.Status == ablate.Failed {
+		switch {
+		case ablate.Busy(r.Err):
+			busy++
+		case r.Status == ablate.Failed:
 			failed++
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d runs failed (their errors are in %s)", failed, len(results), filepath.Join(dir, sweep.FailedDir))
+	}
+	if busy > 0 {
+		return fmt.Errorf("another process is already training %d of the %d runs; none was started twice", busy, len(results))
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gptg/gptg/internal/testmodel"
 )
@@ -45,13 +47,13 @@ func gptgEnv(t *testing.T, dir string, env []string, args ...string) result {
 	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
-// sweepProject writes two tiny configs and a sweep of them over two
-// learning rates (4 entries: a lr1, a lr2, b lr1, b lr2) into a new folder.
-func sweepProject(t *testing.T, dataPath string) string {
+// sweepProject writes two tiny configs (steps steps each) and a sweep of
+// them over two learning rates (4 entries: a lr1, a lr2, b lr1, b lr2) into a new folder.
+func sweepProject(t *testing.T, dataPath string, steps int) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		"a.toml": fmt.Sprintf("[data]\npath = %q\nstride = 4\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\ndtype = \"float64\"\n[train]\nbatch = 2\nmax_steps = 30\nlog_every = 10\n", dataPath),
+		"a.toml": fmt.Sprintf("[data]\npath = %q\nstride = 4\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\ndtype = \"float64\"\n[train]\nbatch = 2\nepochs = 10000\nmax_steps = %d\nlog_every = 10\n", dataPath, steps),
 		"b.toml": "extends = \"a.toml\"\n[model]\nheads = 2\n",
 		"s.toml": "configs = [\"a.toml\", \"b.toml\"]\nout = \"sw\"\n[set]\n\"train.lr\" = [0.003, 0.01]\n",
 	}
@@ -73,7 +75,7 @@ func exists(path string) bool {
 // runs exactly entry 3, a Kubernetes pod (JOB_COMPLETION_INDEX=1) entry 1;
 // collect then tables the two finished runs and lists the two others.
 func TestSweepRunsTheTaskEntry(t *testing.T) {
-	dir := sweepProject(t, testmodel.TinyText())
+	dir := sweepProject(t, testmodel.TinyText(), 30)
 	folders := []string{"sw/runs/a/train.lr=0.003", "sw/runs/a/train.lr=0.01", "sw/runs/b/train.lr=0.003", "sw/runs/b/train.lr=0.01"}
 	r := gptgEnv(t, dir, []string{"SLURM_ARRAY_TASK_ID=3"}, "sweep", "run", "sw")
 	if r.code != 0 || !strings.Contains(r.stdout, "entry 3 (from SLURM_ARRAY_TASK_ID)") {
@@ -116,7 +118,7 @@ func TestSweepRunsTheTaskEntry(t *testing.T) {
 func TestSweepFailedEntries(t *testing.T) {
 	dir := t.TempDir()
 	corpus := filepath.Join(dir, "corpus.txt") // missing at first
-	dir = sweepProject(t, corpus)
+	dir = sweepProject(t, corpus, 30)
 	marker := filepath.Join(dir, "sw", "failed", "0.txt")
 	r := gptgEnv(t, dir, nil, "sweep", "run", "sw", "--index", "0")
 	if r.code != 1 || !strings.Contains(r.stderr, "1 of 1 runs failed") || !exists(marker) {
@@ -135,7 +137,7 @@ func TestSweepFailedEntries(t *testing.T) {
 
 // TestSweepEmit writes both job files for a real sweep folder.
 func TestSweepEmit(t *testing.T) {
-	dir := sweepProject(t, testmodel.TinyText())
+	dir := sweepProject(t, testmodel.TinyText(), 30)
 	ok(t, dir, "sweep", "emit", "slurm", "sw", "--parallel", "2", "--gptg", "/usr/local/bin/gptg")
 	script, _ := os.ReadFile(filepath.Join(dir, "sw", "sweep.sbatch"))
 	abs, _ := filepath.EvalSymlinks(dir)
@@ -151,5 +153,46 @@ func TestSweepEmit(t *testing.T) {
 	job, _ := os.ReadFile(filepath.Join(dir, "sw", "job.yaml"))
 	if !strings.Contains(string(job), "completionMode: Indexed") || !strings.Contains(string(job), "completions: 4") {
 		t.Errorf("job.yaml:\n%s", job)
+	}
+}
+
+// TestSweepNeverTrainsOneRunTwice: two tasks for one entry at once (a
+// requeued task while its first copy still runs): gptg train's lock on the
+// run folder lets one train; the other says the folder is in use and
+// leaves no failure marker, so a later task is not kept from the entry.
+func TestSweepNeverTrainsOneRunTwice(t *testing.T) {
+	dir := sweepProject(t, testmodel.TinyText(), 1000000)
+	run := filepath.Join(dir, "sw/runs/a/train.lr=0.003")
+	first := exec.Command(gptgBin, "sweep", "run", "sw", "--index", "0")
+	first.Dir = dir
+	var out1 bytes.Buffer
+	first.Stdout, first.Stderr = &out1, &out1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	for deadline := time.Now().Add(30 * time.Second); !exists(filepath.Join(run, "metrics.jsonl")); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first task did not start training:\n%s", out1.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := gptgEnv(t, dir, nil, "sweep", "run", "sw", "--index", "0")
+	if r.code != 1 || !strings.Contains(r.stdout, "run folder is in use by process") || !strings.Contains(r.stderr, "another process is already training 1 of the 1 runs") {
+		t.Errorf("second task: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if exists(filepath.Join(dir, "sw/failed/0.txt")) {
+		t.Error("a busy run folder was recorded as a failure")
+	}
+	// The first task is not disturbed: stopped, it saves and exits 130.
+	first.Process.Signal(syscall.SIGTERM)
+	err := first.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !exists(filepath.Join(run, "checkpoint.safetensors")) {
+		t.Errorf("first task: %v\n%s", err, out1.String())
+	}
+	events, _ := os.ReadFile(filepath.Join(dir, "sw/events.log"))
+	if strings.Count(string(events), ": busy: ") != 1 || strings.Count(string(events), ": interrupted\n") != 1 {
+		t.Errorf("events.log:\n%s", events)
 	}
 }
