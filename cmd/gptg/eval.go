@@ -104,14 +104,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
 			*dataPath, data.Vocab.Size(), m.Vocab.Size())
 	}
-	loss, n, err := eval.ModelTestLoss(m, data, *batch, backend(*threads))
+	bar := newStatus(stderr, "test loss")
+	loss, n, err := eval.ModelTestLossProgress(m, data, *batch, backend(*threads), bar.update)
+	bar.done()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
-		bar := newStatus(stderr, "prefix-only loss")
+		bar = newStatus(stderr, "prefix-only loss")
 		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)
 		bar.done()
 		if err != nil {
