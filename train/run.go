@@ -370,6 +370,9 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 		opts.CheckpointEvery = 1000
 	}
 	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
