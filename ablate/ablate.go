@@ -521,8 +521,9 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 			return err
 		}
 		var out bytes.Buffer
-		err = gptg(ctx, opts.Exe, &out, "eval", modelPath, "--data", cfg.Data.Path,
-			"--split", strconv.FormatFloat(cfg.Data.Split, 'g', -1, 64),
+		// Without --data, eval cuts the run's own corpus with the run's
+		// split and stride: the same test windows as the plain loss beside.
+		err = gptg(ctx, opts.Exe, &out, "eval", modelPath,
 			"--batch", strconv.Itoa(cfg.Train.Batch), "--prefix-only")
 		if err != nil {
 			return fmt.Errorf("prefix-only evaluation: %v", err)

@@ -1,7 +1,6 @@
 package corpus
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -98,21 +97,36 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	rare := map[rune]bool{}
 	words := map[string]bool{}
 	n := 0
-	err = eachToken(ctx, f, kind, func(tok []byte, r rune) {
-		n++
-		switch {
-		case kind == Word:
-			if !words[string(tok)] { // the lookup does not allocate
-				words[string(tok)] = true
+	var err2 error
+	if kind == Char {
+		err2 = eachChunk(ctx, f, func(chunk []byte) error {
+			for i := 0; i < len(chunk); {
+				if c := chunk[i]; c < utf8.RuneSelf { // most of any corpus: no decoding
+					bmp[c] = true
+					i++
+				} else {
+					r, size := utf8.DecodeRune(chunk[i:])
+					if r < 1<<16 {
+						bmp[r] = true
+					} else {
+						rare[r] = true
+					}
+					i += size
+				}
+				n++
 			}
-		case r < 1<<16:
-			bmp[r] = true
-		default:
-			rare[r] = true
-		}
-	})
-	if err != nil {
-		return nil, dataError(path, err)
+			return nil
+		})
+	} else {
+		err2 = eachWord(ctx, f, func(w []byte) {
+			n++
+			if !words[string(w)] { // the lookup does not allocate
+				words[string(w)] = true
+			}
+		})
+	}
+	if err2 != nil {
+		return nil, dataError(path, err2)
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("data file %s: text has no %s tokens to build a vocabulary from", path, kind)
@@ -141,9 +155,21 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, fmt.Errorf("data file %s: %w", path, err)
 	}
 	store := newTokenStore(n, vocab.Size())
-	err = eachToken(ctx, f, kind, func(tok []byte, r rune) {
-		store.append(vocab.id(tok, r))
-	})
+	if kind == Char {
+		err = eachChunk(ctx, f, func(chunk []byte) error {
+			for i := 0; i < len(chunk); {
+				r, size := rune(chunk[i]), 1
+				if r >= utf8.RuneSelf {
+					r, size = utf8.DecodeRune(chunk[i:])
+				}
+				store.append(vocab.id(nil, r))
+				i += size
+			}
+			return nil
+		})
+	} else {
+		err = eachWord(ctx, f, func(w []byte) { store.append(vocab.id(w, -1)) })
+	}
 	if err != nil {
 		return nil, dataError(path, err)
 	}
@@ -189,66 +215,107 @@ func dataError(path string, err error) error {
 	return fmt.Errorf("data file %s: %w", path, err)
 }
 
-// eachToken calls f with every token of the text r holds (one character,
-// with its rune, or one whitespace-separated word as strings.Fields splits
-// them, with rune -1), checking that the text is valid UTF-8. tok is only
-// valid during the call.
-func eachToken(ctx context.Context, r io.Reader, kind string, f func(tok []byte, r rune)) error {
-	br := bufio.NewReaderSize(r, chunkSize)
+// eachChunk calls f with the text r holds, a chunk at a time, each chunk
+// valid UTF-8 ending on a character boundary, and returns an error naming
+// the offset of the first invalid byte. Between chunks it returns ctx's
+// error when ctx is done.
+func eachChunk(ctx context.Context, r io.Reader, f func(chunk []byte) error) error {
 	buf := make([]byte, 0, chunkSize+utf8.UTFMax)
-	var word []byte // a word cut by a chunk boundary
-	offset := 0     // of buf[0] in the file
+	offset := 0 // of buf[0] in the file
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// Keep an incomplete rune from the previous chunk at buf's start.
-		m, err := io.ReadFull(br, buf[len(buf):chunkSize])
+		// An incomplete character from the previous chunk is at buf's start.
+		m, err := io.ReadFull(r, buf[len(buf):chunkSize])
 		buf = buf[:len(buf)+m]
 		eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 		if err != nil && !eof {
 			return err
 		}
-		i := 0
-		for i < len(buf) {
-			c := buf[i]
-			size := 1
-			r := rune(c)
-			space := false
-			if c < utf8.RuneSelf {
-				space = c == ' ' || (c >= '\t' && c <= '\r')
-			} else {
-				if !eof && !utf8.FullRune(buf[i:]) {
-					break // the rest of this rune is in the next chunk
+		end := len(buf)
+		if !eof { // hold back a character cut by the chunk's end
+			for back := 1; back < utf8.UTFMax && back <= end; back++ {
+				if c := buf[end-back]; c >= 0xC0 { // a leading byte
+					if !utf8.FullRune(buf[end-back:]) {
+						end -= back
+					}
+					break
+				} else if c < 0x80 {
+					break
 				}
-				r, size = utf8.DecodeRune(buf[i:])
-				if r == utf8.RuneError && size == 1 {
-					return fmt.Errorf("text is not valid UTF-8 (bad byte 0x%02x at offset %d)", c, offset+i)
-				}
-				space = unicode.IsSpace(r)
 			}
-			if kind == Char {
-				f(buf[i:i+size], r)
-			} else if space {
-				if len(word) > 0 {
-					f(word, -1)
-					word = word[:0]
-				}
-			} else {
-				if len(word)+size > maxWordBytes {
-					return fmt.Errorf("a word at offset %d is longer than %d bytes: not a word corpus", offset+i, maxWordBytes)
-				}
-				word = append(word, buf[i:i+size]...)
-			}
-			i += size
 		}
-		offset += i
-		buf = append(buf[:0], buf[i:]...)
-		if eof {
-			if len(word) > 0 {
-				f(word, -1)
+		if !utf8.Valid(buf[:end]) {
+			for i := 0; i < end; {
+				r, size := utf8.DecodeRune(buf[i:end])
+				if r == utf8.RuneError && size == 1 {
+					return fmt.Errorf("text is not valid UTF-8 (bad byte 0x%02x at offset %d)", buf[i], offset+i)
+				}
+				i += size
 			}
+		}
+		if err := f(buf[:end]); err != nil {
+			return err
+		}
+		offset += end
+		buf = append(buf[:0], buf[end:]...)
+		if eof {
 			return nil
 		}
 	}
+}
+
+// eachWord calls f with every whitespace-separated word of the text r
+// holds, split as strings.Fields splits (unicode.IsSpace); w is only valid
+// during the call.
+func eachWord(ctx context.Context, r io.Reader, f func(w []byte)) error {
+	var word []byte // a word cut by a chunk boundary is carried over here
+	err := eachChunk(ctx, r, func(chunk []byte) error {
+		start := 0 // of the current word in chunk, when word is empty
+		inWord := len(word) > 0
+		for i := 0; i < len(chunk); {
+			c := chunk[i]
+			size, space := 1, false
+			if c < utf8.RuneSelf {
+				space = c == ' ' || (c >= '\t' && c <= '\r')
+			} else {
+				var r rune
+				r, size = utf8.DecodeRune(chunk[i:])
+				space = unicode.IsSpace(r)
+			}
+			switch {
+			case space && inWord:
+				if len(word) > 0 {
+					word = append(word, chunk[start:i]...)
+					f(word)
+					word = word[:0]
+				} else {
+					f(chunk[start:i])
+				}
+				inWord = false
+			case !space && !inWord:
+				start, inWord = i, true
+			}
+			i += size
+		}
+		if inWord { // carried into the next chunk
+			if len(word) == 0 {
+				word = append(word, chunk[start:]...)
+			} else {
+				word = append(word, chunk...)
+			}
+			if len(word) > maxWordBytes {
+				return fmt.Errorf("a word longer than %d bytes: not a word corpus", maxWordBytes)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(word) > 0 {
+		f(word)
+	}
+	return nil
 }

@@ -23,7 +23,13 @@ func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 // error, when ctx is done: an evaluation over a large test split takes
 // long enough that Ctrl-C must not wait for it.
 func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset) (float64, int, error) {
-	sum := 0.0
+	return testLoss(ctx, p, data, nil)
+}
+
+// testLoss is TestLoss, stopping when ctx is done and reporting each batch
+// to progress (nil: no one).
+func testLoss(ctx context.Context, p *graph.Program, data *corpus.Dataset, progress Progress) (float64, int, error) {
+	sum, done, total := 0.0, 0, data.TestBatches(p.Batch)
 	n, err := eachTestBatch(data, p.Batch, func(x, y []int) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -32,6 +38,10 @@ func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset
 			return err
 		}
 		sum += p.Loss()
+		done++
+		if progress != nil {
+			return progress(done, total)
+		}
 		return nil
 	})
 	if err != nil {
@@ -65,6 +75,11 @@ func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, 
 // ModelTestLoss builds m's graph for batches of size batch and returns its
 // test loss on data.
 func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
+	return ModelTestLossProgress(m, data, batch, be, nil)
+}
+
+// ModelTestLossProgress is ModelTestLoss reporting its progress (nil: none).
+func ModelTestLossProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Backend: be})
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
@@ -77,7 +92,7 @@ func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be grap
 		return 0, 0, err
 	}
 	defer p.Close()
-	return TestLoss(p, data)
+	return testLoss(context.Background(), p, data, progress)
 }
 
 // Progress is told after each test batch how many of total are done; an

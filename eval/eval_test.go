@@ -277,3 +277,29 @@ func TestPrefixOnlyIsWhatGenerationSees(t *testing.T) {
 		t.Errorf("prefix-only %.15f, from the sampler's logits %.15f", got, want)
 	}
 }
+
+// TestModelTestLossProgress: the progress variant reports every batch in
+// order, gives the same loss, and stops at the first error it is handed.
+func TestModelTestLossProgress(t *testing.T) {
+	m := trainTiny(t, true, 5, 1e-3)
+	data := tinyData(t)
+	want, _, err := eval.ModelTestLoss(m, data, 2, graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, n, err := eval.ModelTestLossProgress(m, data, 2, graph.Backend{}, func(done, total int) error {
+		calls++
+		if done != calls || total != data.TestBatches(2) {
+			t.Errorf("progress(%d, %d) at call %d", done, total, calls)
+		}
+		return nil
+	})
+	if err != nil || got != want || calls != n {
+		t.Errorf("loss %v (err %v) after %d calls for %d batches, want %v", got, err, calls, n, want)
+	}
+	stop := errors.New("stop")
+	if _, _, err := eval.ModelTestLossProgress(m, data, 2, graph.Backend{}, func(int, int) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("err %v, want stop", err)
+	}
+}

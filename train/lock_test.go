@@ -97,3 +97,51 @@ func readMetricsRows(dir string) (int, error) {
 	}
 	return strings.Count(string(b), "\n"), nil
 }
+
+// TestSIGTERMWhileLoading: a signal while a large corpus loads stops gptg
+// within moments with exit code 130, and nothing is written.
+func TestSIGTERMWhileLoading(t *testing.T) {
+	exe := buildGptg(t)
+	dir := t.TempDir()
+	base, err := os.ReadFile("../testdata/tiny.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "big.txt")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 96<<20; n += len(base) {
+		f.Write(base)
+	}
+	f.Close()
+	cfg := filepath.Join(dir, "c.toml")
+	os.WriteFile(cfg, []byte("[data]\npath = \""+data+"\"\n"), 0o644)
+	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+filepath.Join(dir, "run"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // well inside the load of 96 MB
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+			t.Fatalf("%v, want exit code 130; stderr %q", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "interrupted while loading") {
+			t.Errorf("stderr %q", stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("still running 5 s after SIGTERM")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); err == nil {
+		t.Error("the run folder was made")
+	}
+}

@@ -29,6 +29,9 @@ type progress struct {
 	at        int
 	latest    *metricsRow // the latest metrics row, for the live fields
 	shown     bool        // a live line is on the screen
+	// evaluatingNow puts "evaluating" on the line while the test loss is
+	// computed.
+	evaluatingNow bool
 
 	every, next int // steps between plain lines, and the next one
 }
@@ -50,6 +53,18 @@ func (p *progress) step(step int, r StepResult) {
 	p.at = step
 	if p.live && time.Since(p.drawn) >= redrawEvery {
 		p.draw()
+	}
+}
+
+// evaluating says, on the live line, that the test loss of step is being
+// computed: on a large test split that takes a while, and the line should
+// not look stuck.
+func (p *progress) evaluating(step int) {
+	p.at = step
+	if p.live {
+		p.evaluatingNow = true
+		p.draw()
+		p.evaluatingNow = false
 	}
 }
 
@@ -120,7 +135,9 @@ func (p *progress) line(width int) string {
 		{"", barRank}, // drawn last, in the room the others leave
 		{fmt.Sprintf("%d%%", 100*p.at/max(1, p.total)), 1},
 	}
-	if left, ok := p.left(); ok {
+	if p.evaluatingNow {
+		fields = append(fields, field{"evaluating the test loss", 1})
+	} else if left, ok := p.left(); ok {
 		fields = append(fields, field{formatLeft(left) + " left", 2})
 	}
 	if r := p.latest; r != nil {

@@ -370,6 +370,9 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 		opts.CheckpointEvery = 1000
 	}
 	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -584,6 +587,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 				if t.opts.beforeEval != nil {
 					t.opts.beforeEval(t.step)
 				}
+				bar.evaluating(t.step)
 				tl, _, err := t.testLoss(ctx)
 				if ctx.Err() != nil {
 					resume()

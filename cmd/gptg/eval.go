@@ -14,11 +14,11 @@ import (
 
 var evalCommand = command{
 	summary: "test loss of a model file on a corpus",
-	usage: `Usage: gptg eval MODEL.safetensors|RUN_DIR [--data FILE] [--batch N] [--split F] [--prefix-only]
+	usage: `Usage: gptg eval MODEL.safetensors|RUN_DIR [--data FILE] [--batch N] [--split F] [--stride N] [--prefix-only]
 
 Prints the test loss as the seed defines it: the mean, over the whole
 batches of the corpus's test split (the last 1−split of its tokens, cut
-into windows of the model's context with stride context/2), of each batch's
+into windows of the model's context every stride tokens), of each batch's
 mean cross-entropy. The corpus must have the model's vocabulary.
 
 A run folder stands for its model.safetensors. Without --data, the corpus,
@@ -29,6 +29,8 @@ Flags:
   --batch N        windows per batch (default 4, as in training)
   --split F        fraction of the tokens used for training (default 0.9,
                    or the run's data.split)
+  --stride N       tokens between window starts (default context/2, or
+                   the run's data.stride when --data is not given)
   --prefix-only    score every position seeing only its prefix, as
                    generation does. For a causal model this equals the plain
                    loss; a model without the mask reads the tokens it
@@ -44,6 +46,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 4, "")
 	split := fs.Float64("split", 0.9, "")
 	prefixOnly := fs.Bool("prefix-only", false, "")
+	strideFlag := fs.Int("stride", 0, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -57,6 +60,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return usagef("--batch %d must be between 1 and 4096", *batch)
 	case !(*split > 0 && *split < 1):
 		return usagef("--split %v must be between 0 and 1 (exclusive)", *split)
+	case *strideFlag < 0:
+		return usagef("--stride %d must be ≥ 0 (0: context/2)", *strideFlag)
 	}
 	model, err := modelPath(pos[0])
 	if err != nil {
@@ -78,6 +83,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			*split = cfg.Data.Split
 		}
 	}
+	if set["stride"] {
+		stride = *strideFlag
+	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
 		g := graphsOf{batch: *batch, seqLen: spec.Context, count: 1, what: "evaluating"}
 		if *prefixOnly { // at worst one graph per prefix length besides the plain one
@@ -96,14 +104,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
 			*dataPath, data.Vocab.Size(), m.Vocab.Size())
 	}
-	loss, n, err := eval.ModelTestLoss(m, data, *batch, backend(*threads))
+	bar := newStatus(stderr, "test loss")
+	loss, n, err := eval.ModelTestLossProgress(m, data, *batch, backend(*threads), bar.update)
+	bar.done()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
-		bar := newStatus(stderr, "prefix-only loss")
+		bar = newStatus(stderr, "prefix-only loss")
 		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)
 		bar.done()
 		if err != nil {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,5 +131,47 @@ func hardenedInputs(t *testing.T) []badInput {
 			args: []string{"sample", "c.toml"}, code: 1, msg: "c.toml: not a safetensors model file: it is text that looks like a TOML config"},
 		{name: "inspect: the run's metrics instead of its model", files: map[string]string{"metrics.jsonl": `{"step":100,"loss":2.5}` + "\n"},
 			args: []string{"inspect", "metrics.jsonl"}, code: 1, msg: "metrics.jsonl: not a safetensors model file: it is text that looks like JSON"},
+	}
+}
+
+// TestEvalUsesTheRunsStride: a run trained with a stride other than
+// context/2 is evaluated on its own windows, so gptg eval reproduces the
+// test loss its training wrote; --stride gives the same windows with
+// --data, and the default stride other ones.
+func TestEvalUsesTheRunsStride(t *testing.T) {
+	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), true, 10)
+	c.Data.Stride = 3 // context 8: the default would be 4
+	model, err := testmodel.Train(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(c.Train.Out, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		TestLoss float64 `json:"test_loss"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &row); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("test loss %.6f\n", row.TestLoss)
+	loss := func(args ...string) string {
+		r := gptg(t, t.TempDir(), append([]string{"eval", model, "--batch", "2"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("eval %v: %s", args, r.stderr)
+		}
+		line, _, _ := strings.Cut(r.stdout, "\n")
+		return line + "\n"
+	}
+	if got := loss(); got != want {
+		t.Errorf("gptg eval RUN: %q, training wrote %q", got, want)
+	}
+	if got := loss("--data", testmodel.TinyText(), "--stride", "3"); got != want {
+		t.Errorf("--data with --stride 3: %q, want %q", got, want)
+	}
+	if got := loss("--data", testmodel.TinyText()); got == want {
+		t.Errorf("--data with the default stride gave the run's loss %q: the test cannot tell strides apart", got)
 	}
 }

@@ -159,7 +159,8 @@ func ptyTrainConfig(t *testing.T, dir string, steps int) string {
 // TestProgressFitsTheTerminal trains on terminals of 80 and 40 columns:
 // the live line is redrawn in place and never reaches the last column
 // (a line as wide as the terminal wraps, and every redraw would leave a
-// copy behind), and it still shows the test loss at 80 columns.
+// copy behind), it still shows the test loss at 80 columns, and it says
+// when it is computing one.
 func TestProgressFitsTheTerminal(t *testing.T) {
 	for _, cols := range []int{80, 40} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
@@ -182,6 +183,9 @@ func TestProgressFitsTheTerminal(t *testing.T) {
 			}
 			if cols == 80 && !sawTest {
 				t.Errorf("no redraw shows the test loss at 80 columns:\n%q", out)
+			}
+			if !strings.Contains(out, "evaluating the test loss") {
+				t.Errorf("the line does not say when the test loss is being computed:\n%q", out)
 			}
 			if !strings.Contains(out, "step 500: test loss ") || !strings.Contains(out, "done: 2000 steps") {
 				t.Errorf("the permanent lines are missing:\n%s", out)

@@ -7,6 +7,9 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -219,5 +222,57 @@ func TestAttentionColors(t *testing.T) {
 			t.Errorf("weight %.2f is drawn nearly white (%v)", float64(i)/20, c)
 		}
 		prev = light
+	}
+}
+
+// TestCommandsWriteToRunsWriters calls run in this process: what a
+// command prints must land in the writers run was given, and no file of
+// the command writes to os.Stdout or os.Stderr, or prints with fmt.Print*,
+// itself (only main hands run the process's own).
+func TestCommandsWriteToRunsWriters(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"inspect", causalModel}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "format: gptg/1") {
+		t.Errorf("inspect: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"version"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "gptg ") {
+		t.Errorf("version: exit %d, stdout %q", code, stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"sample", "--oops"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-oops") {
+		t.Errorf("a bad flag: exit %d, stderr %q", code, stderr.String())
+	}
+
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if fn, ok := n.(*ast.FuncDecl); ok && fn.Name.Name == "main" && fn.Recv == nil {
+				return false // main passes os.Stdout and os.Stderr to run
+			}
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			pkg, ok := sel.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			if (pkg.Name == "os" && (sel.Sel.Name == "Stdout" || sel.Sel.Name == "Stderr")) ||
+				(pkg.Name == "fmt" && strings.HasPrefix(sel.Sel.Name, "Print")) {
+				t.Errorf("%s: %s.%s: write to the writers run passes instead", fset.Position(sel.Pos()), pkg.Name, sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

@@ -416,9 +416,10 @@ func packTrans[F Float](dst []F, w int, src []F, ld, p0, kc, c0, cnt int) {
 		for ; r+8 <= cnt; r += 8 {
 			rows := s32[(c0+r)*ld+p0:]
 			_ = rows[7*ld+kc-1] // the last element the transposes read
-			p := 0
-			for ; p+8 <= kc; p += 8 {
-				transpose8F32(&d32[p*w+r], w, &rows[p], ld)
+			p := kc &^ 7
+			if p > 0 {
+				_ = d32[(p-1)*w+r+7] // the last element the transposes write
+				transposeF32(&d32[r], w, &rows[0], ld, p/8)
 			}
 			for ; p < kc; p++ {
 				for i := 0; i < 8; i++ {

@@ -21,7 +21,7 @@ var bestPath = func() kernelPath {
 	return pathGo
 }()
 
-// haveTranspose: transpose8F32 needs AVX.
+// haveTranspose: transposeF32 and copyRows64B/128B need AVX.
 var haveTranspose = cpu.X86.HasAVX
 
 // The micro-kernels of kernel_amd64.s; each is microKernel for its tile.
@@ -38,10 +38,11 @@ func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep i
 //go:noescape
 func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
 
-// transpose8F32 transposes one 8×8 block: dst[i*dstStride+j] = src[j*srcStride+i].
+// transposeF32 transposes blocks 8×8 blocks along a strip of 8 rows:
+// dst[i*dstStride+j] = src[j*srcStride+i] for j < 8, i < 8·blocks.
 //
 //go:noescape
-func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int)
+func transposeF32(dst *float32, dstStride int, src *float32, srcStride int, blocks int)
 
 // copyRows64B copies n rows of 64 bytes, ld bytes apart in src, to
 // contiguous rows at dst; copyRows128B rows of 128 bytes. They need AVX

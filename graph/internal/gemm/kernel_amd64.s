@@ -549,22 +549,29 @@ avx2F64write:
 	VZEROUPPER
 	RET
 
-// func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int)
+// func transposeF32(dst *float32, dstStride int, src *float32, srcStride int, blocks int)
 //
-// dst[i*dstStride + j] = src[j*srcStride + i] for i, j < 8: one 8×8 block of
-// packB's transposition, with the textbook AVX sequence: unpack pairs of
-// rows, shuffle quarters, swap 128-bit halves (24 shuffles for 64 floats
-// instead of 64 scalar moves).
-TEXT ·transpose8F32(SB), NOSPLIT, $0-32
+// Transposes blocks successive 8×8 blocks along a strip of 8 rows:
+// dst[i*dstStride + j] = src[j*srcStride + i] for j < 8, i < 8·blocks, with
+// the textbook AVX sequence per block: unpack pairs of rows, shuffle
+// quarters, swap 128-bit halves (24 shuffles for 64 floats instead of 64
+// scalar moves). packTrans's 8-row groups; one call per group, not per
+// block.
+TEXT ·transposeF32(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ dstStride+8(FP), R8
 	SHLQ $2, R8
 	MOVQ src+16(FP), SI
 	MOVQ srcStride+24(FP), R9
 	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10       // 3 rows
-	LEAQ (SI)(R9*4), R11       // row 4
+	MOVQ blocks+32(FP), CX
+	LEAQ (R9)(R9*2), R10       // 3 source rows
+	LEAQ (R8)(R8*2), R12       // 3 destination rows
+	TESTQ CX, CX
+	JZ    transposedone
 
+transposeloop:
+	LEAQ    (SI)(R9*4), R11    // source row 4
 	VMOVUPS (SI), Y0
 	VMOVUPS (SI)(R9*1), Y1
 	VMOVUPS (SI)(R9*2), Y2
@@ -601,18 +608,22 @@ TEXT ·transpose8F32(SB), NOSPLIT, $0-32
 	VPERM2F128 $0x31, Y6, Y2, Y14
 	VPERM2F128 $0x31, Y7, Y3, Y15
 
-	LEAQ    (R8)(R8*2), R10
-	LEAQ    (DI)(R8*4), R11
+	LEAQ    (DI)(R8*4), R13    // destination row 4
 	VMOVUPS Y8, (DI)
 	VMOVUPS Y9, (DI)(R8*1)
 	VMOVUPS Y10, (DI)(R8*2)
-	VMOVUPS Y11, (DI)(R10*1)
-	VMOVUPS Y12, (R11)
-	VMOVUPS Y13, (R11)(R8*1)
-	VMOVUPS Y14, (R11)(R8*2)
-	VMOVUPS Y15, (R11)(R10*1)
+	VMOVUPS Y11, (DI)(R12*1)
+	VMOVUPS Y12, (R13)
+	VMOVUPS Y13, (R13)(R8*1)
+	VMOVUPS Y14, (R13)(R8*2)
+	VMOVUPS Y15, (R13)(R12*1)
+	ADDQ    $32, SI
+	LEAQ    (DI)(R8*8), DI
+	DECQ    CX
+	JNZ     transposeloop
+
+transposedone:
 	VZEROUPPER
-	RET
 	RET
 
 // func copyRows64B(dst, src unsafe.Pointer, ld, n int)

@@ -23,7 +23,9 @@ func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep i
 	panic("unreachable")
 }
 
-func transpose8F32(dst *float32, dstStride int, src *float32, srcStride int) { panic("unreachable") }
+func transposeF32(dst *float32, dstStride int, src *float32, srcStride int, blocks int) {
+	panic("unreachable")
+}
 
 func copyRows64B(dst, src unsafe.Pointer, ld, n int)  { panic("unreachable") }
 func copyRows128B(dst, src unsafe.Pointer, ld, n int) { panic("unreachable") }
