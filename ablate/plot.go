@@ -205,6 +205,9 @@ func (g gridTicks) Ticks(min, max float64) []plot.Tick {
 	var ticks []plot.Tick
 	for i := math.Ceil(min/g.minor - 1e-9); i*g.minor <= max+1e-9; i++ {
 		v := i * g.minor
+		if v == 0 {
+			v = 0 // not −0, which would be labelled "-0"
+		}
 		t := plot.Tick{Value: v}
 		if r := math.Mod(math.Abs(v)+1e-9, g.major); r < 2e-9 {
 			t.Label = trimFloat(v)

@@ -39,6 +39,9 @@ type metricsLog struct {
 // maxRowBytes bounds one metrics row; real rows are about 250 bytes.
 const maxRowBytes = 1 << 20
 
+// maxMetricsBytes bounds the metrics.jsonl a resume reads: a million rows.
+const maxMetricsBytes = 256 << 20
+
 // reset keeps the file's first keep rows and drops the rest: rows written
 // after the checkpoint a run resumes from would otherwise appear twice.
 // A trailing partial row (a crash in the middle of writing it) is dropped;
@@ -47,7 +50,7 @@ const maxRowBytes = 1 << 20
 func (l *metricsLog) reset(keep int, log io.Writer) error {
 	var kept []byte
 	if keep > 0 {
-		old, err := inputfile.ReadFile(l.path, 0)
+		old, err := inputfile.ReadFile(l.path, maxMetricsBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s is missing, and the checkpoint counts %d rows in it: put it back, or create an empty one (touch %s) to resume without the earlier rows",
 				l.path, keep, l.path)
