@@ -98,6 +98,8 @@ func hardenedInputs(t *testing.T) []badInput {
 		// Files that are not regular files.
 		{name: "train: data.path is a named pipe", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\n"}, setup: mkfifo("fifo"),
 			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
+		{name: "train: data.path is a named pipe, data.sha256 set", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\nsha256 = \"" + strings.Repeat("ab", 32) + "\"\n"}, setup: mkfifo("fifo"),
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
 		{name: "train: data.path is /dev/zero", files: map[string]string{"c.toml": "[data]\npath = \"/dev/zero\"\n"},
 			args: []string{"train", "c.toml"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
 		{name: "eval --data /dev/zero", args: []string{"eval", causalModel, "--data", "/dev/zero"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
