@@ -1,34 +1,47 @@
 #!/usr/bin/env bash
 # bench/compare.sh: gptg against the PyTorch reference (gptref.py), in pairs.
 #
-#   bench/compare.sh [STEPS [PAIRS [TOKENS]]]      defaults: 1000 3 256
+#   bench/compare.sh [PAIRS [TOKENS]]      defaults: 3 256
 #
-# Training: `gptg train configs/shakespeare.toml` (the seed config) and
-# `gptref.py train --threads 1` for STEPS steps each, one after the other,
-# PAIRS times (who goes first alternates). Sampling, at context 64 and at
-# context 256: `gptg sample --stats --threads 1` and `gptref.py sample
-# --threads 1` for TOKENS tokens from the prompt "ROMEO:" and the same
-# model file, made by a short gptg training of the seed config at that
-# context. Each pair prints both tokens/s and their ratio; the summary is
-# the median ratio. The machine may be busy with other work: the pairs run
-# close together so that both see the same load, and the ratios are what
-# to compare, not the absolute numbers.
+# Training at three shapes, each at 1 thread and at every core (gptg
+# --threads N against gptref.py --threads N, which pins PyTorch's and
+# OpenBLAS's thread pools):
+#   seed     configs/shakespeare.toml (qkv, 1 head), batch 4, context 32,
+#            embedding 64, 2 blocks                   vs --variant qkv
+#   cpu      nanoGPT's CPU recipe: prenorm, 4 heads, batch 12, context 64,
+#            embedding 128, 4 blocks                  vs --variant prenorm --heads 4
+#   10.8M    nanoGPT's shakespeare-char shape at batch 16: prenorm, 6 heads,
+#            context 256, embedding 384, 6 blocks     vs --variant prenorm --heads 6
+# Each pair runs gptg and the reference back to back (who goes first
+# alternates) on the same data; the line gives both tokens/s (training
+# time only, as both tools report it) and their ratio, and the summary the
+# median ratio. The two larger shapes train on the first 300 kB of the
+# corpus, so that the test loss both tools compute at the end stays short;
+# the speed of a step does not depend on the file.
 #
-# Environment: GPTG_UNFUSED=1 trains on the unfused graph (gptg sample is
-# always fused); GPTG=path/to/gptg measures that binary instead of building
-# this tree (an older build, for before/after); GOMAXPROCS is passed
-# through to gptg (PyTorch runs one thread); PYTHON (default
-# /usr/bin/python3) and GPTREF (default ../shared/reference/gptref.py)
-# locate the reference.
+# Sampling at context 64 and 256: `gptg sample --stats --threads 1` and
+# `gptref.py sample --threads 1` for TOKENS tokens from "ROMEO:" and the
+# same model file (a short gptg training of the seed config at that
+# context). A causal model samples through its key/value cache while the
+# tokens fit the context, through the window graph after.
+#
+# The machine may be busy with other work: pairs run close together so
+# that both see the same load; the ratios are what to compare.
+#
+# Environment: GPTG=path/to/gptg measures that binary instead of building
+# this tree; PYTHON (default /usr/bin/python3) and GPTREF (default
+# ../shared/reference/gptref.py) locate the reference; SHAPES (default
+# "seed cpu 10.8M") and THREADS (default "1 $(nproc)") choose what runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=${1:-1000}
-pairs=${2:-3}
-tokens=${3:-256}
+pairs=${1:-3}
+tokens=${2:-256}
 python=${PYTHON:-/usr/bin/python3}
 ref=${GPTREF:-../shared/reference/gptref.py}
 data=data/tinyshakespeare.txt # the seed config's data.path, relative to the repository root
+shapes=${SHAPES:-seed cpu 10.8M}
+threads_list=${THREADS:-1 $(nproc)}
 
 [ -f "$ref" ] || { echo "compare.sh: reference $ref not found (set GPTREF)" >&2; exit 1; }
 [ -f "$data" ] || { echo "compare.sh: $data not found (gptg train downloads it: run it once)" >&2; exit 1; }
@@ -40,20 +53,47 @@ if [ -n "${GPTG:-}" ]; then
 else
 	go build -o "$tmp/gptg" ./cmd/gptg
 fi
+head -c 300000 "$data" >"$tmp/small.txt"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "gptg: ${GPTG:-this tree}, $(go version | cut -d' ' -f3), GOMAXPROCS=${GOMAXPROCS:-$(nproc) (default)}, GPTG_UNFUSED=${GPTG_UNFUSED:-unset}"
-echo "reference: $("$python" -c 'import torch; print("PyTorch", torch.__version__)'), --threads 1"
+echo "gptg: ${GPTG:-this tree}, $(go version | cut -d' ' -f3)"
+echo "reference: $("$python" -c 'import torch; print("PyTorch", torch.__version__)')"
 
 # median of the numbers on stdin
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+# shape NAME sets: steps, the data file, gptg's --set flags, gptref's flags.
+shape() {
+	case $1 in
+	seed)
+		steps=1000 file=$data
+		gflags=()
+		rflags=(--variant qkv)
+		;;
+	cpu)
+		steps=150 file=$tmp/small.txt
+		gflags=(--set model.heads=4 --set model.residual=true --set model.norm=pre --set model.context=64
+			--set model.embedding=128 --set model.blocks=4 --set train.batch=12)
+		rflags=(--variant prenorm --heads 4 --context 64 --embedding 128 --blocks 4 --batch 12)
+		;;
+	10.8M)
+		steps=12 file=$tmp/small.txt
+		gflags=(--set model.heads=6 --set model.residual=true --set model.norm=pre --set model.context=256
+			--set model.embedding=384 --set model.blocks=6 --set train.batch=16)
+		rflags=(--variant prenorm --heads 6 --context 256 --embedding 384 --blocks 6 --batch 16)
+		;;
+	*) echo "compare.sh: unknown shape $1" >&2; exit 1 ;;
+	esac
+}
+
 gptg_train() {
-	"$tmp/gptg" train configs/shakespeare.toml --set train.max_steps="$steps" --set train.eval_every=0 \
-		--set train.out="$tmp/run" --force --quiet | sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p'
+	"$tmp/gptg" train configs/shakespeare.toml "${gflags[@]}" --set data.path="$file" --set data.sha256= --set train.max_steps="$steps" \
+		--set train.eval_every=0 --set train.out="$tmp/run" --threads "$threads" --force --quiet |
+		sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p'
 }
 ref_train() {
-	"$python" "$ref" train --data "$data" --max-steps "$steps" --threads 1 | sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
+	"$python" "$ref" train --data "$file" "${rflags[@]}" --max-steps "$steps" --threads "$threads" |
+		sed -n 's/.*"tokens_per_s": \([0-9.]*\).*/\1/p'
 }
 gptg_sample() {
 	"$tmp/gptg" sample "$model" --prompt ROMEO: --tokens "$tokens" --threads 1 --stats 2>&1 >/dev/null |
@@ -79,12 +119,13 @@ pairs() {
 	echo "  median ratio gptg/ref: $(printf '%s\n' "${ratios[@]}" | median)x"
 }
 
-pairs "training, $steps steps" gptg_train ref_train
+for s in $shapes; do
+	shape "$s"
+	for threads in $threads_list; do
+		pairs "training, shape $s, $threads thread(s), $steps steps" gptg_train ref_train
+	done
+done
 
-# Sampling at two contexts: a causal model samples through its key/value
-# cache while the tokens fit the context, through the window graph after.
-# The model: a short training of the seed config at that context (speed
-# does not depend on how well it is trained).
 for context in 64 256; do
 	"$tmp/gptg" train configs/shakespeare.toml --set model.context="$context" --set train.max_steps=20 \
 		--set train.eval_every=0 --set train.out="$tmp/model-$context" --quiet >/dev/null
