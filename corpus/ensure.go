@@ -40,6 +40,13 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 	switch {
 	case err == nil && info.IsDir():
 		return fmt.Errorf("data file %s is a directory", path)
+	case err == nil && !info.Mode().IsRegular():
+		// Checked before the checksum opens it: opening a FIFO blocks.
+		f, _, err := openText(path)
+		if err == nil {
+			f.Close()
+		}
+		return err
 	case err == nil:
 		return verifyFile(path, sum)
 	case !errors.Is(err, fs.ErrNotExist):
@@ -63,9 +70,9 @@ func verifyFile(path, sum string) error {
 	if sum == "" {
 		return nil
 	}
-	f, err := os.Open(path)
+	f, _, err := openText(path)
 	if err != nil {
-		return fmt.Errorf("data file %s: %w", path, err)
+		return err
 	}
 	defer f.Close()
 	h := sha256.New()

@@ -84,7 +84,11 @@ func NewVocab(kind string, tokens []string) (*Vocab, error) {
 	} else {
 		v.wordID = make(map[string]int, len(tokens))
 	}
-	first := make(map[string]int, len(tokens))
+	// The lookup maps double as the duplicate check: a second map of the
+	// tokens would cost as much again for a large vocabulary.
+	dup := func(t string, j, i int) error {
+		return fmt.Errorf("%s vocabulary has %q twice (ids %d and %d)", kind, t, j, i)
+	}
 	for i, t := range tokens {
 		if t == "" {
 			return nil, fmt.Errorf("%s vocabulary token %d is empty", kind, i)
@@ -92,14 +96,13 @@ func NewVocab(kind string, tokens []string) (*Vocab, error) {
 		if !utf8.ValidString(t) {
 			return nil, fmt.Errorf("%s vocabulary token %d (%q) is not valid UTF-8", kind, i, t)
 		}
-		if j, dup := first[t]; dup {
-			return nil, fmt.Errorf("%s vocabulary has %q twice (ids %d and %d)", kind, t, j, i)
-		}
-		first[t] = i
 		if kind == Char {
 			r, size := utf8.DecodeRuneInString(t)
 			if size != len(t) {
 				return nil, fmt.Errorf("char vocabulary token %d (%q) is more than one character", i, t)
+			}
+			if j, seen := v.runeID[r]; seen {
+				return nil, dup(t, j, i)
 			}
 			v.runeID[r] = i
 			if r < 1<<16 {
@@ -113,6 +116,9 @@ func NewVocab(kind string, tokens []string) (*Vocab, error) {
 			// could never come back out of Encode.
 			if strings.IndexFunc(t, unicode.IsSpace) >= 0 {
 				return nil, fmt.Errorf("word vocabulary token %d (%q) contains whitespace", i, t)
+			}
+			if j, seen := v.wordID[t]; seen {
+				return nil, dup(t, j, i)
 			}
 			v.wordID[t] = i
 		}

@@ -98,6 +98,8 @@ func hardenedInputs(t *testing.T) []badInput {
 		// Files that are not regular files.
 		{name: "train: data.path is a named pipe", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\n"}, setup: mkfifo("fifo"),
 			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
+		{name: "train: data.path is a named pipe, data.sha256 set", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\nsha256 = \"" + strings.Repeat("ab", 32) + "\"\n"}, setup: mkfifo("fifo"),
+			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
 		{name: "train: data.path is /dev/zero", files: map[string]string{"c.toml": "[data]\npath = \"/dev/zero\"\n"},
 			args: []string{"train", "c.toml"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
 		{name: "eval --data /dev/zero", args: []string{"eval", causalModel, "--data", "/dev/zero"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
@@ -174,4 +176,39 @@ func TestEvalUsesTheRunsStride(t *testing.T) {
 	if got := loss("--data", testmodel.TinyText()); got == want {
 		t.Errorf("--data with the default stride gave the run's loss %q: the test cannot tell strides apart", got)
 	}
+}
+
+// TestLargeVocabularyStaysBounded: a valid model file whose metadata holds
+// a vocabulary of 300,000 words (3.4 MB of JSON) is inspected with a peak
+// memory bounded by a small multiple of the file (a 13 MB vocabulary once
+// took 492 MB).
+func TestLargeVocabularyStaysBounded(t *testing.T) {
+	const V = 300_000
+	words := make([]string, V)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	vocab, _ := json.Marshal(words)
+	spec := `{"vocab":300000,"context":1,"embedding":1,"blocks":0,"heads":1,"qkv":true,"mask":true,"out_proj":true,` +
+		`"residual":false,"norm":"none","activation":"gelu","ff_mult":1,"dtype":"float32","bias":true,"init":"torch"}`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.safetensors")
+	err := modelfile.Write(path, []modelfile.Tensor{
+		{Name: "tok.weight", Shape: []int{V, 1}, F32: make([]float32, V)},
+		{Name: "pos.weight", Shape: []int{1, 1}, F32: make([]float32, 1)},
+		{Name: "out.weight", Shape: []int{V, 1}, F32: make([]float32, V)},
+		{Name: "out.bias", Shape: []int{V}, F32: make([]float32, V)},
+	}, map[string]string{"format": "gptg/1", "model": spec, "tokenizer": "word", "vocab": string(vocab)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	r := gptg(t, dir, "inspect", "m.safetensors")
+	if r.code != 0 {
+		t.Fatalf("inspect: %s", r.stderr)
+	}
+	if limit := 10*info.Size()>>10 + 48<<10; r.maxRSSKB > limit {
+		t.Errorf("inspecting a %d KB file took %d KB, more than %d", info.Size()>>10, r.maxRSSKB, limit)
+	}
+	t.Logf("file %d KB, peak %d KB", info.Size()>>10, r.maxRSSKB)
 }

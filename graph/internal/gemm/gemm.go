@@ -170,6 +170,7 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		j.run(wk0)
+		*j = job[F]{} // drop the references to the caller's matrices
 		return
 	}
 	// Split the larger dimension of C into bands of whole tiles: each
@@ -206,7 +207,7 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 	}
 	w.wg.Wait()
-	for _, wk := range w.workers[1:parts] {
+	for _, wk := range w.workers[:parts] {
 		*jobOf[F](wk) = job[F]{} // drop the references to the caller's matrices
 	}
 }
