@@ -55,18 +55,21 @@ func (m Model) elemSize() float64 {
 }
 
 // forwardValues is the number of values a forward pass over rows
-// positions (batch × sequence length) keeps: per block the projections,
-// norms and residual sums (C wide), the feed-forward's hidden layer and
-// the attention scores (heads × seqLen per position); then the logits.
-// The constants are counts of the intermediate tensors of the unfused
-// graph, which has more of them than the fused one, fitted so that the
-// estimate stays above the peak RSS measured for both (README, "Memory").
-// It is a float64: the largest configs validation lets through overflow
-// an int64 here.
+// positions (batch × sequence length) keeps for the backward pass: per
+// block about twelve C-wide tensors (norms, q, k, v, the attention's
+// output, projections, residual sums), two of the feed-forward's hidden
+// width and the attention weights (heads × seqLen per position); then the
+// logits. That is what the fused graph holds at its peak, the start of the
+// backward pass: its other intermediates are lent and given back (see
+// graph.Memory). Measured: the 10.8M-parameter shape (prenorm, T 256,
+// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS; this estimate says
+// 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
+// keeps every intermediate and takes several times more. It is a float64:
+// the largest configs validation lets through overflow an int64 here.
 func (m Model) forwardValues(rows, seqLen float64) float64 {
 	C := float64(m.Embedding)
 	H := float64(m.FFMult) * C
-	block := 36*C + 6*H + 3*float64(m.Heads)*seqLen
+	block := 12*C + 2*H + float64(m.Heads)*seqLen
 	return rows * (float64(m.Blocks)*block + 4*C + 3*float64(m.Vocab))
 }
 
@@ -101,9 +104,10 @@ func (c *Config) TrainMemory() MemoryEstimate {
 		// weights + gradients (E each), moments (2×8), checkpoint buffer
 		// (E + 16) and model-file buffer (E)
 		Weights: float64(P) * (4*E + 32),
-		// training: forward, its gradients and the tape's temporaries;
-		// the one-hot targets; evaluation: one more forward
-		Activations: E * (3*fwd + rows*float64(m.Vocab) + fwd),
+		// training: the forward values and a quarter more for the
+		// backward pass's transients; the one-hot targets. Evaluation
+		// borrows the same buffers.
+		Activations: E * (1.25*fwd + rows*float64(m.Vocab)),
 	}
 }
 

@@ -48,8 +48,12 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
-	if !withGrads {
-		keep = append(keep, m.Attention...) // sampling and attention maps read them
+	// The attention weights are read by sampling, attention maps and the
+	// tests; a training graph keeps them at no cost (the backward pass
+	// needs them until the end anyway). Only an evaluation graph, with a
+	// loss and no gradients, lends them: nobody looks at its weights.
+	if withGrads || m.Loss == nil {
+		keep = append(keep, m.Attention...)
 	}
 	planMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"unsafe"
 
 	"github.com/gptg/gptg/internal/atomicfile"
 )
@@ -15,26 +17,55 @@ import (
 // so a crash or a full disk leaves the old file or the new one, never a
 // torn mix, and no temporary file behind.
 func Write(path string, tensors []Tensor, meta map[string]string) error {
-	header, dataSize, err := encodeHeader(tensors, meta)
+	header, _, err := encodeHeader(tensors, meta)
 	if err != nil {
 		return fail(path, "%w", err)
 	}
-	var buf bytes.Buffer
-	buf.Grow(8 + len(header) + int(dataSize))
-	// Writes to a bytes.Buffer cannot fail, so their errors are not checked.
-	binary.Write(&buf, binary.LittleEndian, uint64(len(header)))
-	buf.Write(header)
-	for _, t := range tensors {
-		if t.F32 != nil {
-			binary.Write(&buf, binary.LittleEndian, t.F32)
-		} else {
-			binary.Write(&buf, binary.LittleEndian, t.F64)
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		if err := binary.Write(w, binary.LittleEndian, uint64(len(header))); err != nil {
+			return err
 		}
-	}
-	if err := atomicfile.WriteFile(path, buf.Bytes()); err != nil {
+		if _, err := w.Write(header); err != nil {
+			return err
+		}
+		for _, t := range tensors {
+			if err := writeData(w, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return pathError(path, err)
 	}
 	return nil
+}
+
+// littleEndian is whether this machine stores numbers as the file does,
+// so that a tensor's memory can be written as it is.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// writeData writes t's values, little-endian. On a little-endian machine
+// that is its memory as it is: no copy the size of the tensor.
+func writeData(w io.Writer, t Tensor) error {
+	if !littleEndian {
+		if t.F32 != nil {
+			return binary.Write(w, binary.LittleEndian, t.F32)
+		}
+		return binary.Write(w, binary.LittleEndian, t.F64)
+	}
+	var raw []byte
+	switch {
+	case len(t.F32) > 0:
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&t.F32[0])), 4*len(t.F32))
+	case len(t.F64) > 0:
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&t.F64[0])), 8*len(t.F64))
+	}
+	_, err := w.Write(raw)
+	return err
 }
 
 // headerEntry is one tensor's line in the header; the field order is the

@@ -2,7 +2,9 @@
 package atomicfile
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -23,7 +25,17 @@ var syncDir = func(dir string) error {
 // the old file or the new one, never a mix, and after a power loss the new
 // name is there (the rename lives in the directory, which has its own
 // blocks to flush). On error nothing is left behind.
-func WriteFile(path string, data []byte) (err error) {
+func WriteFile(path string, data []byte) error {
+	return Write(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Write is WriteFile for content that write streams out: nothing the size
+// of the file is held in memory (a checkpoint of a 10M-parameter model is
+// 200 MB). The writer buffers; write's error aborts and removes the file.
+func Write(path string, write func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -35,7 +47,11 @@ func WriteFile(path string, data []byte) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err = tmp.Write(data); err != nil {
+	buf := bufio.NewWriterSize(tmp, 1<<20)
+	if err = write(buf); err != nil {
+		return err
+	}
+	if err = buf.Flush(); err != nil {
 		return err
 	}
 	if err = tmp.Chmod(0o644); err != nil { // CreateTemp makes it private
