@@ -20,7 +20,7 @@ import (
 var sweepCommand = command{
 	summary: "a grid of configs × settings × seeds: manifest, run entries, Slurm/Kubernetes, collect",
 	usage: `Usage:
-  gptg sweep SWEEP.toml                  expand the grid into a sweep folder
+  gptg sweep SWEEP.toml [--out DIR]      expand the grid into a sweep folder
   gptg sweep run DIR [--index I] [--jobs N] [--retry-failed]
   gptg sweep collect DIR [--baseline NAME]
   gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--time T] [--partition P]
@@ -58,6 +58,7 @@ emit k8s: writes DIR/job.yaml, a batch/v1 Indexed Job (completions N,
   there; the claim must hold this folder's content (configs, data, DIR).
 
 Flags:
+  --out DIR         the sweep folder (gptg sweep SWEEP.toml; default the file's out)
   --index I         the entry to run (run)
   --jobs N          runs at once when running every entry (default 1)
   --retry-failed    run entries whose last attempt failed (run)
