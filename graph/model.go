@@ -279,7 +279,11 @@ func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.No
 		}
 		h := b.dropout(f(in)) // the end of the branch
 		if b.spec.Residual {
-			h = G.Must(G.Add(x, h))
+			// h + x, not x + h: Gorgonia may add in place into its first
+			// operand, and only h is dead after the sum (x is read again
+			// by the backward pass). In this order the step allocates
+			// nothing; in the other, a new (B·T, C) matrix per block.
+			h = G.Must(G.Add(h, x))
 		}
 		if b.spec.Norm == "post" {
 			h = b.layerNorm(normName, h)

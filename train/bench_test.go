@@ -4,57 +4,88 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 )
 
-// BenchmarkTrainStep is one training step of the seed config (batch 4,
-// context 32, embedding 64, 2 blocks, 1 head, Q/K/V, mask, float32, the
-// 65-character vocabulary of tiny-shakespeare): forward, backward, clipping
-// and AdamW, as train.Run does it, on the fused graph and on the unfused
-// one. B/op after warm-up is the memory one step allocates;
-// bench/compare.sh measures tokens/s against the reference.
-//
-//	go test ./train -run XXX -bench TrainStep -benchtime 1000x
-func BenchmarkTrainStep(b *testing.B) {
-	for _, path := range []struct {
-		name    string
-		unfused bool
-	}{{"fused", false}, {"unfused", true}} {
-		b.Run(path.name, func(b *testing.B) { benchmarkTrainStep(b, path.unfused) })
-	}
+// benchShapes are the shapes issue #10 measures (bench/compare.sh trains
+// them against the reference): the seed config; nanoGPT's CPU recipe
+// (prenorm, 4 heads, batch 12, context 64, embedding 128, 4 blocks); and
+// nanoGPT's shakespeare-char shape at batch 16 (prenorm, 6 heads, context
+// 256, embedding 384, 6 blocks, 10.8M parameters).
+var benchShapes = []struct {
+	name  string
+	batch int
+	spec  func() config.Model
+}{
+	{"seed", 4, func() config.Model { s := config.DefaultModel(); s.Vocab = 65; return s }},
+	{"cpu", 12, func() config.Model { return prenorm(4, 64, 128, 4) }},
+	{"10.8M", 16, func() config.Model { return prenorm(6, 256, 384, 6) }},
 }
 
-func benchmarkTrainStep(b *testing.B, unfused bool) {
-	spec := config.DefaultModel()
-	spec.Vocab = 65
-	const batch = 4
-	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Backend: graph.Backend{Unfused: unfused}})
+func prenorm(heads, context, embedding, blocks int) config.Model {
+	s := config.DefaultModel()
+	s.Vocab, s.Heads, s.Context, s.Embedding, s.Blocks = 65, heads, context, embedding, blocks
+	s.Residual, s.Norm = true, "pre"
+	return s
+}
+
+// BenchmarkTrainStep is one training step — forward, backward, clipping
+// and AdamW, as train.Run does it — at each shape of benchShapes, on the
+// fused graph with 1 thread and with every core, and on the unfused graph
+// at the seed shape. B/op after warm-up is the memory one step allocates;
+// bench/compare.sh measures tokens/s against the reference.
+//
+//	go test ./train -run XXX -bench TrainStep -benchtime 20x
+func BenchmarkTrainStep(b *testing.B) {
+	for _, s := range benchShapes {
+		for _, threads := range []int{1, runtime.NumCPU()} {
+			b.Run(fmt.Sprintf("%s/threads=%d", s.name, threads), func(b *testing.B) {
+				benchmarkTrainStep(b, s.spec(), s.batch, graph.Backend{Threads: threads})
+			})
+		}
+	}
+	b.Run("seed/unfused", func(b *testing.B) {
+		benchmarkTrainStep(b, benchShapes[0].spec(), benchShapes[0].batch, graph.Backend{Unfused: true})
+	})
+}
+
+// newBenchStepper builds a training step of spec and a source of random batches.
+func newBenchStepper(t testing.TB, spec config.Model, batch int, be graph.Backend) (*Stepper, func() ([]int, []int), func()) {
+	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Backend: be})
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
 	prog, err := graph.Compile(m, true)
 	if err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	defer prog.Close()
 	opt := &AdamW{Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
 	s := NewStepper(prog, opt, Schedule{LR: 1e-3, MinLR: 1e-4, Warmup: 100, Total: 1 << 30}, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := batch * spec.Context
 	x, y := make([]int, n), make([]int, n)
-	next := func() {
+	next := func() ([]int, []int) {
 		for i := range x {
 			x[i], y[i] = rng.IntN(spec.Vocab), rng.IntN(spec.Vocab)
 		}
+		return x, y
 	}
+	return s, next, func() { prog.Close() }
+}
+
+func benchmarkTrainStep(b *testing.B, spec config.Model, batch int, be graph.Backend) {
+	s, next, done := newBenchStepper(b, spec, batch, be)
+	defer done()
 	for i := 0; i < 3; i++ { // warm-up: first-run allocations, AdamW moments
-		next()
+		x, y := next()
 		if _, err := s.Step(i, x, y); err != nil {
 			b.Fatal(err)
 		}
@@ -62,12 +93,46 @@ func benchmarkTrainStep(b *testing.B, unfused bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		next()
+		x, y := next()
 		if _, err := s.Step(i, x, y); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(b.N*batch*spec.Context)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// TestStepAllocations: after warm-up a training step allocates at most
+// 1 MB (issue #10), at the seed shape and at nanoGPT's CPU-recipe shape,
+// with one thread and with two. (The 10.8M shape is in BenchmarkTrainStep:
+// its step takes seconds.)
+func TestStepAllocations(t *testing.T) {
+	for _, s := range benchShapes[:2] {
+		for _, threads := range []int{1, 2} {
+			stepper, next, done := newBenchStepper(t, s.spec(), s.batch, graph.Backend{Threads: threads})
+			for i := 0; i < 3; i++ {
+				x, y := next()
+				if _, err := stepper.Step(i, x, y); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const steps = 5
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := 0; i < steps; i++ {
+				x, y := next()
+				if _, err := stepper.Step(3+i, x, y); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runtime.ReadMemStats(&after)
+			done()
+			perStep := float64(after.TotalAlloc-before.TotalAlloc) / steps
+			t.Logf("%s, %d thread(s): %.1f KB allocated per step", s.name, threads, perStep/1024)
+			if perStep > 1<<20 {
+				t.Errorf("%s, %d thread(s): %.0f bytes allocated per step, more than 1 MB", s.name, threads, perStep)
+			}
+		}
+	}
 }
 
 // BenchmarkLongRunMemory trains the seed config for 30,000 steps through
