@@ -150,8 +150,9 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 		s[i] = F(e)
 		sum += e
 	}
+	inv := 1 / sum // one division per row, not one per entry
 	for i, v := range s {
-		s[i] = F(float64(v) / sum)
+		s[i] = F(float64(v) * inv)
 	}
 }
 

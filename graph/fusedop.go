@@ -60,7 +60,11 @@ type fusedOp struct {
 	// Lending (memory.go): mem lends the output when uses > 0, the number
 	// of reads per run by other fused ops; pending counts the reads left in
 	// this run; readOf[i] is the producer of input i when it is lent.
-	mem        *Memory
+	mem *Memory
+	// stats, when set, is what a forward kernel leaves for the backward
+	// kernels of the same layer in the same run (layer norm: each row's
+	// mean and 1/std); derive hands the pointer on.
+	stats      *[]float64
 	uses       int
 	pending    int
 	readOf     []*fusedOp
@@ -105,6 +109,9 @@ type args[F gemm.Float] struct {
 	p    *opParams
 	// scratch is the kernel's own float64 buffer, kept from run to run.
 	scratch []float64
+	// stats is the layer's statistics shared between its forward and
+	// backward kernels (fusedOp.stats), or nil.
+	stats *[]float64
 }
 
 // kernel holds a kernel's two instantiations.
@@ -119,7 +126,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -240,7 +247,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.t, a.p = op.team.whole, op.team, &op.p
+	a.ws, a.t, a.p, a.stats = op.team.whole, op.team, &op.p, op.stats
 	if d, ok := op.out.Data().([]F); ok {
 		a.out = d
 		f(a)
