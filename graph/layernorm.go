@@ -16,12 +16,12 @@ func (f *fused) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	if bias == nil {
 		op := f.newOp("LayerNormNoBias", p, kernelOf(layerNormForward[float32], layerNormForward[float64]),
 			rank(2, 1), x.Shape().Clone(), true, true)
-		op.grad = layerNormGrad
+		op.grad, op.stats = layerNormGrad, new([]float64)
 		return G.Must(G.ApplyOp(op, x, w))
 	}
 	op := f.newOp("LayerNorm", p, kernelOf(layerNormForward[float32], layerNormForward[float64]),
 		rank(2, 1, 1), x.Shape().Clone(), true, true, true)
-	op.grad = layerNormGrad
+	op.grad, op.stats = layerNormGrad, new([]float64)
 	return G.Must(G.ApplyOp(op, x, w, bias))
 }
 
@@ -45,82 +45,110 @@ func layerNormGrad(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dw, db}, err
 }
 
-// rowStats returns a row's mean and its standard deviation √(var + eps),
-// the variance biased as nn.LayerNorm's.
-func rowStats[F gemm.Float](x []F, eps float64) (mean, std float64) {
-	for _, v := range x {
-		mean += float64(v)
+// rowStats returns a row's mean and 1/√(var + eps), the variance biased
+// as nn.LayerNorm's.
+//
+// Both sums run in four interleaved partial sums: one running sum waits
+// for each addition to finish (four cycles) before the next can start,
+// four keep the adder busy. The order is fixed, so the bits are too.
+func rowStats[F gemm.Float](x []F, eps float64) (mean, rstd float64) {
+	var s [4]float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s[0] += float64(x[j])
+		s[1] += float64(x[j+1])
+		s[2] += float64(x[j+2])
+		s[3] += float64(x[j+3])
 	}
-	mean /= float64(len(x))
-	variance := 0.0
-	for _, v := range x {
-		d := float64(v) - mean
-		variance += d * d
+	for ; j < len(x); j++ {
+		s[0] += float64(x[j])
 	}
-	variance /= float64(len(x))
-	return mean, math.Sqrt(variance + eps)
+	mean = (s[0] + s[1] + s[2] + s[3]) / float64(len(x))
+	s = [4]float64{}
+	j = 0
+	for ; j+4 <= len(x); j += 4 {
+		d0, d1, d2, d3 := float64(x[j])-mean, float64(x[j+1])-mean, float64(x[j+2])-mean, float64(x[j+3])-mean
+		s[0] += d0 * d0
+		s[1] += d1 * d1
+		s[2] += d2 * d2
+		s[3] += d3 * d3
+	}
+	for ; j < len(x); j++ {
+		d := float64(x[j]) - mean
+		s[0] += d * d
+	}
+	variance := (s[0] + s[1] + s[2] + s[3]) / float64(len(x))
+	return mean, 1 / math.Sqrt(variance+eps)
 }
 
 // layerNormForward: y = (x − mean)/std·w + b per row. in: x (rows, C), w,
-// and b (C) if the layer has one.
+// and b (C) if the layer has one. Each row's mean and 1/std stay in
+// a.stats for the backward kernels, which would otherwise compute them
+// twice more.
 func layerNormForward[F gemm.Float](a *args[F]) {
 	x, w, C := a.in[0], a.in[1], a.p.Width
 	var bias []F // nil: the layer has none
 	if len(a.in) > 2 {
 		bias = a.in[2]
 	}
+	if len(*a.stats) != 2*a.p.Rows {
+		*a.stats = make([]float64, 2*a.p.Rows)
+	}
+	stats := *a.stats
 	rows(a, a.p.Rows, 4*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, yr := x[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
-			mean, std := rowStats(xr, a.p.Eps)
+			mean, rstd := rowStats(xr, a.p.Eps)
+			stats[2*r], stats[2*r+1] = mean, rstd
 			if bias == nil {
 				for j, v := range xr {
-					yr[j] = F((float64(v) - mean) / std * float64(w[j]))
+					yr[j] = F((float64(v) - mean) * rstd * float64(w[j]))
 				}
 				continue
 			}
 			for j, v := range xr {
-				yr[j] = F((float64(v)-mean)/std*float64(w[j]) + float64(bias[j]))
+				yr[j] = F((float64(v)-mean)*rstd*float64(w[j]) + float64(bias[j]))
 			}
 		}
 	})
 }
 
 // layerNormBackwardX: with n = (x − mean)/std and g = dy⊙w,
-// ∂x = (g − mean(g) − n·mean(g⊙n))/std. in: x, w, dy.
+// ∂x = (g − mean(g) − n·mean(g⊙n))/std. in: x, w, dy; the forward
+// kernel's statistics.
 func layerNormBackwardX[F gemm.Float](a *args[F]) {
-	x, w, dy, C := a.in[0], a.in[1], a.in[2], a.p.Width
-	rows(a, a.p.Rows, 6*len(x), func(lo, hi int) {
+	x, w, dy, C, stats := a.in[0], a.in[1], a.in[2], a.p.Width, *a.stats
+	rows(a, a.p.Rows, 5*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, dr, out := x[r*C:(r+1)*C], dy[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
-			mean, std := rowStats(xr, a.p.Eps)
+			mean, rstd := stats[2*r], stats[2*r+1]
 			sumG, sumGN := 0.0, 0.0
 			for j, v := range xr {
 				g := float64(dr[j]) * float64(w[j])
 				sumG += g
-				sumGN += g * (float64(v) - mean) / std
+				sumGN += g * (float64(v) - mean) * rstd
 			}
 			mg, mgn := sumG/float64(C), sumGN/float64(C)
 			for j, v := range xr {
-				n := (float64(v) - mean) / std
-				out[j] = F((float64(dr[j])*float64(w[j]) - mg - n*mgn) / std)
+				n := (float64(v) - mean) * rstd
+				out[j] = F((float64(dr[j])*float64(w[j]) - mg - n*mgn) * rstd)
 			}
 		}
 	})
 }
 
-// layerNormBackwardW: ∂w = Σ_rows dy⊙(x − mean)/std. in: x, dy.
-// A sum over rows: the team splits the columns, and each worker computes
-// every row's mean and std for itself (cheap next to the sum).
+// layerNormBackwardW: ∂w = Σ_rows dy⊙(x − mean)/std. in: x, dy; the
+// forward kernel's statistics. A sum over rows: the team splits the
+// columns, so that each sum still runs over the rows in order.
 func layerNormBackwardW[F gemm.Float](a *args[F]) {
-	x, dy, C := a.in[0], a.in[1], a.p.Width
+	x, dy, C, stats := a.in[0], a.in[1], a.p.Width, *a.stats
 	clear(a.out)
-	rows(a, C, 4*len(x), func(lo, hi int) {
+	rows(a, C, 2*len(x), func(lo, hi int) {
 		for r := 0; r < a.p.Rows; r++ {
-			xr, dr := x[r*C:(r+1)*C], dy[r*C:(r+1)*C]
-			mean, std := rowStats(xr, a.p.Eps)
-			for j := lo; j < hi; j++ {
-				a.out[j] += F(float64(dr[j]) * (float64(xr[j]) - mean) / std)
+			xr, dr, out := x[r*C+lo:r*C+hi], dy[r*C+lo:r*C+hi], a.out[lo:hi]
+			mean, rstd := stats[2*r], stats[2*r+1]
+			for j, v := range xr {
+				out[j] += F(float64(dr[j]) * (float64(v) - mean) * rstd)
 			}
 		}
 	})
