@@ -80,7 +80,7 @@ func newBuilder(spec config.Model, o Options) *builder {
 		if mem == nil {
 			mem = NewMemory()
 		}
-		b.op = &fused{dt: dt, team: newTeam(o.Threads), mem: mem, dims: opParams{
+		b.op = &fused{dt: dt, team: newTeam(threadsFor(o.Threads, o.Batch*o.SeqLen*spec.Embedding)), mem: mem, dims: opParams{
 			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
 		}}

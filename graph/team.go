@@ -31,6 +31,22 @@ func newTeam(threads int) *team {
 	return t
 }
 
+// minParallelActivation is the size of an activation (rows × embedding)
+// below which a graph runs on one goroutine whatever Threads says: its
+// kernels take a few microseconds each, about what waking a second
+// goroutine costs, and the seed config (128 × 64) measured slower on two
+// threads than on one. The numbers are the same either way. Like
+// minSplitWork, a variable so that tests can split every job.
+var minParallelActivation = 1 << 15
+
+// threadsFor is the team size for a graph whose activations hold size values.
+func threadsFor(threads, size int) int {
+	if size < minParallelActivation {
+		return 1
+	}
+	return threads
+}
+
 // minSplitWork is the work (about one multiply-add or one exp per unit)
 // below which splitting costs more than it saves: waking a goroutine and
 // waiting for it takes a few microseconds, a few thousand units of work.

@@ -15,9 +15,9 @@ import (
 // weights to the bit: the promise of team that lets training give the
 // same weights on any machine. Both dtypes, with and without the mask.
 func TestThreadsGiveSameBits(t *testing.T) {
-	saved := minSplitWork
-	minSplitWork = 0
-	defer func() { minSplitWork = saved }()
+	savedWork, savedSize := minSplitWork, minParallelActivation
+	minSplitWork, minParallelActivation = 0, 0
+	defer func() { minSplitWork, minParallelActivation = savedWork, savedSize }()
 	for _, dtype := range []string{"float32", "float64"} {
 		for _, mask := range []bool{true, false} {
 			spec := config.Model{Bias: true, Init: "torch", Vocab: 11, Context: 70, Embedding: 12, Blocks: 2, Heads: 3, FFMult: 3, QKV: true,

@@ -271,7 +271,7 @@ func TestThreadsGiveSameWeights(t *testing.T) {
 	for _, threads := range []int{1, 2, 3} {
 		dir := t.TempDir()
 		c := tinyConfig(t, dir)
-		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 64, "float32"
+		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 128, "float32" // 256 rows × 128: above graph.minParallelActivation
 		c.Data.Stride = 16
 		c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = 8, 12, 6
 		c.Train.Threads = threads
