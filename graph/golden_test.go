@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gptg/gptg/graph/internal/gemm"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -28,6 +29,27 @@ func TestGoldenOtherSizes(t *testing.T) { runGolden(t, "../testdata/golden-sizes
 // biases, final LayerNorm, exact GELU, vocab 11, context 6, embedding 12,
 // 2 blocks of 2 heads, batch 3.
 func TestGoldenNanoGPT(t *testing.T) { runGolden(t, "../testdata/nanogpt/golden") }
+
+// TestGoldenOnEveryKernelPath runs the golden cases on the fused graph
+// with each other family of matrix-product kernels this machine has
+// (TestGolden ran the fastest): on a Zen 4 or Skylake-SP, AVX2 and the
+// plain Go twins that -tags purego builds.
+func TestGoldenOnEveryKernelPath(t *testing.T) {
+	cases, err := golden.Load(golden.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range gemm.Paths()[1:] {
+		t.Run(path, func(t *testing.T) {
+			defer gemm.Use(path)()
+			for _, c := range cases {
+				for _, dtype := range []string{"float64", "float32"} {
+					t.Run(c.Name+"/"+dtype, func(t *testing.T) { checkGolden(t, c, dtype, false) })
+				}
+			}
+		})
+	}
+}
 
 func runGolden(t *testing.T, dir string) {
 	cases, err := golden.Load(dir)

@@ -300,3 +300,18 @@ func to32(s []float64) []float32 {
 	}
 	return out
 }
+
+// TestUseSwitchesPaths: Use really selects each family Paths names, and
+// its restore function brings back the fastest.
+func TestUseSwitchesPaths(t *testing.T) {
+	for _, name := range Paths() {
+		restore := Use(name)
+		if got := activePath.String(); got != name {
+			t.Errorf("Use(%q): active path %s", name, got)
+		}
+		restore()
+		if activePath != bestPath {
+			t.Errorf("after Use(%q) and restore: active path %s, want %s", name, activePath, bestPath)
+		}
+	}
+}

@@ -120,3 +120,27 @@ func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, 
 		}
 	}
 }
+
+// Paths names the kernel families this machine runs, fastest first:
+// "AVX-512", "AVX2" (assembly) and "Go" (the plain Go twins, what -tags
+// purego builds). Use switches Mul to one of them; the packages above gemm
+// test their golden numbers on each (graph's TestGoldenOnEveryKernelPath).
+func Paths() []string {
+	var names []string
+	for p := bestPath; p >= pathGo; p-- {
+		names = append(names, p.String())
+	}
+	return names
+}
+
+// Use makes Mul run the kernel family name (one of Paths) until restore
+// is called. Not safe while products run: tests call it between runs.
+func Use(name string) (restore func()) {
+	saved, savedGo := activePath, forceGo
+	for p := bestPath; p >= pathGo; p-- {
+		if p.String() == name {
+			activePath, forceGo = p, p == pathGo
+		}
+	}
+	return func() { activePath, forceGo = saved, savedGo }
+}
