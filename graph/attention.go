@@ -139,7 +139,12 @@ func attentionWeightsForward[F gemm.Float](a *args[F]) {
 
 // softmaxScaled replaces the raw scores s by softmax(s·scale), shifted by
 // the row max first (scale > 0, so the max of s is the max of s·scale).
+// A float32 row takes exp32 and sums in float64; a float64 row math.Exp.
 func softmaxScaled[F gemm.Float](s []F, scale float64) {
+	if s32, ok := any(s).([]float32); ok {
+		softmaxScaled32(s32, float32(scale))
+		return
+	}
 	maxv := math.Inf(-1)
 	for _, v := range s {
 		maxv = max(maxv, float64(v))
@@ -153,6 +158,23 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 	inv := 1 / sum // one division per row, not one per entry
 	for i, v := range s {
 		s[i] = F(float64(v) * inv)
+	}
+}
+
+func softmaxScaled32(s []float32, scale float32) {
+	maxv := float32(math.Inf(-1))
+	for _, v := range s {
+		maxv = max(maxv, v)
+	}
+	sum := 0.0
+	for i, v := range s {
+		e := exp32((v - maxv) * scale)
+		s[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i, v := range s {
+		s[i] = v * inv
 	}
 }
 
