@@ -205,45 +205,38 @@ func attentionWeightsBackward[F gemm.Float](a *args[F]) {
 }
 
 // attentionBackwardQ: ∂q = ∂s·k per sequence and head. in: ∂s (B·H, T, T), k (rows, C).
-// Row i of ∂s is zero past column i under the mask.
-func attentionBackwardQ[F gemm.Float](a *args[F]) {
-	ds, k, p := a.in[0], a.in[1], a.p
-	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		dh, kh, out := ds[(b*p.Heads+h)*T*T:], head(k, p, b, h), head(a.out, p, b, h)
-		rowBlocks(p, func(i0, i1 int) {
-			gemm.Mul(ws, false, false, i1-i0, hs, i1, dh[i0*T:], T, kh, C, out[i0*C:], C, false)
-		})
-	})
-}
+func attentionBackwardQ[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], false) }
 
 // attentionBackwardK: ∂k = ∂sᵀ·q per sequence and head. in: ∂s (B·H, T, T), q (rows, C).
-// Column j of ∂s is zero above row j under the mask, so a block of columns
-// j0…j1−1 needs rows j0… only.
-func attentionBackwardK[F gemm.Float](a *args[F]) {
-	ds, q, p := a.in[0], a.in[1], a.p
-	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		dh, qh, out := ds[(b*p.Heads+h)*T*T:], head(q, p, b, h), head(a.out, p, b, h)
-		rowBlocks(p, func(j0, j1 int) {
-			from := 0
-			if p.Mask {
-				from = j0
-			}
-			gemm.Mul(ws, true, false, j1-j0, hs, T-from, dh[from*T+j0:], T, qh[from*C:], C, out[j0*C:], C, false)
-		})
-	})
-}
+func attentionBackwardK[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], true) }
 
 // attentionMixForward: y = w·v per sequence and head, heads side by side in y's rows.
 // in: w (B·H, T, T), v (rows, C).
-func attentionMixForward[F gemm.Float](a *args[F]) {
-	w, v, p := a.in[0], a.in[1], a.p
+func attentionMixForward[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], false) }
+
+// attentionMixBackwardV: ∂v = wᵀ·dy per sequence and head. in: w (B·H, T, T), dy (rows, C).
+func attentionMixBackwardV[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], true) }
+
+// squareTimesHeads sets each head of a.out to m·x (or mᵀ·x when
+// transposed), m one (T, T) matrix per sequence and head, x rows (B·T, C)
+// read head by head. Under the mask m is zero above its diagonal: a block
+// of rows i0…i1−1 of m needs columns (and rows of x) up to i1 only, and a
+// block of columns j0…j1−1 of m, as mᵀ uses them, rows from j0 only.
+func squareTimesHeads[F gemm.Float](a *args[F], m, x []F, transposed bool) {
+	p := a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
 	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		wh, vh, out := w[(b*p.Heads+h)*T*T:], head(v, p, b, h), head(a.out, p, b, h)
+		mh, xh, out := m[(b*p.Heads+h)*T*T:], head(x, p, b, h), head(a.out, p, b, h)
 		rowBlocks(p, func(i0, i1 int) {
-			gemm.Mul(ws, false, false, i1-i0, hs, i1, wh[i0*T:], T, vh, C, out[i0*C:], C, false)
+			if !transposed {
+				gemm.Mul(ws, false, false, i1-i0, hs, i1, mh[i0*T:], T, xh, C, out[i0*C:], C, false)
+				return
+			}
+			from := 0
+			if p.Mask {
+				from = i0
+			}
+			gemm.Mul(ws, true, false, i1-i0, hs, T-from, mh[from*T+i0:], T, xh[from*C:], C, out[i0*C:], C, false)
 		})
 	})
 }
@@ -259,22 +252,6 @@ func attentionMixBackwardW[F gemm.Float](a *args[F]) {
 		dw, dyh, vh := a.out[(b*p.Heads+h)*T*T:], head(dy, p, b, h), head(v, p, b, h)
 		rowBlocks(p, func(i0, i1 int) {
 			gemm.Mul(ws, false, true, i1-i0, i1, hs, dyh[i0*C:], C, vh, C, dw[i0*T:], T, false)
-		})
-	})
-}
-
-// attentionMixBackwardV: ∂v = wᵀ·dy per sequence and head. in: w (B·H, T, T), dy (rows, C).
-func attentionMixBackwardV[F gemm.Float](a *args[F]) {
-	w, dy, p := a.in[0], a.in[1], a.p
-	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		wh, dyh, out := w[(b*p.Heads+h)*T*T:], head(dy, p, b, h), head(a.out, p, b, h)
-		rowBlocks(p, func(j0, j1 int) {
-			from := 0
-			if p.Mask {
-				from = j0
-			}
-			gemm.Mul(ws, true, false, j1-j0, hs, T-from, wh[from*T+j0:], T, dyh[from*C:], C, out[j0*C:], C, false)
 		})
 	})
 }
