@@ -69,13 +69,15 @@ func backend(threads int) graph.Backend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	return graph.Backend{Unfused: os.Getenv(envUnfused) == "1", Threads: threads}
+	return graph.Backend{Unfused: unfused(), Threads: threads}
 }
+
+// unfused reports whether the environment asks for the unfused graph.
+func unfused() bool { return os.Getenv(envUnfused) == "1" }
 
 // threadsFlag adds --threads to a command's flags.
 func threadsFlag(fs *flag.FlagSet) *int {
-	n := fs.Int("threads", 0, "")
-	return n
+	return fs.Int("threads", 0, "")
 }
 
 // threadsUsage is the --threads line of every command's help.

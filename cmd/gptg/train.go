@@ -71,7 +71,8 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := train.Options{Backend: graph.Backend{Unfused: backend(0).Unfused, Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}
+	// --threads 0 (unset) leaves the choice to train.threads, then to every core.
+	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}
