@@ -20,6 +20,15 @@ var paths = []struct {
 	unfused bool
 }{{"fused", false}, {"unfused", true}}
 
+// randomBatch draws n token ids and n target ids below vocab, in pairs.
+func randomBatch(rng *rand.Rand, vocab, n int) (x, y []int) {
+	x, y = make([]int, n), make([]int, n)
+	for i := range x {
+		x[i], y[i] = rng.IntN(vocab), rng.IntN(vocab)
+	}
+	return x, y
+}
+
 // layerRun is what one layer graph computed: its outputs and the gradient
 // of a random linear function of them with respect to every parameter.
 type layerRun struct {
@@ -236,15 +245,8 @@ func TestFusedBuffersAcrossRuns(t *testing.T) {
 	const batch = 3
 	n := batch * spec.Context
 	rng := rand.New(rand.NewPCG(9, 9))
-	batchOf := func() (x, y []int) {
-		x, y = make([]int, n), make([]int, n)
-		for i := range x {
-			x[i], y[i] = rng.IntN(spec.Vocab), rng.IntN(spec.Vocab)
-		}
-		return x, y
-	}
-	xa, ya := batchOf()
-	xb, yb := batchOf()
+	xa, ya := randomBatch(rng, spec.Vocab, n)
+	xb, yb := randomBatch(rng, spec.Vocab, n)
 	newProgram := func() *Program {
 		m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 3})
 		if err != nil {

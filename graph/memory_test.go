@@ -21,15 +21,8 @@ func TestLentBuffersChangeNothing(t *testing.T) {
 		const batch = 3
 		n := batch * spec.Context
 		rng := rand.New(rand.NewPCG(1, 2))
-		batchOf := func() (x, y []int) {
-			x, y = make([]int, n), make([]int, n)
-			for i := range x {
-				x[i], y[i] = rng.IntN(spec.Vocab), rng.IntN(spec.Vocab)
-			}
-			return x, y
-		}
-		xa, ya := batchOf()
-		xb, yb := batchOf()
+		xa, ya := randomBatch(rng, spec.Vocab, n)
+		xb, yb := randomBatch(rng, spec.Vocab, n)
 		mem := NewMemory()
 		compile := func(withGrads bool) *Program {
 			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})

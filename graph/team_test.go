@@ -26,10 +26,7 @@ func TestThreadsGiveSameBits(t *testing.T) {
 				const batch = 3
 				rng := rand.New(rand.NewPCG(3, 3))
 				n := batch * spec.Context
-				x, y := make([]int, 2*n), make([]int, 2*n)
-				for i := range x {
-					x[i], y[i] = rng.IntN(spec.Vocab), rng.IntN(spec.Vocab)
-				}
+				x, y := randomBatch(rng, spec.Vocab, 2*n)
 				var want [][]float64
 				for _, threads := range []int{1, 2, 3} {
 					m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 7, Backend: Backend{Threads: threads}})
