@@ -9,7 +9,8 @@
 // a few float32 ulps. On amd64 with AVX2 and FMA eight elements go at once
 // (gelu_amd64.s); elsewhere, with the build tag purego, and for the last
 // len%8 elements, the plain loops below do the same arithmetic (without
-// fused multiply-adds, so the last bit may differ).
+// fused multiply-adds, so the last bit may differ). exact.go does the same
+// for the exact GELU, x·Φ(x) with erf.
 package gelu
 
 // Formula constants.

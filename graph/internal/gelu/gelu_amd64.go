@@ -15,3 +15,13 @@ func forwardAVX2(y, x *float32, n int)
 //
 //go:noescape
 func backwardAVX2(dx, x, dy *float32, n int)
+
+// exactForwardAVX2 is ExactForward for n elements, n a multiple of 8.
+//
+//go:noescape
+func exactForwardAVX2(y, x *float32, n int)
+
+// exactBackwardAVX2 is ExactBackward for n elements, n a multiple of 8.
+//
+//go:noescape
+func exactBackwardAVX2(dx, x, dy *float32, n int)

@@ -1,0 +1,136 @@
+package gelu
+
+import (
+	"math"
+	"testing"
+)
+
+// exactFloat64 is the exact GELU and its derivative in float64 with
+// math.Erf, as package graph computes them for float64 graphs.
+func exactFloat64(x float64) (y, d float64) {
+	cdf := 0.5 * (1 + math.Erf(x/math.Sqrt2))
+	return x * cdf, cdf + x*math.Exp(-0.5*x*x)/math.Sqrt(2*math.Pi)
+}
+
+// TestExactAgainstFloat64 compares both implementations (assembly where
+// the CPU has it, and the Go loops) with the float64 exact GELU over
+// [−12, 12], the saturated tails included, on a length that is not a
+// multiple of 8. The bounds: erf is within 3e-7 of math.Erf (about 5 ulps
+// of a float32 near ±1, the worst near |x/√2| = 3.8), so Φ = ½(1 + erf)
+// within 1.5e-7 and x·Φ within 1.5e-7·|x|; on top of that the result is
+// rounded to float32 (2 ulps allowed, 2.4e-7 relative). Measured worst:
+// 1.6e-7·(|x| + 2|y|) for gelu, 1.6e-7·(1 + 2|gelu′|) for dy·gelu′ (x near
+// −5, where 1 + erf cancels; PyTorch's float32 formula cancels there too).
+func TestExactAgainstFloat64(t *testing.T) {
+	const n = 24*4096 + 5
+	x, dy := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(-12 + 24*float64(i)/n)
+		dy[i] = float32(1 + math.Sin(float64(i)))
+	}
+	for _, asm := range implementations(t) {
+		haveAsm = asm
+		y, dx := make([]float32, n), make([]float32, n)
+		ExactForward(y, x)
+		ExactBackward(dx, x, dy)
+		for i, xi := range x {
+			wy, wd := exactFloat64(float64(xi))
+			wdx := float64(dy[i]) * wd
+			if e := math.Abs(float64(y[i]) - wy); e > 2e-7*(math.Abs(float64(xi))+2*math.Abs(wy)) {
+				t.Fatalf("asm %v: gelu(%v) = %v, want %v", asm, xi, y[i], wy)
+			}
+			if e := math.Abs(float64(dx[i]) - wdx); e > 2e-7*math.Abs(float64(dy[i]))*(1+2*math.Abs(wd)) {
+				t.Fatalf("asm %v: dy·gelu′(%v) = %v, want %v", asm, xi, dx[i], wdx)
+			}
+		}
+	}
+}
+
+// implementations lists the ways this machine can compute (false: the Go
+// loops, true: assembly) and restores haveAsm when the test ends.
+func implementations(t *testing.T) []bool {
+	t.Cleanup(func(h bool) func() { return func() { haveAsm = h } }(haveAsm))
+	impls := []bool{false}
+	if haveAsm {
+		impls = append(impls, true)
+	}
+	return impls
+}
+
+// TestExactSaturates: far out, the exact GELU is exactly 0 or x and its
+// derivative exactly 0 or 1, as in float64 (e^(−x²/2) underflows past
+// |x| = 13.25, erf is ±1 past |x| = 5.42).
+func TestExactSaturates(t *testing.T) {
+	for _, asm := range implementations(t) {
+		haveAsm = asm
+		x := []float32{-1e30, -30, -14, 14, 30, 1e30, -14, 14, -30}
+		y, dx, one := make([]float32, len(x)), make([]float32, len(x)), []float32{1, 1, 1, 1, 1, 1, 1, 1, 1}
+		ExactForward(y, x)
+		ExactBackward(dx, x, one)
+		for i, xi := range x {
+			wy, wd := float32(0), float32(0)
+			if xi > 0 {
+				wy, wd = xi, 1
+			}
+			if y[i] != wy || dx[i] != wd {
+				t.Errorf("asm %v: x = %v: gelu %v, gelu′ %v; want %v, %v", asm, xi, y[i], dx[i], wy, wd)
+			}
+		}
+	}
+}
+
+// TestErf: erf within 6 float32 ulps of math.Erf, never beyond ±1.
+func TestErf(t *testing.T) {
+	for z := float32(-5); z < 5; z += 1.0 / 4096 {
+		got, want := erf(z), math.Erf(float64(z))
+		ulp := float64(math.Nextafter32(float32(math.Abs(want)), 2) - float32(math.Abs(want)))
+		if math.Abs(float64(got)-want) > 6*ulp || got > 1 || got < -1 {
+			t.Fatalf("erf(%v) = %v, want %v", z, got, want)
+		}
+	}
+}
+
+// TestExpNeg: within 2 float32 ulps of math.Exp down to −87.3, exactly 0
+// below −87.7.
+func TestExpNeg(t *testing.T) {
+	for z := float32(-87.3); z <= 0; z += 1.0 / 1024 {
+		got, want := expNeg(z), math.Exp(float64(z))
+		ulp := float64(math.Nextafter32(float32(want), 1e30) - float32(want))
+		if math.Abs(float64(got)-want) > 2*ulp {
+			t.Fatalf("expNeg(%v) = %v, want %v", z, got, want)
+		}
+	}
+	for _, z := range []float32{-87.7, -88, -100, -1e30, float32(math.Inf(-1))} {
+		if got := expNeg(z); got != 0 {
+			t.Errorf("expNeg(%v) = %v, want 0", z, got)
+		}
+	}
+}
+
+// BenchmarkGELU: ns per element of both GELU forms, forward and backward,
+// over 32k elements (as BenchmarkForward): the exact form should cost
+// about what the tanh form does.
+func BenchmarkGELU(b *testing.B) {
+	const n = 128 * 256
+	x, y, dy := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(i%200-100) / 25
+		dy[i] = 1
+	}
+	for _, k := range []struct {
+		name string
+		f    func()
+	}{
+		{"tanh/forward", func() { Forward(y, x) }},
+		{"tanh/backward", func() { Backward(y, x, dy) }},
+		{"exact/forward", func() { ExactForward(y, x) }},
+		{"exact/backward", func() { ExactBackward(y, x, dy) }},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			for b.Loop() {
+				k.f()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/element")
+		})
+	}
+}
