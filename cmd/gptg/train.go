@@ -55,6 +55,8 @@ Flags:
                            train.epochs only)
   --force                  start over in a run folder that holds a run
   --quiet                  no progress output, only the final summary
+  --cpuprofile FILE        write a Go CPU profile of the whole command to
+                           FILE, for go tool pprof (where the time goes)
 ` + threadsUsage,
 	run: runTrain,
 }
@@ -67,9 +69,17 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 	resume := fs.String("resume", "", "")
 	force := fs.Bool("force", false, "")
 	quiet := fs.Bool("quiet", false, "")
+	cpuprofile := fs.String("cpuprofile", "", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		stopProfile, err := startCPUProfile(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	// --threads 0 (unset) leaves the choice to train.threads, then to every core.
 	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}
