@@ -1,9 +1,10 @@
 package graph
 
 import (
-	"sync"
+	"runtime"
 
 	"github.com/gptg/gptg/graph/internal/gemm"
+	"github.com/gptg/gptg/graph/internal/pool"
 )
 
 // team is the goroutines one graph's kernels may use. The tape runs one op
@@ -20,14 +21,21 @@ type team struct {
 	whole *gemm.Workspace
 	// own[i] is worker i's workspace for products inside split.
 	own []*gemm.Workspace
+	// workers run the parts of split and of whole's products: goroutines
+	// that spin between the ops of a step instead of being started for
+	// each (package pool).
+	workers *pool.Pool
 }
 
 func newTeam(threads int) *team {
 	threads = max(threads, 1)
-	t := &team{whole: &gemm.Workspace{Threads: threads}, own: make([]*gemm.Workspace, threads)}
+	workers := pool.New(threads)
+	t := &team{whole: &gemm.Workspace{Threads: threads, Pool: workers}, own: make([]*gemm.Workspace, threads), workers: workers}
 	for i := range t.own {
 		t.own[i] = &gemm.Workspace{}
 	}
+	// A graph has no Close: its workers stop when the team is collected.
+	runtime.AddCleanup(t, func(p *pool.Pool) { p.Close() }, workers)
 	return t
 }
 
@@ -63,16 +71,7 @@ func (t *team) split(n, work int, f func(ws *gemm.Workspace, lo, hi int)) {
 		f(t.own[0], 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(t.own[w], n*w/workers, n*(w+1)/workers)
-		}()
-	}
-	f(t.own[0], 0, n/workers)
-	wg.Wait()
+	t.workers.Run(workers, func(w int) { f(t.own[w], n*w/workers, n*(w+1)/workers) })
 }
 
 // rows splits the rows [0, n) of a kernel's job over the team; work

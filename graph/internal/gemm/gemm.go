@@ -69,8 +69,10 @@
 package gemm
 
 import (
-	"sync"
+	"runtime"
 	"unsafe"
+
+	"github.com/gptg/gptg/graph/internal/pool"
 )
 
 // Float is the element type of a product.
@@ -89,35 +91,49 @@ type Float interface{ float32 | float64 }
 // run several products concurrently use one Workspace each.
 type Workspace struct {
 	Threads int
+	// Pool runs the bands of a split product. Nil: the Workspace starts
+	// its own pool of Threads workers at its first split product (and
+	// stops it when the Workspace is garbage collected).
+	Pool *pool.Pool
 
-	workers []*worker // workers[0] runs in the calling goroutine
-	wg      sync.WaitGroup
-	ones32  []float32
-	ones64  []float64
+	workers      []*worker // workers[0] runs in the calling goroutine
+	run32, run64 func(part int)
+	ones32       []float32
+	ones64       []float64
 }
 
 // worker is one goroutine's share of a product: its packing buffers, an
-// edge tile, and the job it runs. run32/run64 are the job's entry points,
-// bound once so that starting a goroutine allocates nothing.
+// edge tile, and the job it runs.
 type worker struct {
-	a32, b32     []float32
-	a64, b64     []float64
-	t32          [maxTile]float32
-	t64          [maxTile]float64
-	job32        job[float32]
-	job64        job[float64]
-	run32, run64 func()
-	wg           *sync.WaitGroup
+	a32, b32 []float32
+	a64, b64 []float64
+	t32      [maxTile]float32
+	t64      [maxTile]float64
+	job32    job[float32]
+	job64    job[float64]
 }
 
 func (w *Workspace) worker(i int) *worker {
 	for len(w.workers) <= i {
-		wk := &worker{wg: &w.wg}
-		wk.run32 = func() { wk.job32.run(wk); wk.wg.Done() }
-		wk.run64 = func() { wk.job64.run(wk); wk.wg.Done() }
-		w.workers = append(w.workers, wk)
+		w.workers = append(w.workers, &worker{})
 	}
 	return w.workers[i]
+}
+
+// pool returns the pool that runs split products, starting the
+// Workspace's own on first use; run32/run64 are bound once so that a
+// split product allocates nothing.
+func (w *Workspace) pool() *pool.Pool {
+	if w.Pool == nil {
+		p := pool.New(w.Threads)
+		runtime.AddCleanup(w, func(p *pool.Pool) { p.Close() }, p)
+		w.Pool = p
+	}
+	if w.run32 == nil {
+		w.run32 = func(t int) { wk := w.workers[t]; wk.job32.run(wk) }
+		w.run64 = func(t int) { wk := w.workers[t]; wk.job64.run(wk) }
+	}
+	return w.Pool
 }
 
 // job is the product restricted to rows i0…i1−1 and columns j0…j1−1 of C.
@@ -183,10 +199,10 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		units = (n + ks.nr - 1) / ks.nr
 		unit, extent = ks.nr, n
 	}
-	parts := min(threads, units)
+	p := w.pool()
+	parts := min(threads, units, p.Size())
 	w.worker(parts - 1)
-	w.wg.Add(parts - 1)
-	for t := parts - 1; t >= 0; t-- {
+	for t := range parts {
 		lo, hi := t*units/parts*unit, min((t+1)*units/parts*unit, extent)
 		part := *j
 		if byRows {
@@ -194,19 +210,13 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		} else {
 			part.j0, part.j1 = lo, hi
 		}
-		wk := w.workers[t]
-		*jobOf[F](wk) = part
-		if t == 0 {
-			jobOf[F](wk).run(wk)
-			break
-		}
-		if unsafe.Sizeof(F(0)) == 4 {
-			go wk.run32()
-		} else {
-			go wk.run64()
-		}
+		*jobOf[F](w.workers[t]) = part
 	}
-	w.wg.Wait()
+	if unsafe.Sizeof(F(0)) == 4 {
+		p.Run(parts, w.run32)
+	} else {
+		p.Run(parts, w.run64)
+	}
 	for _, wk := range w.workers[:parts] {
 		*jobOf[F](wk) = job[F]{} // drop the references to the caller's matrices
 	}
