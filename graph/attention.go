@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/gptg/gptg/graph/internal/expf"
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
@@ -139,10 +140,11 @@ func attentionWeightsForward[F gemm.Float](a *args[F]) {
 
 // softmaxScaled replaces the raw scores s by softmax(s·scale), shifted by
 // the row max first (scale > 0, so the max of s is the max of s·scale).
-// A float32 row takes exp32 and sums in float64; a float64 row math.Exp.
+// A float32 row is expf.Softmax's (eight at a time, sums in float64); a
+// float64 row takes math.Exp.
 func softmaxScaled[F gemm.Float](s []F, scale float64) {
 	if s32, ok := any(s).([]float32); ok {
-		softmaxScaled32(s32, float32(scale))
+		expf.Softmax(s32, float32(scale))
 		return
 	}
 	maxv := math.Inf(-1)
@@ -158,23 +160,6 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 	inv := 1 / sum // one division per row, not one per entry
 	for i, v := range s {
 		s[i] = F(float64(v) * inv)
-	}
-}
-
-func softmaxScaled32(s []float32, scale float32) {
-	maxv := float32(math.Inf(-1))
-	for _, v := range s {
-		maxv = max(maxv, v)
-	}
-	sum := 0.0
-	for i, v := range s {
-		e := exp32((v - maxv) * scale)
-		s[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i, v := range s {
-		s[i] = v * inv
 	}
 }
 

@@ -1,6 +1,6 @@
 package gelu
 
-import "math"
+import "github.com/gptg/gptg/graph/internal/expf"
 
 // The exact GELU (PyTorch's nn.GELU(), nanoGPT's) uses the normal CDF Φ
 // instead of the tanh curve:
@@ -10,8 +10,8 @@ import "math"
 //
 // erf is Eigen's float32 rational approximation (generic_fast_erf_float,
 // the same coefficients as XLA's EmitErfF32) clamped to [−1, 1], within 6
-// float32 ulps of math.Erf (TestErf); e^(−x²/2) is Cephes' expf, as exp32
-// in package graph. Eight elements go at once with AVX2 and FMA
+// float32 ulps of math.Erf (TestErf); e^(−x²/2) is expf.Exp (Cephes'
+// expf). Eight elements go at once with AVX2 and FMA
 // (exact_amd64.s); elsewhere, with the build tag purego, and for the last
 // len%8 elements, the plain loops below do the same arithmetic.
 
@@ -55,7 +55,7 @@ func exactForward(x float32) float32 {
 // ±1 once |x| > 5.42, so far out gelu′ is exactly 0 or 1, as in float64.
 func exactDerivative(x float32) float32 {
 	cdf := 0.5*erf(x*invSqrt2) + 0.5
-	return cdf + x*expNeg(-0.5*x*x)*invSqrt2Pi
+	return cdf + x*expf.Exp(-0.5*x*x)*invSqrt2Pi
 }
 
 // erf(x) ≈ x·p(x²)/q(x²), p of degree 4 and q of degree 6 in x². From
@@ -97,37 +97,4 @@ func erf(x float32) float32 {
 	// Near erfSat the quotient overshoots ±1 by a few ulps: Φ = ½(1 + erf)
 	// would turn slightly negative, and with it GELU's sign far left.
 	return max(-1, min(1, x*p/q))
-}
-
-// Cephes' expf: z = n·ln2 + r with |r| ≤ ln2/2, e^r by a degree-6
-// polynomial, 2ⁿ built in the exponent bits.
-const (
-	log2e = 1.44269504088896341
-	ln2Hi = 0.693359375 // ln2 = ln2Hi + ln2Lo, ln2Hi short enough that n·ln2Hi is exact
-	ln2Lo = -2.12194440e-4
-	// expMin keeps n ≥ −127, where 2ⁿ's exponent bits are 0 and so the
-	// result exactly 0 (from z < −87.68 on, instead of subnormals).
-	expMin = -88.0
-	ep0    = 1.9875691500e-4
-	ep1    = 1.3981999507e-3
-	ep2    = 8.3334519073e-3
-	ep3    = 4.1665795894e-2
-	ep4    = 1.6666665459e-1
-	ep5    = 5.0000001201e-1
-)
-
-// expNeg is e^z for z ≤ 0 (GELU only needs e^(−x²/2)), within 2 float32
-// ulps of math.Exp above −87.3 and 0 below −87.7.
-func expNeg(z float32) float32 {
-	z = max(z, expMin)
-	n := float32(math.Floor(float64(z*log2e + 0.5)))
-	r := z - n*ln2Hi - n*ln2Lo
-	p := float32(ep0)
-	p = p*r + ep1
-	p = p*r + ep2
-	p = p*r + ep3
-	p = p*r + ep4
-	p = p*r + ep5
-	y := p*r*r + r + 1
-	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
 }

@@ -5,6 +5,13 @@
 // The loops of exact.go, eight float32 at a time with AVX2 and FMA. Each
 // constant is stored eight times (one 256-bit vector), so that it can be
 // an operand of a vector instruction straight from memory.
+//
+// e^(−x²/2) in exactBackwardAVX2 is a copy of expf.Exp
+// (graph/internal/expf/expf.go, the one definition; assembly cannot call
+// into another package's assembly without a call per vector), for
+// arguments ≤ 0 only, and with FMA where expf.Exp rounds the product and
+// the sum apart: it may differ from expf.Exp by an ulp or two.
+// TestExactAsmMatchesGo bounds the difference with the Go loop.
 
 // invSqrt2 = 0.70710677
 DATA invSqrt2<>+0(SB)/4, $0x3f3504f3
@@ -204,16 +211,16 @@ DATA ln2Lo<>+24(SB)/4, $0xb95e8083
 DATA ln2Lo<>+28(SB)/4, $0xb95e8083
 GLOBL ln2Lo<>(SB), RODATA|NOPTR, $32
 
-// expMin = -88
-DATA expMin<>+0(SB)/4, $0xc2b00000
-DATA expMin<>+4(SB)/4, $0xc2b00000
-DATA expMin<>+8(SB)/4, $0xc2b00000
-DATA expMin<>+12(SB)/4, $0xc2b00000
-DATA expMin<>+16(SB)/4, $0xc2b00000
-DATA expMin<>+20(SB)/4, $0xc2b00000
-DATA expMin<>+24(SB)/4, $0xc2b00000
-DATA expMin<>+28(SB)/4, $0xc2b00000
-GLOBL expMin<>(SB), RODATA|NOPTR, $32
+// expLo = -87.33655, below which expf.Exp is 0
+DATA expLo<>+0(SB)/4, $0xc2aeac50
+DATA expLo<>+4(SB)/4, $0xc2aeac50
+DATA expLo<>+8(SB)/4, $0xc2aeac50
+DATA expLo<>+12(SB)/4, $0xc2aeac50
+DATA expLo<>+16(SB)/4, $0xc2aeac50
+DATA expLo<>+20(SB)/4, $0xc2aeac50
+DATA expLo<>+24(SB)/4, $0xc2aeac50
+DATA expLo<>+28(SB)/4, $0xc2aeac50
+GLOBL expLo<>(SB), RODATA|NOPTR, $32
 
 // ep0 = 0.00019875691
 DATA ep0<>+0(SB)/4, $0x39506967
@@ -433,10 +440,11 @@ bloop:
 	// Y4 = Φ(x) = ½erf + ½.
 	VMOVUPS     half<>(SB), Y9
 	VFMADD213PS Y9, Y9, Y4
-	// Y9 = w = max(−½x², expMin).
+	// Y9 = w = max(−½x², expLo), Y12 = −½x² < expLo, where e^w is 0.
 	VMULPS      Y0, Y0, Y9
 	VMULPS      negHalf<>(SB), Y9, Y9
-	VMAXPS      expMin<>(SB), Y9, Y9
+	VCMPPS      $0x01, expLo<>(SB), Y9, Y12
+	VMAXPS      expLo<>(SB), Y9, Y9
 	// Y10 = n = floor(w·log2e + ½).
 	VMOVUPS     log2e<>(SB), Y10
 	VFMADD213PS half<>(SB), Y9, Y10
@@ -454,11 +462,13 @@ bloop:
 	VMULPS      Y9, Y11, Y11
 	VFMADD213PS Y9, Y9, Y11
 	VADDPS      Y15, Y11, Y11
-	// Y11 = e^w = e^r·2ⁿ, 2ⁿ built in the exponent bits (0 for n = −127).
+	// Y11 = e^w = e^r·2ⁿ, 2ⁿ built in the exponent bits (n ≥ −126), and 0
+	// where −½x² < expLo.
 	VCVTTPS2DQ  Y10, Y10
 	VPADDD      bias127<>(SB), Y10, Y10
 	VPSLLD      $23, Y10, Y10
 	VMULPS      Y10, Y11, Y11
+	VANDNPS     Y11, Y12, Y11
 	// dx = dy·(Φ + x·e^w/√(2π)).
 	VMULPS      Y0, Y11, Y11
 	VFMADD231PS invSqrt2Pi<>(SB), Y11, Y4
