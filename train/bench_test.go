@@ -101,6 +101,55 @@ func benchmarkTrainStep(b *testing.B, spec config.Model, batch int, be graph.Bac
 	b.ReportMetric(float64(b.N*batch*spec.Context)/b.Elapsed().Seconds(), "tokens/s")
 }
 
+// BenchmarkEvalBatch is one batch of test loss — the forward-only graph
+// train.Run evaluates with — at each shape of benchShapes, with 1 thread
+// and with every core. Issue #10 asks that a token of test loss cost at
+// most a third of a training token: tokens/s here at least 3× those of
+// BenchmarkTrainStep at the same shape and thread count.
+//
+//	go test ./train -run XXX -bench 'TrainStep|EvalBatch' -benchtime 20x
+func BenchmarkEvalBatch(b *testing.B) {
+	for _, s := range benchShapes {
+		for _, threads := range []int{1, runtime.NumCPU()} {
+			b.Run(fmt.Sprintf("%s/threads=%d", s.name, threads), func(b *testing.B) {
+				spec := s.spec()
+				m, err := graph.Build(spec, graph.Options{Batch: s.batch, Loss: true, Seed: 1, Backend: graph.Backend{Threads: threads}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				prog, err := graph.Compile(m, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer prog.Close()
+				x, y := randomTokens(s.batch*spec.Context, spec.Vocab)
+				for range 2 { // warm-up: first-run allocations
+					if err := prog.Run(x, y); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ResetTimer()
+				for range b.N {
+					if err := prog.Run(x, y); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N*s.batch*spec.Context)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
+	}
+}
+
+// randomTokens is n inputs and n targets drawn from a vocabulary of vocab.
+func randomTokens(n, vocab int) (x, y []int) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	x, y = make([]int, n), make([]int, n)
+	for i := range x {
+		x[i], y[i] = rng.IntN(vocab), rng.IntN(vocab)
+	}
+	return x, y
+}
+
 // TestStepAllocations: after warm-up a training step allocates at most
 // 1 MB (issue #10), at the seed shape and at nanoGPT's CPU-recipe shape,
 // with one thread and with two. (The 10.8M shape is in BenchmarkTrainStep:
