@@ -164,7 +164,8 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 }
 
 // attentionWeightsBackward is the softmax backward, times the scale: the
-// gradient of the raw scores q·kᵀ. ∂s_ij = scale·w_ij·(∂w_ij − Σ_k w_ik·∂w_ik).
+// gradient of the raw scores q·kᵀ. ∂s_ij = scale·w_ij·(∂w_ij − Σ_k w_ik·∂w_ik);
+// a float32 row is expf.SoftmaxBackward's (eight at a time, in float64).
 // in: w, ∂w (B·H, T, T). Masked entries have w = 0 and so ∂s = 0; they are
 // written as zeros without reading ∂w there, which the causal kernels of
 // attentionMixBackwardW leave unwritten.
@@ -177,6 +178,11 @@ func attentionWeightsBackward[F gemm.Float](a *args[F]) {
 				n = r%T + 1
 			}
 			wr, dr, out := w[r*T:r*T+n], dw[r*T:r*T+n], a.out[r*T:(r+1)*T]
+			if out32, ok := any(out).([]float32); ok {
+				expf.SoftmaxBackward(out32[:n], any(wr).([]float32), any(dr).([]float32), scale)
+				clear(out[n:])
+				continue
+			}
 			dot := 0.0
 			for j, v := range wr {
 				dot += float64(v) * float64(dr[j])

@@ -3,7 +3,8 @@
 // eight at a time with AVX2 (expf_amd64.s), built from the same operations in the
 // same order, so that every path gives the same bits (TestVectorMatchesGo).
 // Package gelu's assembly keeps its own copy of the polynomial, with FMA,
-// for e^(−x²/2) (see exact_amd64.s there).
+// for e^(−x²/2) (see exact_amd64.s there). SoftmaxBackward, the softmax's
+// gradient, lives here next to Softmax.
 package expf
 
 import "math"
@@ -133,6 +134,32 @@ func softmaxGo(s []float32, scale float32) {
 	inv := float32(1 / sumLanes(&sums))
 	for i, v := range s {
 		s[i] = v * inv
+	}
+}
+
+// SoftmaxBackward sets ds = scale·w⊙(dw − Σ w⊙dw), the gradient of the
+// scores of a softmax row w = softmax(s·scale) given the gradient dw of w.
+// In float64 arithmetic, the sum in eight partial sums added in one fixed
+// order, as Softmax's.
+func SoftmaxBackward(ds, w, dw []float32, scale float64) {
+	n, i := len(w), 0
+	ds, dw = ds[:n], dw[:n]
+	var sums [8]float64
+	if haveAsm && n >= 8 {
+		i = n &^ 7
+		dotAVX2(&w[0], &dw[0], i, &sums)
+	}
+	for ; i < n; i++ {
+		sums[i%8] += float64(float64(w[i]) * float64(dw[i]))
+	}
+	dot := sumLanes(&sums)
+	i = 0
+	if haveAsm && n >= 8 {
+		i = n &^ 7
+		softmaxBackwardAVX2(&ds[0], &w[0], &dw[0], i, scale, dot)
+	}
+	for ; i < n; i++ {
+		ds[i] = float32(float64(scale*float64(w[i])) * (float64(dw[i]) - dot))
 	}
 }
 

@@ -20,3 +20,14 @@ func sumExpAVX2(x *float32, n int) (m float32, sum float64)
 //
 //go:noescape
 func softmaxAVX2(s *float32, n int, scale float32)
+
+// dotAVX2 adds w[j]·dw[j] to s[j%8] in float64, n a multiple of 8.
+//
+//go:noescape
+func dotAVX2(w, dw *float32, n int, s *[8]float64)
+
+// softmaxBackwardAVX2 is SoftmaxBackward's last loop for n elements, n a
+// multiple of 8.
+//
+//go:noescape
+func softmaxBackwardAVX2(ds, w, dw *float32, n int, scale, dot float64)

@@ -289,3 +289,63 @@ scaletail:
 done:
 	VZEROUPPER
 	RET
+
+// func dotAVX2(w, dw *float32, n int, s *[8]float64)
+TEXT ·dotAVX2(SB), NOSPLIT, $0-32
+	MOVQ    w+0(FP), SI
+	MOVQ    dw+8(FP), DX
+	MOVQ    n+16(FP), CX
+	MOVQ    s+24(FP), DI
+	VMOVUPD (DI), Y10
+	VMOVUPD 32(DI), Y11
+
+dotloop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (DX), Y2
+	VCVTPS2PD 16(DX), Y3
+	VMULPD    Y2, Y0, Y0
+	VMULPD    Y3, Y1, Y1
+	VADDPD    Y0, Y10, Y10
+	VADDPD    Y1, Y11, Y11
+	ADDQ      $32, SI
+	ADDQ      $32, DX
+	SUBQ      $8, CX
+	JNZ       dotloop
+	VMOVUPD   Y10, (DI)
+	VMOVUPD   Y11, 32(DI)
+	VZEROUPPER
+	RET
+
+// func softmaxBackwardAVX2(ds, w, dw *float32, n int, scale, dot float64)
+// ds = float32((scale·w)·(dw − dot)), in float64, four lanes at a time.
+TEXT ·softmaxBackwardAVX2(SB), NOSPLIT, $0-48
+	MOVQ         ds+0(FP), DI
+	MOVQ         w+8(FP), SI
+	MOVQ         dw+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSD scale+32(FP), Y13
+	VBROADCASTSD dot+40(FP), Y14
+
+sbloop:
+	VCVTPS2PD   (SI), Y0
+	VCVTPS2PD   16(SI), Y1
+	VMULPD      Y13, Y0, Y0
+	VMULPD      Y13, Y1, Y1
+	VCVTPS2PD   (DX), Y2
+	VCVTPS2PD   16(DX), Y3
+	VSUBPD      Y14, Y2, Y2
+	VSUBPD      Y14, Y3, Y3
+	VMULPD      Y2, Y0, Y0
+	VMULPD      Y3, Y1, Y1
+	VCVTPD2PSY  Y0, X0
+	VCVTPD2PSY  Y1, X1
+	VINSERTF128 $1, X1, Y0, Y0
+	VMOVUPS     Y0, (DI)
+	ADDQ        $32, SI
+	ADDQ        $32, DX
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JNZ         sbloop
+	VZEROUPPER
+	RET

@@ -7,3 +7,7 @@ var haveAsm = false
 func expsAVX2(y, x *float32, n int, shift float32)    { panic("unreachable") }
 func sumExpAVX2(x *float32, n int) (float32, float64) { panic("unreachable") }
 func softmaxAVX2(s *float32, n int, scale float32)    { panic("unreachable") }
+func dotAVX2(w, dw *float32, n int, s *[8]float64)    { panic("unreachable") }
+func softmaxBackwardAVX2(ds, w, dw *float32, n int, scale, dot float64) {
+	panic("unreachable")
+}

@@ -180,6 +180,80 @@ func TestSoftmaxAgainstFloat64(t *testing.T) {
 	}
 }
 
+// TestSoftmaxBackward: the assembly gives the Go loop's bits on every
+// length from 1 to 70 and a few long rows, and both are within 1e-6 of the
+// largest |ds| of the row of the gradient computed with one running sum
+// in float64 (the dot product's order moves it by ~1e-16; the rest is the
+// float32 rounding of ds, ½ ulp).
+func TestSoftmaxBackward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	lengths := []int{255, 256, 257}
+	for n := 1; n <= 70; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		w, dw := make([]float32, n), make([]float32, n)
+		for i := range w {
+			w[i], dw[i] = float32(2*rng.Float64()), float32(rng.NormFloat64())
+		}
+		Softmax(w, 1)
+		dot, largest := 0.0, 0.0
+		for i := range w {
+			dot += float64(w[i]) * float64(dw[i])
+		}
+		want := make([]float64, n)
+		for i := range w {
+			want[i] = 0.125 * float64(w[i]) * (float64(dw[i]) - dot)
+			largest = max(largest, math.Abs(want[i]))
+		}
+		var got [][]float32
+		for _, asm := range implementations(t) {
+			haveAsm = asm
+			ds := make([]float32, n)
+			SoftmaxBackward(ds, w, dw, 0.125)
+			for i := range ds {
+				if math.Abs(float64(ds[i])-want[i]) > 1e-6*largest {
+					t.Fatalf("asm %v, n %d: ds[%d] = %v, want %v", asm, n, i, ds[i], want[i])
+				}
+			}
+			got = append(got, ds)
+		}
+		if len(got) == 2 {
+			for i := range got[0] {
+				if math.Float32bits(got[0][i]) != math.Float32bits(got[1][i]) {
+					t.Fatalf("n %d: ds[%d] = %v (Go), %v (asm)", n, i, got[0][i], got[1][i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSoftmaxBackward: ns per element over the rows of one causal
+// (T, T) attention matrix, as BenchmarkSoftmax.
+func BenchmarkSoftmaxBackward(b *testing.B) {
+	for _, T := range []int{64, 256} {
+		w, dw, ds := make([]float32, T), make([]float32, T), make([]float32, T)
+		for i := range w {
+			w[i], dw[i] = 1/float32(T), float32(i%7)-3
+		}
+		for _, asm := range []bool{false, true} {
+			if asm && !haveAsm {
+				continue
+			}
+			b.Run(map[bool]string{false: "go", true: "asm"}[asm]+"/T="+itoa(T), func(b *testing.B) {
+				defer func(h bool) { haveAsm = h }(haveAsm)
+				haveAsm = asm
+				for b.Loop() {
+					for i := 1; i <= T; i++ {
+						SoftmaxBackward(ds[:i], w[:i], dw[:i], 0.25)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(T*(T+1)/2), "ns/element")
+			})
+		}
+	}
+}
+
 // BenchmarkSoftmax: ns per element over the rows of one causal (T, T)
 // attention matrix (row i has i + 1 scores), as the attention kernel calls
 // it, at nanoGPT's CPU context (64) and the 10.8M model's (256).
