@@ -6,6 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/gptg/gptg/graph/internal/gemm"
+	"github.com/gptg/gptg/graph/internal/layernorm"
 )
 
 // layerNorm: (x − mean)/√(var + eps)·w + b per row; without a bias (nil)
@@ -45,6 +46,10 @@ func layerNormGrad(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 	return G.Nodes{dx, dw, db}, err
 }
 
+// The row kernels below are the float64 path; a float32 graph takes
+// package layernorm's, eight elements at a time (in float64 arithmetic too,
+// its sums in eight fixed partial sums).
+
 // rowStats returns a row's mean and 1/√(var + eps), the variance biased
 // as nn.LayerNorm's.
 //
@@ -52,6 +57,9 @@ func layerNormGrad(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
 // for each addition to finish (four cycles) before the next can start,
 // four keep the adder busy. The order is fixed, so the bits are too.
 func rowStats[F gemm.Float](x []F, eps float64) (mean, rstd float64) {
+	if x32, ok := any(x).([]float32); ok {
+		return layernorm.RowStats(x32, eps)
+	}
 	var s [4]float64
 	j := 0
 	for ; j+4 <= len(x); j += 4 {
@@ -81,6 +89,24 @@ func rowStats[F gemm.Float](x []F, eps float64) (mean, rstd float64) {
 	return mean, 1 / math.Sqrt(variance+eps)
 }
 
+// normalizeRow sets y = (x − mean)·rstd·w + b; without a bias (nil) it
+// stops at ·w.
+func normalizeRow[F gemm.Float](y, x, w, bias []F, mean, rstd float64) {
+	if y32, ok := any(y).([]float32); ok {
+		layernorm.Normalize(y32, any(x).([]float32), any(w).([]float32), any(bias).([]float32), mean, rstd)
+		return
+	}
+	if bias == nil {
+		for j, v := range x {
+			y[j] = F((float64(v) - mean) * rstd * float64(w[j]))
+		}
+		return
+	}
+	for j, v := range x {
+		y[j] = F((float64(v)-mean)*rstd*float64(w[j]) + float64(bias[j]))
+	}
+}
+
 // layerNormForward: y = (x − mean)/std·w + b per row. in: x (rows, C), w,
 // and b (C) if the layer has one. Each row's mean and 1/std stay in
 // a.stats for the backward kernels, which would otherwise compute them
@@ -100,15 +126,7 @@ func layerNormForward[F gemm.Float](a *args[F]) {
 			xr, yr := x[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
 			mean, rstd := rowStats(xr, a.p.Eps)
 			stats[2*r], stats[2*r+1] = mean, rstd
-			if bias == nil {
-				for j, v := range xr {
-					yr[j] = F((float64(v) - mean) * rstd * float64(w[j]))
-				}
-				continue
-			}
-			for j, v := range xr {
-				yr[j] = F((float64(v)-mean)*rstd*float64(w[j]) + float64(bias[j]))
-			}
+			normalizeRow(yr, xr, w, bias, mean, rstd)
 		}
 	})
 }
@@ -122,6 +140,10 @@ func layerNormBackwardX[F gemm.Float](a *args[F]) {
 		for r := lo; r < hi; r++ {
 			xr, dr, out := x[r*C:(r+1)*C], dy[r*C:(r+1)*C], a.out[r*C:(r+1)*C]
 			mean, rstd := stats[2*r], stats[2*r+1]
+			if out32, ok := any(out).([]float32); ok {
+				layernorm.BackwardX(out32, any(xr).([]float32), any(w).([]float32), any(dr).([]float32), mean, rstd)
+				continue
+			}
 			sumG, sumGN := 0.0, 0.0
 			for j, v := range xr {
 				g := float64(dr[j]) * float64(w[j])
@@ -147,6 +169,10 @@ func layerNormBackwardW[F gemm.Float](a *args[F]) {
 		for r := 0; r < a.p.Rows; r++ {
 			xr, dr, out := x[r*C+lo:r*C+hi], dy[r*C+lo:r*C+hi], a.out[lo:hi]
 			mean, rstd := stats[2*r], stats[2*r+1]
+			if out32, ok := any(out).([]float32); ok {
+				layernorm.AccumulateW(out32, any(xr).([]float32), any(dr).([]float32), mean, rstd)
+				continue
+			}
 			for j, v := range xr {
 				out[j] += F(float64(dr[j]) * (float64(v) - mean) * rstd)
 			}
