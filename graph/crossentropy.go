@@ -5,6 +5,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/gptg/gptg/graph/internal/expf"
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
@@ -21,8 +22,12 @@ func (f *fused) crossEntropy(logits, targets *G.Node) *G.Node {
 	return G.Must(G.ApplyOp(op, logits, targets))
 }
 
-// logSumExp of a row, shifted by its max.
+// logSumExp of a row, shifted by its max; a float32 row is
+// expf.LogSumExp's (float32 exps eight at a time, summed in float64).
 func logSumExp[F gemm.Float](x []F) float64 {
+	if x32, ok := any(x).([]float32); ok {
+		return expf.LogSumExp(x32)
+	}
 	maxv := math.Inf(-1)
 	for _, v := range x {
 		maxv = max(maxv, float64(v)) // the builtin is inlined; math.Max is a call
@@ -76,6 +81,16 @@ func crossEntropyBackward[F gemm.Float](a *args[F]) {
 			tsum := 0.0
 			for _, t := range tr {
 				tsum += float64(t)
+			}
+			if out32, ok := any(out).([]float32); ok {
+				// p = e^(x − lse) in float32, lse rounded to float32 as in
+				// PyTorch's float32 log-softmax: a factor e^δ common to the
+				// row, |δ| ≤ half a float32 ulp of lse (4.8e-7 while lse < 16).
+				expf.Exps(out32, any(xr).([]float32), float32(lse))
+				for j, p := range out {
+					out[j] = F(g * (float64(p)*tsum - float64(tr[j])))
+				}
+				continue
 			}
 			for j, v := range xr {
 				out[j] = F(g * (math.Exp(float64(v)-lse)*tsum - float64(tr[j])))

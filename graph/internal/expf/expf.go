@@ -1,6 +1,6 @@
 // Package expf is e^x in float32 arithmetic, the one definition that the
-// float32 graph uses: Exp for one element, Exps and Softmax eight at a
-// time with AVX2 (expf_amd64.s), built from the same operations in the
+// float32 graph uses: Exp for one element, Exps, Softmax and LogSumExp
+// eight at a time with AVX2 (expf_amd64.s), built from the same operations in the
 // same order, so that every path gives the same bits (TestVectorMatchesGo).
 // Package gelu's assembly keeps its own copy of the polynomial, with FMA,
 // for e^(−x²/2) (see exact_amd64.s there).
@@ -62,17 +62,49 @@ func Exp(x float32) float32 {
 // pow2 is 2ᵏ for −126 ≤ k ≤ 127, built in the exponent bits.
 func pow2(k int32) float32 { return math.Float32frombits(uint32(k+127) << 23) }
 
-// Exps sets y[i] = Exp(x[i]).
-func Exps(y, x []float32) {
+// Exps sets y[i] = Exp(x[i] − shift).
+func Exps(y, x []float32, shift float32) {
 	y = y[:len(x)]
 	i := 0
 	if haveAsm && len(x) >= 8 {
 		i = len(x) &^ 7
-		expsAVX2(&y[0], &x[0], i)
+		expsAVX2(&y[0], &x[0], i, shift)
 	}
 	for ; i < len(x); i++ {
-		y[i] = Exp(x[i])
+		y[i] = Exp(x[i] - shift)
 	}
+}
+
+// LogSumExp is log Σ e^x of a row, shifted by its max m: m + log Σ
+// Exp(x − m), the sum in float64 as Softmax's (eight partial sums, one
+// fixed order). x must be non-empty and hold no NaN.
+func LogSumExp(x []float32) float64 {
+	var m float32
+	var sum float64
+	if haveAsm {
+		m, sum = sumExpAVX2(&x[0], len(x))
+	} else {
+		m, sum = sumExpGo(x)
+	}
+	return float64(m) + math.Log(sum)
+}
+
+// sumExpGo returns the max m of x and Σ Exp(x − m).
+func sumExpGo(x []float32) (m float32, sum float64) {
+	m = rowMax(x)
+	var sums [8]float64
+	for i, v := range x {
+		sums[i%8] += float64(Exp(v - m))
+	}
+	return m, sumLanes(&sums)
+}
+
+func rowMax(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	return m
 }
 
 // Softmax replaces the scores s by softmax(s·scale), shifted by the row
@@ -91,10 +123,7 @@ func Softmax(s []float32, scale float32) {
 }
 
 func softmaxGo(s []float32, scale float32) {
-	maxv := float32(math.Inf(-1))
-	for _, v := range s {
-		maxv = max(maxv, v)
-	}
+	maxv := rowMax(s)
 	var sums [8]float64
 	for i, v := range s {
 		e := Exp((v - maxv) * scale)

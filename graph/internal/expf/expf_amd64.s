@@ -92,22 +92,125 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $64
 	VCMPPS     $0x1e, Y14, x, t; \ // +Inf where x > expHi
 	VBLENDVPS  t, posInf<>(SB), y, y
 
-// func expsAVX2(y, x *float32, n int)
-TEXT ·expsAVX2(SB), NOSPLIT, $0-24
-	MOVQ    y+0(FP), DI
-	MOVQ    x+8(FP), SI
-	MOVQ    n+16(FP), CX
-	VMOVUPS expLo<>(SB), Y15
-	VMOVUPS expHi<>(SB), Y14
+// TAIL splits the row length in BX: DX = 4·(n%8), the bytes of the tail
+// (0: none), BX = n − n%8, and Y9 = the tail's mask. Uses AX.
+#define TAIL \
+	MOVQ    BX, DX; \
+	ANDQ    $7, DX; \
+	SUBQ    DX, BX; \
+	SHLQ    $2, DX; \
+	LEAQ    tailMask<>+32(SB), AX; \
+	SUBQ    DX, AX; \
+	VMOVDQU (AX), Y9
+
+// ROWMAX sets every lane of Y13 to the max of the row at DI, after TAIL;
+// the tail's masked-off lanes count as −Inf. Uses SI, CX, Y0, Y8; its
+// arguments are the names of its labels, unique per use.
+#define ROWMAX(loop, tail, done) \
+	VMOVUPS      negInf<>(SB), Y8; \
+	VMOVUPS      Y8, Y13; \
+	MOVQ         DI, SI; \
+	MOVQ         BX, CX; \
+	TESTQ        CX, CX; \
+	JZ           tail; \
+loop: \
+	VMAXPS       (SI), Y13, Y13; \
+	ADDQ         $32, SI; \
+	SUBQ         $8, CX; \
+	JNZ          loop; \
+tail: \
+	TESTQ        DX, DX; \
+	JZ           done; \
+	VMASKMOVPS   (SI), Y9, Y0; \
+	VBLENDVPS    Y9, Y0, Y8, Y0; \
+	VMAXPS       Y0, Y13, Y13; \
+done: \
+	VEXTRACTF128 $1, Y13, X0; \
+	VMAXPS       X0, X13, X13; \
+	VPERMILPS    $0x4e, X13, X0; \
+	VMAXPS       X0, X13, X13; \
+	VPERMILPS    $0xb1, X13, X0; \
+	VMAXPS       X0, X13, X13; \
+	VBROADCASTSS X13, Y13
+
+// ADDLANES adds the eight float32 of Y1, widened to float64, to the
+// partial sums: lanes 0–3 to Y10, 4–7 to Y11. Uses Y2.
+#define ADDLANES \
+	VCVTPS2PD    X1, Y2; \
+	VADDPD       Y2, Y10, Y10; \
+	VEXTRACTF128 $1, Y1, X2; \
+	VCVTPS2PD    X2, Y2; \
+	VADDPD       Y2, Y11, Y11
+
+// HSUM sets X10 to ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), the
+// order of sumLanes, s0…s3 the lanes of Y10 and s4…s7 of Y11. Uses X1.
+#define HSUM \
+	VADDPD       Y11, Y10, Y10; \
+	VEXTRACTF128 $1, Y10, X1; \
+	VADDPD       X1, X10, X10; \
+	VPERMILPD    $1, X10, X1; \
+	VADDSD       X1, X10, X10
+
+// func expsAVX2(y, x *float32, n int, shift float32)
+TEXT ·expsAVX2(SB), NOSPLIT, $0-28
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS shift+24(FP), Y12
+	VMOVUPS      expLo<>(SB), Y15
+	VMOVUPS      expHi<>(SB), Y14
 
 eloop:
 	VMOVUPS (SI), Y0
+	VSUBPS  Y12, Y0, Y0
 	EXP8(Y0, Y1, Y2, Y3)
 	VMOVUPS Y1, (DI)
 	ADDQ    $32, SI
 	ADDQ    $32, DI
 	SUBQ    $8, CX
 	JNZ     eloop
+	VZEROUPPER
+	RET
+
+// func sumExpAVX2(x *float32, n int) (m float32, sum float64)
+// m = the max, sum = Σ Exp(x − m) in float64, lanes 0–3 in Y10 and 4–7 in
+// Y11; the tail under the mask, its masked-off lanes adding 0.
+TEXT ·sumExpAVX2(SB), NOSPLIT, $0-32
+	MOVQ    x+0(FP), DI
+	MOVQ    n+8(FP), BX
+	VMOVUPS expLo<>(SB), Y15
+	VMOVUPS expHi<>(SB), Y14
+	TAIL
+	ROWMAX(lsemaxloop, lsemaxtail, lsemaxdone)
+	VMOVSS  X13, m+16(FP)
+	VXORPD  Y10, Y10, Y10
+	VXORPD  Y11, Y11, Y11
+	MOVQ    DI, SI
+	MOVQ    BX, CX
+	TESTQ   CX, CX
+	JZ      lsetail2
+
+lseloop2:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y13, Y0, Y0
+	EXP8(Y0, Y1, Y2, Y3)
+	ADDLANES
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JNZ     lseloop2
+
+lsetail2:
+	TESTQ      DX, DX
+	JZ         lsesum
+	VMASKMOVPS (SI), Y9, Y0
+	VSUBPS     Y13, Y0, Y0
+	EXP8(Y0, Y1, Y2, Y3)
+	VANDPS     Y9, Y1, Y1
+	ADDLANES
+
+lsesum:
+	HSUM
+	VMOVSD X10, sum+24(FP)
 	VZEROUPPER
 	RET
 
@@ -123,44 +226,8 @@ TEXT ·softmaxAVX2(SB), NOSPLIT, $0-20
 	VBROADCASTSS scale+16(FP), Y12
 	VMOVUPS      expLo<>(SB), Y15
 	VMOVUPS      expHi<>(SB), Y14
-	VMOVUPS      negInf<>(SB), Y8
-	// DX = n%8, BX = n − n%8, Y9 = the tail's mask.
-	MOVQ         BX, DX
-	ANDQ         $7, DX
-	SUBQ         DX, BX
-	LEAQ         tailMask<>+32(SB), AX
-	SHLQ         $2, DX
-	SUBQ         DX, AX
-	VMOVDQU      (AX), Y9
-
-	// Y13 = max.
-	VMOVUPS Y8, Y13
-	MOVQ    DI, SI
-	MOVQ    BX, CX
-	TESTQ   CX, CX
-	JZ      maxtail
-
-maxloop:
-	VMAXPS (SI), Y13, Y13
-	ADDQ   $32, SI
-	SUBQ   $8, CX
-	JNZ    maxloop
-
-maxtail:
-	TESTQ        DX, DX
-	JZ           maxdone
-	VMASKMOVPS   (SI), Y9, Y0
-	VBLENDVPS    Y9, Y0, Y8, Y0
-	VMAXPS       Y0, Y13, Y13
-
-maxdone:
-	VEXTRACTF128 $1, Y13, X0
-	VMAXPS       X0, X13, X13
-	VPERMILPS    $0x4e, X13, X0
-	VMAXPS       X0, X13, X13
-	VPERMILPS    $0xb1, X13, X0
-	VMAXPS       X0, X13, X13
-	VBROADCASTSS X13, Y13
+	TAIL
+	ROWMAX(smmaxloop, smmaxtail, smmaxdone)
 
 	// e = Exp((s − max)·scale), Y10/Y11 = partial sums.
 	VXORPD Y10, Y10, Y10
@@ -171,42 +238,29 @@ maxdone:
 	JZ     exptail
 
 exploop:
-	VMOVUPS      (SI), Y0
-	VSUBPS       Y13, Y0, Y0
-	VMULPS       Y12, Y0, Y0
+	VMOVUPS (SI), Y0
+	VSUBPS  Y13, Y0, Y0
+	VMULPS  Y12, Y0, Y0
 	EXP8(Y0, Y1, Y2, Y3)
-	VMOVUPS      Y1, (SI)
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y10, Y10
-	VEXTRACTF128 $1, Y1, X1
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y11, Y11
-	ADDQ         $32, SI
-	SUBQ         $8, CX
-	JNZ          exploop
+	VMOVUPS Y1, (SI)
+	ADDLANES
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JNZ     exploop
 
 exptail:
-	TESTQ        DX, DX
-	JZ           sum
-	VMASKMOVPS   (SI), Y9, Y0
-	VSUBPS       Y13, Y0, Y0
-	VMULPS       Y12, Y0, Y0
+	TESTQ      DX, DX
+	JZ         sum
+	VMASKMOVPS (SI), Y9, Y0
+	VSUBPS     Y13, Y0, Y0
+	VMULPS     Y12, Y0, Y0
 	EXP8(Y0, Y1, Y2, Y3)
-	VANDPS       Y9, Y1, Y1
-	VMASKMOVPS   Y1, Y9, (SI)
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y10, Y10
-	VEXTRACTF128 $1, Y1, X1
-	VCVTPS2PD    X1, Y2
-	VADDPD       Y2, Y11, Y11
+	VANDPS     Y9, Y1, Y1
+	VMASKMOVPS Y1, Y9, (SI)
+	ADDLANES
 
 sum:
-	// X10 = ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), as sumLanes.
-	VADDPD       Y11, Y10, Y10
-	VEXTRACTF128 $1, Y10, X1
-	VADDPD       X1, X10, X10
-	VPERMILPD    $1, X10, X1
-	VADDSD       X1, X10, X10
+	HSUM
 	// Y1 = float32(1/sum) in every lane.
 	VMOVSD       one64<>(SB), X1
 	VDIVSD       X10, X1, X1
