@@ -234,16 +234,18 @@ func (j *job[F]) run(wk *worker) {
 	*ap = grow(*ap, mBlock*kBlock)
 	*bp = grow(*bp, nBlock*kBlock)
 	// Packing an operand pays when the kernel reads the packed copy many
-	// times. A strip of A is read once per panel of B: with at most four
-	// panels the kernel reads A where it lies (its whole strips; the edge
-	// strip is still packed, zero-padded), unless A's rows are a multiple
-	// of 2 KiB apart: then the 16 rows a strip streams fall into one or two
-	// sets of the 8-way L1 and evict each other. Likewise B's panels, read
-	// once per strip of A, are read in place (when not transposed) if there
-	// are at most four strips. For small products packing would cost as
-	// much as the arithmetic (a 32×16·16×32 product is a few hundred ns).
+	// times. The kernel broadcasts A one element at a time, so it reads A
+	// where it lies (its whole strips; the edge strip is still packed,
+	// zero-padded) unless A's rows are a multiple of 2 KiB apart: then the
+	// 16 rows a strip streams fall into one or two sets of the 8-way L1 and
+	// evict each other. Packing A (a transposition for x·Wᵀ and dy·W) cost
+	// more than the strided reads: at 768 rows × 128 the products ran at
+	// 80–92 GFLOP/s with A packed, 100–110 in place (bench/NOTES.md). B's
+	// panels, read as whole vectors once per strip of A, are read in place
+	// (when not transposed) if there are at most four strips: for small
+	// products packing would cost as much as the arithmetic.
 	size := int(unsafe.Sizeof(F(0)))
-	inPlaceA := nBlock <= 4*nr && (j.transA || j.lda*size%2048 != 0)
+	inPlaceA := j.transA || j.lda*size%2048 != 0
 	inPlaceB := !j.transB && mBlock <= 4*mr
 	for jc := j.j0; jc < j.j1; jc += ks.nc {
 		nc := min(ks.nc, j.j1-jc)

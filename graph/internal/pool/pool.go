@@ -12,7 +12,6 @@
 package pool
 
 import (
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -105,8 +104,8 @@ func (p *Pool) Run(parts int, f func(part int)) {
 	}
 	p.runParts()
 	for spins := 0; p.pending.Load() != 0; spins++ {
-		if spins > 64 {
-			runtime.Gosched()
+		if spins%64 == 63 {
+			yield()
 		}
 	}
 	p.f = nil // drop the job's references
@@ -155,7 +154,11 @@ func (m *member) await() bool {
 		case closed:
 			return false
 		}
-		if spins%1024 == 1023 && time.Since(start) > spinFor {
+		if spins%64 != 63 {
+			continue
+		}
+		yield()
+		if time.Since(start) > spinFor {
 			m.parked.Store(true)
 			if m.state.Load() == idle {
 				<-m.wake
