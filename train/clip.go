@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/gptg/gptg/train/internal/adamw"
+)
 
 // ClipGlobalNorm scales every gradient by clip/(norm + 1e-6) when that is
 // below 1, where norm is the Euclidean norm over all gradient entries
@@ -13,7 +17,7 @@ func ClipGlobalNorm(grads []any, clip float64) float64 {
 		case []float64:
 			sum += sumSquares(d)
 		case []float32:
-			sum += sumSquares(d)
+			sum += adamw.SumSquares(d) // eight at a time; sums in float64
 		}
 	}
 	norm := math.Sqrt(sum)
@@ -29,13 +33,13 @@ func ClipGlobalNorm(grads []any, clip float64) float64 {
 		case []float64:
 			scale(d, coef)
 		case []float32:
-			scale(d, coef)
+			adamw.Scale(d, coef)
 		}
 	}
 	return norm
 }
 
-func sumSquares[F float32 | float64](d []F) float64 {
+func sumSquares(d []float64) float64 {
 	s := 0.0
 	for _, v := range d {
 		s += float64(v) * float64(v)
@@ -43,8 +47,8 @@ func sumSquares[F float32 | float64](d []F) float64 {
 	return s
 }
 
-func scale[F float32 | float64](d []F, c float64) {
+func scale(d []float64, c float64) {
 	for i := range d {
-		d[i] = F(float64(d[i]) * c)
+		d[i] *= c
 	}
 }

@@ -3,7 +3,8 @@
 // in float64 cost ~13 cycles an entry one at a time; on amd64 with AVX2,
 // float32 parameters go four at a time (adamw_amd64.s) with the same
 // operations in the same order, so both give bit-identical weights and
-// moments (TestAssemblyMatchesGo).
+// moments (TestAssemblyMatchesGo). SumSquares, gradient clipping's pass
+// over every gradient entry before the update, is here for the same reason.
 package adamw
 
 // Coefs are one step's constants: PyTorch's AdamW with t = step + 1 is, for

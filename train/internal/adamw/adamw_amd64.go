@@ -16,3 +16,13 @@ func sqrt(x float64) float64 { return math.Sqrt(x) }
 //
 //go:noescape
 func update32AVX2(w, grad *float32, m, v *float64, n int, c *Coefs)
+
+// sumSquares32AVX2 adds grad[j]² to s[j%8] in float64, n a multiple of 8.
+//
+//go:noescape
+func sumSquares32AVX2(grad *float32, n int, s *[8]float64)
+
+// scale32AVX2 is Scale for n entries, n a multiple of 8.
+//
+//go:noescape
+func scale32AVX2(grad *float32, n int, c float64)
