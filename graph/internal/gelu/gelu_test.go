@@ -24,12 +24,7 @@ func TestAgainstFloat64(t *testing.T) {
 		x[i] = float32(-12 + 24*float64(i)/n)
 		dy[i] = float32(1 + math.Sin(float64(i)))
 	}
-	impls := []bool{false}
-	if haveAsm {
-		impls = append(impls, true)
-	}
-	defer func(h bool) { haveAsm = h }(haveAsm)
-	for _, asm := range impls {
+	for _, asm := range implementations(t) {
 		haveAsm = asm
 		y, dx := make([]float32, n), make([]float32, n)
 		Forward(y, x)
@@ -70,13 +65,21 @@ func BenchmarkBackward(b *testing.B) {
 // TestSaturates: far out, GELU is exactly 0 or x and its derivative
 // exactly 0 or 1, as float32 tanh = ±1 gives.
 func TestSaturates(t *testing.T) {
-	defer func(h bool) { haveAsm = h }(haveAsm)
-	for _, asm := range []bool{false, haveAsm} {
+	checkSaturates(t, Forward, Backward, []float32{-30, -12, -9, 9, 12, 30, -30, 30})
+}
+
+// checkSaturates checks, on every implementation, that forward gives
+// exactly 0 or x and backward (with dy = 1) exactly 0 or 1 at each x.
+func checkSaturates(t *testing.T, forward func(y, x []float32), backward func(dx, x, dy []float32), x []float32) {
+	t.Helper()
+	for _, asm := range implementations(t) {
 		haveAsm = asm
-		x := []float32{-30, -12, -9, 9, 12, 30, -30, 30}
-		y, dx, one := make([]float32, 8), make([]float32, 8), []float32{1, 1, 1, 1, 1, 1, 1, 1}
-		Forward(y, x)
-		Backward(dx, x, one)
+		y, dx, one := make([]float32, len(x)), make([]float32, len(x)), make([]float32, len(x))
+		for i := range one {
+			one[i] = 1
+		}
+		forward(y, x)
+		backward(dx, x, one)
 		for i, xi := range x {
 			wy, wd := float32(0), float32(0)
 			if xi > 0 {
