@@ -73,7 +73,6 @@ const (
 // sleeping goroutines, so owners close it or attach a cleanup.
 func New(size int) *Pool {
 	p := &Pool{}
-	p.parts.Store(0)
 	for range max(size, 1) - 1 {
 		m := &member{wake: make(chan struct{}, 1)}
 		p.members = append(p.members, m)
