@@ -35,6 +35,9 @@ type StepResult struct {
 // NewStepper ties prog's parameters and gradients to opt.
 func NewStepper(prog *graph.Program, opt *AdamW, sched Schedule, clip float64) *Stepper {
 	s := &Stepper{Prog: prog, Opt: opt, Sched: sched, Clip: clip}
+	if opt.Split == nil {
+		opt.Split = prog.Split // the update on the goroutines of the program's kernels
+	}
 	for i, p := range prog.Params {
 		s.pairs = append(s.pairs, paramGrad{p.Node, prog.Grads[i]})
 	}
