@@ -206,3 +206,54 @@ func TestAdamWSplitGivesSameBits(t *testing.T) {
 		t.Errorf("the split update computed other bits than the whole one")
 	}
 }
+
+// TestClipSplitGivesSameBits clips gradients of both dtypes, several of
+// them longer than a chunk, in one piece and split into uneven ranges run
+// in reverse order, and requires the same norm and clipped entries to the
+// bit; and the norm within 1e-12 of a plain sum in float64.
+func TestClipSplitGivesSameBits(t *testing.T) {
+	sizes := []int{3, clipChunk + 5, 1, 3*clipChunk - 1, 100}
+	grads := func() []any {
+		rng := rand.New(rand.NewPCG(9, 9))
+		var gs []any
+		for i, n := range sizes {
+			g64, g32 := make([]float64, n), make([]float32, n)
+			for j := range g64 {
+				g64[j] = rng.NormFloat64()
+				g32[j] = float32(g64[j])
+			}
+			if i%2 == 0 {
+				gs = append(gs, g64)
+			} else {
+				gs = append(gs, g32)
+			}
+		}
+		return gs
+	}
+	want := 0.0
+	for _, g := range grads() {
+		for _, v := range graph.Float64s(tensor.New(tensor.WithBacking(g))) {
+			want += v * v
+		}
+	}
+	want = math.Sqrt(want)
+	uneven := func(n, _ int, f func(lo, hi int)) {
+		cuts := []int{n, n * 2 / 3, 1, 0}
+		for i := 0; i+1 < len(cuts); i++ {
+			f(min(cuts[i+1], n), cuts[i])
+		}
+	}
+	var results [2][]any
+	var norms [2]float64
+	for i, split := range []func(n, work int, f func(lo, hi int)){nil, uneven} {
+		c := clipper{split: split}
+		results[i] = grads()
+		norms[i] = c.clip(results[i], 1)
+	}
+	if norms[0] != norms[1] || !reflect.DeepEqual(results[0], results[1]) {
+		t.Errorf("split clipping computed other bits: norms %v", norms)
+	}
+	if math.Abs(norms[0]-want) > 1e-12*want {
+		t.Errorf("norm %v, want %v", norms[0], want)
+	}
+}
