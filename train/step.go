@@ -72,7 +72,7 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	for i, g := range s.Prog.Grads {
 		s.grads[i] = g.Value().Data()
 	}
-	r.GradNorm = s.clipper.clip(s.grads, s.Clip) // ClipGlobalNorm
+	r.GradNorm = s.clipper.clip(s.grads, s.Clip) // ClipGlobalNorm, on the program's goroutines
 	if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
 		return r, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr)", step+1, r.Loss, r.GradNorm)
 	}
