@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"unsafe"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
@@ -236,6 +237,12 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 		*scalars = make([]F, len(vals)+1)
 	}
 	for i, v := range vals {
+		if d, ok := v.(*tensor.Dense); ok && !d.IsScalar() {
+			if f, ok := floatsOf[F](d); ok {
+				a.in = append(a.in, f)
+				continue
+			}
+		}
 		switch d := v.Data().(type) {
 		case []F:
 			a.in = append(a.in, d)
@@ -252,10 +259,12 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 		}
 	}
 	a.ws, a.t, a.p, a.stats = op.team.whole, op.team, &op.p, op.stats
-	if d, ok := op.out.Data().([]F); ok {
-		a.out = d
-		f(a)
-		return nil
+	if d, ok := op.out.(*tensor.Dense); ok && !d.IsScalar() {
+		if out, ok := floatsOf[F](d); ok {
+			a.out = out
+			f(a)
+			return nil
+		}
 	}
 	last := len(vals)
 	a.out = (*scalars)[last : last+1]
@@ -267,4 +276,20 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 		*s = G.F64(float64(a.out[0]))
 	}
 	return nil
+}
+
+// floatsOf returns d's entries when they are of type F, as Data would
+// but without its reflection and two allocations: a run reads every input
+// and output of every fused op this way, ~1,800 reads per training step at
+// nanoGPT's CPU shape.
+func floatsOf[F gemm.Float](d *tensor.Dense) ([]F, bool) {
+	switch {
+	case unsafe.Sizeof(F(0)) == 4 && d.Dtype() == tensor.Float32:
+		f := d.Float32s()
+		return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(f))), len(f)), true
+	case unsafe.Sizeof(F(0)) == 8 && d.Dtype() == tensor.Float64:
+		f := d.Float64s()
+		return unsafe.Slice((*F)(unsafe.Pointer(unsafe.SliceData(f))), len(f)), true
+	}
+	return nil, false
 }

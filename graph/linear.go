@@ -80,8 +80,16 @@ func linearBackwardW[F gemm.Float](a *args[F]) {
 	gemm.Mul(a.ws, true, false, out, in, n, dy, out, x, in, a.out, in, false)
 }
 
-// biasBackward: ∂b = Σ_rows dy, the gradient of a bias added to every row. in: dy.
+// biasBackward: ∂b = Σ_rows dy, the gradient of a bias added to every row.
+// in: dy. The columns are split over the team in bands (gemm.SumRows runs
+// in one goroutine): gemm.SumRows sums each column in an order that
+// depends on the number of rows only, so a column's sum is the same
+// whatever band it falls in.
 func biasBackward[F gemm.Float](a *args[F]) {
 	dy, w := a.in[0], len(a.out)
-	gemm.SumRows(a.ws, len(dy)/w, w, dy, w, a.out)
+	const band = 64 // columns: a multiple of every vector width
+	a.t.split((w+band-1)/band, len(dy), func(ws *gemm.Workspace, lo, hi int) {
+		c0, c1 := lo*band, min(hi*band, w)
+		gemm.SumRows(ws, len(dy)/w, c1-c0, dy[c0:], w, a.out[c0:c1])
+	})
 }

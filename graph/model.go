@@ -41,6 +41,9 @@ type Model struct {
 	// model whose dropout is above 0.
 	Dropout  []*G.Node
 	dropoutP float64
+	// team runs a fused graph's kernels, and Gorgonia's sums in it (see
+	// teamEngine); nil for the unfused graph.
+	team *team
 }
 
 // Options say which graph of a model to emit.
@@ -123,6 +126,9 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	m.Params = b.params
 	m.Dropout = b.masks
 	m.dropoutP = b.dropoutP
+	if f, ok := b.op.(*fused); ok {
+		m.team = f.team
+	}
 	return m, nil
 }
 

@@ -5,6 +5,8 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // Program is a built model compiled for a TapeMachine: one run computes the
@@ -18,6 +20,10 @@ type Program struct {
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
 	targets *tensor.Dense // one-hot, fed to Model.Targets
 	onehot  []int         // where targets holds its ones, to clear them
+
+	// Split's job, and the team's view of it made once (see Split).
+	splitJob  func(lo, hi int)
+	splitPart func(ws *gemm.Workspace, lo, hi int)
 }
 
 // Compile compiles the graph once for a TapeMachine; every later Run reuses
@@ -57,9 +63,31 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 	}
 	planMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
-	p.vm = G.NewTapeMachine(m.G)
+	var opts []G.VMOpt
+	if m.team != nil {
+		opts = append(opts, G.WithEngine(newTeamEngine(m.team)))
+	}
+	p.vm = G.NewTapeMachine(m.G, opts...)
 	p.inPlace = runInPlace(p.vm)
+	p.splitPart = func(_ *gemm.Workspace, lo, hi int) { p.splitJob(lo, hi) }
 	return p, nil
+}
+
+// Split calls f on contiguous ranges [lo, hi) that cover [0, n), on the
+// goroutines that run the program's kernels, and waits for all of them:
+// the optimizer's passes over every parameter between two runs use it.
+// work estimates the whole job (about one multiply-add per unit), so that
+// small jobs run in the calling goroutine alone; so does everything in an
+// unfused program. f must compute each item independently of the range it
+// lands in, and must not call Split or Run.
+func (p *Program) Split(n, work int, f func(lo, hi int)) {
+	if p.team == nil {
+		f(0, n)
+		return
+	}
+	p.splitJob = f
+	p.team.split(n, work, p.splitPart)
+	p.splitJob = nil
 }
 
 // Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and

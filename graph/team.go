@@ -25,6 +25,14 @@ type team struct {
 	// that spin between the ops of a step instead of being started for
 	// each (package pool).
 	workers *pool.Pool
+
+	// The job split is running: f over [0, n) in parts ranges. runPart,
+	// the method value made once, hands part i its range, so that a
+	// split allocates nothing (a closure per call would).
+	f       func(ws *gemm.Workspace, lo, hi int)
+	n       int
+	parts   int
+	runPart func(part int)
 }
 
 func newTeam(threads int) *team {
@@ -34,6 +42,7 @@ func newTeam(threads int) *team {
 	for i := range t.own {
 		t.own[i] = &gemm.Workspace{}
 	}
+	t.runPart = t.part
 	// A graph has no Close: its workers stop when the team is collected.
 	runtime.AddCleanup(t, func(p *pool.Pool) { p.Close() }, workers)
 	return t
@@ -71,8 +80,13 @@ func (t *team) split(n, work int, f func(ws *gemm.Workspace, lo, hi int)) {
 		f(t.own[0], 0, n)
 		return
 	}
-	t.workers.Run(workers, func(w int) { f(t.own[w], n*w/workers, n*(w+1)/workers) })
+	t.f, t.n, t.parts = f, n, workers
+	t.workers.Run(workers, t.runPart)
+	t.f = nil // drop the job's references
 }
+
+// part runs part w of the current split.
+func (t *team) part(w int) { t.f(t.own[w], t.n*w/t.parts, t.n*(w+1)/t.parts) }
 
 // rows splits the rows [0, n) of a kernel's job over the team; work
 // estimates the whole job.

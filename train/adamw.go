@@ -35,7 +35,36 @@ type AdamW struct {
 	// M and V are the first and second moments, one slice per parameter,
 	// in the order Step receives them; allocated on the first Step.
 	M, V [][]float64
+
+	// Split, when set, runs the update over ranges of entries on several
+	// goroutines (graph.Program.Split, set by NewStepper); nil runs it in
+	// the caller. Every entry's update reads only that entry, and the
+	// assembly and Go paths of package adamw give the same bits, so the
+	// weights do not depend on how the entries are split.
+	Split func(n, work int, f func(lo, hi int))
+
+	// One step's work: every parameter's slices and constants, by dtype,
+	// kept from step to step; updateRange is the method value made once,
+	// so that a step allocates nothing for the split.
+	seg32       []segment[float32]
+	seg64       []segment[float64]
+	entries     int
+	updateRange func(lo, hi int)
 }
+
+// segment is one parameter's share of a step: its weights, gradient,
+// moments and constants, and where its entries start among all of the step's.
+type segment[F float32 | float64] struct {
+	w, g  []F
+	m, v  []float64
+	c     adamw.Coefs
+	first int
+}
+
+// unit is the number of entries the update is split by: a range of Split
+// is a range of units (many parameters are smaller than a unit, the
+// largest hold thousands).
+const unit = 256
 
 var _ G.Solver = (*AdamW)(nil)
 
@@ -59,28 +88,41 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 		StepSize:     o.LR / (1 - math.Pow(o.Beta1, t)),
 		InvSqrtBias2: 1 / math.Sqrt(1-math.Pow(o.Beta2, t)),
 	}
+	o.seg32, o.seg64, o.entries = o.seg32[:0], o.seg64[:0], 0
 	for i, p := range params {
 		g, err := p.Grad()
 		if err != nil {
 			return fmt.Errorf("adamw: gradient of parameter %d: %w", i, err)
 		}
-		m, v := o.M[i], o.V[i]
 		c := c
 		if i < len(o.SkipDecay) && o.SkipDecay[i] {
 			c.Decay = 1
 		}
+		var n int
 		switch w := p.Value().Data().(type) {
 		case []float64:
-			err = update(w, g.Data().([]float64), m, v, c)
+			o.seg64, n, err = appendSegment(o.seg64, w, g.Data(), o.M[i], o.V[i], c, o.entries)
 		case []float32:
-			err = update(w, g.Data().([]float32), m, v, c)
+			o.seg32, n, err = appendSegment(o.seg32, w, g.Data(), o.M[i], o.V[i], c, o.entries)
 		default:
 			err = fmt.Errorf("unsupported dtype %T", w)
 		}
 		if err != nil {
 			return fmt.Errorf("adamw: parameter %d: %w", i, err)
 		}
+		o.entries += n
 	}
+	if o.updateRange == nil {
+		o.updateRange = o.update
+	}
+	units := (o.entries + unit - 1) / unit
+	if o.Split == nil {
+		o.updateRange(0, units)
+	} else {
+		o.Split(units, 4*o.entries, o.updateRange) // ~4 cycles an entry with AVX2
+	}
+	clear(o.seg32) // drop the references to this step's tensors
+	clear(o.seg64)
 	o.Steps++
 	return nil
 }
@@ -95,10 +137,33 @@ func SkipDecayBelow2D(params []*graph.Param) []bool {
 	return skip
 }
 
-func update[F float32 | float64](w, g []F, m, v []float64, c adamw.Coefs) error {
-	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
-		return fmt.Errorf("%d weights, %d gradients, %d moments", len(w), len(g), len(m))
+// appendSegment adds a parameter's share of the step to segs, checking
+// that its gradient and moments match its weights.
+func appendSegment[F float32 | float64](segs []segment[F], w []F, grad any, m, v []float64, c adamw.Coefs, first int) ([]segment[F], int, error) {
+	g, ok := grad.([]F)
+	if !ok {
+		return segs, 0, fmt.Errorf("gradient holds %T, weights %T", grad, w)
 	}
-	adamw.Update(w, g, m, v, c) // the formula above, four entries at a time where the CPU can
-	return nil
+	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
+		return segs, 0, fmt.Errorf("%d weights, %d gradients, %d moments", len(w), len(g), len(m))
+	}
+	return append(segs, segment[F]{w: w, g: g, m: m, v: v, c: c, first: first}), len(w), nil
+}
+
+// update applies the step to the entries of units [lo, hi): the formula
+// above, four entries at a time where the CPU can (package adamw).
+func (o *AdamW) update(lo, hi int) {
+	from, to := lo*unit, min(hi*unit, o.entries)
+	updateSegments(o.seg32, from, to)
+	updateSegments(o.seg64, from, to)
+}
+
+// updateSegments updates the entries [from, to) of the step that lie in segs.
+func updateSegments[F float32 | float64](segs []segment[F], from, to int) {
+	for _, s := range segs {
+		a, b := max(from-s.first, 0), min(to-s.first, len(s.w))
+		if a < b {
+			adamw.Update(s.w[a:b], s.g[a:b], s.m[a:b], s.v[a:b], s.c)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package train
 
 import (
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -151,4 +153,107 @@ func fakeParams(w, g []float64) []G.ValueGrad {
 		tensor.New(tensor.WithShape(len(w)), tensor.WithBacking(w)),
 		tensor.New(tensor.WithShape(len(g)), tensor.WithBacking(g)),
 	}}
+}
+
+// TestAdamWSplitGivesSameBits runs three steps of AdamW over parameters of
+// both dtypes and awkward sizes, once in one piece and once split into
+// uneven ranges run in reverse order, and requires the same weights and
+// moments to the bit: the promise that lets the update run on every core.
+func TestAdamWSplitGivesSameBits(t *testing.T) {
+	sizes := []int{1, 3, 65, 255, 256, 257, 1000, 3}
+	run := func(split func(n, work int, f func(lo, hi int))) (weights [][]float64, o *AdamW) {
+		rng := rand.New(rand.NewPCG(8, 8))
+		var params []G.ValueGrad
+		for i, n := range sizes {
+			w, g := make([]float64, n), make([]float64, n)
+			for j := range w {
+				w[j], g[j] = rng.NormFloat64(), rng.NormFloat64()
+			}
+			if i%2 == 0 {
+				params = append(params, fakeParams(w, g)...)
+				continue
+			}
+			w32, g32 := make([]float32, n), make([]float32, n)
+			for j := range w {
+				w32[j], g32[j] = float32(w[j]), float32(g[j])
+			}
+			params = append(params, fakeVG{
+				tensor.New(tensor.WithShape(n), tensor.WithBacking(w32)),
+				tensor.New(tensor.WithShape(n), tensor.WithBacking(g32)),
+			})
+		}
+		o = &AdamW{LR: 0.01, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.1, Split: split,
+			SkipDecay: []bool{false, true, false}}
+		for range 3 {
+			if err := o.Step(params); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range params {
+			weights = append(weights, graph.Float64s(p.Value()))
+		}
+		return weights, o
+	}
+	uneven := func(n, _ int, f func(lo, hi int)) {
+		cuts := []int{n, n * 2 / 3, 1, 0}
+		for i := 0; i+1 < len(cuts); i++ {
+			f(min(cuts[i+1], n), cuts[i])
+		}
+	}
+	w1, o1 := run(nil)
+	w2, o2 := run(uneven)
+	if !reflect.DeepEqual(w1, w2) || !reflect.DeepEqual(o1.M, o2.M) || !reflect.DeepEqual(o1.V, o2.V) {
+		t.Errorf("the split update computed other bits than the whole one")
+	}
+}
+
+// TestClipSplitGivesSameBits clips gradients of both dtypes, several of
+// them longer than a chunk, in one piece and split into uneven ranges run
+// in reverse order, and requires the same norm and clipped entries to the
+// bit; and the norm within 1e-12 of a plain sum in float64.
+func TestClipSplitGivesSameBits(t *testing.T) {
+	sizes := []int{3, clipChunk + 5, 1, 3*clipChunk - 1, 100}
+	grads := func() []any {
+		rng := rand.New(rand.NewPCG(9, 9))
+		var gs []any
+		for i, n := range sizes {
+			g64, g32 := make([]float64, n), make([]float32, n)
+			for j := range g64 {
+				g64[j] = rng.NormFloat64()
+				g32[j] = float32(g64[j])
+			}
+			if i%2 == 0 {
+				gs = append(gs, g64)
+			} else {
+				gs = append(gs, g32)
+			}
+		}
+		return gs
+	}
+	want := 0.0
+	for _, g := range grads() {
+		for _, v := range graph.Float64s(tensor.New(tensor.WithBacking(g))) {
+			want += v * v
+		}
+	}
+	want = math.Sqrt(want)
+	uneven := func(n, _ int, f func(lo, hi int)) {
+		cuts := []int{n, n * 2 / 3, 1, 0}
+		for i := 0; i+1 < len(cuts); i++ {
+			f(min(cuts[i+1], n), cuts[i])
+		}
+	}
+	var results [2][]any
+	var norms [2]float64
+	for i, split := range []func(n, work int, f func(lo, hi int)){nil, uneven} {
+		c := clipper{split: split}
+		results[i] = grads()
+		norms[i] = c.clip(results[i], 1)
+	}
+	if norms[0] != norms[1] || !reflect.DeepEqual(results[0], results[1]) {
+		t.Errorf("split clipping computed other bits: norms %v", norms)
+	}
+	if math.Abs(norms[0]-want) > 1e-12*want {
+		t.Errorf("norm %v, want %v", norms[0], want)
+	}
 }

@@ -22,9 +22,10 @@ type Stepper struct {
 	// Seed draws the dropout masks of every forward pass, from (Seed, pass).
 	Seed int64
 
-	pairs []G.ValueGrad
-	grads []any
-	sums  [][]float64 // gradient sums over the batches of one step (Accum > 1)
+	pairs   []G.ValueGrad
+	grads   []any
+	clipper clipper
+	sums    [][]float64 // gradient sums over the batches of one step (Accum > 1)
 }
 
 // StepResult is what one step measured.
@@ -35,6 +36,11 @@ type StepResult struct {
 // NewStepper ties prog's parameters and gradients to opt.
 func NewStepper(prog *graph.Program, opt *AdamW, sched Schedule, clip float64) *Stepper {
 	s := &Stepper{Prog: prog, Opt: opt, Sched: sched, Clip: clip}
+	// Clipping and the update on the goroutines of the program's kernels.
+	s.clipper.split = prog.Split
+	if opt.Split == nil {
+		opt.Split = prog.Split
+	}
 	for i, p := range prog.Params {
 		s.pairs = append(s.pairs, paramGrad{p.Node, prog.Grads[i]})
 	}
@@ -66,7 +72,7 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	for i, g := range s.Prog.Grads {
 		s.grads[i] = g.Value().Data()
 	}
-	r.GradNorm = ClipGlobalNorm(s.grads, s.Clip)
+	r.GradNorm = s.clipper.clip(s.grads, s.Clip) // ClipGlobalNorm, on the program's goroutines
 	if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
 		return r, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr)", step+1, r.Loss, r.GradNorm)
 	}
