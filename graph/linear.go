@@ -56,16 +56,11 @@ func (op *fusedOp) biasGrad(bias, dy *G.Node) (*G.Node, error) {
 // the layer has one. Wᵀ is never formed: the product reads W's rows as columns.
 func linearForward[F gemm.Float](a *args[F]) {
 	x, w, n, in, out := a.in[0], a.in[1], a.p.Rows, a.p.In, a.p.Out
-	hasBias := len(a.in) > 2
-	if hasBias {
-		bias := a.in[2]
-		rows(a, n, n*out, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				copy(a.out[i*out:(i+1)*out], bias)
-			}
-		})
+	if len(a.in) > 2 {
+		gemm.MulBias(a.ws, false, true, n, out, in, x, in, w, in, a.in[2], a.out, out)
+		return
 	}
-	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, hasBias)
+	gemm.Mul(a.ws, false, true, n, out, in, x, in, w, in, a.out, out, false)
 }
 
 // linearBackwardX: ∂x = dy·W. in: dy (rows, Out), W (Out, In).

@@ -147,6 +147,7 @@ type job[F Float] struct {
 	lda            int
 	b              []F
 	ldb            int
+	bias           []F // added to every row of C in the first k block (MulBias), or nil
 	c              []F
 	ldc            int
 	accumulate     bool
@@ -163,8 +164,28 @@ var parallelMinFlops = 2.0 * (1 << 20)
 // likewise for B; element (i, j) of C is c[i*ldc+j]. Nothing outside the
 // m×n elements of C is written.
 func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, c []F, ldc int, accumulate bool) {
+	mul(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, accumulate)
+}
+
+// MulBias computes C = op(A)·op(B) + bias, bias (n numbers) added to
+// every row: the numbers of copying bias into each row of C and calling
+// Mul with accumulate, without the pass over C that the copy is (x·Wᵀ + b
+// of a linear layer; the kernel adds the bias where it would add C).
+func MulBias[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int) {
+	mul(w, transA, transB, m, n, k, a, lda, b, ldb, bias[:n], c, ldc, false)
+}
+
+func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate bool) {
 	if m <= 0 || n <= 0 {
 		return
+	}
+	ks, asm := kernelsFor[F](m)
+	if bias != nil && (k <= 0 || m == 1) {
+		// Nothing to fuse the bias with (one row goes to gemvT): copy it.
+		for i := 0; i < m; i++ {
+			copy(c[i*ldc:i*ldc+n], bias)
+		}
+		bias, accumulate = nil, true
 	}
 	if k <= 0 {
 		if !accumulate {
@@ -174,7 +195,6 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	ks, asm := kernelsFor[F](m)
 	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 {
 		gemvT(n, k, any(a).([]float32), any(b).([]float32), ldb, any(c).([]float32), accumulate)
 		return
@@ -182,7 +202,7 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	wk0 := w.worker(0)
 	j := jobOf[F](wk0)
 	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
-		a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, accumulate: accumulate}
+		a: a, lda: lda, b: b, ldb: ldb, bias: bias, c: c, ldc: ldc, accumulate: accumulate}
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		j.run(wk0)
@@ -298,20 +318,32 @@ func (j *job[F]) run(wk *worker) {
 						}
 						c0 := (ic+ir)*j.ldc + jc + jr
 						if rows == mr && cols == nr {
-							microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, acc)
+							switch {
+							case acc:
+								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, j.c[c0:], j.ldc, true)
+							case j.bias != nil:
+								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, j.bias[jc+jr:], 0, true)
+							default:
+								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, nil, 0, false)
+							}
 							continue
 						}
 						// An edge tile: compute the whole tile aside, keep
 						// what exists (the same sums as in place).
-						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, false)
+						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, nil, 0, false)
 						for r := 0; r < rows; r++ {
 							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
 							src := tile[r*nr : r*nr+cols]
-							if acc {
+							switch {
+							case acc:
 								for x, v := range src {
 									dst[x] += v
 								}
-							} else {
+							case j.bias != nil:
+								for x, v := range src {
+									dst[x] = j.bias[jc+jr+x] + v
+								}
+							default:
 								copy(dst, src)
 							}
 						}

@@ -327,3 +327,55 @@ func TestUseSwitchesPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestMulBias checks MulBias against what it replaces — the bias copied
+// into every row of C, then Mul with accumulate — bit for bit, on every
+// kernel path and its Go twin, with 1 and 3 threads, across block
+// boundaries (tiny blocks) and edge tiles.
+func TestMulBias(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	shapes := [][3]int{{1, 5, 7}, {16, 16, 16}, {33, 47, 300}, {300, 40, 21}, {64, 64, 0}, {40, 130, 70}}
+	for _, tiny := range []bool{false, true} {
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			for _, p := range paths() {
+				for _, twin := range []bool{false, true} {
+					for _, threads := range []int{1, 3} {
+						a64, b64, bias64 := randoms(rng, m*k+1), randoms(rng, k*n+1), randoms(rng, n)
+						a, b, bias := to32(a64), to32(b64), to32(bias64)
+						want, got := make([]float32, m*(n+3)), make([]float32, m*(n+3))
+						want64, got64 := make([]float64, m*(n+3)), make([]float64, m*(n+3))
+						run := func() {
+							w := &Workspace{Threads: threads}
+							defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
+							parallelMinFlops = 0
+							for i := 0; i < m; i++ {
+								copy(want[i*(n+3):], bias)
+							}
+							Mul(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), want, n+3, true)
+							MulBias(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), bias, got, n+3)
+							for i := 0; i < m; i++ {
+								copy(want64[i*(n+3):], bias64)
+							}
+							Mul(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), want64, n+3, true)
+							MulBias(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), bias64, got64, n+3)
+						}
+						withPath(p, twin, func() {
+							if tiny {
+								withTinyBlocks(run)
+							} else {
+								run()
+							}
+						})
+						for i := range want {
+							if (got[i] != want[i] || got64[i] != want64[i]) && i%(n+3) < n {
+								t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d: element %d = %v, %v, want %v, %v",
+									p, twin, tiny, threads, m, n, k, i, got[i], got64[i], want[i], want64[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

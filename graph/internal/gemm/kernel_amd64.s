@@ -16,15 +16,17 @@
 // B's row into Y12/Y13, broadcasts A's six entries in turn into Y14/Y15
 // and does two FMAs per row (2 + 6 loads, 12 FMAs).
 //
-// The sum starts from zero; at the end C's old value is added when
-// accumulate is set, then the tile is stored, one row every ldc elements.
+// The sum starts from zero; at the end, when accumulate is set, the
+// rows at add (one every ldAdd elements) are added to it: C's old value
+// (add = c, ldAdd = ldc), or a bias row added to every row (ldAdd = 0).
+// Then the tile is stored, one row every ldc elements.
 //
 // Registers: CX = steps left; SI, R11, R12, R13 = &a[p·aStep] of rows 0,
 // 4, 8, 12, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[p·bStep], BX =
 // bStep; DX = &c's current row, R8 = ldc (all strides in bytes).
 
-// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx512F32(SB), NOSPLIT, $0-65
+// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
+TEXT ·avx512F32(SB), NOSPLIT, $0-81
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -115,57 +117,76 @@ avx512F32loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F32loop
-	MOVBLZX accumulate+64(FP), AX
+	MOVBLZX accumulate+80(FP), AX
 	TESTL   AX, AX
 	JZ      avx512F32write
-	VADDPS (DX), Z0, Z0
+	MOVQ add+64(FP), SI
+	MOVQ ldAdd+72(FP), R9
+	SHLQ $2, R9
+	VADDPS (SI), Z0, Z0
 	VMOVUPS Z0, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z1, Z1
+	ADDQ R9, SI
+	VADDPS (SI), Z1, Z1
 	VMOVUPS Z1, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z2, Z2
+	ADDQ R9, SI
+	VADDPS (SI), Z2, Z2
 	VMOVUPS Z2, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z3, Z3
+	ADDQ R9, SI
+	VADDPS (SI), Z3, Z3
 	VMOVUPS Z3, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z4, Z4
+	ADDQ R9, SI
+	VADDPS (SI), Z4, Z4
 	VMOVUPS Z4, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z5, Z5
+	ADDQ R9, SI
+	VADDPS (SI), Z5, Z5
 	VMOVUPS Z5, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z6, Z6
+	ADDQ R9, SI
+	VADDPS (SI), Z6, Z6
 	VMOVUPS Z6, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z7, Z7
+	ADDQ R9, SI
+	VADDPS (SI), Z7, Z7
 	VMOVUPS Z7, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z8, Z8
+	ADDQ R9, SI
+	VADDPS (SI), Z8, Z8
 	VMOVUPS Z8, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z9, Z9
+	ADDQ R9, SI
+	VADDPS (SI), Z9, Z9
 	VMOVUPS Z9, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z10, Z10
+	ADDQ R9, SI
+	VADDPS (SI), Z10, Z10
 	VMOVUPS Z10, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z11, Z11
+	ADDQ R9, SI
+	VADDPS (SI), Z11, Z11
 	VMOVUPS Z11, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z12, Z12
+	ADDQ R9, SI
+	VADDPS (SI), Z12, Z12
 	VMOVUPS Z12, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z13, Z13
+	ADDQ R9, SI
+	VADDPS (SI), Z13, Z13
 	VMOVUPS Z13, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z14, Z14
+	ADDQ R9, SI
+	VADDPS (SI), Z14, Z14
 	VMOVUPS Z14, (DX)
 	ADDQ R8, DX
-	VADDPS (DX), Z15, Z15
+	ADDQ R9, SI
+	VADDPS (SI), Z15, Z15
 	VMOVUPS Z15, (DX)
 	ADDQ R8, DX
+	ADDQ R9, SI
 	VZEROUPPER
 	RET
 
@@ -205,8 +226,8 @@ avx512F32write:
 	VZEROUPPER
 	RET
 
-// func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx512F64(SB), NOSPLIT, $0-65
+// func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
+TEXT ·avx512F64(SB), NOSPLIT, $0-81
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -265,57 +286,76 @@ avx512F64loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F64loop
-	MOVBLZX accumulate+64(FP), AX
+	MOVBLZX accumulate+80(FP), AX
 	TESTL   AX, AX
 	JZ      avx512F64write
-	VADDPD (DX), Z0, Z0
+	MOVQ add+64(FP), SI
+	MOVQ ldAdd+72(FP), R9
+	SHLQ $3, R9
+	VADDPD (SI), Z0, Z0
 	VMOVUPD Z0, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z1, Z1
+	ADDQ R9, SI
+	VADDPD (SI), Z1, Z1
 	VMOVUPD Z1, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z2, Z2
+	ADDQ R9, SI
+	VADDPD (SI), Z2, Z2
 	VMOVUPD Z2, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z3, Z3
+	ADDQ R9, SI
+	VADDPD (SI), Z3, Z3
 	VMOVUPD Z3, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z4, Z4
+	ADDQ R9, SI
+	VADDPD (SI), Z4, Z4
 	VMOVUPD Z4, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z5, Z5
+	ADDQ R9, SI
+	VADDPD (SI), Z5, Z5
 	VMOVUPD Z5, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z6, Z6
+	ADDQ R9, SI
+	VADDPD (SI), Z6, Z6
 	VMOVUPD Z6, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z7, Z7
+	ADDQ R9, SI
+	VADDPD (SI), Z7, Z7
 	VMOVUPD Z7, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z8, Z8
+	ADDQ R9, SI
+	VADDPD (SI), Z8, Z8
 	VMOVUPD Z8, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z9, Z9
+	ADDQ R9, SI
+	VADDPD (SI), Z9, Z9
 	VMOVUPD Z9, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z10, Z10
+	ADDQ R9, SI
+	VADDPD (SI), Z10, Z10
 	VMOVUPD Z10, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z11, Z11
+	ADDQ R9, SI
+	VADDPD (SI), Z11, Z11
 	VMOVUPD Z11, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z12, Z12
+	ADDQ R9, SI
+	VADDPD (SI), Z12, Z12
 	VMOVUPD Z12, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z13, Z13
+	ADDQ R9, SI
+	VADDPD (SI), Z13, Z13
 	VMOVUPD Z13, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z14, Z14
+	ADDQ R9, SI
+	VADDPD (SI), Z14, Z14
 	VMOVUPD Z14, (DX)
 	ADDQ R8, DX
-	VADDPD (DX), Z15, Z15
+	ADDQ R9, SI
+	VADDPD (SI), Z15, Z15
 	VMOVUPD Z15, (DX)
 	ADDQ R8, DX
+	ADDQ R9, SI
 	VZEROUPPER
 	RET
 
@@ -355,8 +395,8 @@ avx512F64write:
 	VZEROUPPER
 	RET
 
-// func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx2F32(SB), NOSPLIT, $0-65
+// func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
+TEXT ·avx2F32(SB), NOSPLIT, $0-81
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -410,39 +450,48 @@ avx2F32loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F32loop
-	MOVBLZX accumulate+64(FP), AX
+	MOVBLZX accumulate+80(FP), AX
 	TESTL   AX, AX
 	JZ      avx2F32write
-	VADDPS (DX), Y0, Y0
-	VADDPS 32(DX), Y1, Y1
+	MOVQ add+64(FP), SI
+	MOVQ ldAdd+72(FP), R9
+	SHLQ $2, R9
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	ADDQ R8, DX
-	VADDPS (DX), Y2, Y2
-	VADDPS 32(DX), Y3, Y3
+	ADDQ R9, SI
+	VADDPS (SI), Y2, Y2
+	VADDPS 32(SI), Y3, Y3
 	VMOVUPS Y2, (DX)
 	VMOVUPS Y3, 32(DX)
 	ADDQ R8, DX
-	VADDPS (DX), Y4, Y4
-	VADDPS 32(DX), Y5, Y5
+	ADDQ R9, SI
+	VADDPS (SI), Y4, Y4
+	VADDPS 32(SI), Y5, Y5
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
-	VADDPS (DX), Y6, Y6
-	VADDPS 32(DX), Y7, Y7
+	ADDQ R9, SI
+	VADDPS (SI), Y6, Y6
+	VADDPS 32(SI), Y7, Y7
 	VMOVUPS Y6, (DX)
 	VMOVUPS Y7, 32(DX)
 	ADDQ R8, DX
-	VADDPS (DX), Y8, Y8
-	VADDPS 32(DX), Y9, Y9
+	ADDQ R9, SI
+	VADDPS (SI), Y8, Y8
+	VADDPS 32(SI), Y9, Y9
 	VMOVUPS Y8, (DX)
 	VMOVUPS Y9, 32(DX)
 	ADDQ R8, DX
-	VADDPS (DX), Y10, Y10
-	VADDPS 32(DX), Y11, Y11
+	ADDQ R9, SI
+	VADDPS (SI), Y10, Y10
+	VADDPS 32(SI), Y11, Y11
 	VMOVUPS Y10, (DX)
 	VMOVUPS Y11, 32(DX)
 	ADDQ R8, DX
+	ADDQ R9, SI
 	VZEROUPPER
 	RET
 
@@ -468,8 +517,8 @@ avx2F32write:
 	VZEROUPPER
 	RET
 
-// func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool)
-TEXT ·avx2F64(SB), NOSPLIT, $0-65
+// func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
+TEXT ·avx2F64(SB), NOSPLIT, $0-81
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -523,39 +572,48 @@ avx2F64loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F64loop
-	MOVBLZX accumulate+64(FP), AX
+	MOVBLZX accumulate+80(FP), AX
 	TESTL   AX, AX
 	JZ      avx2F64write
-	VADDPD (DX), Y0, Y0
-	VADDPD 32(DX), Y1, Y1
+	MOVQ add+64(FP), SI
+	MOVQ ldAdd+72(FP), R9
+	SHLQ $3, R9
+	VADDPD (SI), Y0, Y0
+	VADDPD 32(SI), Y1, Y1
 	VMOVUPD Y0, (DX)
 	VMOVUPD Y1, 32(DX)
 	ADDQ R8, DX
-	VADDPD (DX), Y2, Y2
-	VADDPD 32(DX), Y3, Y3
+	ADDQ R9, SI
+	VADDPD (SI), Y2, Y2
+	VADDPD 32(SI), Y3, Y3
 	VMOVUPD Y2, (DX)
 	VMOVUPD Y3, 32(DX)
 	ADDQ R8, DX
-	VADDPD (DX), Y4, Y4
-	VADDPD 32(DX), Y5, Y5
+	ADDQ R9, SI
+	VADDPD (SI), Y4, Y4
+	VADDPD 32(SI), Y5, Y5
 	VMOVUPD Y4, (DX)
 	VMOVUPD Y5, 32(DX)
 	ADDQ R8, DX
-	VADDPD (DX), Y6, Y6
-	VADDPD 32(DX), Y7, Y7
+	ADDQ R9, SI
+	VADDPD (SI), Y6, Y6
+	VADDPD 32(SI), Y7, Y7
 	VMOVUPD Y6, (DX)
 	VMOVUPD Y7, 32(DX)
 	ADDQ R8, DX
-	VADDPD (DX), Y8, Y8
-	VADDPD 32(DX), Y9, Y9
+	ADDQ R9, SI
+	VADDPD (SI), Y8, Y8
+	VADDPD 32(SI), Y9, Y9
 	VMOVUPD Y8, (DX)
 	VMOVUPD Y9, 32(DX)
 	ADDQ R8, DX
-	VADDPD (DX), Y10, Y10
-	VADDPD 32(DX), Y11, Y11
+	ADDQ R9, SI
+	VADDPD (SI), Y10, Y10
+	VADDPD 32(SI), Y11, Y11
 	VMOVUPD Y10, (DX)
 	VMOVUPD Y11, 32(DX)
 	ADDQ R8, DX
+	ADDQ R9, SI
 	VZEROUPPER
 	RET
 
