@@ -21,8 +21,8 @@ var bestPath = func() kernelPath {
 	return pathGo
 }()
 
-// haveTranspose: transposeF32 and copyRows64B/128B need AVX.
-var haveTranspose = cpu.X86.HasAVX
+// haveAVX: transposeF32, copyRows64B/128B and addF32 need AVX.
+var haveAVX = cpu.X86.HasAVX
 
 // The micro-kernels of kernel_amd64.s; each is microKernel for its tile.
 //
@@ -46,13 +46,19 @@ func transposeF32(dst *float32, dstStride int, src *float32, srcStride int, bloc
 
 // copyRows64B copies n rows of 64 bytes, ld bytes apart in src, to
 // contiguous rows at dst; copyRows128B rows of 128 bytes. They need AVX
-// (haveTranspose).
+// (haveAVX).
 //
 //go:noescape
 func copyRows64B(dst, src unsafe.Pointer, ld, n int)
 
 //go:noescape
 func copyRows128B(dst, src unsafe.Pointer, ld, n int)
+
+// addF32 sets dst[i] += src[i] for i < n, n a multiple of 8; it needs
+// AVX (haveAVX).
+//
+//go:noescape
+func addF32(dst, src unsafe.Pointer, n int)
 
 // dot4F32 sets out[r] = Σ_p x[p]·b[r·ldb + p] for r < 4, p < k, k a
 // multiple of 16; it needs AVX2 and FMA (see kernel_amd64.s).

@@ -8,7 +8,7 @@ import "unsafe"
 // runs the Go micro-kernel; the functions below are never called.
 const bestPath = pathGo
 
-var haveTranspose = false
+var haveAVX = false
 
 func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, accumulate bool) {
 	panic("unreachable")
@@ -29,5 +29,7 @@ func transposeF32(dst *float32, dstStride int, src *float32, srcStride int, bloc
 
 func copyRows64B(dst, src unsafe.Pointer, ld, n int)  { panic("unreachable") }
 func copyRows128B(dst, src unsafe.Pointer, ld, n int) { panic("unreachable") }
+
+func addF32(dst, src unsafe.Pointer, n int) { panic("unreachable") }
 
 func dot4F32(k int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer) { panic("unreachable") }

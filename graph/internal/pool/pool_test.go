@@ -49,10 +49,14 @@ func TestCloseStopsWorkers(t *testing.T) {
 	spinning, sleeping := New(3), New(3)
 	spinning.Run(3, func(int) {})
 	sleeping.Run(3, func(int) {})
-	time.Sleep(5 * spinFor)
-	if n := members(); n != 4 {
-		t.Fatalf("%d workers after starting two pools of 3, want 4", n)
+	// The workers have started by the end of Run but may not have been
+	// scheduled yet on a busy machine: wait for them (up to 5 s).
+	for deadline := time.Now().Add(5 * time.Second); members() != 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d workers after starting two pools of 3, want 4", members())
+		}
 	}
+	time.Sleep(5 * spinFor) // one pool's workers now asleep, the other's spinning
 	sleeping.Close()
 	spinning.Run(2, func(int) {})
 	spinning.Close()
