@@ -217,11 +217,7 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 
 func (op *fusedOp) newOutput() G.Value {
 	if len(op.shape) > 0 {
-		n := op.shape.TotalSize()
-		if op.dt == tensor.Float64 {
-			return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(newBuffer[float64](n)))
-		}
-		return tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(newBuffer[float32](n)))
+		return tensor.New(tensor.Of(op.dt), tensor.WithShape(op.shape...))
 	}
 	if op.dt == tensor.Float64 {
 		return G.NewF64(0)

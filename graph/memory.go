@@ -57,7 +57,7 @@ func take[F float32 | float64](free map[int][][]F, n int) []F {
 		free[n] = list[:len(list)-1]
 		return b
 	}
-	return newBuffer[F](n)
+	return make([]F, n)
 }
 
 // planMemory decides, once the graph is complete (gradients included),
