@@ -318,19 +318,20 @@ func (j *job[F]) run(wk *worker) {
 						}
 						c0 := (ic+ir)*j.ldc + jc + jr
 						if rows == mr && cols == nr {
+							var add []F // what the kernel adds its sums to: nothing, C, or the bias
+							ldAdd := 0
 							switch {
 							case acc:
-								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, j.c[c0:], j.ldc, true)
+								add, ldAdd = j.c[c0:], j.ldc
 							case j.bias != nil:
-								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, j.bias[jc+jr:], 0, true)
-							default:
-								microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, nil, 0, false)
+								add = j.bias[jc+jr:]
 							}
+							microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
 							continue
 						}
 						// An edge tile: compute the whole tile aside, keep
 						// what exists (the same sums as in place).
-						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, nil, 0, false)
+						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, nil, 0)
 						for r := 0; r < rows; r++ {
 							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
 							src := tile[r*nr : r*nr+cols]

@@ -78,31 +78,31 @@ func kernelsFor[F Float](m int) (ks *kernels, asm bool) {
 //
 //	c[r·ldc + j] = Σ_p a[r·aRow + p·aStep] · b[p·bStep + j]   (p = 0 … k−1, in order)
 //
-// or, when accumulate is set, c[r·ldc + j] = add[r·ldAdd + j] + Σ (the sum
+// or, when add is not nil, c[r·ldc + j] = add[r·ldAdd + j] + Σ (the sum
 // is formed first, then added): add = c, ldAdd = ldc adds to C, and a bias
 // row with ldAdd = 0 adds it to every row. A packed strip has aRow = 1,
 // aStep = mr; a packed panel bStep = nr.
-func microKernel[F Float](ks *kernels, asm bool, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int, accumulate bool) {
+func microKernel[F Float](ks *kernels, asm bool, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int) {
 	// The assembly reads and writes these last elements and nothing beyond.
 	_ = a[(ks.mr-1)*aRow+(k-1)*aStep]
 	_ = b[(k-1)*bStep+ks.nr-1]
 	_ = c[(ks.mr-1)*ldc+ks.nr-1]
 	addPtr := unsafe.Pointer(nil)
-	if accumulate {
+	if add != nil {
 		_ = add[(ks.mr-1)*ldAdd+ks.nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
 	if !asm {
-		kernelGo(ks.mr, ks.nr, k, a, aRow, aStep, b, bStep, c, ldc, add, ldAdd, accumulate)
+		kernelGo(ks.mr, ks.nr, k, a, aRow, aStep, b, bStep, c, ldc, add, ldAdd)
 		return
 	}
-	ks.run(k, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), bStep, unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, accumulate)
+	ks.run(k, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), bStep, unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil)
 }
 
 // kernelGo is the micro-kernel in plain Go for any tile up to maxTile:
 // the tile is summed in a local array, one product per step of p, in the
 // order of the assembly's vector registers.
-func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int, accumulate bool) {
+func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int) {
 	var acc [maxTile]F
 	t := acc[:mr*nr]
 	for p := 0; p < k; p++ {
@@ -118,7 +118,7 @@ func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, 
 	for r := 0; r < mr; r++ {
 		dst := c[r*ldc : r*ldc+nr]
 		src := t[r*nr : r*nr+nr]
-		if accumulate {
+		if add != nil {
 			old := add[r*ldAdd : r*ldAdd+nr]
 			for j, v := range src {
 				dst[j] = old[j] + v
