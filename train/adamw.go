@@ -116,12 +116,8 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 		o.updateRange = o.update
 	}
 	units := (o.entries + unit - 1) / unit
-	if o.Split == nil {
-		o.updateRange(0, units)
-	} else {
-		o.Split(units, 4*o.entries, o.updateRange) // ~4 cycles an entry with AVX2
-	}
-	clear(o.seg32) // drop the references to this step's tensors
+	splitOrRun(o.Split, units, 4*o.entries, o.updateRange) // ~4 cycles an entry with AVX2
+	clear(o.seg32)                                         // drop the references to this step's tensors
 	clear(o.seg64)
 	o.Steps++
 	return nil
@@ -135,6 +131,17 @@ func SkipDecayBelow2D(params []*graph.Param) []bool {
 		skip[i] = len(p.Shape) < 2
 	}
 	return skip
+}
+
+// splitOrRun runs f over [0, n) through split (a graph.Program's Split,
+// work the job's estimate), or in the calling goroutine when split is nil:
+// the optimizer's and the clipper's passes over every entry.
+func splitOrRun(split func(n, work int, f func(lo, hi int)), n, work int, f func(lo, hi int)) {
+	if split == nil {
+		f(0, n)
+		return
+	}
+	split(n, work, f)
 }
 
 // appendSegment adds a parameter's share of the step to segs, checking

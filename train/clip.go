@@ -64,7 +64,7 @@ func (c *clipper) clip(grads []any, clip float64) float64 {
 		c.partial = make([]float64, len(c.chunks))
 	}
 	c.partial = c.partial[:len(c.chunks)]
-	c.run(entries, c.sumRange)
+	splitOrRun(c.split, len(c.chunks), entries, c.sumRange)
 	sum := 0.0
 	for _, s := range c.partial {
 		sum += s
@@ -72,20 +72,11 @@ func (c *clipper) clip(grads []any, clip float64) float64 {
 	norm := math.Sqrt(sum)
 	if clip > 0 {
 		if c.coef = clip / (norm + 1e-6); c.coef < 1 {
-			c.run(entries, c.scaleRange)
+			splitOrRun(c.split, len(c.chunks), entries, c.scaleRange)
 		}
 	}
 	clear(c.chunks) // drop the references to this step's gradients
 	return norm
-}
-
-// run calls f over all chunks, split when there is a split.
-func (c *clipper) run(entries int, f func(lo, hi int)) {
-	if c.split == nil {
-		f(0, len(c.chunks))
-		return
-	}
-	c.split(len(c.chunks), entries, f)
 }
 
 // sumSquares sets partial[i] for the chunks [lo, hi).
