@@ -117,7 +117,8 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 	}
 	units := (o.entries + unit - 1) / unit
 	splitOrRun(o.Split, units, 4*o.entries, o.updateRange) // ~4 cycles an entry with AVX2
-	clear(o.seg32)                                         // drop the references to this step's tensors
+	// Drop the references to this step's tensors.
+	clear(o.seg32)
 	clear(o.seg64)
 	o.Steps++
 	return nil
