@@ -300,38 +300,51 @@ func (j *job[F]) run(wk *worker) {
 						packTrans(dst, mr, j.a, j.lda, pc, kc, ic+ir, rows)
 					}
 				}
+				// stripA: where the strip of A's block at row ir lies
+				// (packed, or in place) and how far the next strip is.
+				stripA := func(ir, rows int) (as []F, aRow, aStep, aNext int) {
+					switch {
+					case !inPlaceA || rows < mr:
+						return (*ap)[ir*kc:], 1, mr, mr * kc
+					case j.transA:
+						return j.a[pc*j.lda+ic+ir:], 1, j.lda, mr
+					default:
+						return j.a[(ic+ir)*j.lda+pc:], j.lda, 1, mr * j.lda
+					}
+				}
 				for jr := 0; jr < nc; jr += nr {
 					cols := min(nr, nc-jr)
 					bs, bStep := (*bp)[jr*kc:(jr+nr)*kc], nr
 					if inPlaceB && cols == nr {
 						bs, bStep = j.b[pc*j.ldb+jc+jr:], j.ldb
 					}
-					for ir := 0; ir < mc; ir += mr {
-						rows := min(mr, mc-ir)
-						as, aRow, aStep := (*ap)[ir*kc:(ir+mr)*kc], 1, mr
+					// The whole tiles of this panel, in one call: what the
+					// kernel adds its sums to is nothing, C, or the bias.
+					whole := 0
+					if cols == nr {
+						whole = mc / mr
+					}
+					if whole > 0 {
+						as, aRow, aStep, aNext := stripA(0, mr)
+						c0 := ic*j.ldc + jc + jr
+						var add []F
+						ldAdd := 0
 						switch {
-						case !inPlaceA || rows < mr:
-						case j.transA:
-							as, aRow, aStep = j.a[pc*j.lda+ic+ir:], 1, j.lda
-						default:
-							as, aRow, aStep = j.a[(ic+ir)*j.lda+pc:], j.lda, 1
+						case acc:
+							add, ldAdd = j.c[c0:], j.ldc
+						case j.bias != nil:
+							add = j.bias[jc+jr:]
 						}
+						microKernel(ks, j.asm, kc, whole, as, aRow, aStep, aNext, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
+					}
+					// The edge tiles (short of rows or of columns): each
+					// computed whole aside, keeping what exists (the same
+					// sums as in place).
+					for ir := whole * mr; ir < mc; ir += mr {
+						rows := min(mr, mc-ir)
+						as, aRow, aStep, _ := stripA(ir, rows)
 						c0 := (ic+ir)*j.ldc + jc + jr
-						if rows == mr && cols == nr {
-							var add []F // what the kernel adds its sums to: nothing, C, or the bias
-							ldAdd := 0
-							switch {
-							case acc:
-								add, ldAdd = j.c[c0:], j.ldc
-							case j.bias != nil:
-								add = j.bias[jc+jr:]
-							}
-							microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
-							continue
-						}
-						// An edge tile: compute the whole tile aside, keep
-						// what exists (the same sums as in place).
-						microKernel(ks, j.asm, kc, as, aRow, aStep, bs, bStep, tile, nr, nil, 0)
+						microKernel(ks, j.asm, kc, 1, as, aRow, aStep, 0, bs, bStep, tile, nr, nil, 0)
 						for r := 0; r < rows; r++ {
 							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
 							src := tile[r*nr : r*nr+cols]

@@ -17,7 +17,7 @@ func BenchmarkKernel(b *testing.B) {
 				b.Run(fmt.Sprintf("%v/k%d", p, k), func(b *testing.B) {
 					cpu0 := cpuTime()
 					for range b.N {
-						microKernel(ks, true, k, a, 1, ks.mr, bb, ks.nr, c, ks.nr, c, ks.nr)
+						microKernel(ks, true, k, 1, a, 1, ks.mr, 0, bb, ks.nr, c, ks.nr, c, ks.nr)
 					}
 					f := 2 * float64(ks.mr*ks.nr*k*b.N)
 					b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")

@@ -22,7 +22,7 @@ type kernels struct {
 	mc, kc, nc int
 	// run is the assembly kernel (nil for pathGo): microKernel for the
 	// element type of the table entry, a, b, c pointing at its first elements.
-	run func(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
+	run func(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 }
 
 // maxTile is the largest mr·nr of any kernel (the edge tile's size).
@@ -73,30 +73,41 @@ func kernelsFor[F Float](m int) (ks *kernels, asm bool) {
 	return &kernelTable[path][t], path != pathGo && !forceGo
 }
 
-// microKernel computes the mr×nr tile of C at c (row stride ldc) from a
-// strip of A and a panel of B, packed or in place:
+// microKernel computes strips mr×nr tiles of C, one below the other, each
+// from a strip of A and the same panel of B, packed or in place. Tile s
+// is the one at c[s·mr·ldc …] from the strip at a[s·aNext …]:
 //
 //	c[r·ldc + j] = Σ_p a[r·aRow + p·aStep] · b[p·bStep + j]   (p = 0 … k−1, in order)
 //
 // or, when add is not nil, c[r·ldc + j] = add[r·ldAdd + j] + Σ (the sum
 // is formed first, then added): add = c, ldAdd = ldc adds to C, and a bias
 // row with ldAdd = 0 adds it to every row. A packed strip has aRow = 1,
-// aStep = mr; a packed panel bStep = nr.
-func microKernel[F Float](ks *kernels, asm bool, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int) {
+// aStep = mr; a packed panel bStep = nr. One call covers a column of
+// tiles because a call from Go costs ≈ 40 ns, 3–4 % of a 16×16×256 tile
+// (bench/NOTES.md G11); the tiles are computed in the same order and
+// with the same sums either way.
+func microKernel[F Float](ks *kernels, asm bool, k, strips int, a []F, aRow, aStep, aNext int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int) {
 	// The assembly reads and writes these last elements and nothing beyond.
-	_ = a[(ks.mr-1)*aRow+(k-1)*aStep]
+	last := strips - 1
+	_ = a[last*aNext+(ks.mr-1)*aRow+(k-1)*aStep]
 	_ = b[(k-1)*bStep+ks.nr-1]
-	_ = c[(ks.mr-1)*ldc+ks.nr-1]
+	_ = c[(last*ks.mr+ks.mr-1)*ldc+ks.nr-1]
 	addPtr := unsafe.Pointer(nil)
 	if add != nil {
-		_ = add[(ks.mr-1)*ldAdd+ks.nr-1]
+		_ = add[(last*ks.mr+ks.mr-1)*ldAdd+ks.nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
 	if !asm {
-		kernelGo(ks.mr, ks.nr, k, a, aRow, aStep, b, bStep, c, ldc, add, ldAdd)
+		for s := range strips {
+			var addS []F
+			if add != nil {
+				addS = add[s*ks.mr*ldAdd:]
+			}
+			kernelGo(ks.mr, ks.nr, k, a[s*aNext:], aRow, aStep, b, bStep, c[s*ks.mr*ldc:], ldc, addS, ldAdd)
+		}
 		return
 	}
-	ks.run(k, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), bStep, unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil)
+	ks.run(k, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), bStep, unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips)
 }
 
 // kernelGo is the micro-kernel in plain Go for any tile up to maxTile:

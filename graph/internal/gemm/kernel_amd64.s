@@ -21,6 +21,11 @@
 // (add = c, ldAdd = ldc), or a bias row added to every row (ldAdd = 0).
 // Then the tile is stored, one row every ldc elements.
 //
+// One call computes strips tiles, one below the other: after each tile
+// the kernel moves a by aNext elements and c and add by mr rows (the
+// arguments in the frame are updated in place) and starts again from the
+// top with the same panel of B.
+//
 // The AVX-512 float32 kernel (the one large products run) first prefetches
 // the 16 rows of its C tile: a tile of a product with thousands of rows
 // comes from L3 or memory, and by the end of the loop it is in L1 (4096-row
@@ -31,8 +36,9 @@
 // bStep; DX = &c's current row, R8 = ldc (all strides in bytes); in the
 // epilogue SI = the current row at add, R9 = ldAdd.
 
-// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
-TEXT ·avx512F32(SB), NOSPLIT, $0-81
+// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·avx512F32(SB), NOSPLIT, $0-104
+avx512F32strip:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -193,8 +199,7 @@ avx512F32loop:
 	VMOVUPS Z15, (DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VZEROUPPER
-	RET
+	JMP  avx512F32next
 
 avx512F32write:
 	VMOVUPS Z0, (DX)
@@ -229,11 +234,28 @@ avx512F32write:
 	ADDQ R8, DX
 	VMOVUPS Z15, (DX)
 	ADDQ R8, DX
+
+avx512F32next:
+	DECQ strips+96(FP)
+	JZ   avx512F32done
+	MOVQ aNext+88(FP), AX
+	SHLQ $2, AX
+	ADDQ AX, a+8(FP)
+	MOVQ ldc+56(FP), AX
+	IMUL3Q $64, AX, AX
+	ADDQ AX, c+48(FP)
+	MOVQ ldAdd+72(FP), AX
+	IMUL3Q $64, AX, AX
+	ADDQ AX, add+64(FP)
+	JMP  avx512F32strip
+
+avx512F32done:
 	VZEROUPPER
 	RET
 
-// func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
-TEXT ·avx512F64(SB), NOSPLIT, $0-81
+// func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·avx512F64(SB), NOSPLIT, $0-104
+avx512F64strip:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -362,8 +384,7 @@ avx512F64loop:
 	VMOVUPD Z15, (DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VZEROUPPER
-	RET
+	JMP  avx512F64next
 
 avx512F64write:
 	VMOVUPD Z0, (DX)
@@ -398,11 +419,28 @@ avx512F64write:
 	ADDQ R8, DX
 	VMOVUPD Z15, (DX)
 	ADDQ R8, DX
+
+avx512F64next:
+	DECQ strips+96(FP)
+	JZ   avx512F64done
+	MOVQ aNext+88(FP), AX
+	SHLQ $3, AX
+	ADDQ AX, a+8(FP)
+	MOVQ ldc+56(FP), AX
+	IMUL3Q $128, AX, AX
+	ADDQ AX, c+48(FP)
+	MOVQ ldAdd+72(FP), AX
+	IMUL3Q $128, AX, AX
+	ADDQ AX, add+64(FP)
+	JMP  avx512F64strip
+
+avx512F64done:
 	VZEROUPPER
 	RET
 
-// func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
-TEXT ·avx2F32(SB), NOSPLIT, $0-81
+// func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·avx2F32(SB), NOSPLIT, $0-104
+avx2F32strip:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -498,8 +536,7 @@ avx2F32loop:
 	VMOVUPS Y11, 32(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VZEROUPPER
-	RET
+	JMP  avx2F32next
 
 avx2F32write:
 	VMOVUPS Y0, (DX)
@@ -520,11 +557,28 @@ avx2F32write:
 	VMOVUPS Y10, (DX)
 	VMOVUPS Y11, 32(DX)
 	ADDQ R8, DX
+
+avx2F32next:
+	DECQ strips+96(FP)
+	JZ   avx2F32done
+	MOVQ aNext+88(FP), AX
+	SHLQ $2, AX
+	ADDQ AX, a+8(FP)
+	MOVQ ldc+56(FP), AX
+	IMUL3Q $24, AX, AX
+	ADDQ AX, c+48(FP)
+	MOVQ ldAdd+72(FP), AX
+	IMUL3Q $24, AX, AX
+	ADDQ AX, add+64(FP)
+	JMP  avx2F32strip
+
+avx2F32done:
 	VZEROUPPER
 	RET
 
-// func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool)
-TEXT ·avx2F64(SB), NOSPLIT, $0-81
+// func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·avx2F64(SB), NOSPLIT, $0-104
+avx2F64strip:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
@@ -620,8 +674,7 @@ avx2F64loop:
 	VMOVUPD Y11, 32(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VZEROUPPER
-	RET
+	JMP  avx2F64next
 
 avx2F64write:
 	VMOVUPD Y0, (DX)
@@ -642,6 +695,22 @@ avx2F64write:
 	VMOVUPD Y10, (DX)
 	VMOVUPD Y11, 32(DX)
 	ADDQ R8, DX
+
+avx2F64next:
+	DECQ strips+96(FP)
+	JZ   avx2F64done
+	MOVQ aNext+88(FP), AX
+	SHLQ $3, AX
+	ADDQ AX, a+8(FP)
+	MOVQ ldc+56(FP), AX
+	IMUL3Q $48, AX, AX
+	ADDQ AX, c+48(FP)
+	MOVQ ldAdd+72(FP), AX
+	IMUL3Q $48, AX, AX
+	ADDQ AX, add+64(FP)
+	JMP  avx2F64strip
+
+avx2F64done:
 	VZEROUPPER
 	RET
 
