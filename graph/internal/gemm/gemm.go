@@ -248,9 +248,20 @@ func (j *job[F]) run(wk *worker) {
 	ks := j.ks
 	mr, nr := ks.mr, ks.nr
 	ap, bp, tile := buffers[F](wk)
+	// The depth of the k blocks: C's tiles are read and written once per
+	// block, so deeper blocks cost less while A's strips stream well. A
+	// read along its rows (x·Wᵀ, dy·W) streams 16 rows in order and takes
+	// blocks of kcRows; a transposed A (dyᵀ·x) takes a new row of the
+	// array — a new page — at every step, and blocks deeper than kc miss
+	// the TLB (bench/NOTES.md G12). B's packed block keeps to nc·kc numbers.
+	kcMax, ncMax := ks.kc, ks.nc
+	if !j.transA {
+		kcMax = ks.kcRows
+		ncMax = max(nr, ks.nc*ks.kc/kcMax/nr*nr)
+	}
 	mBlock := min(ks.mc, roundUp(j.i1-j.i0, mr))
-	nBlock := min(ks.nc, roundUp(j.j1-j.j0, nr))
-	kBlock := min(ks.kc, j.k)
+	nBlock := min(ncMax, roundUp(j.j1-j.j0, nr))
+	kBlock := min(kcMax, j.k)
 	*ap = grow(*ap, mBlock*kBlock)
 	*bp = grow(*bp, nBlock*kBlock)
 	// Packing an operand pays when the kernel reads the packed copy many
@@ -267,10 +278,10 @@ func (j *job[F]) run(wk *worker) {
 	size := int(unsafe.Sizeof(F(0)))
 	inPlaceA := j.transA || j.lda*size%2048 != 0
 	inPlaceB := !j.transB && mBlock <= 4*mr
-	for jc := j.j0; jc < j.j1; jc += ks.nc {
-		nc := min(ks.nc, j.j1-jc)
-		for pc := 0; pc < j.k; pc += ks.kc {
-			kc := min(ks.kc, j.k-pc)
+	for jc := j.j0; jc < j.j1; jc += ncMax {
+		nc := min(ncMax, j.j1-jc)
+		for pc := 0; pc < j.k; pc += kcMax {
+			kc := min(kcMax, j.k-pc)
 			acc := j.accumulate || pc > 0
 			// Panel q of B's block: bp[q·nr·kc …], nr numbers per step of p.
 			for jr := 0; jr < nc; jr += nr {
