@@ -79,3 +79,36 @@ func TestMemoryEstimate(t *testing.T) {
 		t.Fatalf("with max_memory 70: %v", err)
 	}
 }
+
+// TestEvalBatch: the evaluation covers several training batches per run
+// only where a batch is small, never more than there are to cover, and
+// never fewer than one.
+func TestEvalBatch(t *testing.T) {
+	prenorm := func(heads, context, embedding, blocks, vocab int) config.Model {
+		m := config.DefaultModel()
+		m.Vocab, m.Heads, m.Context, m.Embedding, m.Blocks = vocab, heads, context, embedding, blocks
+		m.Residual, m.Norm = true, "pre"
+		return m
+	}
+	seed := config.DefaultModel()
+	seed.Vocab = 65
+	for _, tc := range []struct {
+		name           string
+		m              config.Model
+		batch, batches int
+		want           int
+	}{
+		{"seed: 8 batches of 4 × 32 positions per run", seed, 4, 1742, 32},
+		{"seed, 5 batches to cover", seed, 4, 5, 20},
+		{"seed, one batch", seed, 4, 1, 4},
+		{"seed at batch 5: 7 batches would pass 1024 positions", seed, 5, 1000, 30},
+		{"nanoGPT's CPU shape: 768 positions already", prenorm(4, 64, 128, 4, 65), 12, 1000, 12},
+		{"10.8M shape: 4096 positions", prenorm(6, 256, 384, 6, 65), 16, 54, 16},
+		{"a batch above 1024 positions", seed, 64, 1000, 64},
+		{"a vocabulary of 10k: 7 batches would pass 64 MiB", prenorm(4, 32, 64, 2, 10000), 2, 1000, 12},
+	} {
+		if got := tc.m.EvalBatch(tc.batch, tc.batches); got != tc.want {
+			t.Errorf("%s: EvalBatch(%d, %d) = %d, want %d", tc.name, tc.batch, tc.batches, got, tc.want)
+		}
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 )
@@ -14,7 +16,8 @@ import (
 // TestLoss evaluates a compiled model (built with the loss) on data's test
 // split as the seed defines it: the mean over the split's whole batches, in
 // order, of each batch's mean cross-entropy. It returns the loss and the
-// number of batches.
+// number of batches. It runs every batch through p; Graphs.TestLoss gives
+// the same loss with fewer, larger runs.
 func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 	return TestLossContext(context.Background(), p, data)
 }
@@ -23,31 +26,96 @@ func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
 // error, when ctx is done: an evaluation over a large test split takes
 // long enough that Ctrl-C must not wait for it.
 func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset) (float64, int, error) {
-	return testLoss(ctx, p, data, nil)
+	return Graphs{Batch: p}.TestLoss(ctx, data, nil)
 }
 
-// testLoss is TestLoss, stopping when ctx is done and reporting each batch
-// to progress (nil: no one).
-func testLoss(ctx context.Context, p *graph.Program, data *corpus.Dataset, progress Progress) (float64, int, error) {
-	sum, done, total := 0.0, 0, data.TestBatches(p.Batch)
-	n, err := eachTestBatch(data, p.Batch, func(x, y []int) error {
-		if err := ctx.Err(); err != nil {
-			return err
+// Graphs are the forward-only programs (built with the loss, sharing one
+// model's weights) that compute a test loss defined over batches of B
+// windows — each batch's mean cross-entropy, averaged over the batches —
+// in as few runs as they allow.
+//
+// A run of Chunk covers k whole batches at once, so the windows are the
+// seed's, and its mean loss counts k times in the average: every window
+// has the same T tokens, so this is the mean of the batches' means, equal
+// to the per-batch loss up to float64 rounding (and the float32 rounding
+// of each run's mean, for a float32 model). The batches after the last
+// whole chunk run through Batch: the graph is static, and a second,
+// smaller chunk graph would cost a build for at most k−1 batches. Without
+// a Chunk every batch runs through Batch, exactly as TestLoss.
+type Graphs struct {
+	Batch *graph.Program // B windows per run: the test loss's batch
+	Chunk *graph.Program // k·B windows per run (config.Model.EvalBatch); nil: none
+}
+
+// TestLoss is the seed's test loss over data's test split (see the
+// package's TestLoss), stopping between runs with ctx's error when ctx is
+// done, and reporting the batches done to progress (nil: no one) after
+// each run. It returns the loss and the number of batches.
+func (g Graphs) TestLoss(ctx context.Context, data *corpus.Dataset, progress Progress) (float64, int, error) {
+	B, T := g.Batch.Batch, data.Context
+	n := data.TestBatches(B)
+	if n == 0 {
+		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	}
+	var windows []int
+	loss, err := g.run(ctx, n, T, func(x, y []int, first int) {
+		windows = windows[:0]
+		for i := range len(x) / T {
+			windows = append(windows, first+i)
 		}
-		if err := p.Run(x, y); err != nil {
-			return err
-		}
-		sum += p.Loss()
-		done++
-		if progress != nil {
-			return progress(done, total)
-		}
-		return nil
-	})
+		data.TestBatch(x, y, windows)
+	}, progress)
 	if err != nil {
 		return 0, 0, err
 	}
-	return sum / float64(n), n, nil
+	return loss, n, nil
+}
+
+// RandomTestLoss is the test loss over n batches of windows at random
+// offsets of data's test split drawn from rng, as nanoGPT's
+// estimate_loss (train.eval_batches). corpus.Dataset.RandomBatch draws
+// one offset per window in order, so a run of k batches reads the very
+// windows k runs of one batch would.
+func (g Graphs) RandomTestLoss(ctx context.Context, data *corpus.Dataset, n int, rng *rand.Rand) (float64, error) {
+	return g.run(ctx, n, data.Context, func(x, y []int, _ int) {
+		data.RandomBatch(x, y, true, rng)
+	}, nil)
+}
+
+// run averages the loss of batches batches of B windows (T tokens each):
+// runs of Chunk while k batches remain, then of Batch. fill fills x and y
+// with the windows of a run, len(x)/T of them from window first on.
+func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, first int), progress Progress) (float64, error) {
+	B, k := g.Batch.Batch, 1
+	if g.Chunk != nil {
+		if k = g.Chunk.Batch / B; g.Chunk.Batch != k*B {
+			return 0, fmt.Errorf("evaluation: a chunk of %d windows is not a whole number of batches of %d", g.Chunk.Batch, B)
+		}
+	}
+	x, y := make([]int, k*B*T), make([]int, k*B*T)
+	sum := 0.0
+	for done := 0; done < batches; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		p, runBatches := g.Batch, 1
+		if g.Chunk != nil && batches-done >= k {
+			p, runBatches = g.Chunk, k
+		}
+		xs, ys := x[:runBatches*B*T], y[:runBatches*B*T]
+		fill(xs, ys, done*B)
+		if err := p.Run(xs, ys); err != nil {
+			return 0, err
+		}
+		sum += p.Loss() * float64(runBatches) // its mean over k batches stands for k batch means
+		done += runBatches
+		if progress != nil {
+			if err := progress(done, batches); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return sum / float64(batches), nil
 }
 
 // eachTestBatch calls f with the inputs and targets (B·T each) of the test
@@ -72,27 +140,52 @@ func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, 
 	return n, nil
 }
 
-// ModelTestLoss builds m's graph for batches of size batch and returns its
-// test loss on data.
+// ModelTestLoss builds m's evaluation graphs for batches of size batch
+// and returns its test loss on data.
 func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
 	return ModelTestLossProgress(m, data, batch, be, nil)
 }
 
 // ModelTestLossProgress is ModelTestLoss reporting its progress (nil: none).
+// It builds a graph at batch and, when the model's EvalBatch is larger, one
+// at that batch (Graphs); the two never run at once and share their
+// intermediate buffers.
 func ModelTestLossProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
-	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Backend: be})
+	mem := graph.NewMemory()
+	var g Graphs
+	defer func() { g.Close() }() // what was built by the time it returns
+	var err error
+	if g.Batch, err = compileForward(m, m.Spec, batch, true, mem, be); err != nil {
+		return 0, 0, err
+	}
+	if e := m.Spec.EvalBatch(batch, data.TestBatches(batch)); e > batch {
+		if g.Chunk, err = compileForward(m, m.Spec, e, true, mem, be); err != nil {
+			return 0, 0, err
+		}
+	}
+	return g.TestLoss(context.Background(), data, progress)
+}
+
+// Close releases the programs.
+func (g Graphs) Close() {
+	for _, p := range []*graph.Program{g.Batch, g.Chunk} {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// compileForward builds spec's forward-only graph for batch windows, with
+// the loss or without it, sets m's weights in it and compiles it.
+func compileForward(m *graph.SavedModel, spec config.Model, batch int, loss bool, mem *graph.Memory, be graph.Backend) (*graph.Program, error) {
+	g, err := graph.Build(spec, graph.Options{Batch: batch, Loss: loss, Memory: mem, Backend: be})
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
+		return nil, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
 	}
 	if err := m.Apply(g.Params); err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	p, err := graph.Compile(g, false)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer p.Close()
-	return testLoss(context.Background(), p, data, progress)
+	return graph.Compile(g, false)
 }
 
 // Progress is told after each test batch how many of total are done; an
@@ -126,6 +219,11 @@ func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.B
 // TestPrefixOnlyAgreesWithOnePassPerPrefix checks the first two against
 // the one-pass-per-prefix definition, TestPrefixOnlyIsWhatGenerationSees
 // the third against the sampler.
+//
+// It runs batch windows at a time, not at the larger EvalBatch of the
+// plain loss: it is a one-off diagnostic, and its per-prefix case builds
+// up to one graph per prefix length, whose memory a larger batch would
+// multiply by as many.
 func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	spec := m.Spec
 	switch {
@@ -135,14 +233,7 @@ func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be
 	default:
 		return perPrefix(m, data, batch, be, progress)
 	}
-	g, err := graph.Build(spec, graph.Options{Batch: batch, Backend: be})
-	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", m.Path, err)
-	}
-	if err := m.Apply(g.Params); err != nil {
-		return 0, 0, err
-	}
-	p, err := graph.Compile(g, false)
+	p, err := compileForward(m, spec, batch, false, nil, be)
 	if err != nil {
 		return 0, 0, err
 	}

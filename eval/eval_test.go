@@ -278,8 +278,9 @@ func TestPrefixOnlyIsWhatGenerationSees(t *testing.T) {
 	}
 }
 
-// TestModelTestLossProgress: the progress variant reports every batch in
-// order, gives the same loss, and stops at the first error it is handed.
+// TestModelTestLossProgress: the progress variant reports after every run
+// the batches done so far (k at a time, then one at a time for the rest),
+// gives the same loss, and stops at the first error it is handed.
 func TestModelTestLossProgress(t *testing.T) {
 	m := trainTiny(t, true, 5, 1e-3)
 	data := tinyData(t)
@@ -287,16 +288,23 @@ func TestModelTestLossProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
+	total := data.TestBatches(2)
+	k := m.Spec.EvalBatch(2, total) / 2
+	calls, last := 0, 0
 	got, n, err := eval.ModelTestLossProgress(m, data, 2, graph.Backend{}, func(done, total int) error {
 		calls++
-		if done != calls || total != data.TestBatches(2) {
-			t.Errorf("progress(%d, %d) at call %d", done, total, calls)
+		step := k
+		if last+k > total {
+			step = 1
 		}
+		if done != last+step || total != data.TestBatches(2) {
+			t.Errorf("progress(%d, %d) at call %d, after %d", done, total, calls, last)
+		}
+		last = done
 		return nil
 	})
-	if err != nil || got != want || calls != n {
-		t.Errorf("loss %v (err %v) after %d calls for %d batches, want %v", got, err, calls, n, want)
+	if err != nil || got != want || n != total || last != n || calls != n/k+n%k {
+		t.Errorf("loss %v (err %v) after %d calls up to %d of %d batches, want %v in %d calls", got, err, calls, last, n, want, n/k+n%k)
 	}
 	stop := errors.New("stop")
 	if _, _, err := eval.ModelTestLossProgress(m, data, 2, graph.Backend{}, func(int, int) error { return stop }); !errors.Is(err, stop) {

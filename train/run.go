@@ -330,7 +330,7 @@ type trainer struct {
 	dir     string
 	data    *corpus.Dataset
 	prog    *graph.Program // training graph with gradients
-	eval    *graph.Program // the same model without gradients, for test loss
+	tests   eval.Graphs    // the same model without gradients, for test loss
 	opt     *AdamW
 	stepper *Stepper
 	metrics *metricsLog
@@ -426,19 +426,31 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if t.prog, err = graph.Compile(m, true); err != nil {
 		return nil, err
 	}
-	em, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
-	if err != nil {
-		return nil, err
-	}
-	// The evaluation graph reads the training graph's parameter tensors
-	// themselves, so it always sees the current weights without copying.
-	for i, p := range em.Params {
-		if err := G.Let(p.Node, m.Params[i].Value()); err != nil {
-			return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
+	// The evaluation graphs: one at the training batch, which the test
+	// loss is defined over, and one at a multiple of it that covers
+	// several batches per run where that is faster (config's EvalBatch,
+	// eval.Graphs).
+	evalGraph := func(batch int) (*graph.Program, error) {
+		em, err := graph.Build(cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
+		if err != nil {
+			return nil, err
 		}
+		// It reads the training graph's parameter tensors themselves, so
+		// it always sees the current weights without copying.
+		for i, p := range em.Params {
+			if err := G.Let(p.Node, m.Params[i].Value()); err != nil {
+				return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
+			}
+		}
+		return graph.Compile(em, false)
 	}
-	if t.eval, err = graph.Compile(em, false); err != nil {
+	if t.tests.Batch, err = evalGraph(tr.Batch); err != nil {
 		return nil, err
+	}
+	if e := cfg.Model.EvalBatch(tr.Batch, t.testBatches()); e > tr.Batch {
+		if t.tests.Chunk, err = evalGraph(e); err != nil {
+			return nil, err
+		}
 	}
 	t.opt = &AdamW{Beta1: tr.Beta1, Beta2: tr.Beta2, Eps: tr.Eps, WeightDecay: tr.WeightDecay}
 	if tr.Decay == "matrices" {
@@ -455,7 +467,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 
 func (t *trainer) close() {
 	t.prog.Close()
-	t.eval.Close()
+	t.tests.Close()
 	t.metrics.close()
 }
 
@@ -504,23 +516,14 @@ func (t *trainer) testBatches() int {
 func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 	n := t.cfg.Train.EvalBatches
 	if n == 0 {
-		return eval.TestLossContext(ctx, t.eval, t.data)
+		return t.tests.TestLoss(ctx, t.data, nil)
 	}
 	rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltEvalBatches, uint64(t.step)))
-	size := t.cfg.Train.Batch * t.cfg.Model.Context
-	x, y := make([]int, size), make([]int, size)
-	sum := 0.0
-	for range n {
-		if err := ctx.Err(); err != nil {
-			return 0, 0, err
-		}
-		t.data.RandomBatch(x, y, true, rng)
-		if err := t.eval.Run(x, y); err != nil {
-			return 0, 0, err
-		}
-		sum += t.eval.Loss()
+	loss, err := t.tests.RandomTestLoss(ctx, t.data, n, rng)
+	if err != nil {
+		return 0, 0, err
 	}
-	return sum / float64(n), n, nil
+	return loss, n, nil
 }
 
 // loop trains from t.step to t.total.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/gptg/gptg/config"
@@ -19,7 +20,9 @@ var evalCommand = command{
 Prints the test loss as the seed defines it: the mean, over the whole
 batches of the corpus's test split (the last 1−split of its tokens, cut
 into windows of the model's context every stride tokens), of each batch's
-mean cross-entropy. The corpus must have the model's vocabulary.
+mean cross-entropy. The corpus must have the model's vocabulary. Where
+a batch is small (under 1024 positions), several batches go through the
+model at once: the same windows and the same loss, sooner.
 
 A run folder stands for its model.safetensors. Without --data, the corpus,
 split and stride are those of the config.toml beside the model file.
@@ -87,9 +90,19 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		stride = *strideFlag
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
-		g := graphsOf{batch: *batch, seqLen: spec.Context, count: 1, what: "evaluating"}
-		if *prefixOnly { // at worst one graph per prefix length besides the plain one
-			g.count += spec.Context
+		// The plain loss: a graph at --batch and, where the model's
+		// EvalBatch is larger, one at that batch (counted as two at the
+		// larger: an upper bound). The prefix-only loss, at --batch: at
+		// worst one graph per prefix length besides the plain one.
+		g := graphsOf{batch: spec.EvalBatch(*batch, math.MaxInt), seqLen: spec.Context, count: 1, what: "evaluating"}
+		if g.batch > *batch {
+			g.count = 2
+		}
+		if *prefixOnly {
+			prefix := graphsOf{batch: *batch, seqLen: spec.Context, count: 1 + spec.Context, what: "evaluating"}
+			if spec.ForwardMemory(prefix.batch, prefix.seqLen, prefix.count).Total() > spec.ForwardMemory(g.batch, g.seqLen, g.count).Total() {
+				g = prefix
+			}
 		}
 		return g
 	})
