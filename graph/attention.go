@@ -123,9 +123,7 @@ func attentionWeightsForward[F gemm.Float](a *args[F]) {
 	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
 		w := a.out[(b*p.Heads+h)*T*T : (b*p.Heads+h+1)*T*T]
 		qh, kh := head(q, p, b, h), head(k, p, b, h)
-		rowBlocks(p, func(i0, i1 int) {
-			gemm.Mul(ws, false, true, i1-i0, i1, hs, qh[i0*C:], C, kh, C, w[i0*T:], T, false)
-		})
+		scores(ws, p.Mask, T, hs, qh, kh, C, w)
 		for i := 0; i < T; i++ {
 			row := w[i*T : (i+1)*T]
 			n := T
@@ -136,6 +134,21 @@ func attentionWeightsForward[F gemm.Float](a *args[F]) {
 			clear(row[n:])
 		}
 	})
+}
+
+// scores sets the (T, T) matrix s = x·yᵀ of one sequence and head (x, y
+// rows C apart, hs columns: q·kᵀ, or dy·vᵀ in the backward pass). Under
+// the mask only the entries j ≤ i are needed: gemm.MulLower skips the
+// tiles above the diagonal, with yᵀ packed once for the whole square
+// (blocks of causalBlock rows packed the keys of each block again: 67
+// against ≈ 100 GFLOP/s of needed work, bench/NOTES.md A1). The rest of
+// each row is left for the caller to clear or ignore.
+func scores[F gemm.Float](ws *gemm.Workspace, mask bool, T, hs int, x, y []F, C int, s []F) {
+	if mask {
+		gemm.MulLower(ws, false, true, T, T, hs, x, C, y, C, s, T)
+		return
+	}
+	gemm.Mul(ws, false, true, T, T, hs, x, C, y, C, s, T, false)
 }
 
 // softmaxScaled replaces the raw scores s by softmax(s·scale), shifted by
@@ -241,9 +254,7 @@ func attentionMixBackwardW[F gemm.Float](a *args[F]) {
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
 	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
 		dw, dyh, vh := a.out[(b*p.Heads+h)*T*T:], head(dy, p, b, h), head(v, p, b, h)
-		rowBlocks(p, func(i0, i1 int) {
-			gemm.Mul(ws, false, true, i1-i0, i1, hs, dyh[i0*C:], C, vh, C, dw[i0*T:], T, false)
-		})
+		scores(ws, p.Mask, T, hs, dyh, vh, C, dw)
 	})
 }
 

@@ -147,7 +147,8 @@ type job[F Float] struct {
 	lda            int
 	b              []F
 	ldb            int
-	bias           []F // added to every row of C in the first k block (MulBias), or nil
+	bias           []F  // added to every row of C in the first k block (MulBias), or nil
+	lower          bool // only the tiles that reach the diagonal or below it (MulLower)
 	c              []F
 	ldc            int
 	accumulate     bool
@@ -175,7 +176,21 @@ func MulBias[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda
 	mul(w, transA, transB, m, n, k, a, lda, b, ldb, bias[:n], c, ldc, false)
 }
 
+// MulLower computes C = op(A)·op(B) as Mul does, but only where C has
+// entries on or below its diagonal (j ≤ i): tiles entirely above it are
+// neither computed nor written, and the entries above the diagonal inside
+// the tiles that cross it are computed like the others. Causal attention's
+// scores q·kᵀ take it: one product per head instead of one per block of
+// rows, so kᵀ is packed once. Every computed entry has Mul's bits.
+func MulLower[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, c []F, ldc int) {
+	mulOf(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, false, true)
+}
+
 func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate bool) {
+	mulOf(w, transA, transB, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate, false)
+}
+
+func mulOf[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate, lower bool) {
 	if m <= 0 || n <= 0 {
 		return
 	}
@@ -202,7 +217,7 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	wk0 := w.worker(0)
 	j := jobOf[F](wk0)
 	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
-		a: a, lda: lda, b: b, ldb: ldb, bias: bias, c: c, ldc: ldc, accumulate: accumulate}
+		a: a, lda: lda, b: b, ldb: ldb, bias: bias, lower: lower, c: c, ldc: ldc, accumulate: accumulate}
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		j.run(wk0)
@@ -335,9 +350,15 @@ func (j *job[F]) run(wk *worker) {
 					if cols == nr {
 						whole = mc / mr
 					}
-					if whole > 0 {
-						as, aRow, aStep, aNext := stripA(0, mr)
-						c0 := ic*j.ldc + jc + jr
+					// Under lower, the strips whose last row lies above the
+					// panel's first column are skipped.
+					first := 0
+					if j.lower {
+						first = max(0, (jc+jr-ic)/mr)
+					}
+					if whole > first {
+						as, aRow, aStep, aNext := stripA(first*mr, mr)
+						c0 := (ic+first*mr)*j.ldc + jc + jr
 						var add []F
 						ldAdd := 0
 						switch {
@@ -346,13 +367,16 @@ func (j *job[F]) run(wk *worker) {
 						case j.bias != nil:
 							add = j.bias[jc+jr:]
 						}
-						microKernel(ks, j.asm, kc, whole, as, aRow, aStep, aNext, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
+						microKernel(ks, j.asm, kc, whole-first, as, aRow, aStep, aNext, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
 					}
 					// The edge tiles (short of rows or of columns): each
 					// computed whole aside, keeping what exists (the same
 					// sums as in place).
 					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
+						if j.lower && ic+ir+rows <= jc+jr {
+							continue
+						}
 						as, aRow, aStep, _ := stripA(ir, rows)
 						c0 := (ic+ir)*j.ldc + jc + jr
 						microKernel(ks, j.asm, kc, 1, as, aRow, aStep, 0, bs, bStep, tile, nr, nil, 0)

@@ -379,3 +379,66 @@ func TestMulBias(t *testing.T) {
 		}
 	}
 }
+
+// TestMulLower: MulLower writes every entry on or below the diagonal with
+// Mul's bits, for both orientations of each operand, on every kernel path
+// and twin, with tiny and normal blocks, 1 and 3 threads; what it writes
+// above the diagonal is Mul's value too, and whole tiles above it keep
+// what was there.
+func TestMulLower(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	shapes := [][3]int{{1, 1, 5}, {16, 16, 16}, {40, 40, 64}, {256, 256, 64}, {70, 33, 300}, {33, 90, 17}}
+	for _, tiny := range []bool{false, true} {
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			for _, p := range paths() {
+				for _, twin := range []bool{false, true} {
+					for _, threads := range []int{1, 3} {
+						for _, tr := range [][2]bool{{false, true}, {true, false}} {
+							tA, tB := tr[0], tr[1]
+							a, b := to32(randoms(rng, m*k)), to32(randoms(rng, k*n))
+							lda, ldb := k, n
+							if tA {
+								lda = m
+							}
+							if tB {
+								ldb = k
+							}
+							const untouched = -12345
+							want, got := make([]float32, m*n), make([]float32, m*n)
+							for i := range got {
+								got[i] = untouched
+							}
+							run := func() {
+								w := &Workspace{Threads: threads}
+								defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
+								parallelMinFlops = 0
+								Mul(w, tA, tB, m, n, k, a, lda, b, ldb, want, n, false)
+								MulLower(w, tA, tB, m, n, k, a, lda, b, ldb, got, n)
+							}
+							withPath(p, twin, func() {
+								if tiny {
+									withTinyBlocks(run)
+								} else {
+									run()
+								}
+							})
+							if n > 32 && got[n-1] != untouched { // C[0][n−1] lies in a tile wholly above the diagonal
+								t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d: C[0][%d] written, want it skipped", p, twin, tiny, threads, m, n, k, n-1)
+							}
+							for i := 0; i < m; i++ {
+								for j := 0; j < n; j++ {
+									g, w := got[i*n+j], want[i*n+j]
+									if g != w && (j <= i || g != untouched) {
+										t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d transA %v: C[%d][%d] = %v, want %v",
+											p, twin, tiny, threads, m, n, k, tA, i, j, g, w)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
