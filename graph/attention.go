@@ -83,11 +83,13 @@ func multiply[F gemm.Float](a *args[F]) {
 
 // The attention kernels run one (sequence, head) pair at a time, the pairs
 // split over the team. With the causal mask they skip the upper triangle
-// of the (T, T) weights in blocks of causalBlock rows: row i of the scores
-// needs keys 0…i only, so a block of rows i0…i1−1 is one product against
-// the first i1 keys, and the products of the backward pass shrink the same
-// way. The skipped entries are exact zeros of w, so every computed number
-// is the same as without skipping; at T = 256 it saves 44 % of the flops.
+// of the (T, T) weights: row i of the scores needs keys 0…i only. The
+// scores q·kᵀ and dy·vᵀ skip it tile by tile (gemm.MulLower, see scores);
+// the products that read w or ∂s go in blocks of causalBlock rows, a block
+// of rows i0…i1−1 being one product against the first i1 keys (or, for
+// the transposed ones, the rows from i0 on). The skipped entries are
+// exact zeros of w, so every computed number is the same as without
+// skipping; at T = 256 it saves 44 % of the flops.
 const causalBlock = 32
 
 // pairs runs f for every (sequence, head) pair, the pairs split over the
