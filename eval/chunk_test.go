@@ -4,9 +4,9 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
@@ -17,18 +17,9 @@ import (
 // the given embedding and context, and loads it back.
 func trainDtype(t *testing.T, dtype string, embedding, context int) *graph.SavedModel {
 	t.Helper()
-	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), true, 8)
-	c.Model.Dtype, c.Model.Embedding, c.Model.Context = dtype, embedding, context
-	c.Train.LR, c.Train.MinLR = 1e-2, 1e-3
-	path, err := testmodel.Train(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := graph.LoadModel(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return trainTiny(t, true, 8, 1e-2, func(c *config.Config) {
+		c.Model.Dtype, c.Model.Embedding, c.Model.Context = dtype, embedding, context
+	})
 }
 
 // forward compiles m's forward-only graph with the loss for batch windows.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
@@ -26,11 +27,15 @@ func tinyData(t *testing.T) *corpus.Dataset {
 	return data
 }
 
-// trainTiny trains a tiny model and loads it back from its file.
-func trainTiny(t *testing.T, mask bool, steps int, lr float64) *graph.SavedModel {
+// trainTiny trains a tiny model and loads it back from its file; edits
+// (if any) change its config first.
+func trainTiny(t *testing.T, mask bool, steps int, lr float64, edits ...func(*config.Config)) *graph.SavedModel {
 	t.Helper()
 	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), mask, steps)
 	c.Train.LR, c.Train.MinLR = lr, lr/10
+	for _, edit := range edits {
+		edit(c)
+	}
 	path, err := testmodel.Train(c)
 	if err != nil {
 		t.Fatal(err)

@@ -332,48 +332,75 @@ func TestUseSwitchesPaths(t *testing.T) {
 // into every row of C, then Mul with accumulate — bit for bit, on every
 // kernel path and its Go twin, with 1 and 3 threads, across block
 // boundaries (tiny blocks) and edge tiles.
+// setting is one way of running products: a kernel path, its assembly or
+// its Go twin, normal or tiny blocks, and a thread count at which every
+// product is split.
+type setting struct {
+	path    kernelPath
+	twin    bool
+	tiny    bool
+	threads int
+}
+
+func (st setting) String() string {
+	return fmt.Sprintf("%v twin %v tiny %v threads %d", st.path, st.twin, st.tiny, st.threads)
+}
+
+// settings lists every setting this machine runs.
+func settings() []setting {
+	var all []setting
+	for _, tiny := range []bool{false, true} {
+		for _, p := range paths() {
+			for _, twin := range []bool{false, true} {
+				for _, threads := range []int{1, 3} {
+					all = append(all, setting{p, twin, tiny, threads})
+				}
+			}
+		}
+	}
+	return all
+}
+
+// run calls f with a workspace of st's threads, under st's path and blocks.
+func (st setting) run(f func(w *Workspace)) {
+	defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
+	parallelMinFlops = 0
+	w := &Workspace{Threads: st.threads}
+	withPath(st.path, st.twin, func() {
+		if st.tiny {
+			withTinyBlocks(func() { f(w) })
+		} else {
+			f(w)
+		}
+	})
+}
+
 func TestMulBias(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	shapes := [][3]int{{1, 5, 7}, {16, 16, 16}, {33, 47, 300}, {300, 40, 21}, {64, 64, 0}, {40, 130, 70}}
-	for _, tiny := range []bool{false, true} {
+	for _, st := range settings() {
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
-			for _, p := range paths() {
-				for _, twin := range []bool{false, true} {
-					for _, threads := range []int{1, 3} {
-						a64, b64, bias64 := randoms(rng, m*k+1), randoms(rng, k*n+1), randoms(rng, n)
-						a, b, bias := to32(a64), to32(b64), to32(bias64)
-						want, got := make([]float32, m*(n+3)), make([]float32, m*(n+3))
-						want64, got64 := make([]float64, m*(n+3)), make([]float64, m*(n+3))
-						run := func() {
-							w := &Workspace{Threads: threads}
-							defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
-							parallelMinFlops = 0
-							for i := 0; i < m; i++ {
-								copy(want[i*(n+3):], bias)
-							}
-							Mul(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), want, n+3, true)
-							MulBias(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), bias, got, n+3)
-							for i := 0; i < m; i++ {
-								copy(want64[i*(n+3):], bias64)
-							}
-							Mul(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), want64, n+3, true)
-							MulBias(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), bias64, got64, n+3)
-						}
-						withPath(p, twin, func() {
-							if tiny {
-								withTinyBlocks(run)
-							} else {
-								run()
-							}
-						})
-						for i := range want {
-							if (got[i] != want[i] || got64[i] != want64[i]) && i%(n+3) < n {
-								t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d: element %d = %v, %v, want %v, %v",
-									p, twin, tiny, threads, m, n, k, i, got[i], got64[i], want[i], want64[i])
-							}
-						}
-					}
+			a64, b64, bias64 := randoms(rng, m*k+1), randoms(rng, k*n+1), randoms(rng, n)
+			a, b, bias := to32(a64), to32(b64), to32(bias64)
+			want, got := make([]float32, m*(n+3)), make([]float32, m*(n+3))
+			want64, got64 := make([]float64, m*(n+3)), make([]float64, m*(n+3))
+			st.run(func(w *Workspace) {
+				for i := 0; i < m; i++ {
+					copy(want[i*(n+3):], bias)
+				}
+				Mul(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), want, n+3, true)
+				MulBias(w, false, true, m, n, k, a, max(k, 1), b, max(k, 1), bias, got, n+3)
+				for i := 0; i < m; i++ {
+					copy(want64[i*(n+3):], bias64)
+				}
+				Mul(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), want64, n+3, true)
+				MulBias(w, false, true, m, n, k, a64, max(k, 1), b64, max(k, 1), bias64, got64, n+3)
+			})
+			for i := range want {
+				if (got[i] != want[i] || got64[i] != want64[i]) && i%(n+3) < n {
+					t.Fatalf("%v %dx%dx%d: element %d = %v, %v, want %v, %v",
+						st, m, n, k, i, got[i], got64[i], want[i], want64[i])
 				}
 			}
 		}
@@ -381,60 +408,42 @@ func TestMulBias(t *testing.T) {
 }
 
 // TestMulLower: MulLower writes every entry on or below the diagonal with
-// Mul's bits, for both orientations of each operand, on every kernel path
-// and twin, with tiny and normal blocks, 1 and 3 threads; what it writes
-// above the diagonal is Mul's value too, and whole tiles above it keep
-// what was there.
+// Mul's bits, for both orientations of each operand, in every setting;
+// what it writes above the diagonal is Mul's value too, and whole tiles
+// above it keep what was there.
 func TestMulLower(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	shapes := [][3]int{{1, 1, 5}, {16, 16, 16}, {40, 40, 64}, {256, 256, 64}, {70, 33, 300}, {33, 90, 17}}
-	for _, tiny := range []bool{false, true} {
+	const untouched = -12345
+	for _, st := range settings() {
 		for _, s := range shapes {
 			m, n, k := s[0], s[1], s[2]
-			for _, p := range paths() {
-				for _, twin := range []bool{false, true} {
-					for _, threads := range []int{1, 3} {
-						for _, tr := range [][2]bool{{false, true}, {true, false}} {
-							tA, tB := tr[0], tr[1]
-							a, b := to32(randoms(rng, m*k)), to32(randoms(rng, k*n))
-							lda, ldb := k, n
-							if tA {
-								lda = m
-							}
-							if tB {
-								ldb = k
-							}
-							const untouched = -12345
-							want, got := make([]float32, m*n), make([]float32, m*n)
-							for i := range got {
-								got[i] = untouched
-							}
-							run := func() {
-								w := &Workspace{Threads: threads}
-								defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
-								parallelMinFlops = 0
-								Mul(w, tA, tB, m, n, k, a, lda, b, ldb, want, n, false)
-								MulLower(w, tA, tB, m, n, k, a, lda, b, ldb, got, n)
-							}
-							withPath(p, twin, func() {
-								if tiny {
-									withTinyBlocks(run)
-								} else {
-									run()
-								}
-							})
-							if n > 32 && got[n-1] != untouched { // C[0][n−1] lies in a tile wholly above the diagonal
-								t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d: C[0][%d] written, want it skipped", p, twin, tiny, threads, m, n, k, n-1)
-							}
-							for i := 0; i < m; i++ {
-								for j := 0; j < n; j++ {
-									g, w := got[i*n+j], want[i*n+j]
-									if g != w && (j <= i || g != untouched) {
-										t.Fatalf("%v twin %v tiny %v threads %d %dx%dx%d transA %v: C[%d][%d] = %v, want %v",
-											p, twin, tiny, threads, m, n, k, tA, i, j, g, w)
-									}
-								}
-							}
+			for _, tA := range []bool{false, true} {
+				tB := !tA
+				a, b := to32(randoms(rng, m*k)), to32(randoms(rng, k*n))
+				lda, ldb := k, n
+				if tA {
+					lda = m
+				}
+				if tB {
+					ldb = k
+				}
+				want, got := make([]float32, m*n), make([]float32, m*n)
+				for i := range got {
+					got[i] = untouched
+				}
+				st.run(func(w *Workspace) {
+					Mul(w, tA, tB, m, n, k, a, lda, b, ldb, want, n, false)
+					MulLower(w, tA, tB, m, n, k, a, lda, b, ldb, got, n)
+				})
+				if n > 32 && got[n-1] != untouched { // C[0][n−1] lies in a tile wholly above the diagonal
+					t.Fatalf("%v %dx%dx%d: C[0][%d] written, want it skipped", st, m, n, k, n-1)
+				}
+				for i := 0; i < m; i++ {
+					for j := 0; j < n; j++ {
+						g, w := got[i*n+j], want[i*n+j]
+						if g != w && (j <= i || g != untouched) {
+							t.Fatalf("%v %dx%dx%d transA %v: C[%d][%d] = %v, want %v", st, m, n, k, tA, i, j, g, w)
 						}
 					}
 				}
