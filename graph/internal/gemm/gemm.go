@@ -36,11 +36,16 @@
 //	      for each nr-wide panel of the B block (kc×nr lives in L1)
 //	        for each mr-high strip of the A block: the micro-kernel
 //
-// kc is chosen so that one B panel (kc·nr numbers) fills about half of L1
-// while the A strip streams past it; mc so that the packed A block fills
-// about a quarter of L2; nc is large, as B's block is reused from L3. A
-// product smaller than one block is a single pass over each loop: no
-// fixed cost beyond a few function calls.
+// The innermost loop runs inside the assembly: one call computes the
+// panel's tiles for every strip of the A block (a call from Go costs
+// ≈ 40 ns, a few % of a tile). kc is chosen so that one B panel (kc·nr
+// numbers) fills about half of L1 while the A strip streams past it, or
+// deeper (kcRows) where A is read along its rows, so that C's tiles are
+// read and written fewer times; mc so that the packed A block fills about
+// a quarter of L2; nc is large, as B's block is reused from L3. A product
+// smaller than one block is a single pass over each loop: no fixed cost
+// beyond a few function calls. MulLower skips the tiles above C's
+// diagonal (causal attention's scores).
 //
 // One row times Bᵀ (float32 x·Wᵀ or q·kᵀ for a single token) is a matrix-
 // vector product, each element of B used once: gemvT computes it as dot
@@ -48,9 +53,9 @@
 //
 // # Order of the sums and threads
 //
-// Element (i, j) of C is the sum over p in blocks of kc taken in order,
-// each block summed in order by the micro-kernel from zero and then added
-// to C. That order depends on the shape and the kernel only: never on the
+// Element (i, j) of C is the sum over p in blocks of kc (or kcRows) taken
+// in order, each block summed in order by the micro-kernel from zero and
+// then added to C. That order depends on the shape and the kernel only: never on the
 // block of C an element falls in nor on the number of threads, so a
 // product is bit-identical for every Workspace.Threads. It does differ
 // between kernels (the assembly rounds each multiply-add once, FMA; Go
