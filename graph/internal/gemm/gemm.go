@@ -55,9 +55,10 @@
 //
 // Element (i, j) of C is the sum over p in blocks of kc (or kcRows) taken
 // in order, each block summed in order by the micro-kernel from zero and
-// then added to C. That order depends on the shape and the kernel only: never on the
-// block of C an element falls in nor on the number of threads, so a
-// product is bit-identical for every Workspace.Threads. It does differ
+// then added to C. That order depends on the shape, whether A is
+// transposed and the kernel only: never on the block of C an element
+// falls in nor on the number of threads, so a product is bit-identical
+// for every Workspace.Threads. It does differ
 // between kernels (the assembly rounds each multiply-add once, FMA; Go
 // rounds twice), which the tests bound with stated tolerances.
 //
