@@ -49,14 +49,14 @@ func withPath(p kernelPath, twin bool, f func()) {
 }
 
 // withTinyBlocks runs f with blocking sizes of a few tiles, so that small
-// products cross every block boundary (mc, kc, nc) of every loop.
+// products cross every block boundary (mc, kc or kcRows, nc) of every loop.
 func withTinyBlocks(f func()) {
 	saved := kernelTable
 	defer func() { kernelTable = saved }()
 	for p := range kernelTable {
 		for t := range kernelTable[p] {
 			ks := &kernelTable[p][t]
-			ks.mc, ks.kc, ks.nc = 2*ks.mr, 5, 3*ks.nr
+			ks.mc, ks.kc, ks.kcRows, ks.nc = 2*ks.mr, 5, 7, 3*ks.nr
 		}
 	}
 	f()
