@@ -58,9 +58,9 @@
 // then added to C. That order depends on the shape, whether A is
 // transposed and the kernel only: never on the block of C an element
 // falls in nor on the number of threads, so a product is bit-identical
-// for every Workspace.Threads. It does differ
-// between kernels (the assembly rounds each multiply-add once, FMA; Go
-// rounds twice), which the tests bound with stated tolerances.
+// for every Workspace.Threads. It does differ between kernels (the
+// assembly rounds each multiply-add once, FMA; Go rounds twice), which
+// the tests bound with stated tolerances.
 //
 // # Kernels
 //
@@ -171,7 +171,7 @@ var parallelMinFlops = 2.0 * (1 << 20)
 // likewise for B; element (i, j) of C is c[i*ldc+j]. Nothing outside the
 // m×n elements of C is written.
 func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, c []F, ldc int, accumulate bool) {
-	mul(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, accumulate)
+	mul(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, accumulate, false)
 }
 
 // MulBias computes C = op(A)·op(B) + bias, bias (n numbers) added to
@@ -179,7 +179,7 @@ func Mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 // Mul with accumulate, without the pass over C that the copy is (x·Wᵀ + b
 // of a linear layer; the kernel adds the bias where it would add C).
 func MulBias[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int) {
-	mul(w, transA, transB, m, n, k, a, lda, b, ldb, bias[:n], c, ldc, false)
+	mul(w, transA, transB, m, n, k, a, lda, b, ldb, bias[:n], c, ldc, false, false)
 }
 
 // MulLower computes C = op(A)·op(B) as Mul does, but only where C has
@@ -189,14 +189,10 @@ func MulBias[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda
 // scores q·kᵀ take it: one product per head instead of one per block of
 // rows, so kᵀ is packed once. Every computed entry has Mul's bits.
 func MulLower[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, c []F, ldc int) {
-	mulOf(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, false, true)
+	mul(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, false, true)
 }
 
-func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate bool) {
-	mulOf(w, transA, transB, m, n, k, a, lda, b, ldb, bias, c, ldc, accumulate, false)
-}
-
-func mulOf[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate, lower bool) {
+func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate, lower bool) {
 	if m <= 0 || n <= 0 {
 		return
 	}
