@@ -53,9 +53,9 @@ type Graphs struct {
 // each run. It returns the loss and the number of batches.
 func (g Graphs) TestLoss(ctx context.Context, data *corpus.Dataset, progress Progress) (float64, int, error) {
 	B, T := g.Batch.Batch, data.Context
-	n := data.TestBatches(B)
-	if n == 0 {
-		return 0, 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	n, err := wholeTestBatches(data, B)
+	if err != nil {
+		return 0, 0, err
 	}
 	var windows []int
 	loss, err := g.run(ctx, n, T, func(x, y []int, first int) {
@@ -118,13 +118,23 @@ func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, f
 	return sum / float64(batches), nil
 }
 
+// wholeTestBatches is the number of whole batches of B windows in data's
+// test split, which the seed's test loss averages over; none is an error.
+func wholeTestBatches(data *corpus.Dataset, B int) (int, error) {
+	n := data.TestBatches(B)
+	if n == 0 {
+		return 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	}
+	return n, nil
+}
+
 // eachTestBatch calls f with the inputs and targets (B·T each) of the test
 // split's whole batches of size B, in order, and returns how many there
 // were; the incomplete last batch is left out, as the seed's test loss does.
 func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, error) {
-	n := data.TestBatches(B)
-	if n == 0 {
-		return 0, fmt.Errorf("the test split has %d windows, fewer than one batch of %d", data.NumTest(), B)
+	n, err := wholeTestBatches(data, B)
+	if err != nil {
+		return 0, err
 	}
 	T := data.Context
 	x, y, w := make([]int, B*T), make([]int, B*T), make([]int, B)
