@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 
 	G "gorgonia.org/gorgonia"
@@ -11,53 +12,127 @@ import (
 )
 
 // attention: the weights w = softmax(q·kᵀ·scale + mask), (B·H, T, T),
-// one node so that Model.Attention can read them, and y = w·v, rows
-// (B·T, C) with the heads side by side, as mergeHeads leaves them.
+// one node so that Model.Attention can read them, and y = w·v (w⊙drop
+// under attention dropout), rows (B·T, C) with the heads side by side, as
+// mergeHeads leaves them.
+//
+// Each pass is one kernel per layer that takes a (sequence, head) pair
+// through all of its steps while the pair's (T, T) matrices sit in the
+// cache, instead of one op per step writing and reading (B·H, T, T)
+// tensors of 24 MB per layer at nanoGPT's shape: the weights kernel also
+// computes y (the mix op's kernel does nothing), and attentionBackward all
+// three gradients. Gorgonia asks each op for the gradients of its own
+// inputs, so the mix op takes q and k as inputs too and is differentiated
+// with respect to v, q and k; the weights node is not differentiated on
+// its own (the model reads w, but its loss reaches w only through y).
 func (f *fused) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	p := f.dims
 	p.Scale, p.Mask = scale, causal
 	T := p.Seq
 	weights := tensor.Shape{p.Batch * p.Heads, T, T}
 	rows := tensor.Shape{p.Rows, p.Width}
+	state := &attentionState{}
 
-	wOp := f.newOp("AttentionWeights", p, kernelOf(attentionWeightsForward[float32], attentionWeightsForward[float64]),
-		rank(2, 2), weights, true, true)
-	wOp.grad = func(op *fusedOp, in G.Nodes, w, dw *G.Node) (G.Nodes, error) {
-		ds, err := op.derive("AttentionScoreGrad", kernelOf(attentionWeightsBackward[float32], attentionWeightsBackward[float64]),
-			rank(3, 3), weights.Clone(), w, dw)
-		if err != nil {
-			return nil, err
-		}
-		dq, err := op.derive("AttentionQGrad", kernelOf(attentionBackwardQ[float32], attentionBackwardQ[float64]),
-			rank(3, 2), rows.Clone(), ds, in[1])
-		if err != nil {
-			return nil, err
-		}
-		dk, err := op.derive("AttentionKGrad", kernelOf(attentionBackwardK[float32], attentionBackwardK[float64]),
-			rank(3, 2), rows.Clone(), ds, in[0])
-		return G.Nodes{dq, dk}, err
-	}
-	w = G.Must(G.ApplyOp(wOp, q, k))
-
-	yOp := f.newOp("AttentionMix", p, kernelOf(attentionMixForward[float32], attentionMixForward[float64]),
-		rank(3, 2), rows, true, true)
-	yOp.grad = func(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
-		dw, err := op.derive("AttentionMixGradW", kernelOf(attentionMixBackwardW[float32], attentionMixBackwardW[float64]),
-			rank(2, 2), weights.Clone(), dy, in[1])
-		if err != nil {
-			return nil, err
-		}
-		dv, err := op.derive("AttentionMixGradV", kernelOf(attentionMixBackwardV[float32], attentionMixBackwardV[float64]),
-			rank(3, 2), rows.Clone(), in[0], dy)
-		return G.Nodes{dw, dv}, err
-	}
-	mixed := w
+	wIns, wKinds := G.Nodes{q, k, v}, rank(2, 2, 2)
+	ins, kinds, wrt := G.Nodes{nil, v, q, k}, rank(3, 2, 2, 2), []bool{false, true, true, true}
 	if drop != nil {
-		mixed = f.dropout(w, drop)
+		wIns, wKinds = append(wIns, drop), append(wKinds, 3)
+		ins, kinds, wrt = append(ins, drop), append(kinds, 3), append(wrt, false)
 	}
-	y = G.Must(G.ApplyOp(yOp, mixed, v))
+	// Differentiable in name only, so that a loss reading w directly fails
+	// to differentiate instead of losing that part of its gradient.
+	wOp := f.newOp("AttentionWeights", p, kernelOf(attentionForward[float32], attentionForward[float64]), wKinds, weights,
+		[]bool{true, true, true, false}[:len(wIns)]...)
+	wOp.grad = func(*fusedOp, G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
+		return nil, fmt.Errorf("attention weights: a loss may read them only through y = w·v")
+	}
+	wOp.attn = state
+	w = G.Must(G.ApplyOp(wOp, wIns...))
+	ins[0] = w
+
+	yOp := f.newOp("AttentionMix", p, kernelOf(written[float32], written[float64]), kinds, rows, wrt...)
+	state.y = yOp
+	yOp.attn = state
+	yOp.grad = func(op *fusedOp, in G.Nodes, _, dy *G.Node) (G.Nodes, error) {
+		// in: w, v, q, k[, drop]; the kernel's: w, dy, v, q, k[, drop].
+		gradIns := append(G.Nodes{in[0], dy}, in[1:]...)
+		dv, err := op.derive("AttentionGrad", kernelOf(attentionBackward[float32], attentionBackward[float64]),
+			append(rank(3, 2), kinds[1:]...), rows.Clone(), gradIns...)
+		if err != nil {
+			return nil, err
+		}
+		// ∂q and ∂k are written by AttentionGrad's kernel into the outputs
+		// of these two ops, whose own kernels do nothing: taking dv as input
+		// orders them after it.
+		dq, err := op.derive("AttentionGradQ", kernelOf(written[float32], written[float64]), rank(2), rows.Clone(), dv)
+		if err != nil {
+			return nil, err
+		}
+		dk, err := op.derive("AttentionGradK", kernelOf(written[float32], written[float64]), rank(2), rows.Clone(), dv)
+		if err != nil {
+			return nil, err
+		}
+		state.dq, state.dk = dq.Op().(*fusedOp), dk.Op().(*fusedOp)
+		grads := G.Nodes{nil, dv, dq, dk}
+		if drop != nil {
+			grads = append(grads, nil)
+		}
+		return grads, nil
+	}
+	y = G.Must(G.ApplyOp(yOp, ins...))
 	return y, w
 }
+
+// attentionState is what the attention ops of one layer share.
+type attentionState struct {
+	// y is the op whose output attentionForward writes; dq and dk those
+	// whose outputs attentionBackward writes.
+	y, dq, dk *fusedOp
+	// scratch holds one (T, T) matrix per worker of the team (two under
+	// attention dropout), float32 or float64 as the graph.
+	scratch32 []float32
+	scratch64 []float64
+}
+
+// scratch returns worker ws's n numbers of the layer's scratch, growing
+// it for every worker of the team (before the work is split: the
+// workers only read the slice).
+func scratch[F gemm.Float](a *args[F], n int) func(ws *gemm.Workspace) []F {
+	st, workers := a.attn, len(a.t.own)
+	var all []F
+	switch any(F(0)).(type) {
+	case float32:
+		if len(st.scratch32) < workers*n {
+			st.scratch32 = make([]float32, workers*n)
+		}
+		all = any(st.scratch32).([]F)
+	default:
+		if len(st.scratch64) < workers*n {
+			st.scratch64 = make([]float64, workers*n)
+		}
+		all = any(st.scratch64).([]F)
+	}
+	return func(ws *gemm.Workspace) []F {
+		i := a.t.index(ws)
+		return all[i*n : (i+1)*n]
+	}
+}
+
+// output returns op's output buffer for another kernel to write into
+// before op runs: lent for this run (op's Do then keeps it), or op's own.
+func output[F gemm.Float](op *fusedOp) []F {
+	switch {
+	case op.uses > 0:
+		op.borrow()
+	case op.out == nil:
+		op.out = op.newOutput()
+	}
+	out, _ := floatsOf[F](op.out.(*tensor.Dense))
+	return out
+}
+
+// written is the kernel of an op whose output another kernel has written.
+func written[F gemm.Float](*args[F]) {}
 
 // dropout: y = x⊙mask, mask holding 0 or 1/(1 − p) (filled before each
 // run, see Model.SetDropout); ∂x = ∂y⊙mask.
@@ -116,16 +191,25 @@ func rowBlocks(p *opParams, f func(i0, i1 int)) {
 	}
 }
 
-// attentionWeightsForward: w = softmax(q·kᵀ·scale + mask) per sequence and head.
-// in: q, k (rows, C). Out: (B·H, T, T). A masked score is never computed
-// into the sum: exp(−1e9 − max) of the composed graph is exactly 0 too.
-func attentionWeightsForward[F gemm.Float](a *args[F]) {
-	q, k, p := a.in[0], a.in[1], a.p
+// attentionForward: w = softmax(q·kᵀ·scale + mask) and y = w·v (w⊙drop
+// under attention dropout, made in the worker's scratch) per sequence and
+// head. in: q, k, v (rows, C) and drop (B·H, T, T) when there is one.
+// Out: w (B·H, T, T); y goes to the output of the AttentionMix op. A
+// masked score is never computed into the sum: exp(−1e9 − max) of the
+// composed graph is exactly 0 too.
+func attentionForward[F gemm.Float](a *args[F]) {
+	q, k, v, p := a.in[0], a.in[1], a.in[2], a.p
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		w := a.out[(b*p.Heads+h)*T*T : (b*p.Heads+h+1)*T*T]
-		qh, kh := head(q, p, b, h), head(k, p, b, h)
-		scores(ws, p.Mask, T, hs, qh, kh, C, w)
+	y := output[F](a.attn.y)
+	var drop []F
+	var own func(*gemm.Workspace) []F
+	if len(a.in) > 3 {
+		drop, own = a.in[3], scratch(a, T*T)
+	}
+	pairs(a, 2*T*T*hs, func(ws *gemm.Workspace, b, h int) {
+		at := (b*p.Heads + h) * T * T
+		w := a.out[at : at+T*T]
+		scores(ws, p.Mask, T, hs, head(q, p, b, h), head(k, p, b, h), C, w)
 		for i := 0; i < T; i++ {
 			row := w[i*T : (i+1)*T]
 			n := T
@@ -135,6 +219,14 @@ func attentionWeightsForward[F gemm.Float](a *args[F]) {
 			softmaxScaled(row[:n], p.Scale)
 			clear(row[n:])
 		}
+		mixed := w
+		if drop != nil {
+			mixed = own(ws)
+			for i, x := range w {
+				mixed[i] = x * drop[at+i]
+			}
+		}
+		timesHead(ws, p, mixed, head(v, p, b, h), head(y, p, b, h), false)
 	})
 }
 
@@ -178,85 +270,94 @@ func softmaxScaled[F gemm.Float](s []F, scale float64) {
 	}
 }
 
-// attentionWeightsBackward is the softmax backward, times the scale: the
-// gradient of the raw scores q·kᵀ. ∂s_ij = scale·w_ij·(∂w_ij − Σ_k w_ik·∂w_ik);
-// a float32 row is expf.SoftmaxBackward's (eight at a time, in float64).
-// in: w, ∂w (B·H, T, T). Masked entries have w = 0 and so ∂s = 0; they are
-// written as zeros without reading ∂w there, which the causal kernels of
-// attentionMixBackwardW leave unwritten.
-func attentionWeightsBackward[F gemm.Float](a *args[F]) {
-	w, dw, T, scale := a.in[0], a.in[1], a.p.Seq, a.p.Scale
-	a.t.split(len(w)/T, 3*len(w), func(_ *gemm.Workspace, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			n := T
-			if a.p.Mask {
-				n = r%T + 1
+// attentionBackward computes the gradients of y = w·v, w = softmax(q·kᵀ·
+// scale + mask), per sequence and head:
+//
+//	∂w = ∂y·vᵀ (⊙drop)     ∂v = wᵀ·∂y (w⊙drop under dropout)
+//	∂s = scale·w⊙(∂w − rowsum(w⊙∂w))     the softmax backward
+//	∂q = ∂s·k              ∂k = ∂sᵀ·q
+//
+// ∂w and ∂s share one (T, T) matrix in the worker's scratch, and w is read
+// while it is in the cache. in: w, ∂y, v, q, k and drop when there is one.
+// Out: ∂v; ∂q and ∂k go to the outputs of the AttentionGradQ and
+// AttentionGradK ops. Under the mask ∂w is computed where j ≤ i only
+// (gemm.MulLower's tiles), and ∂s is zero above the diagonal, which the
+// products of ∂s read in their diagonal blocks.
+func attentionBackward[F gemm.Float](a *args[F]) {
+	w, dy, v, q, k, p := a.in[0], a.in[1], a.in[2], a.in[3], a.in[4], a.p
+	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
+	var drop []F
+	n := T * T
+	if len(a.in) > 5 {
+		drop, n = a.in[5], 2*T*T
+	}
+	own := scratch(a, n)
+	dq, dk := output[F](a.attn.dq), output[F](a.attn.dk)
+	pairs(a, 5*T*T*hs, func(ws *gemm.Workspace, b, h int) {
+		at := (b*p.Heads + h) * T * T
+		wh, ds := w[at:at+T*T], own(ws)[:T*T]
+		dyh := head(dy, p, b, h)
+		scores(ws, p.Mask, T, hs, dyh, head(v, p, b, h), C, ds)
+		mixed := wh
+		if drop != nil {
+			mixed = own(ws)[T*T:]
+			for i, x := range wh {
+				mixed[i] = x * drop[at+i]
 			}
-			wr, dr, out := w[r*T:r*T+n], dw[r*T:r*T+n], a.out[r*T:(r+1)*T]
-			if out32, ok := any(out).([]float32); ok {
-				expf.SoftmaxBackward(out32[:n], any(wr).([]float32), any(dr).([]float32), scale)
-				clear(out[n:])
-				continue
-			}
-			dot := 0.0
-			for j, v := range wr {
-				dot += float64(v) * float64(dr[j])
-			}
-			for j, v := range wr {
-				out[j] = F(scale * float64(v) * (float64(dr[j]) - dot))
-			}
-			clear(out[n:])
 		}
-	})
-}
-
-// attentionBackwardQ: ∂q = ∂s·k per sequence and head. in: ∂s (B·H, T, T), k (rows, C).
-func attentionBackwardQ[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], false) }
-
-// attentionBackwardK: ∂k = ∂sᵀ·q per sequence and head. in: ∂s (B·H, T, T), q (rows, C).
-func attentionBackwardK[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], true) }
-
-// attentionMixForward: y = w·v per sequence and head, heads side by side in y's rows.
-// in: w (B·H, T, T), v (rows, C).
-func attentionMixForward[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], false) }
-
-// attentionMixBackwardV: ∂v = wᵀ·dy per sequence and head. in: w (B·H, T, T), dy (rows, C).
-func attentionMixBackwardV[F gemm.Float](a *args[F]) { squareTimesHeads(a, a.in[0], a.in[1], true) }
-
-// squareTimesHeads sets each head of a.out to m·x (or mᵀ·x when
-// transposed), m one (T, T) matrix per sequence and head, x rows (B·T, C)
-// read head by head. Under the mask m is zero above its diagonal: a block
-// of rows i0…i1−1 of m needs columns (and rows of x) up to i1 only, and a
-// block of columns j0…j1−1 of m, as mᵀ uses them, rows from j0 only.
-func squareTimesHeads[F gemm.Float](a *args[F], m, x []F, transposed bool) {
-	p := a.p
-	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		mh, xh, out := m[(b*p.Heads+h)*T*T:], head(x, p, b, h), head(a.out, p, b, h)
-		rowBlocks(p, func(i0, i1 int) {
-			if !transposed {
-				gemm.Mul(ws, false, false, i1-i0, hs, i1, mh[i0*T:], T, xh, C, out[i0*C:], C, false)
-				return
-			}
-			from := 0
+		timesHead(ws, p, mixed, dyh, head(a.out, p, b, h), true)
+		for i := 0; i < T; i++ {
+			cols := T
 			if p.Mask {
-				from = i0
+				cols = i + 1
 			}
-			gemm.Mul(ws, true, false, i1-i0, hs, T-from, mh[from*T+i0:], T, xh[from*C:], C, out[i0*C:], C, false)
-		})
+			row := ds[i*T : (i+1)*T]
+			if drop != nil {
+				for j, m := range drop[at+i*T : at+i*T+cols] {
+					row[j] *= m
+				}
+			}
+			softmaxBackward(row[:cols], wh[i*T:i*T+cols], p.Scale)
+			clear(row[cols:])
+		}
+		timesHead(ws, p, ds, head(k, p, b, h), head(dq, p, b, h), false)
+		timesHead(ws, p, ds, head(q, p, b, h), head(dk, p, b, h), true)
 	})
 }
 
-// attentionMixBackwardW: ∂w = dy·vᵀ per sequence and head. in: dy (rows, C), v (rows, C).
-// Under the mask only the entries j ≤ i are used (attentionWeightsBackward
-// multiplies the rest by w = 0 without reading them), so only the causal
-// blocks are computed.
-func attentionMixBackwardW[F gemm.Float](a *args[F]) {
-	dy, v, p := a.in[0], a.in[1], a.p
+// softmaxBackward replaces ∂w by ∂s = scale·w⊙(∂w − Σ_j w_j·∂w_j) along one
+// row; a float32 row is expf.SoftmaxBackward's (eight at a time, in float64).
+func softmaxBackward[F gemm.Float](dw, w []F, scale float64) {
+	if d32, ok := any(dw).([]float32); ok {
+		expf.SoftmaxBackward(d32, any(w).([]float32), d32, scale)
+		return
+	}
+	dot := 0.0
+	for j, v := range w {
+		dot += float64(v) * float64(dw[j])
+	}
+	for j, v := range w {
+		dw[j] = F(scale * float64(v) * (float64(dw[j]) - dot))
+	}
+}
+
+// timesHead sets out to m·x (or mᵀ·x when transposed) for one sequence and
+// head: m its (T, T) matrix, x and out its rows of (B·T, C). Under the mask
+// m is zero above its diagonal: a block of rows i0…i1−1 of m needs columns
+// (and rows of x) up to i1 only, and a block of columns j0…j1−1 of m, as mᵀ
+// uses them, rows from j0 only.
+func timesHead[F gemm.Float](ws *gemm.Workspace, p *opParams, m, x, out []F, transposed bool) {
 	T, C, hs := p.Seq, p.Width, p.Width/p.Heads
-	pairs(a, T*T*hs, func(ws *gemm.Workspace, b, h int) {
-		dw, dyh, vh := a.out[(b*p.Heads+h)*T*T:], head(dy, p, b, h), head(v, p, b, h)
-		scores(ws, p.Mask, T, hs, dyh, vh, C, dw)
+	rowBlocks(p, func(i0, i1 int) {
+		if !transposed {
+			gemm.Mul(ws, false, false, i1-i0, hs, i1, m[i0*T:], T, x, C, out[i0*C:], C, false)
+			return
+		}
+		from := 0
+		if p.Mask {
+			from = i0
+		}
+		gemm.Mul(ws, true, false, i1-i0, hs, T-from, m[from*T+i0:], T, x[from*C:], C, out[i0*C:], C, false)
 	})
 }
 

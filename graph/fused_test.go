@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -38,9 +39,10 @@ type layerRun struct {
 
 // runLayer emits layer on a fresh builder (fused or not), drives it with
 // the parameters the builder draws from seed, and returns what it computed.
-// The loss is Σ_k Σ outs[k]⊙r_k with fixed random r_k (or the output itself
-// when it is a scalar), so the gradients check the whole backward of the
-// layer. It runs the graph twice and requires identical results: fused ops
+// The loss is Σ outs[0]⊙r with a fixed random r (or outs[0] itself when it
+// is a scalar), so the gradients check the whole backward of the layer;
+// further outputs are compared by value only (the attention weights, which
+// the model reads but never differentiates on their own: attention.go). It runs the graph twice and requires identical results: fused ops
 // reuse their buffers from run to run.
 func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, layer func(b *builder) []*G.Node) layerRun {
 	t.Helper()
@@ -48,23 +50,15 @@ func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, la
 	outs := layer(b)
 	fillDropout(b.masks, spec.Dropout, rand.New(rand.NewPCG(3, 3)))
 	rng := rand.New(rand.NewPCG(5, 5))
-	var loss *G.Node
-	for i, o := range outs {
-		term := o
-		if !o.IsScalar() {
-			data := make([]float64, o.Shape().TotalSize())
-			for j := range data {
-				data[j] = 2*rng.Float64() - 1
-			}
-			r := G.NewTensor(b.g, b.dt, o.Dims(), G.WithShape(o.Shape()...), G.WithName(fmt.Sprintf("r%d", i)),
-				G.WithValue(dense(b.dt, data, o.Shape()...)))
-			term = G.Must(G.Sum(G.Must(G.HadamardProd(o, r))))
+	loss := outs[0]
+	if !loss.IsScalar() {
+		data := make([]float64, loss.Shape().TotalSize())
+		for j := range data {
+			data[j] = 2*rng.Float64() - 1
 		}
-		if loss == nil {
-			loss = term
-		} else {
-			loss = G.Must(G.Add(loss, term))
-		}
+		r := G.NewTensor(b.g, b.dt, loss.Dims(), G.WithShape(loss.Shape()...), G.WithName("r"),
+			G.WithValue(dense(b.dt, data, loss.Shape()...)))
+		loss = G.Must(G.Sum(G.Must(G.HadamardProd(loss, r))))
 	}
 	nodes := make(G.Nodes, len(b.params))
 	for i, p := range b.params {
@@ -159,6 +153,20 @@ func TestFusedDropout(t *testing.T) {
 		y, w := b.attention("att", input(b, 10, 6))
 		return []*G.Node{b.dropout(y), w}
 	})
+}
+
+// TestAttentionWeightsInLoss: a loss that reads the attention weights
+// directly (the model's never does) must fail to differentiate rather than
+// lose that part of its gradient.
+func TestAttentionWeightsInLoss(t *testing.T) {
+	spec := layerSpec
+	spec.Dtype = "float64"
+	b := newBuilder(spec, Options{Batch: 2, SeqLen: 5, Seed: 1})
+	_, w := b.attention("att", input(b, 10, 6))
+	_, err := G.Grad(G.Must(G.Sum(w)), b.params[0].Node)
+	if err == nil || !strings.Contains(err.Error(), "only through y") {
+		t.Fatalf("differentiating a loss that reads w: err = %v, want the attention weights' refusal", err)
+	}
 }
 
 // TestFusedAttention checks the weights and the output (both are read: the

@@ -65,7 +65,11 @@ type fusedOp struct {
 	// stats, when set, is what a forward kernel leaves for the backward
 	// kernels of the same layer in the same run (layer norm: each row's
 	// mean and 1/std); derive hands the pointer on.
-	stats      *[]float64
+	stats *[]float64
+	// attn, for the attention ops of one layer, holds what their kernels
+	// share: each worker's scratch and the ops whose outputs the backward
+	// kernel writes ∂q and ∂k into (attention.go); derive hands it on.
+	attn       *attentionState
 	uses       int
 	pending    int
 	readOf     []*fusedOp
@@ -113,6 +117,8 @@ type args[F gemm.Float] struct {
 	// stats is the layer's statistics shared between its forward and
 	// backward kernels (fusedOp.stats), or nil.
 	stats *[]float64
+	// attn is fusedOp.attn, or nil.
+	attn *attentionState
 }
 
 // kernel holds a kernel's two instantiations.
@@ -127,7 +133,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -194,7 +200,7 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
 	switch {
-	case op.uses > 0:
+	case op.uses > 0 && op.lentBuf == nil: // (a kernel that writes op's output may have borrowed it already)
 		op.borrow()
 	case op.out == nil:
 		op.out = op.newOutput()
@@ -254,7 +260,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.t, a.p, a.stats = op.team.whole, op.team, &op.p, op.stats
+	a.ws, a.t, a.p, a.stats, a.attn = op.team.whole, op.team, &op.p, op.stats, op.attn
 	if d, ok := op.out.(*tensor.Dense); ok && !d.IsScalar() {
 		if out, ok := floatsOf[F](d); ok {
 			a.out = out

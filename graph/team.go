@@ -100,3 +100,13 @@ func rows[F gemm.Float](a *args[F], n, work int, f func(lo, hi int)) {
 func elements[F gemm.Float](a *args[F], n, work int, f func(lo, hi int)) {
 	a.t.split((n+7)/8, work, func(_ *gemm.Workspace, lo, hi int) { f(lo*8, min(hi*8, n)) })
 }
+
+// index returns the number of the worker whose workspace ws is.
+func (t *team) index(ws *gemm.Workspace) int {
+	for i, own := range t.own {
+		if own == ws {
+			return i
+		}
+	}
+	panic("graph: a workspace of no worker of the team")
+}
