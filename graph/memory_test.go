@@ -67,6 +67,11 @@ func TestLentBuffersChangeNothing(t *testing.T) {
 			if err := eval.Run(b[0], b[1]); err != nil {
 				t.Fatal(err)
 			}
+			// The evaluation graph lends the attention weights and keeps
+			// them in scratch (attentionForward): the same loss.
+			if got := eval.Loss(); got != want[0][0] {
+				t.Errorf("%s, run %d: evaluation loss %v, training graph's %v", dtype, i, got, want[0][0])
+			}
 		}
 		made := 0
 		for _, list := range mem.f32 {
