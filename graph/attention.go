@@ -121,12 +121,7 @@ func scratch[F gemm.Float](a *args[F], n int) func(ws *gemm.Workspace) []F {
 // output returns op's output buffer for another kernel to write into
 // before op runs: lent for this run (op's Do then keeps it), or op's own.
 func output[F gemm.Float](op *fusedOp) []F {
-	switch {
-	case op.uses > 0:
-		op.borrow()
-	case op.out == nil:
-		op.out = op.newOutput()
-	}
+	op.ensureOutput()
 	out, _ := floatsOf[F](op.out.(*tensor.Dense))
 	return out
 }
@@ -149,10 +144,12 @@ func (f *fused) dropout(x, mask *G.Node) *G.Node {
 }
 
 // multiply: out = a⊙b element by element. in: a, b of one shape.
-func multiply[F gemm.Float](a *args[F]) {
-	x, m := a.in[0], a.in[1]
+func multiply[F gemm.Float](a *args[F]) { product(a.out, a.in[0], a.in[1]) }
+
+// product sets dst[i] = x[i]·m[i].
+func product[F gemm.Float](dst, x, m []F) {
 	for i, v := range x {
-		a.out[i] = v * m[i]
+		dst[i] = v * m[i]
 	}
 }
 
@@ -222,9 +219,7 @@ func attentionForward[F gemm.Float](a *args[F]) {
 		mixed := w
 		if drop != nil {
 			mixed = own(ws)
-			for i, x := range w {
-				mixed[i] = x * drop[at+i]
-			}
+			product(mixed, w, drop[at:at+T*T])
 		}
 		timesHead(ws, p, mixed, head(v, p, b, h), head(y, p, b, h), false)
 	})
@@ -295,15 +290,14 @@ func attentionBackward[F gemm.Float](a *args[F]) {
 	dq, dk := output[F](a.attn.dq), output[F](a.attn.dk)
 	pairs(a, 5*T*T*hs, func(ws *gemm.Workspace, b, h int) {
 		at := (b*p.Heads + h) * T * T
-		wh, ds := w[at:at+T*T], own(ws)[:T*T]
+		buf := own(ws)
+		wh, ds := w[at:at+T*T], buf[:T*T]
 		dyh := head(dy, p, b, h)
 		scores(ws, p.Mask, T, hs, dyh, head(v, p, b, h), C, ds)
 		mixed := wh
 		if drop != nil {
-			mixed = own(ws)[T*T:]
-			for i, x := range wh {
-				mixed[i] = x * drop[at+i]
-			}
+			mixed = buf[T*T:]
+			product(mixed, wh, drop[at:at+T*T])
 		}
 		timesHead(ws, p, mixed, dyh, head(a.out, p, b, h), true)
 		for i := 0; i < T; i++ {

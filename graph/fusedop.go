@@ -199,12 +199,7 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.ins) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
-	switch {
-	case op.uses > 0 && op.lentBuf == nil: // (a kernel that writes op's output may have borrowed it already)
-		op.borrow()
-	case op.out == nil:
-		op.out = op.newOutput()
-	}
+	op.ensureOutput()
 	var err error
 	switch op.dt {
 	case tensor.Float32:
@@ -219,6 +214,18 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	}
 	op.doneReading()
 	return op.out, nil
+}
+
+// ensureOutput gives op its output buffer for this run: lent (unless a
+// kernel that writes op's output has borrowed it already, attention.go's
+// output), or op's own, made on the first run.
+func (op *fusedOp) ensureOutput() {
+	switch {
+	case op.uses > 0 && op.lentBuf == nil:
+		op.borrow()
+	case op.out == nil:
+		op.out = op.newOutput()
+	}
 }
 
 func (op *fusedOp) newOutput() G.Value {
