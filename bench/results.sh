@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bench/results.sh: the loss tables of README.md and docs/, measured and printed.
+#
+#   bench/results.sh [TABLE...]        TABLE: seeds, chapters (default: both)
+#
+#   seeds     the seed model (configs/shakespeare.toml, 2 epochs) at SEEDS
+#             (default "42 1 2 3 4 5"; 42 is the config's own seed), gptg
+#             beside the PyTorch reference (bench/gptref.py --variant qkv) at
+#             the same seeds, one thread each: every test loss, then
+#             mean ± sd (n−1) of each column.
+#   chapters  the chapter ladder configs/ablation/*.toml through `gptg ablate`
+#             at CHAPTER_SEEDS (default 5) seeds and CHAPTER_EPOCHS (default
+#             0.25) epochs, Δ paired against 3-qkv: ablate's own summary.md.
+#
+# Every table is printed with the tree (git describe), the CPU, the core
+# count and the load average at its start, so it can be pasted as is.
+# Losses do not depend on the load or on the thread count (gptg's weights
+# are the same bits for any --threads), so a busy machine only makes it slow:
+# seeds takes about 15 minutes of one idle core per seed (gptg ~1 min, the
+# reference ~3), chapters about 30 minutes of one core.
+#
+# Needs: go, and for seeds /usr/bin/python3 with python3-torch (Debian:
+# apt-get install python3-torch libopenblas0-pthread libjemalloc2). The
+# corpus is data/tinyshakespeare.txt (gptg downloads it when missing;
+# DATA=FILE uses another copy). JOBS (default 2) runs that many trainings
+# at once. OUT (default a temporary folder) keeps the run folders.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-/usr/bin/python3}
+data=${DATA:-data/tinyshakespeare.txt}
+jobs=${JOBS:-2}
+tables=${*:-seeds chapters}
+
+if [ -n "${OUT:-}" ]; then
+	mkdir -p "$OUT"
+	out=$(cd "$OUT" && pwd)
+else
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+fi
+go build -o "$out/gptg" ./cmd/gptg
+gptg=$out/gptg
+if [ ! -f "$data" ]; then
+	# gptg train downloads a missing corpus (data.url, checked against data.sha256)
+	"$gptg" train configs/shakespeare.toml --set train.max_steps=1 --set train.out="$out/fetch" --quiet >&2
+fi
+
+# header TITLE: the provenance lines every table carries.
+header() {
+	local tree
+	tree=$(git describe --always --dirty 2>/dev/null || echo "not a git checkout")
+	echo
+	echo "### $1"
+	echo
+	echo "tree $tree; $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load $(cut -d' ' -f1-3 /proc/loadavg) at the start; $(go version | cut -d' ' -f3)"
+	echo
+}
+
+# stats: "mean ± sd" (sample sd, n−1) of the numbers on stdin, 4 decimals.
+stats() {
+	awk '{x[NR] = $1; s += $1} END {m = s / NR; for (i = 1; i <= NR; i++) v += (x[i] - m) ^ 2;
+		if (NR > 1) printf "%.4f ± %.4f", m, sqrt(v / (NR - 1)); else printf "%.4f", m}'
+}
+
+# gptg_seed S, ref_seed S: one training each, the test loss into $out/{gptg,ref}-S.
+gptg_seed() {
+	"$gptg" train configs/shakespeare.toml --quiet --threads 1 --force --set data.path="$data" \
+		--set train.seed="$1" --set train.out="$out/seed-$1" |
+		sed -n 's/.*test loss \([0-9.]*\) over.*/\1/p' >"$out/gptg-$1"
+}
+ref_seed() {
+	"$python" bench/gptref.py train --data "$data" --variant qkv --seed "$1" --threads 1 |
+		sed -n 's/.*"test_loss": \([0-9.]*\).*/\1/p' >"$out/ref-$1"
+}
+
+# throttle: wait while $jobs trainings run.
+throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done; }
+
+seeds_table() {
+	local seeds=${SEEDS:-42 1 2 3 4 5} s
+	header "The seed model, configs/shakespeare.toml (2 epochs), gptg and the reference at seeds ${seeds// /, }"
+	for s in $seeds; do
+		[ -s "$out/gptg-$s" ] || { throttle; gptg_seed "$s" & }
+		[ -s "$out/ref-$s" ] || { throttle; ref_seed "$s" & }
+	done
+	wait
+	printf '| seed |'; for s in $seeds; do printf ' %s |' "$s"; done; printf ' mean ± sd |\n'
+	printf '|---|'; for s in $seeds; do printf -- '---|'; done; printf -- '---|\n'
+	for who in gptg ref; do
+		[ $who = gptg ] && printf '| gptg |' || printf '| reference (PyTorch) |'
+		for s in $seeds; do printf ' %s |' "$(cat "$out/$who-$s")"; done
+		printf ' **%s** |\n' "$(for s in $seeds; do cat "$out/$who-$s"; done | stats)"
+	done
+	echo
+	echo "gptg: \`gptg train configs/shakespeare.toml --set train.seed=S\`; reference: \`bench/gptref.py train --data $data --variant qkv --seed S --threads 1\`."
+}
+
+chapters_table() {
+	local seeds=${CHAPTER_SEEDS:-5} epochs=${CHAPTER_EPOCHS:-0.25}
+	header "The chapters, configs/ablation/*.toml, $seeds seeds, $epochs epochs"
+	"$gptg" ablate configs/ablation/*.toml --seeds "$seeds" --jobs "$jobs" --set train.threads=1 \
+		--set train.epochs="$epochs" --set data.path="$data" --baseline 3-qkv --out "$out/chapters" >&2
+	cat "$out/chapters/summary.md"
+	echo
+	echo "\`gptg ablate configs/ablation/*.toml --seeds $seeds --set train.epochs=$epochs --baseline 3-qkv\`"
+}
+
+for t in $tables; do
+	case $t in
+	seeds) seeds_table ;;
+	chapters) chapters_table ;;
+	*) echo "results.sh: unknown table $t (seeds, chapters)" >&2; exit 2 ;;
+	esac
+done
