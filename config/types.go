@@ -74,7 +74,7 @@ type Model struct {
 type Train struct {
 	Batch       int     `toml:"batch" json:"batch"`
 	Epochs      float64 `toml:"epochs" json:"epochs"`
-	MaxSteps    int     `toml:"max_steps" json:"max_steps"` // 0 = epochs decide
+	MaxSteps    int     `toml:"max_steps" json:"max_steps"` // > 0: the run's length, whatever Epochs says; 0 = epochs decide
 	LR          float64 `toml:"lr" json:"lr"`
 	MinLR       float64 `toml:"min_lr" json:"min_lr"` // default: the final lr / 10
 	Warmup      int     `toml:"warmup" json:"warmup"`

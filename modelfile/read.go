@@ -28,6 +28,22 @@ import (
 //
 // Every error is one line starting with path.
 func Read(path string, limits Limits) (*File, error) {
+	return read(path, limits, true)
+}
+
+// ReadMeta reads only a model file's header, with all of Read's checks of
+// it, and returns its metadata: what a caller needs who wants the step of
+// a 200 MB checkpoint, not its tensors.
+func ReadMeta(path string, limits Limits) (map[string]string, error) {
+	f, err := read(path, limits, false)
+	if err != nil {
+		return nil, err
+	}
+	return f.Meta, nil
+}
+
+// read is Read; without tensors it stops after the header.
+func read(path string, limits Limits, tensors bool) (*File, error) {
 	maxSize := limits.MaxFileSize
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
@@ -87,6 +103,9 @@ func Read(path string, limits Limits) (*File, error) {
 	}
 
 	file := &File{Meta: meta, Tensors: make(map[string]Tensor, len(entries))}
+	if !tensors {
+		return file, nil
+	}
 	// checkLayout sorted the entries by offset and proved they tile the
 	// data, so reading them in order consumes the rest of the file exactly.
 	for _, e := range entries {

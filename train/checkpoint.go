@@ -194,12 +194,12 @@ func (t *trainer) sameRun(saved string) error {
 // fs.ErrNotExist.
 func Progress(dir string) (step, total int, err error) {
 	path := filepath.Join(dir, CheckpointFile)
-	f, err := modelfile.Read(path, modelfile.Limits{})
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{}) // the header: a checkpoint can be 200 MB
 	if err != nil {
 		return 0, 0, err
 	}
 	var st checkpointState
-	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil || f.Meta["format"] != checkpointFormat {
+	if err := json.Unmarshal([]byte(meta["state"]), &st); err != nil || meta["format"] != checkpointFormat {
 		return 0, 0, fmt.Errorf("%s: not a gptg checkpoint", path)
 	}
 	if st.Pending != nil {

@@ -291,7 +291,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("resuming %s: it has no %s, so it is not a run folder (or the run never started)", dir, ConfigFile)
 	}
-	cfg, err := config.Load(path, sets)
+	cfg, err := config.Load(path, lengthSets(sets))
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
@@ -321,6 +321,32 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
 	}
 	return t.loop(ctx)
+}
+
+// RunLength is the number of steps a run takes: train.max_steps when it is
+// set, as nanoGPT's max_iters (the epochs then only say how the data is
+// ordered), else train.epochs passes of perEpoch steps.
+func RunLength(tr config.Train, perEpoch int) int {
+	if tr.MaxSteps > 0 {
+		return tr.MaxSteps
+	}
+	return int(float64(perEpoch) * tr.Epochs)
+}
+
+// lengthSets makes "--set train.epochs=E" on its own mean what it says:
+// a max_steps recorded in the run would otherwise decide the length, so it
+// is cleared unless the same command sets it too.
+func lengthSets(sets []string) []string {
+	var epochs, steps bool
+	for _, s := range sets {
+		key, _, _ := strings.Cut(s, "=")
+		epochs = epochs || strings.TrimSpace(key) == "train.epochs"
+		steps = steps || strings.TrimSpace(key) == "train.max_steps"
+	}
+	if epochs && !steps {
+		return append(slices.Clone(sets), "train.max_steps=0")
+	}
+	return sets
 }
 
 // trainer is one training run's state.
@@ -395,10 +421,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 		return nil, fmt.Errorf("%s has %d test windows, fewer than one batch of %d: lower train.batch or data.split",
 			d.Path, data.NumTest(), tr.Batch)
 	}
-	t.total = int(float64(t.perEpoch) * tr.Epochs)
-	if tr.MaxSteps > 0 && tr.MaxSteps < t.total {
-		t.total = tr.MaxSteps
-	}
+	t.total = RunLength(tr, t.perEpoch)
 	if t.total < 1 {
 		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
@@ -529,7 +552,8 @@ func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 // loop trains from t.step to t.total.
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
 	cfg := t.cfg.Train
-	tokensPerStep := float64(cfg.Batch * t.cfg.Model.Context)
+	// A step consumes grad_accum batches of windows.
+	tokensPerStep := float64(cfg.Batch * max(1, cfg.GradAccum) * t.cfg.Model.Context)
 	bar := newProgress(t.opts, t.total, t.step)
 	defer bar.finish()
 	segment := time.Now() // training time since the last pause (eval, checkpoint)

@@ -26,7 +26,7 @@ func TestWordModelLearnsToyGrammar(t *testing.T) {
 	c.Data.Path, c.Data.Tokenizer = data, corpus.Word
 	c.Model = config.Model{Bias: true, Init: "torch", Context: 16, Embedding: 32, Blocks: 2, Heads: 2, QKV: true, Mask: true, OutProj: true,
 		Residual: true, Norm: "pre", Activation: "gelu", FFMult: 2, Dtype: "float32"}
-	c.Train.Batch, c.Train.MaxSteps, c.Train.LR, c.Train.MinLR, c.Train.Warmup = 8, 2000, 3e-3, 3e-4, 50
+	c.Train.Batch, c.Train.LR, c.Train.MinLR, c.Train.Warmup = 8, 3e-3, 3e-4, 50 // 2 epochs
 	c.Train.LogEvery, c.Train.Out = 100, filepath.Join(dir, "run")
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
