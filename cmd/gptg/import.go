@@ -4,8 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"strings"
 
 	"github.com/gptg/gptg/nanogpt"
 )
@@ -28,7 +27,9 @@ without the attn.bias mask buffers) are accepted.
 
 Flags:
   --meta FILE   the char vocabulary, nanoGPT's data/<dataset>/meta.pkl
-                (default: meta.pkl beside CKPT.pt)
+                (default: where sample.py finds it: beside CKPT.pt, else
+                data/<dataset>/meta.pkl with <dataset> from the checkpoint's
+                config, here or in the folder above CKPT.pt's)
   --out FILE    the model file to write (required)
 `,
 	run: runImport,
@@ -52,10 +53,11 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	}
 	ckpt := pos[1]
 	if *meta == "" {
-		*meta = filepath.Join(filepath.Dir(ckpt), "meta.pkl")
-		if _, err := os.Stat(*meta); err != nil {
-			return usagef("no --meta given and no meta.pkl beside %s: nanoGPT's data/<dataset>/meta.pkl holds the vocabulary", ckpt)
+		found, tried := nanogpt.FindMeta(ckpt)
+		if found == "" {
+			return usagef("no --meta given and no meta.pkl at %s: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", strings.Join(tried, ", "))
 		}
+		*meta = found
 	}
 	m, err := nanogpt.Import(ckpt, *meta)
 	if err != nil {

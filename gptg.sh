@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ./gptg.sh COMMAND [ARGUMENTS]: gptg from this checkout, rebuilt first when
+# its sources changed (into bin/gptg), then run with the arguments as given.
+#
+# `go run ./cmd/gptg` prints nothing while the first build compiles gptg and
+# its modules (about a minute on two cores, longer on a busy machine); this
+# says so at once and counts the packages as they compile. When nothing
+# changed, the build is a check of a fraction of a second and says nothing.
+set -eo pipefail
+root=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
+bin=$root/bin/gptg
+tty=false
+[ -t 2 ] && tty=true
+n=0
+(cd "$root" && go build -v -o "$bin" ./cmd/gptg 2>&1) | while IFS= read -r line; do
+	case $line in
+	*' '* | '') # go: downloading …, compiler errors: as they are
+		$tty && [ "$n" -gt 0 ] && printf '\r\033[K' >&2
+		printf '%s\n' "$line" >&2
+		;;
+	*) # a package compiling
+		n=$((n + 1))
+		if [ "$n" = 1 ]; then
+			echo "gptg.sh: building gptg into bin/gptg (the first build compiles about 200 packages: a minute or two; later ones start at once)" >&2
+		fi
+		if $tty; then
+			printf '\r\033[K  %d compiled: %.60s' "$n" "$line" >&2
+		fi
+		;;
+	esac
+done || exit $?
+$tty && printf '\r\033[K' >&2
+exec "$bin" "$@"
