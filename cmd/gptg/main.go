@@ -194,6 +194,9 @@ func suggestCommand(s string) string {
 // whose name holds a dot) is taken as --set train.epochs=0.1.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard) // errors are reported once, by run
+	if err := nanoGPTFlag(fs, args); err != nil {
+		return nil, err
+	}
 	args, err := rewriteSetFlags(fs, args)
 	if err != nil {
 		return nil, err
