@@ -75,7 +75,7 @@ ref_seed() {
 }
 
 # throttle: wait while $jobs trainings run.
-throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done; }
+throttle() { while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done; }
 
 seeds_table() {
 	local seeds=${SEEDS:-42 1 2 3 4 5} s
@@ -84,7 +84,12 @@ seeds_table() {
 		[ -s "$out/gptg-$s" ] || { throttle; gptg_seed "$s" & }
 		[ -s "$out/ref-$s" ] || { throttle; ref_seed "$s" & }
 	done
-	wait
+	wait || true
+	for s in $seeds; do
+		for who in gptg ref; do
+			[ -s "$out/$who-$s" ] || { echo "results.sh: the $who training at seed $s gave no test loss" >&2; exit 1; }
+		done
+	done
 	printf '| seed |'; for s in $seeds; do printf ' %s |' "$s"; done; printf ' mean ± sd |\n'
 	printf '|---|'; for s in $seeds; do printf -- '---|'; done; printf -- '---|\n'
 	for who in gptg ref; do
