@@ -19,6 +19,7 @@ type SlurmOptions struct {
 	Partition string // --partition, "" = the default
 	Gptg      string // the gptg binary the tasks run (an absolute path, or a name on the PATH)
 	Workdir   string // the folder tasks run in (relative data paths start there); absolute
+	MemoryMiB int    // --mem of each task; 0 = the partition's default
 }
 
 // Slurm writes an sbatch script that runs the sweep in dir (absolute) as
@@ -38,6 +39,8 @@ func Slurm(dir string, entries int, o SlurmOptions) []byte {
 	fmt.Fprintf(&b, "# gptg sweep %s: %d runs, one array task each (written by gptg sweep emit slurm).\n", dir, entries)
 	fmt.Fprintf(&b, "# Submit: sbatch %s\n", shellQuote(filepath.Join(dir, "sweep.sbatch")))
 	fmt.Fprintf(&b, "# Then:   gptg sweep collect %s   (or: sbatch --dependency=afterany:JOBID --wrap 'gptg sweep collect %s')\n", shellQuote(dir), shellQuote(dir))
+	fmt.Fprintf(&b, "# Every node must see %s, the sweep folder and the gptg binary at these paths:\n", o.Workdir)
+	fmt.Fprintf(&b, "# a filesystem shared by the nodes (NFS, Lustre, ...), as a cluster's home or project space is.\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=gptg-%s\n", jobName(filepath.Base(dir)))
 	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
 	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", o.CPUs)
@@ -51,6 +54,9 @@ func Slurm(dir string, entries int, o SlurmOptions) []byte {
 	}
 	if o.Partition != "" {
 		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", o.Partition)
+	}
+	if o.MemoryMiB > 0 {
+		fmt.Fprintf(&b, "#SBATCH --mem=%dM\n", o.MemoryMiB)
 	}
 	fmt.Fprintf(&b, `
 # One gptg process per task, using the CPUs Slurm gave it.
@@ -86,14 +92,22 @@ func jobName(s string) string {
 // K8sOptions shape the Kubernetes Job.
 type K8sOptions struct {
 	Name      string // the Job's name; "" = gptg-sweep-<folder name>
-	Image     string // a container image with gptg on its PATH
+	Image     string // a container image with gptg on its PATH; "" = StockImage, which builds gptg
 	Claim     string // the PersistentVolumeClaim holding the project folder
 	MountPath string // where the claim is mounted and the tasks run
 	Dir       string // the sweep folder, relative to the mount
 	Entries   int
 	Parallel  int // pods at once; 0 = all
 	CPUs      int
+	MemoryMiB int // requested and limit per pod
 }
+
+// StockImage is the image a Job runs when no image with gptg is given: the
+// Go toolchain, which builds gptg from the project folder on the volume
+// before running it (with its build and module caches on the volume, so
+// only the first pod compiles and downloads). Docker Hub's official image;
+// the pods need to reach proxy.golang.org unless the caches are filled.
+const StockImage = "golang:1.26-bookworm"
 
 // K8s writes a batch/v1 Indexed Job that runs the sweep: completion index
 // I (JOB_COMPLETION_INDEX) runs entry I, in the project folder on the
@@ -115,6 +129,17 @@ func K8s(o K8sOptions) ([]byte, error) {
 		o.Name = strings.TrimRight(o.Name[:40], "-")
 	}
 	cpu := strconv.Itoa(o.CPUs)
+	mem := strconv.Itoa(max(o.MemoryMiB, 256)) + "Mi"
+	command := []any{"gptg", "sweep", "run", o.Dir}
+	env := []any{map[string]any{"name": "GOMAXPROCS", "value": cpu}}
+	image := o.Image
+	if image == "" {
+		image = StockImage
+		command = []any{"sh", "-c", "go build -o /tmp/gptg ./cmd/gptg && exec /tmp/gptg sweep run \"$0\"", o.Dir}
+		env = append(env,
+			map[string]any{"name": "GOCACHE", "value": o.MountPath + "/.cache/go-build"},
+			map[string]any{"name": "GOMODCACHE", "value": o.MountPath + "/.cache/go-mod"})
+	}
 	job := map[string]any{
 		"apiVersion": "batch/v1",
 		"kind":       "Job",
@@ -137,13 +162,13 @@ func K8s(o K8sOptions) ([]byte, error) {
 					"terminationGracePeriodSeconds": 120,
 					"containers": []any{map[string]any{
 						"name":       "gptg",
-						"image":      o.Image,
+						"image":      image,
 						"workingDir": o.MountPath,
-						"command":    []any{"gptg", "sweep", "run", o.Dir},
-						"env":        []any{map[string]any{"name": "GOMAXPROCS", "value": cpu}},
+						"command":    command,
+						"env":        env,
 						"resources": map[string]any{
-							"requests": map[string]any{"cpu": cpu},
-							"limits":   map[string]any{"cpu": cpu},
+							"requests": map[string]any{"cpu": cpu, "memory": mem},
+							"limits":   map[string]any{"cpu": cpu, "memory": mem},
 						},
 						"volumeMounts": []any{map[string]any{"name": "work", "mountPath": o.MountPath}},
 					}},
@@ -157,7 +182,13 @@ func K8s(o K8sOptions) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# gptg sweep %s: %d runs as a Kubernetes Indexed Job (written by gptg sweep emit k8s).\n", o.Dir, o.Entries)
-	fmt.Fprintf(&b, "# The claim %s must hold the project folder (configs, data, %s); apply with kubectl apply -f.\n", o.Claim, o.Dir)
+	fmt.Fprintf(&b, "# The claim %s must hold the project folder (sources, configs, data, %s) and, with parallel\n", o.Claim, o.Dir)
+	fmt.Fprintf(&b, "# pods on several nodes, be a filesystem they share (access mode ReadWriteMany: NFS, CephFS, EFS, ...).\n")
+	if o.Image == "" {
+		fmt.Fprintf(&b, "# The image is the stock Go toolchain (%s): each pod builds gptg from the sources on the claim\n", StockImage)
+		fmt.Fprintf(&b, "# (caches in .cache/ there; the first pod downloads the modules). --image IMAGE runs an image with gptg instead.\n")
+	}
+	fmt.Fprintf(&b, "# Apply with kubectl apply -f.\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(job); err != nil {

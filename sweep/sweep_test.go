@@ -276,3 +276,49 @@ func TestK8sJob(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitSaysWhatTheClusterNeeds: both job files ask for memory and say
+// they need a filesystem the nodes share; without an image the Job runs
+// the stock Go image and builds gptg from the sources first.
+func TestEmitSaysWhatTheClusterNeeds(t *testing.T) {
+	s := string(Slurm("/data/sw", 4, SlurmOptions{Gptg: "gptg", Workdir: "/data", MemoryMiB: 768}))
+	for _, want := range []string{"#SBATCH --mem=768M\n", "a filesystem shared by the nodes"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("sbatch script lacks %q:\n%s", want, s)
+		}
+	}
+	text, err := K8s(K8sOptions{Claim: "gptg-work", MountPath: "/work", Dir: "runs/sw", Entries: 4, CPUs: 1, MemoryMiB: 768})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Image     string   `yaml:"image"`
+						Command   []string `yaml:"command"`
+						Resources struct {
+							Requests map[string]string `yaml:"requests"`
+							Limits   map[string]string `yaml:"limits"`
+						} `yaml:"resources"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(text, &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if c.Image != StockImage || !strings.Contains(strings.Join(c.Command, " "), "go build -o /tmp/gptg ./cmd/gptg && exec /tmp/gptg sweep run") ||
+		c.Command[len(c.Command)-1] != "runs/sw" {
+		t.Errorf("stock image %q, command %q", c.Image, c.Command)
+	}
+	if c.Resources.Requests["memory"] != "768Mi" || c.Resources.Limits["memory"] != "768Mi" {
+		t.Errorf("resources %+v, want 768Mi of memory requested and limited", c.Resources)
+	}
+	if !strings.Contains(string(text), "ReadWriteMany") {
+		t.Errorf("job.yaml does not say the claim must be shared:\n%s", text)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/ablate"
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sweep"
 )
@@ -23,8 +25,8 @@ var sweepCommand = command{
   gptg sweep SWEEP.toml [--out DIR]      expand the grid into a sweep folder
   gptg sweep run DIR [--index I] [--jobs N] [--retry-failed]
   gptg sweep collect DIR [--baseline NAME]
-  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--time T] [--partition P]
-  gptg sweep emit k8s DIR --image IMAGE --claim PVC [--mount PATH] [--parallel K] [--cpus C]
+  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--memory G] [--time T] [--partition P]
+  gptg sweep emit k8s DIR --claim PVC [--image IMAGE] [--mount PATH] [--parallel K] [--cpus C] [--memory G]
 
 A sweep file names configs, --set values and seeds:
 
@@ -52,10 +54,15 @@ collect: the table and plot of whatever has finished (as gptg ablate
   runs not finished and failed.
 emit slurm: writes DIR/sweep.sbatch, a job array with one task per entry
   (--array=0-(N-1)%K), one log per task in DIR/logs, GOMAXPROCS from
-  SLURM_CPUS_PER_TASK, requeueable. Tasks run in the current folder.
+  SLURM_CPUS_PER_TASK, requeueable. Tasks run in the current folder, which
+  every node must see at the same path (a shared filesystem).
 emit k8s: writes DIR/job.yaml, a batch/v1 Indexed Job (completions N,
   parallelism K) whose pods mount the claim at PATH (default /work) and run
-  there; the claim must hold this folder's content (configs, data, DIR).
+  there; the claim must hold this folder's content (sources, configs, data,
+  DIR), shared by the nodes (ReadWriteMany) when pods run on several. Without
+  --image the pods run the stock Go image and build gptg from the sources.
+Both ask for --memory per task: by default the largest training estimate
+  among the runs plus a quarter (at least 0.5 GiB).
 
 Flags:
   --out DIR         the sweep folder (gptg sweep SWEEP.toml; default the file's out)
@@ -68,7 +75,9 @@ Flags:
   --time T          Slurm --time limit, e.g. 1:00:00 (emit slurm)
   --partition P     Slurm partition (emit slurm)
   --gptg PATH       the gptg binary the tasks run (emit slurm; default this one)
-  --image IMAGE     container image with gptg on its PATH (emit k8s)
+  --memory G        GiB per task or pod (emit; default from the runs' estimates)
+  --image IMAGE     container image with gptg on its PATH (emit k8s; default
+                    golang:1.26-bookworm, which builds gptg first)
   --claim PVC       PersistentVolumeClaim holding the project folder (emit k8s)
   --mount PATH      where the claim is mounted (emit k8s; default /work)
 `,
@@ -244,6 +253,24 @@ func sweepCollect(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// sweepMemory is the memory a task asks for: the largest training estimate
+// of the sweep's runs (config.TrainMemory), with a quarter more for the
+// corpus and the runtime, at least 512 MiB, in MiB. An entry whose config
+// does not load is left out: running it will say what is wrong.
+func sweepMemory(dir string, entries []sweep.Entry) int {
+	most := 0.0
+	for _, e := range entries {
+		spec := e.Spec(dir)
+		c, err := config.Load(spec.Config, spec.Sets)
+		if err != nil {
+			continue
+		}
+		most = max(most, c.TrainMemory().Total())
+	}
+	mib := int(math.Ceil(most * 1.25 / (1 << 20)))
+	return max(512, (mib+255)/256*256)
+}
+
 func sweepEmit(args []string, stdout io.Writer) error {
 	if len(args) == 0 || (args[0] != "slurm" && args[0] != "k8s") {
 		return usagef("sweep emit needs slurm or k8s, then the sweep folder")
@@ -258,6 +285,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 	image := fs.String("image", "", "")
 	claim := fs.String("claim", "", "")
 	mount := fs.String("mount", "/work", "")
+	memory := fs.Float64("memory", 0, "")
 	pos, err := parseFlags(fs, args[1:])
 	if err != nil {
 		return err
@@ -275,6 +303,12 @@ func sweepEmit(args []string, stdout io.Writer) error {
 	entries, err := sweep.Load(dir)
 	if err != nil {
 		return sweepErr(err)
+	}
+	memMiB := int(math.Ceil(*memory * 1024))
+	if *memory == 0 {
+		memMiB = sweepMemory(dir, entries)
+	} else if *memory < 0.25 {
+		return usagef("--memory %v GiB is less than a run needs to start (0.25)", *memory)
 	}
 	var text []byte
 	var path string
@@ -299,11 +333,11 @@ func sweepEmit(args []string, stdout io.Writer) error {
 			return fmt.Errorf("sweep folder: %w", err)
 		}
 		text = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, Workdir: wd})
+			Partition: *partition, Gptg: *gptgPath, Workdir: wd, MemoryMiB: memMiB})
 		path = filepath.Join(dir, "sweep.sbatch")
 	case "k8s":
-		if *image == "" || *claim == "" {
-			return usagef("sweep emit k8s needs --image (with gptg on its PATH) and --claim (the volume holding this folder)")
+		if *claim == "" {
+			return usagef("sweep emit k8s needs --claim (the volume holding this folder)")
 		}
 		if !filepath.IsAbs(*mount) {
 			return usagef("--mount %s must be an absolute path", *mount)
@@ -319,7 +353,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 			return usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
 		}
 		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
-			Entries: len(entries), Parallel: *parallel, CPUs: *cpus})
+			Entries: len(entries), Parallel: *parallel, CPUs: *cpus, MemoryMiB: memMiB})
 		if err != nil {
 			return err
 		}
