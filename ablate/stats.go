@@ -2,10 +2,13 @@ package ablate
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -18,21 +21,13 @@ type Stat struct {
 // Summarize gives the mean and the sample standard deviation of xs.
 func Summarize(xs []float64) Stat {
 	s := Stat{N: len(xs)}
-	if s.N == 0 {
-		return s
+	switch s.N {
+	case 0:
+	case 1:
+		s.Mean = xs[0]
+	default:
+		s.Mean, s.SD = stat.MeanStdDev(xs, nil) // the n−1 (unbiased) variance
 	}
-	for _, x := range xs {
-		s.Mean += x
-	}
-	s.Mean /= float64(s.N)
-	if s.N < 2 {
-		return s
-	}
-	var ss float64
-	for _, x := range xs {
-		ss += (x - s.Mean) * (x - s.Mean)
-	}
-	s.SD = math.Sqrt(ss / float64(s.N-1))
 	return s
 }
 
@@ -57,9 +52,9 @@ func (d Diff) IncludesZero() bool { return d.HasInterval() && d.Lo <= 0 && d.Hi 
 // in only one of them are left out.
 func PairedDiff(x, base map[int64]float64) Diff {
 	var ds []float64
-	for seed, v := range x {
+	for _, seed := range slices.Sorted(maps.Keys(x)) { // one order: the same sums every time
 		if b, ok := base[seed]; ok {
-			ds = append(ds, v-b)
+			ds = append(ds, x[seed]-b)
 		}
 	}
 	s := Summarize(ds)

@@ -87,3 +87,19 @@ func TestRunNameAndPlan(t *testing.T) {
 		t.Errorf("duplicate names: %v", err)
 	}
 }
+
+// TestPairedDiffIsOneSum: the differences are summed in seed order, not in
+// Go's random map order, so the same runs give the same bits every time
+// (these magnitudes make float addition visibly order-dependent).
+func TestPairedDiffIsOneSum(t *testing.T) {
+	x, base := map[int64]float64{}, map[int64]float64{}
+	for s := int64(1); s <= 24; s++ {
+		x[s], base[s] = math.Pow(10, float64(s%9))*(1+float64(s)/7), float64(s)/3
+	}
+	first := PairedDiff(x, base)
+	for range 50 {
+		if d := PairedDiff(x, base); d != first {
+			t.Fatalf("PairedDiff gave %+v, then %+v", first, d)
+		}
+	}
+}

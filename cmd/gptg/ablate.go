@@ -49,7 +49,8 @@ Flags:
   --set section.key=value  override applied to every config (repeatable),
                            e.g. --set train.epochs=0.05 for a quick look
   --base CONFIG            config the "differs" column compares against
-                           (default configs/shakespeare.toml when it exists)
+                           (default the baseline's, so that "differs" names
+                           what Δ measures)
 `,
 	run: runAblate,
 }
@@ -96,9 +97,7 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		}
 	}
 	if *base == "" {
-		if _, err := os.Stat("configs/shakespeare.toml"); err == nil {
-			*base = "configs/shakespeare.toml"
-		}
+		*base = baselineConfig(specs, *baseline)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -115,6 +114,17 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	return reportTable(stdout, *out, results, *baseline, err)
+}
+
+// baselineConfig is the config file of the baseline (the named variant,
+// else the first config): "differs" then names what Δ measures.
+func baselineConfig(specs []ablate.Spec, baseline string) string {
+	for _, s := range specs {
+		if baseline == "" || s.Variant == baseline {
+			return s.Config
+		}
+	}
+	return ""
 }
 
 // reportTable prints the table ablate and sweep collect wrote, and turns

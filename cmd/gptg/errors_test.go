@@ -215,7 +215,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "sweep run: entry out of range", setup: smallSweep, args: []string{"sweep", "run", "sw", "--index", "5"}, code: 2,
 			msg: "entry 5: the sweep in sw has entries 0 to 1"},
 		{name: "sweep emit: unknown engine", setup: smallSweep, args: []string{"sweep", "emit", "pbs", "sw"}, code: 2, msg: "sweep emit needs slurm or k8s"},
-		{name: "sweep emit k8s without an image", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw"}, code: 2, msg: "sweep emit k8s needs --image"},
+		{name: "sweep emit k8s without a claim", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw"}, code: 2, msg: "sweep emit k8s needs --claim"},
 
 		// nanoGPT checkpoints: pickles, read without running them; the file's fault is exit 2.
 		{name: "import without a kind", args: []string{"import", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "import needs the kind of checkpoint"},

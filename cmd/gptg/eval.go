@@ -29,7 +29,8 @@ split and stride are those of the config.toml beside the model file.
 
 Flags:
   --data FILE      the corpus (default: data.path of the run's config.toml)
-  --batch N        windows per batch (default 4, as in training)
+  --batch N        windows per batch (default the run's train.batch, as its
+                   training measured it; 4 for a model file elsewhere)
   --split F        fraction of the tokens used for training (default 0.9,
                    or the run's data.split)
   --stride N       tokens between window starts (default context/2, or
@@ -71,13 +72,20 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	stride := 0 // the default, context/2
+	// The run's own batch, and without --data its corpus and cut, so that
+	// `gptg eval runs/x` reproduces the test loss its training printed.
+	why := "its batch"
 	if *dataPath == "" {
-		// The run's own corpus and cut, so that `gptg eval runs/x`
-		// reproduces the test loss its training printed.
-		cfg, err := runConfig(model, "the corpus (--data is not given)")
-		if err != nil {
-			return err
-		}
+		why = "the corpus (--data is not given)"
+	}
+	cfg, err := runConfig(model, why)
+	if err != nil {
+		return err
+	}
+	if cfg != nil && !set["batch"] {
+		*batch = cfg.Train.Batch
+	}
+	if *dataPath == "" {
 		if cfg == nil {
 			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
 		}

@@ -130,7 +130,9 @@ func hardenedInputs(t *testing.T) []badInput {
 
 		// Not a model file at all.
 		{name: "sample: a config instead of a model", files: map[string]string{"c.toml": cfg},
-			args: []string{"sample", "c.toml"}, code: 1, msg: "c.toml: not a safetensors model file: it is text that looks like a TOML config"},
+			args: []string{"sample", "c.toml"}, code: 2, msg: "c.toml is a config, not a model: train it first (gptg train c.toml), then give runs/c"},
+		{name: "eval: a config instead of a model, before asking for --data", files: map[string]string{"c.toml": cfg},
+			args: []string{"eval", "c.toml"}, code: 2, msg: "c.toml is a config, not a model: train it first (gptg train c.toml), then give runs/c"},
 		{name: "inspect: the run's metrics instead of its model", files: map[string]string{"metrics.jsonl": `{"step":100,"loss":2.5}` + "\n"},
 			args: []string{"inspect", "metrics.jsonl"}, code: 1, msg: "metrics.jsonl: not a safetensors model file: it is text that looks like JSON"},
 	}

@@ -55,7 +55,11 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	if *meta == "" {
 		found, tried := nanogpt.FindMeta(ckpt)
 		if found == "" {
-			return usagef("no --meta given and no meta.pkl at %s: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", strings.Join(tried, ", "))
+			elsewhere := ""
+			if len(tried) > 1 {
+				elsewhere = " or at " + strings.Join(tried[1:], ", ")
+			}
+			return usagef("no --meta given and no meta.pkl beside %s%s: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", ckpt, elsewhere)
 		}
 		*meta = found
 	}
