@@ -30,7 +30,7 @@
 #
 # Environment: GPTG=path/to/gptg measures that binary instead of building
 # this tree; PYTHON (default /usr/bin/python3) and GPTREF (default
-# ../shared/reference/gptref.py) locate the reference; SHAPES (default
+# bench/gptref.py) locate the reference; SHAPES (default
 # "seed cpu 10.8M") and THREADS (default "1 $(nproc)") choose what runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +38,7 @@ cd "$(dirname "$0")/.."
 pairs=${1:-3}
 tokens=${2:-256}
 python=${PYTHON:-/usr/bin/python3}
-ref=${GPTREF:-../shared/reference/gptref.py}
+ref=${GPTREF:-bench/gptref.py}
 data=data/tinyshakespeare.txt # the seed config's data.path, relative to the repository root
 shapes=${SHAPES:-seed cpu 10.8M}
 threads_list=${THREADS:-1 $(nproc)}
