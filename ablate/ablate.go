@@ -12,7 +12,6 @@
 package ablate
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -68,8 +67,8 @@ type Options struct {
 	Baseline string
 	Exe      string // the gptg binary that trains and evaluates
 	Log      io.Writer
-	// SamplePrompt starts each run's sample (the config's own prompt is used
-	// when this one has tokens outside the run's vocabulary).
+	// SamplePrompt starts each run's sample; "" (or a prompt with tokens
+	// outside the run's vocabulary) takes the config's [sample] prompt.
 	SamplePrompt string
 	// ProgressEvery is the time between progress lines.
 	ProgressEvery time.Duration
@@ -555,32 +554,17 @@ func parsePrefixLoss(out string) (float64, error) {
 
 // readMetrics takes the curves and the final figures from metrics.jsonl.
 func readMetrics(r *Result) error {
-	f, err := os.Open(filepath.Join(r.Dir, train.MetricsFile))
+	rows, err := train.ReadMetrics(r.Dir)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var row struct {
-			Step         int      `json:"step"`
-			Loss         float64  `json:"loss"`
-			TokensPerSec float64  `json:"tokens_per_s"`
-			ElapsedSecs  float64  `json:"elapsed_s"`
-			TestLoss     *float64 `json:"test_loss"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			return fmt.Errorf("%s: %v", train.MetricsFile, err)
-		}
+	for _, row := range rows {
 		r.Steps, r.TrainLoss, r.TokensPerS, r.WallSecs = row.Step, row.Loss, row.TokensPerSec, row.ElapsedSecs
 		r.curve = append(r.curve, point{float64(row.Step), row.Loss})
 		if row.TestLoss != nil {
 			r.TestLoss = *row.TestLoss
 			r.tests = append(r.tests, point{float64(row.Step), *row.TestLoss})
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
 	}
 	if len(r.tests) == 0 {
 		return fmt.Errorf("%s has no test loss", filepath.Join(r.Dir, train.MetricsFile))
@@ -594,7 +578,7 @@ func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (stri
 	if _, err := m.Vocab.Encode(prompt); err != nil || prompt == "" {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {
-			return "", err
+			return "", fmt.Errorf("no usable prompt (%q) and no run config to take one from: %w", prompt, cerr)
 		}
 		prompt = cfg.Sample.Prompt
 	}

@@ -92,7 +92,7 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 		fmt.Fprintf(events, "%s entry %d host %s pid %d: %s\n", time.Now().UTC().Format(time.RFC3339), byDir[s.Dir].Index, host, os.Getpid(), oneLine(event))
 	}
 	results, err := ablate.Execute(ctx, specs, ablate.Options{
-		Jobs: opts.Jobs, Exe: opts.Exe, Log: opts.Log, SamplePrompt: "ROMEO:",
+		Jobs: opts.Jobs, Exe: opts.Exe, Log: opts.Log,
 		ProgressEvery: opts.ProgressEvery, Event: logEvent, Backend: opts.Backend,
 	})
 	for _, r := range results {
@@ -143,7 +143,7 @@ func Collect(ctx context.Context, dir string, baseline string, exe string, log i
 	// "differs" is against the first run, so the columns show what the
 	// grid varies, not what every run shares.
 	opts := ablate.Options{Out: dir, Baseline: baseline, Base: specs[0].Config, BaseSets: specs[0].Sets,
-		Exe: exe, Log: log, SamplePrompt: "ROMEO:", ProgressEvery: time.Hour, Backend: be}
+		Exe: exe, Log: log, ProgressEvery: time.Hour, Backend: be}
 	results, err := ablate.Measure(ctx, specs, opts)
 	if results == nil {
 		return nil, err

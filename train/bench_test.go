@@ -214,7 +214,7 @@ func BenchmarkLongRunMemory(b *testing.B) {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			var r metricsRow
+			var r MetricsRow
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				b.Fatal(err)
 			}

@@ -35,7 +35,7 @@ type checkpointState struct {
 	RunID string `json:"run_id,omitempty"`
 	// Pending is a metrics row whose evaluation an interrupt cut short; the
 	// resumed run evaluates (PendingEval) and writes it first.
-	Pending     *metricsRow `json:"pending_row,omitempty"`
+	Pending     *MetricsRow `json:"pending_row,omitempty"`
 	PendingEval bool        `json:"pending_eval,omitempty"`
 }
 

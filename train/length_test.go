@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -131,7 +134,7 @@ func TestTokensPerSecondCountsGradAccum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for line := range strings.Lines(string(b)) {
-		var r metricsRow
+		var r MetricsRow
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -161,4 +164,50 @@ func TestProgressReadsOnlyTheHeader(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("Progress allocated %d bytes for a checkpoint of 16 MB tensors: it reads more than the header", alloc)
 	}
+}
+
+// TestInitStartsFromAModel: --init starts a new run from a model file's
+// weights (its first loss is the trained model's, not a fresh one's), and
+// refuses a model the config does not describe.
+func TestInitStartsFromAModel(t *testing.T) {
+	first := tinyConfig(t, t.TempDir())
+	if _, err := Run(context.Background(), first, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(first.Train.Out, ModelFile)
+	firstLoss := func(c *config.Config, init string) float64 {
+		c.Train.MaxSteps, c.Train.LogEvery, c.Train.EvalEvery = 1, 1, 0
+		if _, err := Run(context.Background(), c, Options{Init: init}); err != nil {
+			t.Fatal(err)
+		}
+		return rows(t, c.Train.Out)[0]["loss"].(float64)
+	}
+	fresh, tuned := firstLoss(tinyConfig(t, t.TempDir()), ""), firstLoss(tinyConfig(t, t.TempDir()), model)
+	trained := rows(t, first.Train.Out)[len(rows(t, first.Train.Out))-1]["loss"].(float64)
+	if !(tuned < fresh-0.3) || math.Abs(tuned-trained) > 0.5 {
+		t.Errorf("first loss from --init %.4f, fresh %.4f, the trained run's last %.4f", tuned, fresh, trained)
+	}
+	other := tinyConfig(t, t.TempDir())
+	other.Model.Heads = 1
+	_, err := Run(context.Background(), other, Options{Init: model})
+	wantErr(t, err, "holds another model than this config describes: it has model.heads=2")
+}
+
+// TestBusyFolderSaysSoFirst: a folder another process trains in is
+// refused as in use, naming the process, before it is refused as holding
+// a run.
+func TestBusyFolderSaysSoFirst(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig(t, dir)
+	c.Train.MaxSteps = 5
+	if _, err := Run(context.Background(), c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := runlock.Acquire(dir) // another open file: flock refuses this process too
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	_, err = Run(context.Background(), c, Options{})
+	wantErr(t, err, fmt.Sprintf("run folder is in use by process %d", os.Getpid()))
 }

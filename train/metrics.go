@@ -8,14 +8,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/inputfile"
 )
 
-// metricsRow is one line of metrics.jsonl. Loss is the mean training loss
+// MetricsRow is one line of metrics.jsonl. Loss is the mean training loss
 // over the steps since the previous row; TestLoss is set on evaluation rows.
-type metricsRow struct {
+type MetricsRow struct {
 	Step         int      `json:"step"`
 	Epoch        float64  `json:"epoch"`
 	LR           float64  `json:"lr"`
@@ -26,6 +27,31 @@ type metricsRow struct {
 	HeapMB       float64  `json:"heap_mb"` // live heap at the last GC, to show it stays flat
 	RSSMB        float64  `json:"rss_mb"`  // resident memory of the process
 	TestLoss     *float64 `json:"test_loss,omitempty"`
+}
+
+// ReadMetrics reads the metrics.jsonl of the run in dir: the one reader
+// of the rows MetricsRow declares. A partial last row (a run killed while
+// writing it) is left out, as a resume drops it.
+func ReadMetrics(dir string) ([]MetricsRow, error) {
+	path := filepath.Join(dir, MetricsFile)
+	b, err := inputfile.ReadFile(path, maxMetricsBytes)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	var rows []MetricsRow
+	for n := 1; len(b) > 0; n++ {
+		line, rest, complete := bytes.Cut(b, []byte("\n"))
+		if !complete {
+			break
+		}
+		var r MetricsRow
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("%s: row %d: %v", path, n, err)
+		}
+		rows = append(rows, r)
+		b = rest
+	}
+	return rows, nil
 }
 
 // metricsLog appends rows to metrics.jsonl and knows how many it holds, so
@@ -90,7 +116,7 @@ func (l *metricsLog) reset(keep int, log io.Writer) error {
 	return nil
 }
 
-func (l *metricsLog) append(r metricsRow) error {
+func (l *metricsLog) append(r MetricsRow) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -27,7 +27,7 @@ type progress struct {
 	start     time.Time
 	drawn     time.Time
 	at        int
-	latest    *metricsRow // the latest metrics row, for the live fields
+	latest    *MetricsRow // the latest metrics row, for the live fields
 	shown     bool        // a live line is on the screen
 	// evaluatingNow puts "evaluating" on the line while the test loss is
 	// computed.
@@ -69,7 +69,7 @@ func (p *progress) evaluating(step int) {
 }
 
 // row reports a metrics row: the live line's fields, or a plain line.
-func (p *progress) row(r metricsRow, total int) {
+func (p *progress) row(r MetricsRow, total int) {
 	p.at = r.Step
 	test := ""
 	if r.TestLoss != nil {

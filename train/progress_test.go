@@ -13,7 +13,7 @@ import (
 func TestProgressLineFits(t *testing.T) {
 	test := 2.0123
 	p := &progress{live: true, total: 31368, startStep: 0, at: 12345, start: time.Now().Add(-time.Minute),
-		latest: &metricsRow{Step: 12345, Epoch: 0.79, LR: 9.5e-4, Loss: 1.9876, TokensPerSec: 72440, TestLoss: &test}}
+		latest: &MetricsRow{Step: 12345, Epoch: 0.79, LR: 9.5e-4, Loss: 1.9876, TokensPerSec: 72440, TestLoss: &test}}
 	wants := map[int][]string{
 		200: {"step 12345/31368", "[", "39%", "left", "loss 1.9876", "test 2.0123", "epoch 0.79", "lr 9.50e-04", "72440 tok/s"},
 		80:  {"step 12345/31368", "[", "39%", "left", "loss 1.9876", "test 2.0123"},

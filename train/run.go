@@ -49,6 +49,9 @@ type Options struct {
 	AfterStep func(step int)
 	// Backend says how the graphs compute (fused or not); see graph.Backend.
 	Backend graph.Backend
+	// Init, when set, is a model file whose weights a new run starts from
+	// instead of its seed's initialisation (fine-tuning; Run only).
+	Init string
 	// beforeEval, when set, is called before each evaluation (tests
 	// interrupt an evaluation here).
 	beforeEval func(step int)
@@ -85,7 +88,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	// An existing folder is locked before anything else, so that a second
 	// process learns at once that the folder is busy.
 	// Checked first without the lock, so that a refusal leaves no lock
-	// file behind, and again once the lock is held.
+	// file behind, and again once the lock is held; a folder in use says
+	// so before anything else.
+	if err := runlock.Busy(dir); err != nil {
+		return nil, err
+	}
 	if err := refuseExistingRun(dir, opts.Force); err != nil {
 		return nil, err
 	}
@@ -122,6 +129,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	for _, name := range runFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
+		}
+	}
+	if opts.Init != "" {
+		if err := t.initFrom(opts.Init); err != nil {
+			return nil, err
 		}
 	}
 	t.runID = newRunID()
@@ -368,7 +380,7 @@ type trainer struct {
 	// pending is a metrics row whose evaluation has not finished yet: an
 	// interrupt during an evaluation saves it in the checkpoint, and the
 	// resumed run evaluates and writes it first.
-	pending     *metricsRow
+	pending     *MetricsRow
 	pendingEval bool
 
 	perEpoch, total int
@@ -587,7 +599,7 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 			evalNow := last || (cfg.EvalEvery > 0 && t.step%cfg.EvalEvery == 0)
 			if evalNow || t.step%cfg.LogEvery == 0 {
 				elapsed := secs()
-				t.pending = &metricsRow{
+				t.pending = &MetricsRow{
 					Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
 					Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
 					TokensPerSec: float64(t.step) * tokensPerStep / elapsed, ElapsedSecs: elapsed,

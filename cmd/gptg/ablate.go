@@ -29,7 +29,8 @@ with --seeds; up to N at once, each its own gptg process), then writes into DIR:
                            to the baseline with its 95 % interval (Student t
                            over seed pairs; "includes 0" when the seeds cannot
                            tell them apart), and 80 tokens sampled from
-                           "ROMEO:" with seed 42 (the first seed's model)
+                           the config's [sample] prompt with seed 42 (the
+                           first seed's model)
   runs.csv                 every run's own figures
   loss.png                 each config's mean training loss with a ±1 sd
                            band, mean test losses as points
@@ -108,7 +109,7 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "ablation of %d configs (%d runs) into %s, %d at a time\n", len(pos), len(specs), *out, *jobs)
 	results, err := ablate.Run(ctx, specs, ablate.Options{
 		Out: *out, Jobs: *jobs, Force: *force, Sets: sets, Base: *base, Baseline: *baseline, Exe: exe,
-		Log: stdout, SamplePrompt: "ROMEO:", ProgressEvery: 30 * time.Second, Backend: backend(0),
+		Log: stdout, ProgressEvery: 30 * time.Second, Backend: backend(0),
 	})
 	if err != nil && results == nil {
 		return err

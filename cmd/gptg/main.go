@@ -48,6 +48,7 @@ func init() {
 		"data":      dataCommand,
 		"import":    importCommand,
 		"version":   versionCommand,
+		"plot":      plotCommand,
 	}
 }
 

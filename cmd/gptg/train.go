@@ -20,7 +20,7 @@ import (
 
 var trainCommand = command{
 	summary: "train a model from a config; writes a run folder",
-	usage: `Usage: gptg train CONFIG.toml [--set section.key=value]... [--force]
+	usage: `Usage: gptg train CONFIG.toml [--set section.key=value]... [--init MODEL] [--force]
        gptg train --resume RUN_DIR [--set train.max_steps=N | --set train.epochs=E]
 
 Trains the model CONFIG describes and writes its run folder (train.out,
@@ -53,6 +53,10 @@ Flags:
   --resume RUN_DIR         continue an interrupted run where it stopped, or
                            extend a run (with --set of train.max_steps or
                            train.epochs only)
+  --init MODEL             start from the weights of a model file or run
+                           folder (fine-tuning, nanoGPT's init_from): the
+                           config must describe that model over the same
+                           vocabulary; the optimiser and schedule start anew
   --force                  start over in a run folder that holds a run
   --quiet                  no progress output, only the final summary
   --cpuprofile FILE        write a Go CPU profile of the whole command to
@@ -68,6 +72,7 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 	fs.Var(&sets, "set", "")
 	resume := fs.String("resume", "", "")
 	force := fs.Bool("force", false, "")
+	initFrom := fs.String("init", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
 	pos, err := parseFlags(fs, args)
@@ -95,6 +100,8 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 	switch {
 	case *resume != "" && len(pos) > 0:
 		return usagef("--resume takes the run folder alone: the run keeps its own config")
+	case *resume != "" && *initFrom != "":
+		return usagef("--init starts a new run; --resume continues one from its own checkpoint")
 	case *resume != "":
 		res, err = train.Resume(ctx, *resume, sets, opts)
 	case len(pos) != 1:
@@ -107,6 +114,11 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 		}
 		if err := checkDataPath(cfg); err != nil {
 			return err
+		}
+		if *initFrom != "" {
+			if opts.Init, err = modelPath(*initFrom); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
 		res, err = train.Run(ctx, cfg, opts)

@@ -37,13 +37,7 @@ func Acquire(dir string) (*Lock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := "another process"
-			if b, rerr := os.ReadFile(path); rerr == nil {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-					holder = fmt.Sprintf("process %d", pid)
-				}
-			}
-			return nil, fmt.Errorf("%s: %w by %s (wait for it to finish, or stop it)", dir, ErrHeld, holder)
+			return nil, fmt.Errorf("%s: %w by %s (wait for it to finish, or stop it)", dir, ErrHeld, holder(path))
 		}
 		return nil, fmt.Errorf("locking %s: %w", dir, err)
 	}
@@ -51,6 +45,37 @@ func Acquire(dir string) (*Lock, error) {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return &Lock{f: f}, nil
+}
+
+// Busy reports, without taking the lock or creating its file, whether
+// another process holds dir's lock: the same error as Acquire's then, nil
+// otherwise. A command that would refuse the folder for another reason
+// says first that it is in use.
+func Busy(dir string) error {
+	path := filepath.Join(dir, Name)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // no lock file: nobody holds it
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s: %w by %s (wait for it to finish, or stop it)", dir, ErrHeld, holder(path))
+		}
+		return nil
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return nil
+}
+
+// holder names the process whose pid the lock file records.
+func holder(path string) string {
+	if b, err := os.ReadFile(path); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			return fmt.Sprintf("process %d", pid)
+		}
+	}
+	return "another process"
 }
 
 // Release gives the lock up. The file stays: removing it would race with

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/train"
+)
+
+var plotCommand = command{
+	summary: "draw a run's training and test loss curve",
+	usage: `Usage: gptg plot RUN_DIR [--out FILE.png|FILE.svg]
+
+Draws the run's metrics.jsonl: the training loss of every row (the mean
+over the steps since the row before) as a line, the test losses as points,
+against the step. Works on a run that is still training or was stopped.
+gptg ablate draws several configs over seeds (its loss.png).
+
+Flags:
+  --out FILE   the picture to write, .png or .svg (default RUN_DIR/loss.png)
+`,
+	run: runPlot,
+}
+
+func runPlot(args []string, stdout, _ io.Writer) error {
+	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
+	out := fs.String("out", "", "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("plot needs exactly one RUN_DIR, got %d arguments", len(pos))
+	}
+	dir := pos[0]
+	if *out == "" {
+		*out = filepath.Join(dir, "loss.png")
+	}
+	ext := strings.ToLower(filepath.Ext(*out))
+	if ext != ".png" && ext != ".svg" {
+		return usagef("--out %s: the picture is .png or .svg", *out)
+	}
+	rows, err := train.ReadMetrics(dir)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("%s has no metrics rows yet: the first is written after train.log_every steps", filepath.Join(dir, train.MetricsFile))
+	}
+	pic, err := lossCurve(filepath.Base(filepath.Clean(dir)), rows, ext)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(*out, pic); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d rows, up to step %d)\n", *out, len(rows), rows[len(rows)-1].Step)
+	return nil
+}
+
+// lossCurve draws the rows as a PNG or SVG picture.
+func lossCurve(name string, rows []train.MetricsRow, ext string) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = name + ": training loss (line) and test loss (points)"
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "cross-entropy"
+	var trainXY, testXY plotter.XYs
+	for _, r := range rows {
+		trainXY = append(trainXY, plotter.XY{X: float64(r.Step), Y: r.Loss})
+		if r.TestLoss != nil {
+			testXY = append(testXY, plotter.XY{X: float64(r.Step), Y: *r.TestLoss})
+		}
+	}
+	line, err := plotter.NewLine(trainXY)
+	if err != nil {
+		return nil, err
+	}
+	line.Color, line.Width = color.RGBA{0x1f, 0x77, 0xb4, 0xff}, vg.Points(1.5)
+	p.Add(plotter.NewGrid(), line)
+	p.Legend.Add("training loss", line)
+	if len(testXY) > 0 {
+		pts, err := plotter.NewScatter(testXY)
+		if err != nil {
+			return nil, err
+		}
+		pts.Color, pts.Shape, pts.Radius = color.RGBA{0xd6, 0x27, 0x28, 0xff}, draw.CircleGlyph{}, vg.Points(3.5)
+		p.Add(pts)
+		p.Legend.Add("test loss", pts)
+	}
+	p.Legend.Top = true
+	const width, height = 8 * vg.Inch, 4.5 * vg.Inch
+	var b bytes.Buffer
+	if ext == ".svg" {
+		c := vgsvg.New(width, height)
+		p.Draw(draw.New(c))
+		_, err = c.WriteTo(&b)
+	} else {
+		c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110))
+		p.Draw(draw.New(c))
+		_, err = (vgimg.PngCanvas{Canvas: c}).WriteTo(&b)
+	}
+	return b.Bytes(), err
+}
