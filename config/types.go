@@ -99,7 +99,8 @@ type Model struct {
 	// The switches below are the translation chapter's ("Attention is all
 	// you need"): an encoder–decoder over a pairs corpus.
 
-	// Arch is "decoder-only" (the GPT chapters) or "encoder-decoder".
+	// Arch is "decoder-only" (the GPT chapters; "" means it too) or
+	// "encoder-decoder".
 	Arch string `toml:"arch" json:"arch,omitempty"`
 	// EncoderBlocks and DecoderBlocks size the two stacks of an
 	// encoder-decoder; 0 means model.blocks (Load resolves it).
@@ -109,7 +110,7 @@ type Model struct {
 	// ff_mult × embedding (Load resolves it).
 	FFHidden int `toml:"ff_hidden" json:"ff_hidden,omitempty"`
 	// Positions is "learned" (a trained table, GPT's) or "sinusoidal"
-	// (the paper's fixed sines and cosines).
+	// (the paper's fixed sines and cosines); "" means learned.
 	Positions string `toml:"positions" json:"positions,omitempty"`
 	// LabelSmoothing is the paper's ε: the target distribution puts 1−ε
 	// on the right word and spreads ε over the vocabulary; 0 = off.

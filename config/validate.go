@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -80,11 +81,17 @@ func (c *Config) validate(origin func(key string) string) error {
 	if m.Dropout < 0 || m.Dropout >= 1 {
 		v.fail("model.dropout", "%s is out of range (allowed: 0 <= dropout < 1, 0 = off)", formatFloat(m.Dropout))
 	}
-	v.oneOf("model.arch", m.Arch, ArchDecoderOnly, ArchEncoderDecoder)
+	// "" in arch and positions is the decoder-only model's (a Model built
+	// in code or read from an older model file).
+	if m.Arch != "" {
+		v.oneOf("model.arch", m.Arch, ArchDecoderOnly, ArchEncoderDecoder)
+	}
 	v.intIn("model.encoder_blocks", m.EncoderBlocks, 0, maxBlocks)
 	v.intIn("model.decoder_blocks", m.DecoderBlocks, 0, maxBlocks)
 	v.intIn("model.ff_hidden", m.FFHidden, 0, maxFFMult*maxEmbedding)
-	v.oneOf("model.positions", m.Positions, "learned", "sinusoidal")
+	if m.Positions != "" {
+		v.oneOf("model.positions", m.Positions, "learned", "sinusoidal")
+	}
 	v.float("model.label_smoothing", m.LabelSmoothing)
 	if m.LabelSmoothing < 0 || m.LabelSmoothing >= 1 {
 		v.fail("model.label_smoothing", "%s is out of range (allowed: 0 <= label_smoothing < 1, 0 = off; the paper's is 0.1)", formatFloat(m.LabelSmoothing))
@@ -96,13 +103,13 @@ func (c *Config) validate(origin func(key string) string) error {
 	} else {
 		onlyEncDec := func(key string, set bool, instead string) {
 			if set {
-				v.fail(key, "only the encoder-decoder reads it (model.arch is %q)%s", m.Arch, instead)
+				v.fail(key, "only the encoder-decoder reads it (model.arch is %q)%s", cmp.Or(m.Arch, ArchDecoderOnly), instead)
 			}
 		}
 		onlyEncDec("model.encoder_blocks", m.EncoderBlocks != 0, ": use model.blocks")
 		onlyEncDec("model.decoder_blocks", m.DecoderBlocks != 0, ": use model.blocks")
 		onlyEncDec("model.ff_hidden", m.FFHidden != 0, ": use model.ff_mult")
-		onlyEncDec("model.positions", m.Positions != "learned", "; the decoder-only model learns its positions")
+		onlyEncDec("model.positions", m.Positions != "" && m.Positions != "learned", "; the decoder-only model learns its positions")
 		onlyEncDec("model.label_smoothing", m.LabelSmoothing != 0, "")
 	}
 
