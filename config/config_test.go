@@ -332,12 +332,14 @@ func TestDefaults(t *testing.T) {
 	// Spelled out rather than taken from Default(), so a changed default
 	// shows up here as a test failure.
 	want := &Config{
-		Data:  Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows"},
-		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
+		Data: Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
+			Format: "text", MinCount: 1, MinSource: 1, MaxSource: 16, MaxTarget: 24, Buckets: 1},
+		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch",
+			Arch: "decoder-only", Positions: "learned"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all", MaxMemory: 8,
+			GradAccum: 1, Decay: "all", MaxMemory: 8, Schedule: "cosine",
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -488,13 +490,14 @@ func TestShakespeare(t *testing.T) {
 			URL:       "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
 			SHA256:    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
 			Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
+			Format: "text", MinCount: 1, MinSource: 1, MaxSource: 16, MaxTarget: 24, Buckets: 1,
 		},
 		Model: DefaultModel(),
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
 			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory,
+			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory, Schedule: "cosine",
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}
