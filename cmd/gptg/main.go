@@ -46,6 +46,7 @@ func init() {
 		"ablate":    ablateCommand,
 		"sweep":     sweepCommand,
 		"data":      dataCommand,
+		"translate": translateCommand,
 		"import":    importCommand,
 		"version":   versionCommand,
 	}
