@@ -175,3 +175,52 @@ func TestTranslationThreadsSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslationPartsEqualWhole runs a golden case's model as one graph
+// and as an encoder graph feeding a decoder graph (translation's way):
+// the logits must be the same bits.
+func TestTranslationPartsEqualWhole(t *testing.T) {
+	c := loadTranslationCases(t)[0]
+	for _, path := range paths {
+		spec := c.Model
+		spec.Dtype = "float64"
+		S, T := len(c.Src[0]), len(c.DecIn[0])
+		build := func(part string) *TranslationProgram {
+			m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: S, TgtLen: T, Part: part,
+				Backend: Backend{Unfused: path.unfused}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, prm := range m.Params {
+				if err := prm.SetFloat64s(c.Params[prm.Name].Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := CompileTranslation(m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		whole, enc, dec := build(""), build("encoder"), build("decoder")
+		src, decIn := golden.Flat(c.Src), golden.Flat(c.DecIn)
+		if err := whole.Run(src, decIn, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Run(src, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.SetMemory(Float64s(enc.Memory.Value())); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.Run(src, decIn, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := Float64s(dec.Logits.Value()), Float64s(whole.Logits.Value()); !slices.Equal(got, want) {
+			t.Errorf("%s: the decoder graph's logits differ from the whole graph's", path.name)
+		}
+		if golden.RelErr(Float64s(whole.Logits.Value()), c.Logits.Data, 0) > 1e-9 {
+			t.Errorf("%s: the whole forward graph's logits differ from the golden file's", path.name)
+		}
+	}
+}
