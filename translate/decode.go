@@ -16,14 +16,14 @@ import (
 type Translator struct {
 	*Model
 	Backend graph.Backend
-	enc     map[int]*graph.TranslationProgram    // by source length S
-	dec     map[[2]int]*graph.TranslationProgram // by (beams, S)
+	enc     map[[2]int]*graph.TranslationProgram // by (rows, source length S)
+	dec     map[[2]int]*graph.TranslationProgram // by (rows, S): beams, or sentences
 }
 
 // NewTranslator prepares m for decoding.
 func NewTranslator(m *Model, be graph.Backend) *Translator {
 	return &Translator{Model: m, Backend: be,
-		enc: map[int]*graph.TranslationProgram{}, dec: map[[2]int]*graph.TranslationProgram{}}
+		enc: map[[2]int]*graph.TranslationProgram{}, dec: map[[2]int]*graph.TranslationProgram{}}
 }
 
 // Options of one translation.
@@ -55,7 +55,7 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 		return nil, fmt.Errorf("the sentence has %d words; this model (learned positions) reads at most %d", len(words), tr.Spec.MaxLen-1)
 	}
 	beam := max(1, o.Beam)
-	memory, err := tr.encode(src)
+	memory, err := tr.encode(1, src)
 	if err != nil {
 		return nil, err
 	}
@@ -72,17 +72,17 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 	return r, nil
 }
 
-// encode runs the encoder over one sentence's ids (EOS included) and
-// returns its output rows (S, C).
-func (tr *Translator) encode(src []int) ([]float64, error) {
-	S := len(src)
-	p, ok := tr.enc[S]
+// encode runs the encoder over rows sentences' ids (EOS included, PAD
+// after it), rows·S ids, and returns its output rows (rows·S, C).
+func (tr *Translator) encode(rows int, src []int) ([]float64, error) {
+	S := len(src) / rows
+	p, ok := tr.enc[[2]int{rows, S}]
 	if !ok {
 		var err error
-		if p, err = tr.build(1, S, "encoder"); err != nil {
+		if p, err = tr.build(rows, S, "encoder"); err != nil {
 			return nil, err
 		}
-		tr.enc[S] = p
+		tr.enc[[2]int{rows, S}] = p
 	}
 	if err := p.Run(src, nil, nil); err != nil {
 		return nil, err
@@ -137,14 +137,9 @@ func (h hypothesis) score(alpha float64) float64 {
 // finished, the best live one.
 func (tr *Translator) search(src []int, memory []float64, beam int, alpha float64) (hypothesis, error) {
 	S, T, V := len(src), tr.targetLen(), tr.Spec.TgtVocab
-	key := [2]int{beam, S}
-	p, ok := tr.dec[key]
-	if !ok {
-		var err error
-		if p, err = tr.build(beam, S, "decoder"); err != nil {
-			return hypothesis{}, err
-		}
-		tr.dec[key] = p
+	p, err := tr.decoder(beam, S)
+	if err != nil {
+		return hypothesis{}, err
 	}
 	rowsSrc := make([]int, 0, beam*S)
 	rowsMem := make([]float64, 0, beam*len(memory))
@@ -204,6 +199,71 @@ func (tr *Translator) search(src []int, memory []float64, beam int, alpha float6
 		}
 	}
 	return best, nil
+}
+
+// decoder returns the decoder graph of rows rows over sources of length S.
+func (tr *Translator) decoder(rows, S int) (*graph.TranslationProgram, error) {
+	key := [2]int{rows, S}
+	if p, ok := tr.dec[key]; ok {
+		return p, nil
+	}
+	p, err := tr.build(rows, S, "decoder")
+	if err != nil {
+		return nil, err
+	}
+	tr.dec[key] = p
+	return p, nil
+}
+
+// GreedyBatch translates a batch of sentences at once, greedily: rows·S
+// source ids (each row the sentence's ids, EOS, PAD after), as a
+// pairs.Batch holds them. It returns each row's translation ids, without
+// EOS.
+func (tr *Translator) GreedyBatch(rows int, src []int) ([][]int, error) {
+	S, T, V := len(src)/rows, tr.targetLen(), tr.Spec.TgtVocab
+	memory, err := tr.encode(rows, src)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tr.decoder(rows, S)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.SetMemory(memory); err != nil {
+		return nil, err
+	}
+	out := make([][]int, rows)
+	done := make([]bool, rows)
+	decIn := make([]int, rows*T)
+	for r := range rows {
+		decIn[r*T] = pairs.SOS
+	}
+	left := rows
+	for step := 0; step < T && left > 0; step++ {
+		if err := p.Run(src, decIn, nil); err != nil {
+			return nil, err
+		}
+		logits := graph.Float64s(p.Logits.Value())
+		for r := range rows {
+			if done[r] {
+				continue
+			}
+			row := logits[(r*T+step)*V : (r*T+step+1)*V]
+			id := topK(row, 1)[0]
+			if id == pairs.EOS || step == T-1 {
+				done[r], left = true, left-1
+				if id != pairs.EOS {
+					out[r] = append(out[r], id)
+				}
+				continue
+			}
+			out[r] = append(out[r], id)
+			if step+1 < T {
+				decIn[r*T+step+1] = id
+			}
+		}
+	}
+	return out, nil
 }
 
 // topK returns the ids of the k largest entries of logp, largest first,

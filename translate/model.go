@@ -92,6 +92,14 @@ func Save(path string, m config.Model, src, tgt *pairs.Vocab, maxSource, maxTarg
 // encoder–decoder.
 func IsTranslation(meta map[string]string) bool { return meta["arch"] == Arch }
 
+// IsTranslationFile reports whether path is a model file whose metadata
+// says it holds an encoder–decoder; false for anything unreadable (the
+// caller's own reader then says what is wrong).
+func IsTranslationFile(path string) bool {
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	return err == nil && IsTranslation(f.Meta)
+}
+
 // Load reads an encoder–decoder model file and checks its metadata; the
 // tensors are checked against the graph when it is built (Apply).
 func Load(path string) (*Model, error) {
