@@ -136,7 +136,7 @@ type translator struct {
 	// decoder's (B·T): fused ops are sized per graph. Unfused, both are e.
 	enc, dec emitter
 	// e composes what has no fused kernel yet from primitives, in either
-	// graph: the scaled embedding and attention under a key-padding mask.
+	// graph: the scaled embedding; unfused, everything.
 	e       *primitives
 	team    *team   // the fused ops' team; nil unfused
 	tgt     *G.Node // the target embedding, which a tied output layer reads too
@@ -339,9 +339,12 @@ func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Nod
 	q := t.linear(name+".q", x, C, C)
 	k := t.linear(name+".k", kv, C, C)
 	v := t.linear(name+".v", kv, C, C)
-	if keyMask == nil {
+	switch f, fused := t.on(x).(*fused); {
+	case keyMask == nil:
 		y, w = t.dec.attention(q, k, v, scale, true, nil)
-	} else {
+	case fused:
+		y, w = f.maskedAttention(q, k, v, keyMask, scale)
+	default:
 		y, w = t.e.maskedAttention(q, k, v, scale, keyMask, false)
 	}
 	return t.linear(name+".o", y, C, C), w

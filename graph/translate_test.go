@@ -224,3 +224,33 @@ func TestTranslationPartsEqualWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslationFusedOps checks that the fused graph runs the fused
+// kernels the golden tests are meant to cover: one masked attention per
+// encoder block and per cross-attention, the fused causal attention per
+// decoder block, and the fused loss.
+func TestTranslationFusedOps(t *testing.T) {
+	c := loadTranslationCases(t)[0]
+	spec := c.Model
+	spec.Dtype = "float32"
+	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, n := range m.G.AllNodes() {
+		if op, ok := n.Op().(*fusedOp); ok {
+			count[op.kind]++
+		}
+	}
+	want := map[string]int{
+		"MaskedAttentionWeights": spec.EncoderBlocks + spec.DecoderBlocks,
+		"AttentionWeights":       spec.DecoderBlocks,
+		"SmoothedCrossEntropy":   1,
+	}
+	for kind, n := range want {
+		if count[kind] != n {
+			t.Errorf("%d %s ops, want %d", count[kind], kind, n)
+		}
+	}
+}
