@@ -92,20 +92,22 @@ type Translation struct {
 	// SrcMask is (B, S): 0 at a source token, −1e9 at PAD; added to the
 	// scores of the encoder's self-attention and of cross-attention.
 	SrcMask *G.Node
-	// TargetIndex (B·T, as tensor.Int) holds r·V + dec_tgt[r], where row r
-	// of the flattened log-probabilities holds its target; TargetWeight
-	// (B·T) is 1/(number of non-PAD targets) at a non-PAD target, else 0.
-	// Both nil without the loss.
-	TargetIndex, TargetWeight *G.Node
-	Memory                    *G.Node // the encoder's output, rows (B·S, C)
-	Logits                    *G.Node // (B·T, V)
-	Loss                      *G.Node // scalar; nil without the loss
+	// Targets holds the B·T target ids (dec_tgt, PAD after the end); nil
+	// without the loss. The unfused loss reads them as TargetIndex (B·T,
+	// tensor.Int), r·V + dec_tgt[r], where row r of the flattened
+	// log-probabilities holds its target, and TargetWeight (B·T),
+	// 1/(number of non-PAD targets) at a non-PAD target, else 0.
+	Targets, TargetIndex, TargetWeight *G.Node
+	Memory                             *G.Node // the encoder's output, rows (B·S, C)
+	Logits                             *G.Node // (B·T, V)
+	Loss                               *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
 	// (B·heads, T, S).
 	CrossAttention []*G.Node
 	Params         []*Param
 	Dropout        []*G.Node // masks filled by SetDropout; see Model.Dropout
 	dropoutP       float64
+	team           *team // runs the fused kernels; nil unfused
 }
 
 // TranslationOptions say which graph of a model to emit.
@@ -114,6 +116,9 @@ type TranslationOptions struct {
 	Loss                  bool // add the targets and the loss (training, evaluation)
 	Seed                  int64
 	Dropout               bool // emit the model's dropout (training graphs only)
+	// Memory lends the fused ops' buffers (see Options.Memory).
+	Memory *Memory
+	Backend
 }
 
 // translator is the builder of an encoder–decoder graph: the GPT builder's
@@ -121,9 +126,16 @@ type TranslationOptions struct {
 // translation spec beside it.
 type translator struct {
 	*builder
-	ts  TranslationSpec
-	e   *primitives
-	tgt *G.Node // the target embedding, which a tied output layer reads too
+	ts TranslationSpec
+	// enc and dec emit the layers on the encoder's rows (B·S) and on the
+	// decoder's (B·T): fused ops are sized per graph. Unfused, both are e.
+	enc, dec emitter
+	// e composes what has no fused kernel yet from primitives, in either
+	// graph: the scaled embedding and attention under a key-padding mask.
+	e       *primitives
+	team    *team   // the fused ops' team; nil unfused
+	tgt     *G.Node // the target embedding, which a tied output layer reads too
+	srcRows int
 }
 
 // BuildTranslation emits the encoder–decoder graph of spec.
@@ -155,7 +167,20 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	if o.Dropout {
 		b.dropoutP = spec.Dropout
 	}
-	t := &translator{builder: b, ts: spec, e: e}
+	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: o.Batch * o.SrcLen}
+	if !o.Unfused {
+		mem := o.Memory
+		if mem == nil {
+			mem = NewMemory()
+		}
+		t.team = newTeam(threadsFor(o.Threads, o.Batch*max(o.SrcLen, o.TgtLen)*spec.Embedding))
+		dims := func(T int) opParams {
+			return opParams{Rows: o.Batch * T, Batch: o.Batch, Seq: T, Width: spec.Embedding,
+				Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
+		}
+		t.enc = &fused{dt: dt, team: t.team, mem: mem, dims: dims(o.SrcLen)}
+		t.dec = &fused{dt: dt, team: t.team, mem: mem, dims: dims(o.TgtLen)}
+	}
 	m = &Translation{Spec: spec, Batch: o.Batch, SrcLen: o.SrcLen, TgtLen: o.TgtLen, G: g}
 	B, S, T := o.Batch, o.SrcLen, o.TgtLen
 
@@ -182,10 +207,16 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	y = t.layerNorm("decoder.norm", y)
 	m.Logits = t.output(y)
 	if o.Loss {
-		m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
-		m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
-		m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
+		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
+		if f, ok := t.dec.(*fused); ok {
+			m.Loss = f.smoothedCrossEntropy(m.Logits, m.Targets, spec.LabelSmoothing)
+		} else {
+			m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
+			m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
+			m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
+		}
 	}
+	m.team = t.team
 	m.Params = b.params
 	m.Dropout = b.masks
 	m.dropoutP = b.dropoutP
@@ -240,7 +271,7 @@ func Sinusoidal(T, C int) []float64 {
 // the feed-forward layer, each wrapped by sub.
 func (t *translator) encoderBlock(name string, x, srcMask *G.Node) *G.Node {
 	x = t.sub(name+".norm1", x, func(in *G.Node) *G.Node {
-		y, _ := t.attention(name+".att", in, in, srcMask, false)
+		y, _ := t.attention(name+".att", in, in, srcMask)
 		return y
 	})
 	return t.sub(name+".norm2", x, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) })
@@ -252,12 +283,12 @@ func (t *translator) encoderBlock(name string, x, srcMask *G.Node) *G.Node {
 // weights.
 func (t *translator) decoderBlock(name string, y, memory, srcMask *G.Node) (out, cross *G.Node) {
 	y = t.sub(name+".norm1", y, func(in *G.Node) *G.Node {
-		a, _ := t.attention(name+".att", in, in, nil, true)
+		a, _ := t.attention(name+".att", in, in, nil)
 		return a
 	})
 	y = t.sub(name+".norm2", y, func(in *G.Node) *G.Node {
 		var a *G.Node
-		a, cross = t.attention(name+".cross", in, memory, srcMask, false)
+		a, cross = t.attention(name+".cross", in, memory, srcMask)
 		return a
 	})
 	return t.sub(name+".norm3", y, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), cross
@@ -280,22 +311,52 @@ func (t *translator) sub(normName string, x *G.Node, f func(*G.Node) *G.Node) *G
 
 // attention is multi-head attention of the rows x (queries) over the rows
 // kv (keys and values): q, k, v projections with biases,
-// softmax(q·kᵀ/√(C/heads) + masks)·v, then the output projection.
-// keyMask (B, S_kv) masks keys, causal masks later positions. It returns
-// the output rows and the weights (B·heads, T_q, T_kv).
-func (t *translator) attention(name string, x, kv, keyMask *G.Node, causal bool) (y, w *G.Node) {
+// softmax(q·kᵀ/√(C/heads) + mask)·v, then the output projection. With a
+// keyMask (B, S) the keys are the source's, PAD masked (the encoder's
+// self-attention, cross-attention); without, it is the decoder's causal
+// self-attention. It returns the output rows and the weights (B·heads,
+// T_q, T_kv).
+func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Node) {
 	C := t.ts.Embedding
+	scale := 1 / math.Sqrt(float64(C/t.ts.Heads))
 	q := t.linear(name+".q", x, C, C)
 	k := t.linear(name+".k", kv, C, C)
 	v := t.linear(name+".v", kv, C, C)
-	y, w = t.e.maskedAttention(q, k, v, 1/math.Sqrt(float64(C/t.ts.Heads)), keyMask, causal)
+	if keyMask == nil {
+		y, w = t.dec.attention(q, k, v, scale, true, nil)
+	} else {
+		y, w = t.e.maskedAttention(q, k, v, scale, keyMask, false)
+	}
 	return t.linear(name+".o", y, C, C), w
+}
+
+// on is the emitter of x's rows: the encoder's or the decoder's.
+func (t *translator) on(x *G.Node) emitter {
+	if x.Shape()[0] == t.srcRows {
+		return t.enc
+	}
+	return t.dec
+}
+
+// layerNorm is nn.LayerNorm (eps 1e-5) with its weight and bias.
+func (t *translator) layerNorm(name string, x *G.Node) *G.Node {
+	w := t.param(name+".weight", ones, t.ts.Embedding)
+	bias := t.param(name+".bias", zeros, t.ts.Embedding)
+	return t.on(x).layerNorm(x, w, bias, 1e-5)
+}
+
+// dropout: see builder.dropout.
+func (t *translator) dropout(x *G.Node) *G.Node {
+	if mask := t.dropoutMask(x.Shape()); mask != nil {
+		return t.on(x).dropout(x, mask)
+	}
+	return x
 }
 
 // feedForward: down(act(up(x))), ff_hidden wide.
 func (t *translator) feedForward(name string, x *G.Node) *G.Node {
 	C, H := t.ts.Embedding, t.ts.FFHidden
-	h := t.op.activation(t.linear(name+".up", x, C, H), t.ts.Activation)
+	h := t.on(x).activation(t.linear(name+".up", x, C, H), t.ts.Activation)
 	return t.linear(name+".down", h, H, C)
 }
 
@@ -304,7 +365,7 @@ func (t *translator) feedForward(name string, x *G.Node) *G.Node {
 func (t *translator) linear(name string, x *G.Node, in, out int) *G.Node {
 	w := t.param(name+".weight", xavier(in, out), out, in)
 	bias := t.param(name+".bias", zeros, out)
-	return t.op.linear(x, w, bias)
+	return t.on(x).linear(x, w, bias)
 }
 
 // xavier is U(±√(6/(in+out))), torch.nn.init.xavier_uniform_.
@@ -317,11 +378,11 @@ func xavier(in, out int) initializer {
 // layer or, tied, the target embedding read backwards.
 func (t *translator) output(y *G.Node) *G.Node {
 	if t.ts.TieEmbeddings {
-		return t.op.linear(y, t.tgt, nil)
+		return t.dec.linear(y, t.tgt, nil)
 	}
 	w := t.param("out.weight", xavier(t.ts.Embedding, t.ts.TgtVocab), t.ts.TgtVocab, t.ts.Embedding)
 	bias := t.param("out.bias", zeros, t.ts.TgtVocab)
-	return t.op.linear(y, w, bias)
+	return t.dec.linear(y, w, bias)
 }
 
 // loss is the label-smoothed cross-entropy averaged over non-PAD targets,

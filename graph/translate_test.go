@@ -53,23 +53,27 @@ func loadTranslationCases(t *testing.T) []*translationCase {
 // ‖a−b‖/‖b‖ ≤ 1e-9 (zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤
 // 1e-4 with gradient denominators floored at 1e-3·‖all gradients‖.
 func TestTranslationGolden(t *testing.T) {
-	for _, c := range loadTranslationCases(t) {
-		t.Run(c.Name, func(t *testing.T) {
-			for _, dtype := range []string{"float64", "float32"} {
-				t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype) })
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			for _, c := range loadTranslationCases(t) {
+				t.Run(c.Name, func(t *testing.T) {
+					for _, dtype := range []string{"float64", "float32"} {
+						t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype, Backend{Unfused: path.unfused}) })
+					}
+				})
 			}
 		})
 	}
 }
 
-func checkTranslationGolden(t *testing.T, c *translationCase, dtype string) {
+func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be Backend) {
 	tol := 1e-9
 	if dtype == "float32" {
 		tol = 1e-4
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
+	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +130,48 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string) {
 			check("grad "+prm.Name, got, want, 1e-3*gradNorm)
 		default:
 			check("grad "+prm.Name, got, want, 0)
+		}
+	}
+}
+
+// TestTranslationThreadsSameBits runs one golden case's fused graph, with
+// dropout, on 1, 2 and 3 threads with every job split however small, and
+// requires the same bits for the loss, the logits and every gradient.
+func TestTranslationThreadsSameBits(t *testing.T) {
+	savedWork, savedSize := minSplitWork, minParallelActivation
+	minSplitWork, minParallelActivation = 0, 0
+	defer func() { minSplitWork, minParallelActivation = savedWork, savedSize }()
+	c := loadTranslationCases(t)[0]
+	for _, dtype := range []string{"float32", "float64"} {
+		var first []float64
+		for _, threads := range []int{1, 2, 3} {
+			spec := c.Model
+			spec.Dtype, spec.Dropout = dtype, 0.2
+			m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]),
+				Loss: true, Dropout: true, Seed: 7, Backend: Backend{Threads: threads}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := CompileTranslation(m, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.SetDropout(3, 1)
+			if err := p.Run(golden.Flat(c.Src), golden.Flat(c.DecIn), golden.Flat(c.DecTgt)); err != nil {
+				t.Fatal(err)
+			}
+			got := append([]float64{p.Loss()}, Float64s(m.Logits.Value())...)
+			for _, g := range p.Grads {
+				got = append(got, Float64s(g.Value())...)
+			}
+			p.Close()
+			if first == nil {
+				first = got
+				continue
+			}
+			if !slices.Equal(got, first) {
+				t.Errorf("%s: %d threads give other bits than 1", dtype, threads)
+			}
 		}
 	}
 }

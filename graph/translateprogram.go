@@ -15,11 +15,11 @@ type TranslationProgram struct {
 	*Translation
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
-	vm                  G.VM
-	inPlace             func() error
-	src, decIn, index   *tensor.Dense
-	srcMask, weight     *tensor.Dense
-	srcMask64, weight64 []float64 // filled per run, then copied into the graph's dtype
+	vm                         G.VM
+	inPlace                    func() error
+	src, decIn, targets, index *tensor.Dense
+	srcMask, weight            *tensor.Dense
+	srcMask64, weight64        []float64 // filled per run, then copied into the graph's dtype
 }
 
 // CompileTranslation compiles m once; withGrads adds the symbolic
@@ -46,11 +46,23 @@ func CompileTranslation(m *Translation, withGrads bool) (*TranslationProgram, er
 	p.srcMask = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B, S))
 	p.srcMask64 = make([]float64, B*S)
 	if m.Loss != nil {
+		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
 		p.index = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
 		p.weight = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B*T))
 		p.weight64 = make([]float64, B*T)
 	}
-	p.vm = G.NewTapeMachine(m.G)
+	// What is read after a run keeps its buffer; the rest is lent.
+	keep := append([]*G.Node{m.Logits, m.Memory}, p.Grads...)
+	if m.Loss != nil {
+		keep = append(keep, m.Loss)
+	}
+	keep = append(keep, m.CrossAttention...)
+	planMemory(m.G, keep)
+	var opts []G.VMOpt
+	if m.team != nil {
+		opts = append(opts, G.WithEngine(newTeamEngine(m.team)))
+	}
+	p.vm = G.NewTapeMachine(m.G, opts...)
 	p.inPlace = runInPlace(p.vm)
 	return p, nil
 }
@@ -92,19 +104,25 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 		if n == 0 {
 			return fmt.Errorf("run: every target of the batch is PAD")
 		}
-		idx := p.index.Data().([]int)
-		for r, id := range decTgt {
-			idx[r] = r*V + id
-			p.weight64[r] = 0
-			if id != PAD {
-				p.weight64[r] = 1 / float64(n)
-			}
-		}
-		if err := G.Let(m.TargetIndex, p.index); err != nil {
+		copy(p.targets.Data().([]int), decTgt)
+		if err := G.Let(m.Targets, p.targets); err != nil {
 			return fmt.Errorf("run: feeding targets: %w", err)
 		}
-		if err := feedFloats(p.weight, m.TargetWeight, p.weight64); err != nil {
-			return err
+		if m.TargetIndex != nil {
+			idx := p.index.Data().([]int)
+			for r, id := range decTgt {
+				idx[r] = r*V + id
+				p.weight64[r] = 0
+				if id != PAD {
+					p.weight64[r] = 1 / float64(n)
+				}
+			}
+			if err := G.Let(m.TargetIndex, p.index); err != nil {
+				return fmt.Errorf("run: feeding targets: %w", err)
+			}
+			if err := feedFloats(p.weight, m.TargetWeight, p.weight64); err != nil {
+				return err
+			}
 		}
 	}
 	p.vm.Reset() // without it RunAll silently runs nothing the second time
