@@ -29,7 +29,7 @@ func LoadForContext(ctx context.Context, cfg *config.Config, log io.Writer, clie
 		// windows of running text would train on garbage.
 		return nil, fmt.Errorf("%s: a pairs corpus (data.format = \"pairs\") is read by the encoder-decoder, not as running text", d.Path)
 	}
-	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
+	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" && !isBuiltin(d.Path) {
 		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
 	}
 	if err := Ensure(d.Path, d.URL, d.SHA256, client); err != nil {

@@ -6,12 +6,12 @@ import (
 	"github.com/gptg/gptg/config"
 )
 
-const builtin = "../corpus/builtin/bible-en-es.tsv"
+const builtinBible = "builtin:bible-en-es"
 
 // loadBuiltin reads the committed Bible corpus with en-es.toml's settings.
 func loadBuiltin(t *testing.T, sets ...string) (*config.Config, *Corpus) {
 	t.Helper()
-	cfg, err := config.Load("../configs/translate/en-es.toml", append([]string{"data.path=" + builtin}, sets...))
+	cfg, err := config.Load("../configs/translate/en-es.toml", append([]string{"data.path=" + builtinBible}, sets...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestBuiltinCorpus(t *testing.T) {
 			t.Errorf("line %d %q is in both train and test", p.Line, p.SrcText)
 		}
 	}
-	seedCfg, err := config.Load("../configs/translate/en-es-seed.toml", []string{"data.path=" + builtin})
+	seedCfg, err := config.Load("../configs/translate/en-es-seed.toml", []string{"data.path=" + builtinBible})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
 )
 
@@ -82,7 +83,8 @@ func LoadFor(cfg *config.Config) (*Corpus, error) {
 	return Load(cfg.Data.Path, OptionsFor(cfg.Data))
 }
 
-// Load reads the tab-separated pairs file at path: on each line the source
+// Load reads the tab-separated pairs file at path ("builtin:NAME" names
+// one built into gptg, as corpus/builtin/README.md lists): on each line the source
 // sentence, a tab, the target sentence, and optionally more tab-separated
 // columns, which are ignored (the Tatoeba/Anki layout "eng\tspa\tattribution"
 // and the built-in corpus's "English\tSpanish\tverse" both read this way).
@@ -96,6 +98,14 @@ func LoadFor(cfg *config.Config) (*Corpus, error) {
 func Load(path string, opts Options) (*Corpus, error) {
 	if err := opts.check(); err != nil {
 		return nil, &Error{Path: path, Msg: err.Error()}
+	}
+	if name, ok := builtin.Parse(path); ok {
+		f, err := builtin.Open(name)
+		if err != nil {
+			return nil, &Error{Path: path, Msg: fmt.Sprintf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", ")), Err: err}
+		}
+		defer f.Close()
+		return read(path, f, opts)
 	}
 	f, _, err := inputfile.Open(path, 0)
 	if err != nil {
