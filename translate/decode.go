@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -44,15 +45,19 @@ type Result struct {
 	LogProb float64  // log p of the words and EOS under the model
 }
 
+// ErrInput marks a sentence the model cannot translate (no words, or more
+// than its positions hold): the caller's input, not a failure.
+var ErrInput = errors.New("cannot translate")
+
 // Translate decodes one sentence.
 func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 	words := pairs.Tokenize(text)
 	if len(words) == 0 {
-		return nil, fmt.Errorf("nothing to translate: the sentence has no words")
+		return nil, fmt.Errorf("%w: the sentence has no words", ErrInput)
 	}
 	src := append(tr.Src.Encode(words), pairs.EOS)
 	if tr.Spec.Positions == "learned" && len(src) > tr.Spec.MaxLen {
-		return nil, fmt.Errorf("the sentence has %d words; this model (learned positions) reads at most %d", len(words), tr.Spec.MaxLen-1)
+		return nil, fmt.Errorf("%w: the sentence has %d words; this model (learned positions) reads at most %d", ErrInput, len(words), tr.Spec.MaxLen-1)
 	}
 	beam := max(1, o.Beam)
 	memory, err := tr.encode(1, src)

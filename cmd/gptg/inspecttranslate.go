@@ -79,7 +79,7 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, dot func(string) err
 // encoder–decoder model file; doing says what the command was to do.
 func refuseTranslation(path, doing string) error {
 	if translate.IsTranslationFile(path) {
-		return fmt.Errorf("%s is a translation model (encoder-decoder), and %s needs a language model: use gptg translate, eval or inspect", path, doing)
+		return usagef("%s is a translation model (encoder-decoder), and %s needs a language model: use gptg translate, eval or inspect", path, doing)
 	}
 	return nil
 }

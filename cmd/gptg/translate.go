@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,6 +66,9 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	opts := translate.Options{Beam: *beam, Alpha: *alpha}
 	one := func(line string) error {
 		r, err := tr.Translate(line, opts)
+		if errors.Is(err, translate.ErrInput) {
+			return usagef("%v", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -86,6 +90,10 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 			continue
 		}
 		if err := one(line); err != nil {
+			var ue usageError
+			if errors.As(err, &ue) {
+				return usagef("stdin:%d: %s", n, ue.msg)
+			}
 			return fmt.Errorf("stdin:%d: %w", n, err)
 		}
 	}
