@@ -91,6 +91,29 @@ out = %q
 		t.Fatal(err)
 	}
 	tr := translate.NewTranslator(m, graph.Backend{Threads: 1})
+	// Batched greedy decoding (gptg eval's) gives what one sentence at a
+	// time gives, padded rows and all.
+	rows := []int{4, 5, 6, 2, 7, 2, 0, 0, 8, 9, 10, 2} // three sources, EOS = 2, PAD = 0
+	got, err := tr.GreedyBatch(3, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 3 {
+		var words []string
+		for _, id := range rows[r*4 : (r+1)*4] {
+			if id == 2 {
+				break
+			}
+			words = append(words, m.Src.Words()[id])
+		}
+		one, err := tr.Translate(strings.Join(words, " "), translate.Options{Beam: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if batched := strings.Join(m.Tgt.Decode(got[r]), " "); batched != one.Text {
+			t.Errorf("row %d: batched greedy %q, one at a time %q", r, batched, one.Text)
+		}
+	}
 	for _, beam := range []int{1, 3} {
 		right := 0
 		const n = 20
