@@ -58,9 +58,16 @@ func New(dt tensor.Dtype, s Sizes, threads int, mem *Memory) *Emitter {
 	if mem == nil {
 		mem = NewMemory()
 	}
-	rows := s.Batch * s.Seq
-	f := &Emitter{dt: dt, team: newTeam(threadsFor(threads, rows*s.Width)), mem: mem, dims: opParams{
-		Rows: rows, Batch: s.Batch, Seq: s.Seq, Width: s.Width,
+	return newEmitter(dt, newTeam(threadsFor(threads, s.Batch*s.Seq*s.Width)), mem, s)
+}
+
+// Sized returns an emitter of the same graph for rows of other sizes (an
+// encoder's beside a decoder's): it shares f's team and Memory.
+func (f *Emitter) Sized(s Sizes) *Emitter { return newEmitter(f.dt, f.team, f.mem, s) }
+
+func newEmitter(dt tensor.Dtype, t *team, mem *Memory, s Sizes) *Emitter {
+	f := &Emitter{dt: dt, team: t, mem: mem, dims: opParams{
+		Rows: s.Batch * s.Seq, Batch: s.Batch, Seq: s.Seq, Width: s.Width,
 		Heads: s.Heads, Vocab: s.Vocab, Context: s.Context,
 	}}
 	f.splitPart = func(_ *gemm.Workspace, lo, hi int) { f.splitJob(lo, hi) }

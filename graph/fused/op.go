@@ -100,6 +100,7 @@ type opParams struct {
 	Scale   float64 // attention: 1/√(C/H)
 	Mask    bool    // attention: causal
 	Eps     float64 // layer norm
+	Ignore  int     // cross-entropy: the target id that counts for nothing
 }
 
 // args is what a kernel sees of one run: its float inputs (a scalar as a
