@@ -236,6 +236,7 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `meta.pkl: pickle names the global "builtins.eval"`},
 	}
 	rows = append(rows, hardenedInputs(t)...)
+	rows = append(rows, hostileInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
