@@ -28,6 +28,9 @@ var (
 	ckpt         = filepath.Join("..", "testdata", "nanogpt", "ckpt.pt")
 	ckptCompiled = filepath.Join("..", "testdata", "nanogpt", "ckpt-compiled.pt")
 	meta         = filepath.Join("..", "testdata", "nanogpt", "meta.pkl")
+	// metaProtocol0 is meta.pkl as pickle.dump(..., protocol=0) writes it:
+	//   python3 -c "import pickle; pickle.dump(pickle.load(open('meta.pkl', 'rb')), open('meta-protocol0.pkl', 'wb'), protocol=0)"
+	metaProtocol0 = filepath.Join("..", "testdata", "nanogpt", "meta-protocol0.pkl")
 )
 
 func TestImportLayout(t *testing.T) {
