@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -14,7 +17,7 @@ import (
 // mkgolden.py from PyTorch's nn.Transformer.
 type translationCase struct {
 	Name      string                   `json:"name"`
-	Model     TranslationSpec          `json:"model"`
+	Model     graph.TranslationSpec    `json:"model"`
 	Batch     int                      `json:"batch"`
 	Src       [][]int                  `json:"src"`
 	DecIn     [][]int                  `json:"dec_in"`
@@ -53,12 +56,12 @@ func loadTranslationCases(t *testing.T) []*translationCase {
 // ‖a−b‖/‖b‖ ≤ 1e-9 (zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤
 // 1e-4 with gradient denominators floored at 1e-3·‖all gradients‖.
 func TestTranslationGolden(t *testing.T) {
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
+	for _, path := range graphtest.Paths {
+		t.Run(path.Name, func(t *testing.T) {
 			for _, c := range loadTranslationCases(t) {
 				t.Run(c.Name, func(t *testing.T) {
 					for _, dtype := range []string{"float64", "float32"} {
-						t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype, Backend{Unfused: path.unfused}) })
+						t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype, graph.Backend{Unfused: path.Unfused}) })
 					}
 				})
 			}
@@ -66,18 +69,18 @@ func TestTranslationGolden(t *testing.T) {
 	}
 }
 
-func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be Backend) {
+func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be graph.Backend) {
 	tol := 1e-9
 	if dtype == "float32" {
 		tol = 1e-4
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := CompileTranslation(m, true)
+	p, err := tape.CompileTranslation(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 			t.Errorf("%s: relative error %.3g > %.0g", what, e, tol)
 		}
 	}
-	check("logits", Float64s(m.Logits.Value()), c.Logits.Data, 0)
+	check("logits", graph.Float64s(m.Logits.Value()), c.Logits.Data, 0)
 	check("loss", []float64{p.Loss()}, []float64{c.Loss}, 0)
 
 	var all []float64
@@ -119,7 +122,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 		zero[n] = true
 	}
 	for i, prm := range m.Params {
-		got := Float64s(p.Grads[i].Value())
+		got := graph.Float64s(p.Grads[i].Value())
 		want := c.Grads[prm.Name]
 		switch {
 		case zero[prm.Name] && dtype == "float64":
@@ -134,60 +137,18 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 	}
 }
 
-// TestTranslationThreadsSameBits runs one golden case's fused graph, with
-// dropout, on 1, 2 and 3 threads with every job split however small, and
-// requires the same bits for the loss, the logits and every gradient.
-func TestTranslationThreadsSameBits(t *testing.T) {
-	savedWork, savedSize := minSplitWork, minParallelActivation
-	minSplitWork, minParallelActivation = 0, 0
-	defer func() { minSplitWork, minParallelActivation = savedWork, savedSize }()
-	c := loadTranslationCases(t)[0]
-	for _, dtype := range []string{"float32", "float64"} {
-		var first []float64
-		for _, threads := range []int{1, 2, 3} {
-			spec := c.Model
-			spec.Dtype, spec.Dropout = dtype, 0.2
-			m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]),
-				Loss: true, Dropout: true, Seed: 7, Backend: Backend{Threads: threads}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := CompileTranslation(m, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.SetDropout(3, 1)
-			if err := p.Run(golden.Flat(c.Src), golden.Flat(c.DecIn), golden.Flat(c.DecTgt)); err != nil {
-				t.Fatal(err)
-			}
-			got := append([]float64{p.Loss()}, Float64s(m.Logits.Value())...)
-			for _, g := range p.Grads {
-				got = append(got, Float64s(g.Value())...)
-			}
-			p.Close()
-			if first == nil {
-				first = got
-				continue
-			}
-			if !slices.Equal(got, first) {
-				t.Errorf("%s: %d threads give other bits than 1", dtype, threads)
-			}
-		}
-	}
-}
-
 // TestTranslationPartsEqualWhole runs a golden case's model as one graph
 // and as an encoder graph feeding a decoder graph (translation's way):
 // the logits must be the same bits.
 func TestTranslationPartsEqualWhole(t *testing.T) {
 	c := loadTranslationCases(t)[0]
-	for _, path := range paths {
+	for _, path := range graphtest.Paths {
 		spec := c.Model
 		spec.Dtype = "float64"
 		S, T := len(c.Src[0]), len(c.DecIn[0])
-		build := func(part string) *TranslationProgram {
-			m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: S, TgtLen: T, Part: part,
-				Backend: Backend{Unfused: path.unfused}})
+		build := func(part string) *tape.TranslationProgram {
+			m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: S, TgtLen: T, Part: part,
+				Backend: graph.Backend{Unfused: path.Unfused}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +157,7 @@ func TestTranslationPartsEqualWhole(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			p, err := CompileTranslation(m, false)
+			p, err := tape.CompileTranslation(m, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,17 +171,17 @@ func TestTranslationPartsEqualWhole(t *testing.T) {
 		if err := enc.Run(src, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := dec.SetMemory(Float64s(enc.Memory.Value())); err != nil {
+		if err := dec.SetMemory(graph.Float64s(enc.Memory.Value())); err != nil {
 			t.Fatal(err)
 		}
 		if err := dec.Run(src, decIn, nil); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := Float64s(dec.Logits.Value()), Float64s(whole.Logits.Value()); !slices.Equal(got, want) {
-			t.Errorf("%s: the decoder graph's logits differ from the whole graph's", path.name)
+		if got, want := graph.Float64s(dec.Logits.Value()), graph.Float64s(whole.Logits.Value()); !slices.Equal(got, want) {
+			t.Errorf("%s: the decoder graph's logits differ from the whole graph's", path.Name)
 		}
-		if golden.RelErr(Float64s(whole.Logits.Value()), c.Logits.Data, 0) > 1e-9 {
-			t.Errorf("%s: the whole forward graph's logits differ from the golden file's", path.name)
+		if golden.RelErr(graph.Float64s(whole.Logits.Value()), c.Logits.Data, 0) > 1e-9 {
+			t.Errorf("%s: the whole forward graph's logits differ from the golden file's", path.Name)
 		}
 	}
 }
@@ -233,14 +194,14 @@ func TestTranslationFusedOps(t *testing.T) {
 	c := loadTranslationCases(t)[0]
 	spec := c.Model
 	spec.Dtype = "float32"
-	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	count := map[string]int{}
 	for _, n := range m.G.AllNodes() {
-		if op, ok := n.Op().(*fusedOp); ok {
-			count[op.kind]++
+		if n.Op() != nil {
+			count[n.Op().String()]++
 		}
 	}
 	want := map[string]int{

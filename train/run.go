@@ -31,6 +31,9 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -335,8 +338,8 @@ type trainer struct {
 	opts    Options
 	dir     string
 	data    *corpus.Dataset
-	prog    *graph.Program // training graph with gradients
-	tests   eval.Graphs    // the same model without gradients, for test loss
+	prog    *tape.Program // training graph with gradients
+	tests   eval.Graphs   // the same model without gradients, for test loss
 	opt     *AdamW
 	stepper *Stepper
 	metrics *metricsLog
@@ -375,11 +378,14 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
+	data, err := corpus.LoadForContext(ctx, *cfg, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err
 	}
 	d, tr := cfg.Data, cfg.Train
@@ -424,19 +430,19 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	}
 	// Training and evaluation never run at once: one Memory serves both,
 	// so evaluation costs no memory beyond the training step's.
-	mem := graph.NewMemory()
+	mem := fused.NewMemory()
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, err
 	}
-	if t.prog, err = graph.Compile(m, true); err != nil {
+	if t.prog, err = tape.Compile(m, true); err != nil {
 		return nil, err
 	}
 	// The evaluation graphs: one at the training batch, which the test
 	// loss is defined over, and one at a multiple of it that covers
 	// several batches per run where that is faster (config's EvalBatch,
 	// eval.Graphs).
-	evalGraph := func(batch int) (*graph.Program, error) {
+	evalGraph := func(batch int) (*tape.Program, error) {
 		em, err := graph.Build(cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
 		if err != nil {
 			return nil, err
@@ -448,7 +454,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 				return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
 			}
 		}
-		return graph.Compile(em, false)
+		return tape.Compile(em, false)
 	}
 	if t.tests.Batch, err = evalGraph(tr.Batch); err != nil {
 		return nil, err
@@ -677,7 +683,7 @@ func (t *trainer) saveAll() error {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
 	t.savedStep = t.step
-	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	if err := savedmodel.Save(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil

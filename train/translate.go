@@ -12,6 +12,8 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
@@ -28,9 +30,9 @@ type translation struct {
 	corpus *pairs.Corpus
 	train  *pairs.Batcher
 	test   *pairs.Batcher
-	progs  []*graph.TranslationProgram // training graphs, one per shape
-	evals  []*graph.TranslationProgram // evaluation graphs (no dropout, no gradients)
-	params []*graph.Param              // the first training graph's: the model's weights
+	progs  []*tape.TranslationProgram // training graphs, one per shape
+	evals  []*tape.TranslationProgram // evaluation graphs (no dropout, no gradients)
+	params []*graph.Param             // the first training graph's: the model's weights
 	opt    *AdamW
 	sched  Schedule
 	clip   clipper
@@ -88,7 +90,7 @@ func newTranslation(cfg *config.Config, opts Options) (*translation, error) {
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())
 	spec := translate.Spec(cfg.Model, c.Src.Size(), c.Tgt.Size())
-	mem := graph.NewMemory()
+	mem := fused.NewMemory()
 	for k, s := range tr.train.Shapes() {
 		o := graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Dropout: true,
 			Seed: cfg.Train.Seed, Memory: mem, Backend: opts.Backend}
@@ -127,12 +129,12 @@ func newTranslation(cfg *config.Config, opts Options) (*translation, error) {
 	return tr, nil
 }
 
-func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, grads bool) (*graph.TranslationProgram, error) {
+func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, grads bool) (*tape.TranslationProgram, error) {
 	m, err := graph.BuildTranslation(spec, o)
 	if err != nil {
 		return nil, err
 	}
-	return graph.CompileTranslation(m, grads)
+	return tape.CompileTranslation(m, grads)
 }
 
 // perEpoch is the number of batches in one pass over the training pairs.
@@ -245,7 +247,7 @@ func (tr *translation) testLoss() (float64, error) {
 
 // TranslationLoss is the mean loss per non-PAD target over every batch
 // of b, run on evals (one evaluation graph per shape of b).
-func TranslationLoss(b *pairs.Batcher, evals []*graph.TranslationProgram) (float64, error) {
+func TranslationLoss(b *pairs.Batcher, evals []*tape.TranslationProgram) (float64, error) {
 	batches := make([]*pairs.Batch, len(evals))
 	for k := range batches {
 		batches[k] = b.NewBatch(k)

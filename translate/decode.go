@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
 )
 
@@ -17,14 +18,14 @@ import (
 type Translator struct {
 	*Model
 	Backend graph.Backend
-	enc     map[[2]int]*graph.TranslationProgram // by (rows, source length S)
-	dec     map[[2]int]*graph.TranslationProgram // by (rows, S): beams, or sentences
+	enc     map[[2]int]*tape.TranslationProgram // by (rows, source length S)
+	dec     map[[2]int]*tape.TranslationProgram // by (rows, S): beams, or sentences
 }
 
 // NewTranslator prepares m for decoding.
 func NewTranslator(m *Model, be graph.Backend) *Translator {
 	return &Translator{Model: m, Backend: be,
-		enc: map[[2]int]*graph.TranslationProgram{}, dec: map[[2]int]*graph.TranslationProgram{}}
+		enc: map[[2]int]*tape.TranslationProgram{}, dec: map[[2]int]*tape.TranslationProgram{}}
 }
 
 // Options of one translation.
@@ -106,7 +107,7 @@ func (tr *Translator) targetLen() int {
 }
 
 // build compiles one forward graph of the model and loads its weights.
-func (tr *Translator) build(batch, S int, part string) (*graph.TranslationProgram, error) {
+func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram, error) {
 	m, err := graph.BuildTranslation(tr.Spec, graph.TranslationOptions{
 		Batch: batch, SrcLen: S, TgtLen: tr.targetLen(), Part: part, Backend: tr.Backend})
 	if err != nil {
@@ -115,7 +116,7 @@ func (tr *Translator) build(batch, S int, part string) (*graph.TranslationProgra
 	if err := tr.Apply(m.Params); err != nil {
 		return nil, err
 	}
-	return graph.CompileTranslation(m, false)
+	return tape.CompileTranslation(m, false)
 }
 
 // hypothesis is one partial or finished translation: its ids after SOS
@@ -207,7 +208,7 @@ func (tr *Translator) search(src []int, memory []float64, beam int, alpha float6
 }
 
 // decoder returns the decoder graph of rows rows over sources of length S.
-func (tr *Translator) decoder(rows, S int) (*graph.TranslationProgram, error) {
+func (tr *Translator) decoder(rows, S int) (*tape.TranslationProgram, error) {
 	key := [2]int{rows, S}
 	if p, ok := tr.dec[key]; ok {
 		return p, nil

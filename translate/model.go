@@ -13,12 +13,13 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // Format is the "format" metadata of every gptg model file; Arch, under
 // "arch", says the file holds an encoder–decoder.
 const (
-	Format = graph.Format
+	Format = savedmodel.Format
 	Arch   = config.ArchEncoderDecoder
 )
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
@@ -38,7 +39,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	shapes := pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets).Shapes()
 	test := pairs.NewBatcherShapes(c.Test, B, shapes)
 	be := backend(threads)
-	var evals []*graph.TranslationProgram
+	var evals []*tape.TranslationProgram
 	for _, s := range shapes {
 		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be})
 		if err != nil {
@@ -47,7 +48,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 		if err := m.Apply(g.Params); err != nil {
 			return err
 		}
-		p, err := graph.CompileTranslation(g, false)
+		p, err := tape.CompileTranslation(g, false)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 var graphCommand = command{
@@ -64,7 +65,11 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		if _, err := corpus.LoadFor(cfg, stdout, nil); err != nil {
+		data, err := corpus.LoadFor(*cfg, stdout, nil)
+		if err != nil {
+			return err
+		}
+		if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 			return err
 		}
 	}
@@ -75,7 +80,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := graph.Compile(m, true)
+	p, err := tape.Compile(m, true)
 	if err != nil {
 		return err
 	}

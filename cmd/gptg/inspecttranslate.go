@@ -6,6 +6,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
@@ -64,7 +65,7 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, dot func(string) err
 	if err != nil {
 		return err
 	}
-	p, err := graph.CompileTranslation(m, true)
+	p, err := tape.CompileTranslation(m, true)
 	if err != nil {
 		return err
 	}
