@@ -19,7 +19,9 @@ var evalCommand = command{
 	usage: `Usage: gptg eval MODEL.safetensors|RUN_DIR [--data FILE] [--batch N] [--split F] [--stride N] [--prefix-only]
 
 A translation model (model.arch = "encoder-decoder") prints its test loss
-per target word over the run's test pairs and translates them greedily;
+per target word over the run's test pairs, translates them greedily and
+prints the corpus BLEU of those translations (4-grams, brevity penalty,
+lower-cased 13a tokens);
 --data, --batch, --split, --stride and --prefix-only are the language
 models' and are ignored.
 

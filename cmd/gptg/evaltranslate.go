@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/gptg/gptg/bleu"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
@@ -14,7 +15,8 @@ import (
 
 // evalTranslation is `gptg eval` of an encoder–decoder: the test loss per
 // target word over the run's test pairs, as training printed it, then
-// the greedy translations of the test sources (show of them printed).
+// the greedy translations of the test sources (show of them printed) and
+// their corpus BLEU against the references.
 func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) error {
 	m, err := translate.Load(model)
 	if err != nil {
@@ -67,7 +69,8 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	batch := make([]*pairs.Batch, len(shapes))
 	shown := 0
 	bar = newStatus(stderr, "translating the test pairs")
-	var hyps, refs []string
+	var hyps []string
+	var refs [][]string
 	for i, plan := range plans {
 		bar.update(i, len(plans))
 		if batch[plan.Bucket] == nil {
@@ -81,7 +84,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 		}
 		for r, k := range b.Pairs {
 			hyp := pairs.Detokenize(m.Tgt.Decode(out[r]))
-			hyps, refs = append(hyps, hyp), append(refs, c.Test[k].TgtText)
+			hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
 			if shown < show {
 				fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
 				shown++
@@ -89,6 +92,12 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 		}
 	}
 	bar.done()
-	_, _ = hyps, refs // BLEU: with tdata's package, once it lands
+	// The vocabulary is lower-case, so the references are folded too
+	// (sacrebleu's -lc); the hypotheses are the model's words joined back.
+	score, err := bleu.Corpus(hyps, refs, bleu.Options{Lowercase: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "greedy translations of the %d test pairs, lower-cased 13a tokens: %s\n", len(hyps), score)
 	return nil
 }
