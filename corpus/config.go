@@ -34,6 +34,9 @@ func LoadForContext(ctx context.Context, cfg *config.Config, log io.Writer, clie
 	if err != nil {
 		return nil, err
 	}
+	if d.Size != 0 && data.Size != d.Size {
+		return nil, fmt.Errorf("data file %s has %d bytes, but [data] size expects %d", d.Path, data.Size, d.Size)
+	}
 	if v := data.Vocab.Size(); cfg.Model.Vocab == 0 {
 		cfg.Model.Vocab = v
 	} else if cfg.Model.Vocab != v {
