@@ -16,6 +16,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -263,7 +264,7 @@ func TestImportedModelMatchesNanoGPT(t *testing.T) {
 		if err := saved.Apply(g.Params); err != nil {
 			t.Fatal(err)
 		}
-		p, err := graph.Compile(g, false)
+		p, err := tape.Compile(g, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"runtime"

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	G "gorgonia.org/gorgonia"
@@ -9,7 +9,7 @@ import (
 
 // embedding: rows (B·T, C) = tok[tokens] + pos[0..T), one node; its
 // backward scatters the rows of ∂x into ∂tok and sums them into ∂pos.
-func (f *fused) embedding(tokens, tok, pos *G.Node) *G.Node {
+func (f *Emitter) Embedding(tokens, tok, pos *G.Node) *G.Node {
 	p := f.dims
 	shape := tensor.Shape{p.Rows, p.Width}
 	op := f.newOp("Embedding", p, kernelOf(embeddingForward[float32], embeddingForward[float64]),

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
-// fusedOp is the Gorgonia face of one fused kernel (kernels.go): a node of
+// fusedOp is the Gorgonia face of one fused kernel: a node of
 // the graph that runs one plain loop nest instead of a chain of primitive
 // nodes. Forward ops know their backward: SymDiff emits one node per input
 // gradient, each another fusedOp, so gorgonia.Grad and the TapeMachine
@@ -100,6 +100,7 @@ type opParams struct {
 	Scale   float64 // attention: 1/√(C/H)
 	Mask    bool    // attention: causal
 	Eps     float64 // layer norm
+	Ignore  int     // cross-entropy: the target id that counts for nothing
 }
 
 // args is what a kernel sees of one run: its float inputs (a scalar as a

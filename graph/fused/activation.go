@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 )
 
 // activation: GELU (tanh form), exact GELU or ReLU, element by element.
-func (f *fused) activation(x *G.Node, kind string) *G.Node {
+func (f *Emitter) Activation(x *G.Node, kind string) *G.Node {
 	fwd, grad, name := kernelOf(geluForward32, geluForward64), kernelOf(geluBackward32, geluBackward64), "GELU"
 	switch kind {
 	case "relu":

@@ -1,4 +1,4 @@
-package graph
+package fused_test
 
 import (
 	"fmt"
@@ -7,6 +7,10 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // TestThreadsGiveSameBits runs the fused training graph with 1, 2 and 3
@@ -15,9 +19,7 @@ import (
 // weights to the bit: the promise of team that lets training give the
 // same weights on any machine. Both dtypes, with and without the mask.
 func TestThreadsGiveSameBits(t *testing.T) {
-	savedWork, savedSize := minSplitWork, minParallelActivation
-	minSplitWork, minParallelActivation = 0, 0
-	defer func() { minSplitWork, minParallelActivation = savedWork, savedSize }()
+	defer fused.SplitEverything()()
 	for _, dtype := range []string{"float32", "float64"} {
 		for _, mask := range []bool{true, false} {
 			spec := config.Model{Bias: true, Init: "torch", Vocab: 11, Context: 70, Embedding: 12, Blocks: 2, Heads: 3, FFMult: 3, QKV: true,
@@ -26,14 +28,14 @@ func TestThreadsGiveSameBits(t *testing.T) {
 				const batch = 3
 				rng := rand.New(rand.NewPCG(3, 3))
 				n := batch * spec.Context
-				x, y := randomBatch(rng, spec.Vocab, 2*n)
+				x, y := graphtest.RandomBatch(rng, spec.Vocab, 2*n)
 				var want [][]float64
 				for _, threads := range []int{1, 2, 3} {
-					m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 7, Backend: Backend{Threads: threads}})
+					m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 7, Backend: graph.Backend{Threads: threads}})
 					if err != nil {
 						t.Fatal(err)
 					}
-					p, err := Compile(m, true)
+					p, err := tape.Compile(m, true)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -42,12 +44,12 @@ func TestThreadsGiveSameBits(t *testing.T) {
 						if err := p.Run(x[b*n:(b+1)*n], y[b*n:(b+1)*n]); err != nil {
 							t.Fatal(err)
 						}
-						got = append(got, []float64{p.Loss()}, Float64s(p.Logits.Value()))
+						got = append(got, []float64{p.Loss()}, graph.Float64s(p.Logits.Value()))
 						for _, g := range p.Grads {
-							got = append(got, Float64s(g.Value()))
+							got = append(got, graph.Float64s(g.Value()))
 						}
 						for _, a := range p.Attention {
-							got = append(got, Float64s(a.Value()))
+							got = append(got, graph.Float64s(a.Value()))
 						}
 					}
 					p.Close()

@@ -1,13 +1,15 @@
-package graph
+package tape
 
 import (
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph"
 )
 
-// CachedProgram is an Incremental graph compiled for a TapeMachine, with
+// CachedProgram is a CachedModel compiled for a TapeMachine, with
 // its key/value cache: every block's keys and values of the tokens fed so
 // far, at positions 0..Len()−1, in tensors that are the graph's cache
 // inputs. Append feeds the next token; Truncate forgets the positions
@@ -16,7 +18,7 @@ import (
 // per run; the tape and the fused ops' plumbing still make some 300 small
 // objects per run (BenchmarkCachedToken), as they do for the window graph.
 type CachedProgram struct {
-	*Incremental
+	*graph.CachedModel
 	vm      G.VM
 	inPlace func() error // runs the tape in this goroutine; nil: vm.RunAll (see tape.go)
 
@@ -41,12 +43,12 @@ type rowSource struct {
 	data any
 }
 
-// CompileIncremental compiles the graph once; the cache starts empty.
-func CompileIncremental(m *Incremental) (*CachedProgram, error) {
+// CompileCached compiles the graph once; the cache starts empty.
+func CompileCached(m *graph.CachedModel) (*CachedProgram, error) {
 	T, C := m.Spec.Context, m.Spec.Embedding
 	dt := m.Logits.Dtype()
 	p := &CachedProgram{
-		Incremental: m,
+		CachedModel: m,
 		token:       tensor.New(tensor.Of(tensor.Int), tensor.WithShape(1)),
 		position:    tensor.New(tensor.Of(tensor.Int), tensor.WithShape(1)),
 		mask:        tensor.New(tensor.Of(dt), tensor.WithShape(1, T+1)),
@@ -106,7 +108,7 @@ func (p *CachedProgram) Append(token int) error {
 	if token < 0 || token >= p.Spec.Vocab {
 		return fmt.Errorf("append: token id %d outside the vocabulary of %d", token, p.Spec.Vocab)
 	}
-	// The inputs stay bound to the tensors CompileIncremental let them
+	// The inputs stay bound to the tensors CompileCached let them
 	// to (Reset forgets registers, not bindings): writing into those
 	// tensors is feeding the graph.
 	p.tokenData[0], p.positionData[0] = token, n
@@ -178,21 +180,4 @@ func setRow(dst any, i int, row any, C int) error {
 		return fmt.Errorf("append: the graph gave a key or value of %T, want %d of %T", row, C, dst)
 	}
 	return nil
-}
-
-// Float64sInto writes a node's value into dst as float64s, whatever its
-// dtype, and returns dst (grown if too short): Float64s without the
-// allocation, for a loop that reads the same node every run.
-func Float64sInto(dst []float64, v G.Value) []float64 {
-	switch x := v.Data().(type) {
-	case []float64:
-		return append(dst[:0], x...)
-	case []float32:
-		dst = dst[:0]
-		for _, f := range x {
-			dst = append(dst, float64(f))
-		}
-		return dst
-	}
-	return append(dst[:0], Float64s(v)...)
 }

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	G "gorgonia.org/gorgonia"
@@ -21,7 +21,7 @@ import (
 // outlive the loan.
 //
 // Graphs that never run at the same time — the training graph and its
-// evaluation graph — can share one Memory (Options.Memory).
+// evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
 	f32 map[int][][]float32
 	f64 map[int][][]float64
@@ -60,10 +60,11 @@ func take[F float32 | float64](free map[int][][]F, n int) []F {
 	return make([]F, n)
 }
 
-// planMemory decides, once the graph is complete (gradients included),
+// PlanMemory decides, once the graph is complete (gradients included),
 // which fused outputs are lent (see Memory) and tells every fused op which
 // of its inputs it is a reader of. keep lists the nodes read after a run.
-func planMemory(g *G.ExprGraph, keep []*G.Node) {
+// A graph whose plan is never made lends nothing.
+func PlanMemory(g *G.ExprGraph, keep []*G.Node) {
 	kept := map[*G.Node]bool{}
 	for _, n := range keep {
 		kept[n] = true

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"math"
@@ -11,7 +11,7 @@ import (
 
 // layerNorm: (x − mean)/√(var + eps)·w + b per row; without a bias (nil)
 // the op has two inputs and stops at ·w.
-func (f *fused) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
+func (f *Emitter) LayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	p := f.dims
 	p.Eps = eps
 	if bias == nil {

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"fmt"
@@ -8,8 +8,6 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
-
-	"github.com/gptg/gptg/config"
 )
 
 // TestTeamEngineAddsAsGorgonia holds teamEngine.Add to Gorgonia's own
@@ -82,7 +80,7 @@ func TestTeamEngineAddsAsGorgonia(t *testing.T) {
 					if (c.into == 0 && r != a) || (c.into == 2 && r != third) || (c.into == -1 && (r == a || r == b || r == third)) {
 						t.Errorf("engine %d returned the sum in the wrong tensor", i)
 					}
-					sums[i] = Float64s(r)
+					sums[i] = floats(r)
 				}
 				if !reflect.DeepEqual(sums[0], sums[1]) {
 					t.Errorf("the team's sum differs from Gorgonia's")
@@ -92,30 +90,29 @@ func TestTeamEngineAddsAsGorgonia(t *testing.T) {
 	}
 }
 
-// TestFusedProgramUsesTeamEngine checks that a fused program's values
-// carry the team's engine, so that Gorgonia's sums in it (the residual,
-// the gradient sums) reach teamEngine.Add; the unfused program keeps
-// Gorgonia's engine.
-func TestFusedProgramUsesTeamEngine(t *testing.T) {
-	spec := config.Model{Bias: true, Init: "torch", Vocab: 11, Context: 8, Embedding: 12, Blocks: 1, Heads: 3, FFMult: 2, QKV: true,
-		Mask: true, OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
-	for _, unfused := range []bool{false, true} {
-		m, err := Build(spec, Options{Batch: 2, Loss: true, Seed: 1, Backend: Backend{Unfused: unfused, Threads: 2}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Compile(m, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, y := randomBatch(rand.New(rand.NewPCG(1, 1)), spec.Vocab, 2*spec.Context)
-		if err := p.Run(x, y); err != nil {
-			t.Fatal(err)
-		}
-		_, onTeam := p.Logits.Value().(*tensor.Dense).Engine().(*teamEngine)
-		if onTeam == unfused {
-			t.Errorf("unfused %v: logits on the team's engine: %v", unfused, onTeam)
-		}
-		p.Close()
+// dense makes a tensor of dtype dt from float64 data.
+func dense(dt tensor.Dtype, data []float64, shape ...int) *tensor.Dense {
+	if dt == tensor.Float64 {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
 	}
+	f := make([]float32, len(data))
+	for i, v := range data {
+		f[i] = float32(v)
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+}
+
+// floats returns a float tensor's entries as float64s.
+func floats(t tensor.Tensor) []float64 {
+	switch d := t.Data().(type) {
+	case []float32:
+		out := make([]float64, len(d))
+		for i, v := range d {
+			out[i] = float64(v)
+		}
+		return out
+	case []float64:
+		return append([]float64(nil), d...)
+	}
+	return nil
 }

@@ -1,18 +1,20 @@
-package graph
+package tape
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
 )
 
 // TranslationProgram is a built encoder–decoder graph compiled for a
 // TapeMachine, as Program is for the GPT: one run computes the forward
 // pass and, with the loss, every parameter's gradient.
 type TranslationProgram struct {
-	*Translation
+	*graph.Translation
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
 	vm                         G.VM
@@ -24,7 +26,7 @@ type TranslationProgram struct {
 
 // CompileTranslation compiles m once; withGrads adds the symbolic
 // gradients of the loss.
-func CompileTranslation(m *Translation, withGrads bool) (*TranslationProgram, error) {
+func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgram, error) {
 	if withGrads && m.Loss == nil {
 		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
 	}
@@ -57,10 +59,10 @@ func CompileTranslation(m *Translation, withGrads bool) (*TranslationProgram, er
 		keep = append(keep, m.Loss)
 	}
 	keep = append(keep, m.CrossAttention...)
-	planMemory(m.G, keep)
+	fused.PlanMemory(m.G, keep)
 	var opts []G.VMOpt
-	if m.team != nil {
-		opts = append(opts, G.WithEngine(newTeamEngine(m.team)))
+	if m.Fused != nil {
+		opts = append(opts, G.WithEngine(m.Fused.Engine()))
 	}
 	p.vm = G.NewTapeMachine(m.G, opts...)
 	p.inPlace = runInPlace(p.vm)
@@ -80,8 +82,8 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 	}
 	for i, id := range src {
 		p.srcMask64[i] = 0
-		if id == PAD {
-			p.srcMask64[i] = maskValue
+		if id == graph.PAD {
+			p.srcMask64[i] = graph.MaskValue
 		}
 	}
 	if err := feedFloats(p.srcMask, m.SrcMask, p.srcMask64); err != nil {
@@ -97,7 +99,7 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 			if id < 0 || id >= V {
 				return fmt.Errorf("run: target id %d outside the vocabulary of %d", id, V)
 			}
-			if id != PAD {
+			if id != graph.PAD {
 				n++
 			}
 		}
@@ -113,7 +115,7 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 			for r, id := range decTgt {
 				idx[r] = r*V + id
 				p.weight64[r] = 0
-				if id != PAD {
+				if id != graph.PAD {
 					p.weight64[r] = 1 / float64(n)
 				}
 			}
@@ -141,15 +143,6 @@ func (p *TranslationProgram) Loss() float64 { return scalarOf(p.Translation.Loss
 
 // Close releases the machine.
 func (p *TranslationProgram) Close() error { return p.vm.Close() }
-
-// SetDropout fills the dropout masks for one training run, drawn from
-// (seed, run) alone as Model.SetDropout's are.
-func (m *Translation) SetDropout(seed int64, run uint64) {
-	if len(m.Dropout) == 0 {
-		return
-	}
-	fillDropout(m.Dropout, m.dropoutP, rand.New(rand.NewPCG(uint64(seed), run)))
-}
 
 // feedIDs checks ids against the vocabulary and lets node read them.
 func feedIDs(dst *tensor.Dense, node *G.Node, ids []int, vocab int, what string) error {

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"math"
@@ -10,16 +10,17 @@ import (
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
-// smoothedCrossEntropy: the translation loss in one node, from the logits
-// (rows, V) and the integer targets (rows): per non-PAD target
-// (1−ε)·(−log p[target]) + ε·mean_v(−log p[v]), averaged over the non-PAD
-// targets; PAD rows take no part. The same function as translator.loss
+// SmoothedCrossEntropy: the translation loss in one node, from the logits
+// (rows, V) and the integer targets (rows): per target other than ignore
+// (graph.PAD) (1−ε)·(−log p[target]) + ε·mean_v(−log p[v]), averaged over
+// those targets; ignored rows take no part. The same function as graph's translator.loss
 // composes from primitives (PyTorch's cross_entropy with ignore_index and
 // label_smoothing), without the (rows·V) column its gather goes through.
-func (f *fused) smoothedCrossEntropy(logits, targets *G.Node, eps float64) *G.Node {
+func (f *Emitter) SmoothedCrossEntropy(logits, targets *G.Node, eps float64, ignore int) *G.Node {
 	p := f.dims
 	p.Rows, p.Vocab = logits.Shape()[0], logits.Shape()[1]
 	p.Scale = eps // ε rides in Scale, which attention alone reads otherwise
+	p.Ignore = ignore
 	op := f.newOp("SmoothedCrossEntropy", p, kernelOf(smoothedCEForward[float32], smoothedCEForward[float64]),
 		[]argKind{2, intVector}, tensor.Shape{}, true, false)
 	op.grad = func(op *fusedOp, in G.Nodes, _, g *G.Node) (G.Nodes, error) {
@@ -30,11 +31,11 @@ func (f *fused) smoothedCrossEntropy(logits, targets *G.Node, eps float64) *G.No
 	return G.Must(G.ApplyOp(op, logits, targets))
 }
 
-// nonPAD counts the targets that are not PAD.
-func nonPAD(targets []int) int {
+// counted is the number of targets that are not ignore.
+func counted(targets []int, ignore int) int {
 	n := 0
 	for _, t := range targets {
-		if t != PAD {
+		if t != ignore {
 			n++
 		}
 	}
@@ -52,7 +53,7 @@ func smoothedCEForward[F gemm.Float](a *args[F]) {
 	}
 	rows(a, n, 3*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			if tgt[r] == PAD {
+			if tgt[r] == a.p.Ignore {
 				a.scratch[r] = 0
 				continue
 			}
@@ -73,20 +74,20 @@ func smoothedCEForward[F gemm.Float](a *args[F]) {
 	for _, term := range a.scratch {
 		total += term
 	}
-	a.out[0] = F(total / float64(max(1, nonPAD(tgt))))
+	a.out[0] = F(total / float64(max(1, counted(tgt, a.p.Ignore))))
 }
 
 // smoothedCEBackward: ∂x_rj = g/n·(p_rj − (1−ε)·[j = target_r] − ε/V) on
-// a non-PAD row, 0 on a PAD row; n is the number of non-PAD targets, g the
+// a counted row, 0 on an ignored row; n is the number of counted targets, g the
 // loss's incoming gradient. in: logits, targets, g (scalar).
 func smoothedCEBackward[F gemm.Float](a *args[F]) {
 	x, tgt, V, n := a.in[0], a.ids, a.p.Vocab, a.p.Rows
 	eps := a.p.Scale
-	g := float64(a.in[1][0]) / float64(max(1, nonPAD(tgt)))
+	g := float64(a.in[1][0]) / float64(max(1, counted(tgt, a.p.Ignore)))
 	rows(a, n, 4*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, out := x[r*V:(r+1)*V], a.out[r*V:(r+1)*V]
-			if tgt[r] == PAD {
+			if tgt[r] == a.p.Ignore {
 				clear(out)
 				continue
 			}

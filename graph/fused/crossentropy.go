@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 )
 
 // crossEntropy: the mean over rows of −Σ_j targets·log softmax(logits).
-func (f *fused) crossEntropy(logits, targets *G.Node) *G.Node {
+func (f *Emitter) CrossEntropy(logits, targets *G.Node) *G.Node {
 	p := f.dims
 	op := f.newOp("CrossEntropy", p, kernelOf(crossEntropyForward[float32], crossEntropyForward[float64]),
 		rank(2, 2), nil, true, false)

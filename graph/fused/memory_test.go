@@ -1,4 +1,4 @@
-package graph
+package fused_test
 
 import (
 	"math/rand/v2"
@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // TestLentBuffersChangeNothing trains two copies of one fused graph — one
@@ -21,15 +25,15 @@ func TestLentBuffersChangeNothing(t *testing.T) {
 		const batch = 3
 		n := batch * spec.Context
 		rng := rand.New(rand.NewPCG(1, 2))
-		xa, ya := randomBatch(rng, spec.Vocab, n)
-		xb, yb := randomBatch(rng, spec.Vocab, n)
-		mem := NewMemory()
-		compile := func(withGrads bool) *Program {
-			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})
+		xa, ya := graphtest.RandomBatch(rng, spec.Vocab, n)
+		xb, yb := graphtest.RandomBatch(rng, spec.Vocab, n)
+		mem := fused.NewMemory()
+		compile := func(withGrads bool) *tape.Program {
+			m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Compile(m, withGrads)
+			p, err := tape.Compile(m, withGrads)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,25 +41,17 @@ func TestLentBuffersChangeNothing(t *testing.T) {
 		}
 		lending, eval := compile(true), compile(false)
 		owning := compile(true)
-		lent := 0
-		for _, n := range owning.G.AllNodes() {
-			if op, ok := n.Op().(*fusedOp); ok {
-				if op.uses > 0 {
-					lent++
-				}
-				op.uses, op.readOf = 0, nil
-			}
-		}
+		lent := fused.StopLending(owning.G)
 		if lent == 0 {
 			t.Fatalf("%s: no buffer is lent", dtype)
 		}
-		run := func(p *Program, x, y []int) [][]float64 {
+		run := func(p *tape.Program, x, y []int) [][]float64 {
 			if err := p.Run(x, y); err != nil {
 				t.Fatal(err)
 			}
-			out := [][]float64{{p.Loss()}, Float64s(p.Logits.Value())}
+			out := [][]float64{{p.Loss()}, graph.Float64s(p.Logits.Value())}
 			for _, g := range p.Grads {
-				out = append(out, Float64s(g.Value()))
+				out = append(out, graph.Float64s(g.Value()))
 			}
 			return out
 		}
@@ -73,13 +69,7 @@ func TestLentBuffersChangeNothing(t *testing.T) {
 				t.Errorf("%s, run %d: evaluation loss %v, training graph's %v", dtype, i, got, want[0][0])
 			}
 		}
-		made := 0
-		for _, list := range mem.f32 {
-			made += len(list)
-		}
-		for _, list := range mem.f64 {
-			made += len(list)
-		}
+		made := fused.BuffersMade(mem)
 		if !(made < lent) {
 			t.Errorf("%s: %d buffers made for %d lent outputs of one graph (and as many of its evaluation graph)", dtype, made, lent)
 		}

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 )
 
 // attention: the weights w = softmax(q·kᵀ·scale + mask), (B·H, T, T),
-// one node so that Model.Attention can read them, and y = w·v (w⊙drop
+// one node so that graph.Model.Attention can read them, and y = w·v (w⊙drop
 // under attention dropout), rows (B·T, C) with the heads side by side, as
 // mergeHeads leaves them.
 //
@@ -25,7 +25,7 @@ import (
 // inputs, so the mix op takes q and k as inputs too and is differentiated
 // with respect to v, q and k; the weights node is not differentiated on
 // its own (the model reads w, but its loss reaches w only through y).
-func (f *fused) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
+func (f *Emitter) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	p := f.dims
 	p.Scale, p.Mask = scale, causal
 	T := p.Seq
@@ -130,8 +130,8 @@ func output[F gemm.Float](op *fusedOp) []F {
 func written[F gemm.Float](*args[F]) {}
 
 // dropout: y = x⊙mask, mask holding 0 or 1/(1 − p) (filled before each
-// run, see Model.SetDropout); ∂x = ∂y⊙mask.
-func (f *fused) dropout(x, mask *G.Node) *G.Node {
+// run, see graph.Model.SetDropout); ∂x = ∂y⊙mask.
+func (f *Emitter) Dropout(x, mask *G.Node) *G.Node {
 	dims := argKind(x.Dims())
 	op := f.newOp("Dropout", f.dims, kernelOf(multiply[float32], multiply[float64]),
 		[]argKind{dims, dims}, x.Shape().Clone(), true, false)

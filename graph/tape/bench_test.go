@@ -1,10 +1,12 @@
-package graph
+package tape
 
 import (
 	"math/rand/v2"
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/internal/graphtest"
 )
 
 // BenchmarkSampleToken is one sampled token's forward pass of the seed
@@ -12,17 +14,17 @@ import (
 // sample runs, fed a window and read back as float64 logits, on the fused
 // graph and on the unfused one.
 //
-//	go test ./graph -run XXX -bench SampleToken -benchtime 3000x
+//	go test ./graph/tape -run XXX -bench SampleToken -benchtime 3000x
 func BenchmarkSampleToken(b *testing.B) {
-	for _, path := range paths {
-		b.Run(path.name, func(b *testing.B) { benchmarkSampleToken(b, path.unfused) })
+	for _, path := range graphtest.Paths {
+		b.Run(path.Name, func(b *testing.B) { benchmarkSampleToken(b, path.Unfused) })
 	}
 }
 
 func benchmarkSampleToken(b *testing.B, unfused bool) {
 	spec := config.DefaultModel()
 	spec.Vocab = 65
-	m, err := Build(spec, Options{Batch: 1, Seed: 1, Backend: Backend{Unfused: unfused}})
+	m, err := graph.Build(spec, graph.Options{Batch: 1, Seed: 1, Backend: graph.Backend{Unfused: unfused}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func benchmarkSampleToken(b *testing.B, unfused bool) {
 		if err := p.Run(x, nil); err != nil {
 			b.Fatal(err)
 		}
-		_ = Float64s(p.Logits.Value())
+		_ = graph.Float64s(p.Logits.Value())
 	}
 	for i := 0; i < 3; i++ {
 		run()
@@ -57,17 +59,17 @@ func benchmarkSampleToken(b *testing.B, unfused bool) {
 // the seed config at context 256, the cache filled to half, one Append and
 // the logits read back, on the fused graph and on the unfused one.
 //
-//	go test ./graph -run XXX -bench CachedToken -benchtime 3000x
+//	go test ./graph/tape -run XXX -bench CachedToken -benchtime 3000x
 func BenchmarkCachedToken(b *testing.B) {
-	for _, path := range paths {
-		b.Run(path.name, func(b *testing.B) {
+	for _, path := range graphtest.Paths {
+		b.Run(path.Name, func(b *testing.B) {
 			spec := config.DefaultModel()
 			spec.Vocab, spec.Context = 65, 256
-			m, err := BuildIncremental(spec, Backend{Unfused: path.unfused})
+			m, err := graph.BuildCached(spec, graph.Backend{Unfused: path.Unfused})
 			if err != nil {
 				b.Fatal(err)
 			}
-			p, err := CompileIncremental(m)
+			p, err := CompileCached(m)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -86,7 +88,7 @@ func BenchmarkCachedToken(b *testing.B) {
 				if err := p.Append(rng.IntN(spec.Vocab)); err != nil {
 					b.Fatal(err)
 				}
-				logits = Float64sInto(logits, p.Logits.Value())
+				logits = graph.Float64sInto(logits, p.Logits.Value())
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})

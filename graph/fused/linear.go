@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	G "gorgonia.org/gorgonia"
@@ -9,7 +9,7 @@ import (
 
 // linear: y = x·Wᵀ + b on rows, W stored [out, in]; Wᵀ is never formed.
 // Without a bias (nil) the op has two inputs and y = x·Wᵀ.
-func (f *fused) linear(x, w, bias *G.Node) *G.Node {
+func (f *Emitter) Linear(x, w, bias *G.Node) *G.Node {
 	out, in := w.Shape()[0], w.Shape()[1]
 	p := f.dims
 	p.In, p.Out = in, out

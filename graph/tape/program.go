@@ -1,4 +1,14 @@
-package graph
+// Package tape runs a built graph on Gorgonia's TapeMachine: Program
+// runs a window of tokens (the forward pass, and every gradient when
+// training), CachedProgram one token at a time against a key/value cache.
+// It compiles the graph once, feeds each batch into the same input
+// tensors, runs the tape in the calling goroutine (tape.go) and, for a
+// fused graph, runs Gorgonia's own ops on the kernels' goroutines and
+// lends the fused ops' buffers (package fused's PlanMemory).
+//
+// Imports run one way: tape imports graph (what the model computes) and
+// graph/fused (its kernels); neither imports tape.
+package tape
 
 import (
 	"fmt"
@@ -6,13 +16,14 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/gptg/gptg/graph/internal/gemm"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
 )
 
 // Program is a built model compiled for a TapeMachine: one run computes the
 // forward pass and, when the model has a loss, every parameter's gradient.
 type Program struct {
-	*Model
+	*graph.Model
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
 	vm      G.VM
@@ -20,16 +31,12 @@ type Program struct {
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
 	targets *tensor.Dense // one-hot, fed to Model.Targets
 	onehot  []int         // where targets holds its ones, to clear them
-
-	// Split's job, and the team's view of it made once (see Split).
-	splitJob  func(lo, hi int)
-	splitPart func(ws *gemm.Workspace, lo, hi int)
 }
 
 // Compile compiles the graph once for a TapeMachine; every later Run reuses
 // it. withGrads adds the symbolic gradients of the loss (training); without
 // them a run is the forward pass alone (evaluation, sampling).
-func Compile(m *Model, withGrads bool) (*Program, error) {
+func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 	p := &Program{Model: m}
 	if withGrads && m.Loss == nil {
 		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
@@ -61,15 +68,14 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 	if withGrads || m.Loss == nil {
 		keep = append(keep, m.Attention...)
 	}
-	planMemory(m.G, keep)
+	fused.PlanMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	var opts []G.VMOpt
-	if m.team != nil {
-		opts = append(opts, G.WithEngine(newTeamEngine(m.team)))
+	if m.Fused != nil {
+		opts = append(opts, G.WithEngine(m.Fused.Engine()))
 	}
 	p.vm = G.NewTapeMachine(m.G, opts...)
 	p.inPlace = runInPlace(p.vm)
-	p.splitPart = func(_ *gemm.Workspace, lo, hi int) { p.splitJob(lo, hi) }
 	return p, nil
 }
 
@@ -81,13 +87,11 @@ func Compile(m *Model, withGrads bool) (*Program, error) {
 // unfused program. f must compute each item independently of the range it
 // lands in, and must not call Split or Run.
 func (p *Program) Split(n, work int, f func(lo, hi int)) {
-	if p.team == nil {
+	if p.Fused == nil {
 		f(0, n)
 		return
 	}
-	p.splitJob = f
-	p.team.split(n, work, p.splitPart)
-	p.splitJob = nil
+	p.Fused.Split(n, work, f)
 }
 
 // Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
@@ -172,42 +176,4 @@ func scalarOf(v G.Value) float64 {
 		return float64(x[0])
 	}
 	return 0
-}
-
-// Float64s returns a copy of a node's value as float64s, whatever its dtype.
-func Float64s(v G.Value) []float64 {
-	switch x := v.Data().(type) {
-	case []float64:
-		return append([]float64(nil), x...)
-	case []float32:
-		out := make([]float64, len(x))
-		for i, f := range x {
-			out[i] = float64(f)
-		}
-		return out
-	case float64:
-		return []float64{x}
-	case float32:
-		return []float64{float64(x)}
-	}
-	return nil
-}
-
-// SetFloat64s overwrites a parameter's value with data (converted to its dtype).
-func (p *Param) SetFloat64s(data []float64) error {
-	switch d := p.Value().Data().(type) {
-	case []float64:
-		if len(d) != len(data) {
-			return fmt.Errorf("%s: %d values for %d entries", p.Name, len(data), len(d))
-		}
-		copy(d, data)
-	case []float32:
-		if len(d) != len(data) {
-			return fmt.Errorf("%s: %d values for %d entries", p.Name, len(data), len(d))
-		}
-		for i, v := range data {
-			d[i] = float32(v)
-		}
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package graph
+package fused
 
 import (
 	G "gorgonia.org/gorgonia"
@@ -11,7 +11,7 @@ import (
 // Gorgonia's own ops with (G.WithEngine): Gorgonia's, except that the sum
 // of two whole float matrices runs on the graph's team. Those sums are the
 // elementwise work left outside the fused kernels: the residual h + x of
-// model.go, and the gradient sums G.Grad inserts where a node feeds
+// graph/model.go, and the gradient sums G.Grad inserts where a node feeds
 // several consumers (a block's input feeds its layer norm and the
 // residual; the normalised rows feed q, k and v). At nanoGPT's CPU shape
 // that is 24 sums of a (B·T, C) matrix per step, which on one goroutine
