@@ -33,6 +33,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -395,14 +396,16 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	}
 	from := *cfg
 	from.Data.Path = dataPath
-	data, err := corpus.LoadForContext(ctx, &from, opts.Log, opts.Client)
+	data, err := corpus.LoadForContext(ctx, from, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}
 	if err != nil {
 		return nil, err
 	}
-	cfg.Model.Vocab = from.Model.Vocab // taken from the data when the config leaves it out
+	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
+		return nil, err
+	}
 	d, tr := cfg.Data, cfg.Train
 	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1, savedStep: -1}
 	accum := max(1, tr.GradAccum)
@@ -698,7 +701,7 @@ func (t *trainer) saveAll() error {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
 	t.savedStep = t.step
-	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	if err := savedmodel.Save(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil
