@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gptg/gptg/config"
@@ -32,10 +33,10 @@ default runs/<config name>):
   metrics.jsonl           one JSON row per logged step; eval rows add test_loss
   checkpoint.safetensors  weights, AdamW moments and loop state, for --resume
 
-data.path = "builtin:NAME" trains on a corpus built into gptg
-(tinyshakespeare, toy), from any folder and offline. When data.path is a
-missing file and data.url is set, the corpus is downloaded and checked
-against data.sha256 first.
+data.path = "builtin:NAME" trains on a corpus built into gptg, from any
+folder and offline (built in: ` + strings.Join(builtin.Names(), ", ") + `).
+When data.path is a missing file and data.url is set, the corpus is
+downloaded and checked against data.sha256 first.
 
 Ctrl-C (or SIGTERM, or SIGHUP when the terminal closes) finishes the
 current step (or stops the evaluation under way), saves the checkpoint and
