@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -221,15 +222,47 @@ func settingsOf(cfg *config.Config) []string {
 		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
 			continue
 		}
+		// 0.00030000000000000003 (lr/10) is 3e-4 to a reader, as in ablate's table.
+		if _, value, _ := strings.Cut(d, "="); strings.ContainsAny(value, ".eE") {
+			if x, err := strconv.ParseFloat(value, 64); err == nil {
+				d = key + "=" + strconv.FormatFloat(x, 'g', 6, 64)
+			}
+		}
 		out = append(out, d)
 	}
 	return out
 }
 
 // fillDiffers sets each run's Differs to its settings that not all runs
-// share: what tells the runs apart. With one run it is the run's
+// of its group share: what tells it from its neighbours. A group is the
+// runs directly in a served folder, or those under one of its subfolders
+// (an ablation's or a sweep's). A run alone in its group shows its
 // departures from the defaults.
 func fillDiffers(runs []runInfo) {
+	groups := map[string][]int{}
+	for i, r := range runs {
+		g := r.ID
+		if parts := strings.SplitN(r.ID, "/", 3); len(parts) == 3 {
+			g = parts[0] + "/" + parts[1] // root/sub/... : the subfolder's group
+		} else {
+			g = parts[0] // root/run : the root's
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, idx := range groups {
+		group := make([]runInfo, len(idx))
+		for k, i := range idx {
+			group[k] = runs[i]
+		}
+		differsIn(group)
+		for k, i := range idx {
+			runs[i].Differs = group[k].Differs
+		}
+	}
+}
+
+// differsIn fills Differs within one group of runs.
+func differsIn(runs []runInfo) {
 	if len(runs) == 1 {
 		runs[0].Differs = append([]string{}, runs[0].settings...)
 		return

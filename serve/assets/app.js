@@ -19,6 +19,9 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+// mount replaces the page's content, leaving out null parts.
+function mount(...kids) { app.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined)); }
+
 async function getJSON(url) {
   const r = await fetch(url);
   const body = await r.json().catch(() => ({ error: r.statusText }));
@@ -156,7 +159,7 @@ async function runsPage() {
   const comps = el("ul", { id: "comparisons" });
   const problems = el("div", { class: "problem" });
   const heading = el("h1", {}, "Runs");
-  app.replaceChildren(heading, problems,
+  mount(heading, problems,
     el("div", { class: "panel wide" }, table),
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Selected runs, overlaid"),
       el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live")), overlayBox),
@@ -230,14 +233,14 @@ async function runPage(id) {
   crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
   let run;
   try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
-    app.replaceChildren(el("h1", {}, id), el("p", { class: "error" }, e.message));
+    mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
     return;
   }
   const info = el("div", { id: "run-info" });
   const chartBox = el("div", { id: "loss-chart", class: "chart" });
   const logBox = el("input", { type: "checkbox", id: "log-scale" });
   const summary = el("pre", { id: "summary" }, "…");
-  app.replaceChildren(
+  mount(
     el("h1", {}, id),
     info,
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Loss"), el("label", {}, logBox, " log scale"),
@@ -294,7 +297,16 @@ function playground(run) {
     out.append(gen);
     stats.textContent = "generating…";
     const body = { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
-    let n = 0;
+    let n = 0, pending = "", frame = 0;
+    // Tokens are shown once per frame: a small model draws thousands a
+    // second, more DOM updates than a page can take.
+    const flush = () => {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+      if (!pending) return;
+      gen.append(pending); pending = "";
+      out.scrollTop = out.scrollHeight; stats.textContent = n + " tokens";
+    };
     const t0 = performance.now();
     try {
       const r = await fetch("/api/generate", { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" }, signal: ctl.signal });
@@ -312,12 +324,16 @@ function playground(run) {
           const ev = /^event: (.*)$/m.exec(msg), data = /^data: (.*)$/m.exec(msg);
           if (!ev || !data) continue;
           const d = JSON.parse(data[1]);
-          if (ev[1] === "token") { gen.append(d); n++; out.scrollTop = out.scrollHeight; stats.textContent = n + " tokens"; }
-          else if (ev[1] === "done") stats.textContent = d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
+          if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
+          else if (ev[1] === "done") {
+            flush();
+            stats.textContent = d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
+          }
           else if (ev[1] === "error") throw new Error(d.error);
         }
       }
     } catch (e) {
+      flush();
       if (e.name === "AbortError") stats.textContent = "stopped after " + n + " tokens (" + ((performance.now() - t0) / 1000).toFixed(1) + " s)";
       else { stats.textContent = ""; out.append(el("div", { class: "error" }, e.message)); }
     } finally {
@@ -430,25 +446,43 @@ function explorer(run) {
 
 // ---- compare page -------------------------------------------------------
 
-const KEEP = ["name", "differs", "n", "params", "steps", "tokens_per_s", "train_loss_mean", "test_loss_mean", "test_loss_sd", "test_diff", "test_diff_lo", "test_diff_hi", "baseline", "failed", "not_finished"];
+// The compare table's columns: summary.csv's, with the mean ± sd and the
+// paired difference with its interval each in one cell, as summary.md has them.
+const COMPARE_COLUMNS = [
+  { label: "variant", cell: (g) => g("name") + (g("baseline") === "true" ? " (baseline)" : "") },
+  { label: "differs", cell: (g) => g("differs") },
+  { label: "seeds", num: true, cell: (g) => g("n") + (g("runs") ? "/" + g("runs") : "") },
+  { label: "params", num: true, cell: (g) => g("params") },
+  { label: "steps", num: true, cell: (g) => g("steps") },
+  { label: "tokens/s", num: true, cell: (g) => g("tokens_per_s") },
+  { label: "train loss", num: true, cell: (g) => g("train_loss_mean") },
+  { label: "test loss (mean ± sd)", num: true, cell: (g) => g("test_loss_mean") + (g("test_loss_sd") ? " ± " + g("test_loss_sd") : "") },
+  { label: "Δ test vs baseline (95 % CI)", num: true, cell: (g) => g("baseline") === "true" ? "baseline" : !g("test_diff") ? "" :
+      signed(g("test_diff")) + (g("test_diff_lo") ? " [" + signed(g("test_diff_lo")) + ", " + signed(g("test_diff_hi")) + "]" +
+      (+g("test_diff_lo") <= 0 && +g("test_diff_hi") >= 0 ? " includes 0" : "") : "") },
+  { label: "failed / not finished", cell: (g) => [g("failed"), g("not_finished")].filter((x) => x).join("; ") },
+];
+function signed(s) { const v = +s; return (v < 0 ? "−" : "+") + Math.abs(v).toFixed(4); }
 
 async function comparePage(id) {
   crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
   let c;
   try { c = await getJSON("/api/compare?id=" + encodeURIComponent(id)); } catch (e) {
-    app.replaceChildren(el("h1", {}, id), el("p", { class: "error" }, e.message));
+    mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
     return;
   }
-  const cols = c.header.map((h, i) => [h, i]).filter(([h]) => KEEP.includes(h));
   const idx = Object.fromEntries(c.header.map((h, i) => [h, i]));
   const table = el("table", { id: "compare-table" },
-    el("thead", {}, el("tr", {}, cols.map(([h]) => el("th", { class: /loss|diff|params|steps|tokens|^n$/.test(h) ? "num" : "" }, h.replaceAll("_", " "))))),
-    el("tbody", {}, c.rows.map((r) => el("tr", { class: r[idx.baseline] === "true" ? "baseline" : "" },
-      cols.map(([h, i]) => el("td", { class: /loss|diff|params|steps|tokens|^n$/.test(h) ? "num" : "" }, r[i]))))));
+    el("thead", {}, el("tr", {}, COMPARE_COLUMNS.map((col) => el("th", { class: col.num ? "num" : "" }, col.label)))),
+    el("tbody", {}, c.rows.map((r) => {
+      const g = (name) => (idx[name] === undefined ? "" : r[idx[name]] || "");
+      return el("tr", {}, COMPARE_COLUMNS.map((col, k) => el("td", { class: (col.num ? "num" : "") + (k === 1 ? " differs" : "") },
+        k === 1 ? g("differs").split(" ").filter((d) => d).map((d) => el("code", {}, d)) : col.cell(g))));
+    })));
   const chartBox = el("div", { id: "compare-chart", class: "chart" });
   const legend = el("div", { class: "legend" });
   const logBox = el("input", { type: "checkbox", id: "compare-log" });
-  app.replaceChildren(el("h1", {}, id + " ", el("span", { class: "muted" }, "(gptg " + c.kind + ")")),
+  mount(el("h1", {}, id + " ", el("span", { class: "muted" }, "(gptg " + c.kind + ")")),
     c.note ? el("p", { class: "muted" }, c.note) : null,
     el("div", { class: "panel wide" }, c.rows.length ? table : el("p", { class: "muted" }, "no table")),
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Mean training loss over seeds (line, band ±1 sd) and mean test loss (points)"), el("label", {}, logBox, " log scale")), legend, chartBox),
@@ -464,7 +498,7 @@ async function comparePage(id) {
       const lo = v.train.mean.map((m, i) => m - v.train.sd[i]), hi = v.train.mean.map((m, i) => m + v.train.sd[i]);
       tables.push([v.train.step, v.train.mean, hi, lo]);
       const base = series.length;
-      series.push({ label: v.name + " train", stroke: col, width: 1.5, spanGaps: true },
+      series.push({ label: v.name + " train", stroke: col, width: 1.5, spanGaps: true, points: { show: false } },
         { label: v.name + " +sd", stroke: "transparent", spanGaps: true, points: { show: false } },
         { label: v.name + " −sd", stroke: "transparent", spanGaps: true, points: { show: false } });
       bands.push({ series: [base + 1, base + 2], fill: col + "33" });
