@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph/fused"
 )
 
 // This file is the encoder–decoder Transformer of "Attention is all you
@@ -75,9 +76,9 @@ func (s TranslationSpec) Check() error {
 // and its source positions take no attention.
 const PAD = 0
 
-// maskValue is added to a score that must take no weight: exp(−1e9 − max)
+// MaskValue is added to a score that must take no weight: exp(−1e9 − max)
 // is exactly 0 in float32 and float64, and −Inf would give NaN.
-const maskValue = -1e9
+const MaskValue = -1e9
 
 // Translation is a built encoder–decoder graph for batches of Batch
 // sentence pairs, sources padded to SrcLen and targets to TgtLen.
@@ -107,7 +108,9 @@ type Translation struct {
 	Params         []*Param
 	Dropout        []*G.Node // masks filled by SetDropout; see Model.Dropout
 	dropoutP       float64
-	team           *team // runs the fused kernels; nil unfused
+	// Fused is the fused emitter of the decoder's rows, which a program
+	// running the graph asks for its team and memory; nil unfused.
+	Fused *fused.Emitter
 }
 
 // TranslationOptions say which graph of a model to emit.
@@ -117,7 +120,7 @@ type TranslationOptions struct {
 	Seed                  int64
 	Dropout               bool // emit the model's dropout (training graphs only)
 	// Memory lends the fused ops' buffers (see Options.Memory).
-	Memory *Memory
+	Memory *fused.Memory
 	Backend
 }
 
@@ -129,12 +132,12 @@ type translator struct {
 	ts TranslationSpec
 	// enc and dec emit the layers on the encoder's rows (B·S) and on the
 	// decoder's (B·T): fused ops are sized per graph. Unfused, both are e.
-	enc, dec emitter
+	enc, dec Emitter
 	// e composes what has no fused kernel yet from primitives, in either
 	// graph: the scaled embedding and attention under a key-padding mask.
 	e       *primitives
-	team    *team   // the fused ops' team; nil unfused
-	tgt     *G.Node // the target embedding, which a tied output layer reads too
+	fused   *fused.Emitter // the decoder's fused emitter; nil unfused
+	tgt     *G.Node        // the target embedding, which a tied output layer reads too
 	srcRows int
 }
 
@@ -169,17 +172,14 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	}
 	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: o.Batch * o.SrcLen}
 	if !o.Unfused {
-		mem := o.Memory
-		if mem == nil {
-			mem = NewMemory()
-		}
-		t.team = newTeam(threadsFor(o.Threads, o.Batch*max(o.SrcLen, o.TgtLen)*spec.Embedding))
-		dims := func(T int) opParams {
-			return opParams{Rows: o.Batch * T, Batch: o.Batch, Seq: T, Width: spec.Embedding,
+		// One team and one Memory for both sides: the larger sizes the team.
+		sizes := func(T int) fused.Sizes {
+			return fused.Sizes{Batch: o.Batch, Seq: T, Width: spec.Embedding,
 				Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
 		}
-		t.enc = &fused{dt: dt, team: t.team, mem: mem, dims: dims(o.SrcLen)}
-		t.dec = &fused{dt: dt, team: t.team, mem: mem, dims: dims(o.TgtLen)}
+		both := fused.New(dt, sizes(max(o.SrcLen, o.TgtLen)), o.Threads, o.Memory)
+		t.fused = both.Sized(sizes(o.TgtLen))
+		t.enc, t.dec = both.Sized(sizes(o.SrcLen)), t.fused
 	}
 	m = &Translation{Spec: spec, Batch: o.Batch, SrcLen: o.SrcLen, TgtLen: o.TgtLen, G: g}
 	B, S, T := o.Batch, o.SrcLen, o.TgtLen
@@ -208,15 +208,15 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	m.Logits = t.output(y)
 	if o.Loss {
 		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
-		if f, ok := t.dec.(*fused); ok {
-			m.Loss = f.smoothedCrossEntropy(m.Logits, m.Targets, spec.LabelSmoothing)
+		if t.fused != nil {
+			m.Loss = t.fused.SmoothedCrossEntropy(m.Logits, m.Targets, spec.LabelSmoothing, PAD)
 		} else {
 			m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
 			m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
 			m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
 		}
 	}
-	m.team = t.team
+	m.Fused = t.fused
 	m.Params = b.params
 	m.Dropout = b.masks
 	m.dropoutP = b.dropoutP
@@ -323,7 +323,7 @@ func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Nod
 	k := t.linear(name+".k", kv, C, C)
 	v := t.linear(name+".v", kv, C, C)
 	if keyMask == nil {
-		y, w = t.dec.attention(q, k, v, scale, true, nil)
+		y, w = t.dec.Attention(q, k, v, scale, true, nil)
 	} else {
 		y, w = t.e.maskedAttention(q, k, v, scale, keyMask, false)
 	}
@@ -331,7 +331,7 @@ func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Nod
 }
 
 // on is the emitter of x's rows: the encoder's or the decoder's.
-func (t *translator) on(x *G.Node) emitter {
+func (t *translator) on(x *G.Node) Emitter {
 	if x.Shape()[0] == t.srcRows {
 		return t.enc
 	}
@@ -342,13 +342,13 @@ func (t *translator) on(x *G.Node) emitter {
 func (t *translator) layerNorm(name string, x *G.Node) *G.Node {
 	w := t.param(name+".weight", ones, t.ts.Embedding)
 	bias := t.param(name+".bias", zeros, t.ts.Embedding)
-	return t.on(x).layerNorm(x, w, bias, 1e-5)
+	return t.on(x).LayerNorm(x, w, bias, 1e-5)
 }
 
 // dropout: see builder.dropout.
 func (t *translator) dropout(x *G.Node) *G.Node {
 	if mask := t.dropoutMask(x.Shape()); mask != nil {
-		return t.on(x).dropout(x, mask)
+		return t.on(x).Dropout(x, mask)
 	}
 	return x
 }
@@ -356,7 +356,7 @@ func (t *translator) dropout(x *G.Node) *G.Node {
 // feedForward: down(act(up(x))), ff_hidden wide.
 func (t *translator) feedForward(name string, x *G.Node) *G.Node {
 	C, H := t.ts.Embedding, t.ts.FFHidden
-	h := t.on(x).activation(t.linear(name+".up", x, C, H), t.ts.Activation)
+	h := t.on(x).Activation(t.linear(name+".up", x, C, H), t.ts.Activation)
 	return t.linear(name+".down", h, H, C)
 }
 
@@ -365,7 +365,7 @@ func (t *translator) feedForward(name string, x *G.Node) *G.Node {
 func (t *translator) linear(name string, x *G.Node, in, out int) *G.Node {
 	w := t.param(name+".weight", xavier(in, out), out, in)
 	bias := t.param(name+".bias", zeros, out)
-	return t.on(x).linear(x, w, bias)
+	return t.on(x).Linear(x, w, bias)
 }
 
 // xavier is U(±√(6/(in+out))), torch.nn.init.xavier_uniform_.
@@ -378,11 +378,11 @@ func xavier(in, out int) initializer {
 // layer or, tied, the target embedding read backwards.
 func (t *translator) output(y *G.Node) *G.Node {
 	if t.ts.TieEmbeddings {
-		return t.dec.linear(y, t.tgt, nil)
+		return t.dec.Linear(y, t.tgt, nil)
 	}
 	w := t.param("out.weight", xavier(t.ts.Embedding, t.ts.TgtVocab), t.ts.TgtVocab, t.ts.Embedding)
 	bias := t.param("out.bias", zeros, t.ts.TgtVocab)
-	return t.dec.linear(y, w, bias)
+	return t.dec.Linear(y, w, bias)
 }
 
 // loss is the label-smoothed cross-entropy averaged over non-PAD targets,

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -14,7 +17,7 @@ import (
 // mkgolden.py from PyTorch's nn.Transformer.
 type translationCase struct {
 	Name      string                   `json:"name"`
-	Model     TranslationSpec          `json:"model"`
+	Model     graph.TranslationSpec    `json:"model"`
 	Batch     int                      `json:"batch"`
 	Src       [][]int                  `json:"src"`
 	DecIn     [][]int                  `json:"dec_in"`
@@ -53,12 +56,12 @@ func loadTranslationCases(t *testing.T) []*translationCase {
 // ‖a−b‖/‖b‖ ≤ 1e-9 (zero_grads: ‖a‖ ≤ 1e-9·‖all gradients‖); float32 ≤
 // 1e-4 with gradient denominators floored at 1e-3·‖all gradients‖.
 func TestTranslationGolden(t *testing.T) {
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
+	for _, path := range graphtest.Paths {
+		t.Run(path.Name, func(t *testing.T) {
 			for _, c := range loadTranslationCases(t) {
 				t.Run(c.Name, func(t *testing.T) {
 					for _, dtype := range []string{"float64", "float32"} {
-						t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype, Backend{Unfused: path.unfused}) })
+						t.Run(dtype, func(t *testing.T) { checkTranslationGolden(t, c, dtype, graph.Backend{Unfused: path.Unfused}) })
 					}
 				})
 			}
@@ -66,18 +69,18 @@ func TestTranslationGolden(t *testing.T) {
 	}
 }
 
-func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be Backend) {
+func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be graph.Backend) {
 	tol := 1e-9
 	if dtype == "float32" {
 		tol = 1e-4
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := CompileTranslation(m, true)
+	p, err := tape.CompileTranslation(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 			t.Errorf("%s: relative error %.3g > %.0g", what, e, tol)
 		}
 	}
-	check("logits", Float64s(m.Logits.Value()), c.Logits.Data, 0)
+	check("logits", graph.Float64s(m.Logits.Value()), c.Logits.Data, 0)
 	check("loss", []float64{p.Loss()}, []float64{c.Loss}, 0)
 
 	var all []float64
@@ -119,7 +122,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 		zero[n] = true
 	}
 	for i, prm := range m.Params {
-		got := Float64s(p.Grads[i].Value())
+		got := graph.Float64s(p.Grads[i].Value())
 		want := c.Grads[prm.Name]
 		switch {
 		case zero[prm.Name] && dtype == "float64":
@@ -130,48 +133,6 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be B
 			check("grad "+prm.Name, got, want, 1e-3*gradNorm)
 		default:
 			check("grad "+prm.Name, got, want, 0)
-		}
-	}
-}
-
-// TestTranslationThreadsSameBits runs one golden case's fused graph, with
-// dropout, on 1, 2 and 3 threads with every job split however small, and
-// requires the same bits for the loss, the logits and every gradient.
-func TestTranslationThreadsSameBits(t *testing.T) {
-	savedWork, savedSize := minSplitWork, minParallelActivation
-	minSplitWork, minParallelActivation = 0, 0
-	defer func() { minSplitWork, minParallelActivation = savedWork, savedSize }()
-	c := loadTranslationCases(t)[0]
-	for _, dtype := range []string{"float32", "float64"} {
-		var first []float64
-		for _, threads := range []int{1, 2, 3} {
-			spec := c.Model
-			spec.Dtype, spec.Dropout = dtype, 0.2
-			m, err := BuildTranslation(spec, TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]),
-				Loss: true, Dropout: true, Seed: 7, Backend: Backend{Threads: threads}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := CompileTranslation(m, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.SetDropout(3, 1)
-			if err := p.Run(golden.Flat(c.Src), golden.Flat(c.DecIn), golden.Flat(c.DecTgt)); err != nil {
-				t.Fatal(err)
-			}
-			got := append([]float64{p.Loss()}, Float64s(m.Logits.Value())...)
-			for _, g := range p.Grads {
-				got = append(got, Float64s(g.Value())...)
-			}
-			p.Close()
-			if first == nil {
-				first = got
-				continue
-			}
-			if !slices.Equal(got, first) {
-				t.Errorf("%s: %d threads give other bits than 1", dtype, threads)
-			}
 		}
 	}
 }
