@@ -222,15 +222,21 @@ func settingsOf(cfg *config.Config) []string {
 		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
 			continue
 		}
-		// 0.00030000000000000003 (lr/10) is 3e-4 to a reader, as in ablate's table.
-		if _, value, _ := strings.Cut(d, "="); strings.ContainsAny(value, ".eE") {
-			if x, err := strconv.ParseFloat(value, 64); err == nil {
-				d = key + "=" + strconv.FormatFloat(x, 'g', 6, 64)
-			}
-		}
-		out = append(out, d)
+		out = append(out, readable(d))
 	}
 	return out
+}
+
+// readable shortens a setting's float: 0.00030000000000000003 (lr/10) is
+// 0.0003 to a reader, as in ablate's table.
+func readable(setting string) string {
+	key, value, _ := strings.Cut(setting, "=")
+	if strings.ContainsAny(value, ".eE") {
+		if x, err := strconv.ParseFloat(value, 64); err == nil {
+			return key + "=" + strconv.FormatFloat(x, 'g', 6, 64)
+		}
+	}
+	return setting
 }
 
 // fillDiffers sets each run's Differs to its settings that not all runs

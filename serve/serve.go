@@ -377,7 +377,9 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	p.Config = c.cfgText
 	if c.cfg != nil {
-		p.Differs = c.cfg.Diff(nil)
+		for _, d := range c.cfg.Diff(nil) {
+			p.Differs = append(p.Differs, readable(d))
+		}
 		sm := c.cfg.Sample
 		p.Sample.Prompt, p.Sample.Tokens, p.Sample.Temperature, p.Sample.TopK, p.Sample.TopP = sm.Prompt, sm.Tokens, sm.Temperature, sm.TopK, sm.TopP
 		p.Context, p.Blocks, p.Heads = c.cfg.Model.Context, c.cfg.Model.Blocks, c.cfg.Model.Heads

@@ -211,3 +211,12 @@ func parseAttentionText(t *testing.T, s string) [][]float64 {
 	}
 	return tables
 }
+
+// serveInputs are gptg serve's rows of docs/errors.md (TestBadInputs).
+func serveInputs() []badInput {
+	return []badInput{
+		{name: "serve a missing folder", args: []string{"serve", "nope"}, code: 2, msg: "nope: no such file or directory"},
+		{name: "serve a file", files: map[string]string{"f.txt": "x"}, args: []string{"serve", "f.txt"}, code: 2, msg: "f.txt is not a folder"},
+		{name: "serve --generations 0", args: []string{"serve", ".", "--generations", "0"}, code: 2, msg: "--generations 0 must be between 1 and 64"},
+	}
+}
