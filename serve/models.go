@@ -8,6 +8,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // modelCache keeps loaded models and their samplers for the requests that
@@ -19,7 +20,7 @@ import (
 // are dropped to make room.
 type modelCache struct {
 	budget  int64
-	open    func(string) (*graph.SavedModel, error)
+	open    func(string) (*savedmodel.Model, error)
 	backend graph.Backend
 
 	mu      sync.Mutex
@@ -32,7 +33,7 @@ type modelEntry struct {
 	id       string // path and version
 	path     string
 	ready    chan struct{} // closed once loaded (or failed)
-	model    *graph.SavedModel
+	model    *savedmodel.Model
 	err      error
 	weights  int64 // bytes of the tensors
 	perGraph int64 // bytes of one sampler's graphs
@@ -42,7 +43,7 @@ type modelEntry struct {
 	lastUse  int64 // c.clock at the last use
 }
 
-func newModelCache(budget int64, open func(string) (*graph.SavedModel, error), be graph.Backend) *modelCache {
+func newModelCache(budget int64, open func(string) (*savedmodel.Model, error), be graph.Backend) *modelCache {
 	return &modelCache{budget: budget, open: open, backend: be, entries: map[string]*modelEntry{}}
 }
 
@@ -109,7 +110,7 @@ func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(),
 
 // admitLocked accounts for a loaded model, refusing one larger than the
 // whole budget and making room for it.
-func (c *modelCache) admitLocked(e *modelEntry, m *graph.SavedModel) error {
+func (c *modelCache) admitLocked(e *modelEntry, m *savedmodel.Model) error {
 	for _, t := range m.Tensors {
 		e.weights += int64(4*len(t.F32) + 8*len(t.F64))
 	}

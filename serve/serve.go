@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
 
@@ -43,9 +44,9 @@ type Options struct {
 	// the least recently used are dropped to stay under it.
 	ModelMemory int64
 	Backend     graph.Backend // how the models compute (Threads 0 = 1)
-	// OpenModel loads a model file (default graph.LoadModel); gptg passes
+	// OpenModel loads a model file (default savedmodel.Load); gptg passes
 	// the loader its other commands use, with its size checks.
-	OpenModel func(path string) (*graph.SavedModel, error)
+	OpenModel func(path string) (*savedmodel.Model, error)
 	// Summary describes a model file as gptg inspect prints it (nil: the
 	// run page shows no summary).
 	Summary func(path string) (string, error)
@@ -113,7 +114,7 @@ func New(opts Options) (*Server, error) {
 		opts.Backend.Threads = 1
 	}
 	if opts.OpenModel == nil {
-		opts.OpenModel = graph.LoadModel
+		opts.OpenModel = savedmodel.Load
 	}
 	s := &Server{opts: opts, caches: map[string]*runCache{}, slots: make(chan struct{}, opts.Generations)}
 	for _, d := range opts.Dirs {

@@ -22,6 +22,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
 
@@ -397,7 +398,7 @@ func TestGenerate(t *testing.T) {
 		if last := evs[len(evs)-1]; last[0] != "done" || !strings.Contains(last[1], `"tokens":20`) {
 			t.Errorf("%s: last event %v, want done with 20 tokens", id, last)
 		}
-		m, _ := graph.LoadModel(filepath.Join(runs, id, train.ModelFile))
+		m, _ := savedmodel.Load(filepath.Join(runs, id, train.ModelFile))
 		smp, err := sample.New(m, graph.Backend{Threads: 1})
 		if err != nil {
 			t.Fatal(err)
@@ -452,11 +453,11 @@ func TestGenerateConcurrent(t *testing.T) {
 	copyRun(t, causalRun, filepath.Join(runs, "c"))
 	loads := 0
 	var mu sync.Mutex
-	s := newServer(t, Options{Dirs: []string{runs}, Generations: 2, OpenModel: func(p string) (*graph.SavedModel, error) {
+	s := newServer(t, Options{Dirs: []string{runs}, Generations: 2, OpenModel: func(p string) (*savedmodel.Model, error) {
 		mu.Lock()
 		loads++
 		mu.Unlock()
-		return graph.LoadModel(p)
+		return savedmodel.Load(p)
 	}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -520,7 +521,7 @@ func TestAttention(t *testing.T) {
 		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 			t.Fatal(err)
 		}
-		m, _ := graph.LoadModel(filepath.Join(runs, tc.id, train.ModelFile))
+		m, _ := savedmodel.Load(filepath.Join(runs, tc.id, train.ModelFile))
 		ids, _ := m.Vocab.Encode(tc.text)
 		if T := m.Spec.Context; len(ids) > T {
 			ids = ids[len(ids)-T:]
@@ -559,7 +560,7 @@ func TestModelMemory(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
 	copyRun(t, causalRun, filepath.Join(runs, "a"))
 	copyRun(t, causalRun, filepath.Join(runs, "b"))
-	m, _ := graph.LoadModel(causalModelFile)
+	m, _ := savedmodel.Load(causalModelFile)
 	one := int64(samplerMemory(m.Spec)) + int64(8*m.Spec.ParamCount())
 	s := newServer(t, Options{Dirs: []string{runs}, ModelMemory: one + one/2})
 	for _, id := range []string{"a", "b", "a"} {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/serve"
 )
 
@@ -92,7 +92,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	srv, err := serve.New(serve.Options{
 		Dirs: dirs, Generations: *generations, MaxTokens: *maxTokens, TimeLimit: *timeLimit,
 		ModelMemory: int64(*memory * config.GiB), Backend: backend(max(*threads, 0)),
-		OpenModel: func(path string) (*graph.SavedModel, error) {
+		OpenModel: func(path string) (*savedmodel.Model, error) {
 			return openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
 		},
 		Summary: func(path string) (string, error) {
