@@ -14,7 +14,7 @@ import (
 var dataCommand = command{
 	summary: "write a toy corpus, or check a translation corpus",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
-       gptg data pairs CONFIG [--set section.key=value ...]
+       gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
 
 Writes N sentences of a small grammar, one per line, for word-level models
 (tokenizer = "word", see configs/toy-words.toml):
@@ -30,10 +30,13 @@ The defaults' output is built into gptg as data.path = "builtin:toy"
 (data.format = "pairs", see docs/translation.md) as training will, and
 prints what the length filter left out, the train/test split, the
 vocabularies, the share of UNK words and how much of a padded batch is
-padding. A malformed line is reported as FILE:LINE.
+padding. A malformed line is reported as FILE:LINE. With --out DIR it also
+writes the split and the vocabularies there (train.tsv, test.tsv,
+src.vocab, tgt.vocab), for a reference trainer to read the same data.
 
 Flags:
-  --out FILE       where to write (required; folders are created)
+  --out FILE       toy: where to write (required; folders are created);
+                   pairs: a folder for the split and vocabularies
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
 `,
@@ -55,7 +58,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 		if len(pos) != 2 {
 			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
 		}
-		return runDataPairs(pos[1], sets, stdout)
+		return runDataPairs(pos[1], sets, *out, stdout)
 	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":

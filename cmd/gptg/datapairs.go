@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/pairs"
 )
 
@@ -13,7 +16,14 @@ import (
 // will and says what it holds: what the length filter left out, the split,
 // the vocabularies, how many words read as UNK and how much of a padded
 // batch is padding. A bad line is reported as FILE:LINE.
-func runDataPairs(cfgPath string, sets []string, stdout io.Writer) error {
+//
+// With out set, it also writes what it read into that folder, for a
+// reference trainer in another language to read the very same data:
+// train.tsv and test.tsv (line, source words, target words, source text,
+// target text, tab-separated; words are space-separated and read back with
+// the vocabularies, UNK where missing) and src.vocab and tgt.vocab (one
+// word per line, in id order: PAD, SOS, EOS, UNK first).
+func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) error {
 	cfg, err := config.Load(cfgPath, sets)
 	if err != nil {
 		return err
@@ -53,8 +63,42 @@ func runDataPairs(cfgPath string, sets []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%d training batches of %d padded to source×target positions %s: %.0f%% of the positions hold a word, SOS or EOS\n",
 		len(b.InOrder()), b.Batch(), strings.Join(shapes, ", "), 100*float64(words)/float64(max(1, positions)))
+	if out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
+		"src.vocab": []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
+		"tgt.vocab": []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+	}
+	for _, name := range []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"} {
+		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
+		}
+	}
+	fmt.Fprintf(stdout, "wrote train.tsv, test.tsv, src.vocab and tgt.vocab to %s\n", out)
 	return nil
 }
+
+// pairsTSV writes pairs as "line, source words, target words, source text,
+// target text" rows; a word the vocabulary lacks is written as it is, and
+// reads back as UNK.
+func pairsTSV(ps []pairs.Pair, c *pairs.Corpus) []byte {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%d\t%s\t%s\t%s\t%s\n", p.Line,
+			strings.Join(pairs.Tokenize(p.SrcText), " "), strings.Join(pairs.Tokenize(p.TgtText), " "),
+			oneSpace(p.SrcText), oneSpace(p.TgtText))
+	}
+	return []byte(b.String())
+}
+
+// oneSpace turns the tabs a sentence may hold into spaces, so that it
+// stays one column.
+func oneSpace(s string) string { return strings.NewReplacer("\t", " ", "\r", " ").Replace(s) }
 
 // unkRate is the percentage of UNK ids on one side of ps.
 func unkRate(ps []pairs.Pair, source bool) float64 {

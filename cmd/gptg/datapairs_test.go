@@ -1,9 +1,14 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/pairs"
 )
 
 // pairsConfig is a translation config over the pairs file p.tsv.
@@ -50,7 +55,8 @@ func TestDataPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ok(t, t.TempDir(), "data", "pairs", cfg)
+	dir := t.TempDir()
+	out := ok(t, dir, "data", "pairs", cfg, "--out", "en-es")
 	for _, want := range []string{
 		"builtin:bible-en-es: 13099 lines, 13064 pairs kept (1..24 source words, at most 32 target words; 0 shorter, 35 longer left out)",
 		"split 0.9 by a hash of the source sentence: 11791 training pairs, 1273 test pairs",
@@ -59,6 +65,39 @@ func TestDataPairs(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The files a reference trainer reads give back the reader's ids.
+	read := func(name string) []string {
+		b, err := os.ReadFile(filepath.Join(dir, "en-es", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	src, err := pairs.NewVocab(read("src.vocab"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt, err := pairs.NewVocab(read("tgt.vocab"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := pairs.Load("builtin:bible-en-es", pairs.Options{Split: 0.9, MinCount: 2, MinSource: 1, MaxSource: 24, MaxTarget: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ps := range map[string][]pairs.Pair{"train.tsv": c.Train, "test.tsv": c.Test} {
+		rows := read(name)
+		if len(rows) != len(ps) {
+			t.Fatalf("%s: %d rows, %d pairs", name, len(rows), len(ps))
+		}
+		for i, row := range rows {
+			f := strings.Split(row, "\t")
+			if len(f) != 5 || f[0] != strconv.Itoa(ps[i].Line) || f[4] != ps[i].TgtText ||
+				!slices.Equal(src.Encode(strings.Fields(f[1])), ps[i].Src) || !slices.Equal(tgt.Encode(strings.Fields(f[2])), ps[i].Tgt) {
+				t.Fatalf("%s row %d %q does not give pair %+v", name, i+1, row, ps[i])
+			}
 		}
 	}
 }
