@@ -68,7 +68,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
 		}
 	}
-	t := &trainer{cfg: cfg, opts: opts, dir: dir, runID: newRunID()}
+	t := &trainer{cfg: cfg, opts: opts, dir: dir, runID: newRunID(), origin: newOrigin(cfg.Data.Path, cfg.Path, dir)}
 	if err := t.writeConfig(); err != nil {
 		return nil, err
 	}

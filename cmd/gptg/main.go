@@ -47,6 +47,7 @@ func init() {
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
 		"sweep":     sweepCommand,
+		"serve":     serveCommand,
 		"data":      dataCommand,
 		"translate": translateCommand,
 		"import":    importCommand,
