@@ -540,6 +540,8 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			mf.Close()
+		} else if _, serr := f.root.fs.Stat(f.rel); errors.Is(serr, fs.ErrNotExist) {
+			return // the run folder was deleted: the page's next try gets a 404
 		}
 		if !sent { // the first event, even without rows: the page stops waiting
 			if ev.send("rows", `{"step":[],"loss":[],"test_loss":[],"lr":[],"tokens_per_s":[]}`) != nil {

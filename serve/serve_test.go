@@ -762,3 +762,29 @@ func TestSummary(t *testing.T) {
 		t.Errorf("a missing run: %d", w.Code)
 	}
 }
+
+// TestLiveEndsWhenDeleted: the stream of a run folder that is deleted ends.
+func TestLiveEndsWhenDeleted(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "c"))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/live?id=runs/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	os.RemoveAll(filepath.Join(runs, "c"))
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the stream ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a deleted run went on")
+	}
+}
