@@ -32,6 +32,7 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
 
@@ -423,8 +424,9 @@ func startedWithoutCheckpoint(dir string) bool {
 }
 
 // changed lists the settings where the run stored in dir differs from cfg
-// (the run folder and, when cfg takes it from the data, the vocabulary size
-// aside): a finished run of another config must not pass for this one.
+// (the run folder and, when cfg takes them from the data, the vocabulary
+// size and the corpus's digest and size aside): a finished run of another
+// config must not pass for this one.
 func changed(dir string, cfg *config.Config) []string {
 	stored, err := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 	if err != nil {
@@ -434,6 +436,14 @@ func changed(dir string, cfg *config.Config) []string {
 	want.Train.Out = stored.Train.Out
 	if want.Model.Vocab == 0 {
 		want.Model.Vocab = stored.Model.Vocab
+	}
+	// Likewise the corpus's digest and size, which a run records when its
+	// config leaves them out.
+	if want.Data.SHA256 == "" {
+		want.Data.SHA256 = stored.Data.SHA256
+	}
+	if want.Data.Size == 0 {
+		want.Data.Size = stored.Data.Size
 	}
 	var out []string
 	for _, d := range stored.Diff(&want) {
@@ -501,7 +511,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		}
 		return nil
 	}
-	model, err := graph.LoadModel(modelPath)
+	model, err := savedmodel.Load(modelPath)
 	if err != nil {
 		return err
 	}
@@ -574,7 +584,7 @@ func readMetrics(r *Result) error {
 
 // sampleText draws 80 tokens from the prompt with a fixed seed, so every
 // row's sample is comparable and the table is reproducible.
-func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (string, error) {
+func sampleText(m *savedmodel.Model, prompt, dir string, be graph.Backend) (string, error) {
 	if _, err := m.Vocab.Encode(prompt); err != nil || prompt == "" {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
 	"strings"
+
+	"github.com/gptg/gptg/corpus/builtin"
 )
 
 // Upper bounds that keep a typo (context = 320000) from turning into a
@@ -17,6 +20,7 @@ const (
 	maxFFMult    = 64
 	maxBatch     = 4096
 	maxVocab     = 1 << 20
+	maxBuckets   = 64
 )
 
 // Validate reports the first impossible or absurd value in c as an *Error
@@ -41,8 +45,23 @@ func (c *Config) validate(origin func(key string) string) error {
 			v.fail("data.url", "%q is not an http(s) URL (leave it empty to use data.path only)", d.URL)
 		}
 	}
+	if name, ok := builtin.Parse(d.Path); ok {
+		if _, ok := builtin.Lookup(name); !ok {
+			msg := fmt.Sprintf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
+			if g := suggestBuiltin(name); g != "" {
+				msg = fmt.Sprintf("%s; did you mean %q?", msg, builtin.Prefix+g)
+			}
+			v.fail("data.path", "%s", msg)
+		}
+		if d.URL != "" {
+			v.fail("data.url", "is for downloading a file, and data.path %q is built into gptg: leave url out, or set data.path to a file", d.Path)
+		}
+	}
 	if d.SHA256 != "" && !isHex(d.SHA256, 64) {
 		v.fail("data.sha256", "%q is not a SHA-256 (expected 64 hex characters, or empty)", d.SHA256)
+	}
+	if d.Size < 0 {
+		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
 	}
 	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word")
 	v.float("data.split", d.Split)
@@ -51,6 +70,15 @@ func (c *Config) validate(origin func(key string) string) error {
 	}
 	v.atLeast("data.stride", d.Stride, 0)
 	v.oneOf("data.sampling", d.Sampling, "windows", "random")
+	v.oneOf("data.format", d.Format, "text", "pairs")
+	if d.Format == "pairs" && d.Tokenizer != "word" {
+		v.fail("data.tokenizer", "%q cannot read a pairs corpus (pairs are read word by word, lower-cased, punctuation split off: use \"word\" or leave it out)", d.Tokenizer)
+	}
+	v.intIn("data.min_count", d.MinCount, 1, 1<<30)
+	v.intIn("data.min_source", d.MinSource, 1, maxContext-1)
+	v.intIn("data.max_source", d.MaxSource, max(1, d.MinSource), maxContext-1)
+	v.intIn("data.max_target", d.MaxTarget, 1, maxContext-1)
+	v.intIn("data.buckets", d.Buckets, 1, maxBuckets)
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
@@ -69,6 +97,37 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.float("model.dropout", m.Dropout)
 	if m.Dropout < 0 || m.Dropout >= 1 {
 		v.fail("model.dropout", "%s is out of range (allowed: 0 <= dropout < 1, 0 = off)", formatFloat(m.Dropout))
+	}
+	// "" in arch and positions is the decoder-only model's (a Model built
+	// in code or read from an older model file).
+	if m.Arch != "" {
+		v.oneOf("model.arch", m.Arch, ArchDecoderOnly, ArchEncoderDecoder)
+	}
+	v.intIn("model.encoder_blocks", m.EncoderBlocks, 0, maxBlocks)
+	v.intIn("model.decoder_blocks", m.DecoderBlocks, 0, maxBlocks)
+	v.intIn("model.ff_hidden", m.FFHidden, 0, maxFFMult*maxEmbedding)
+	if m.Positions != "" {
+		v.oneOf("model.positions", m.Positions, "learned", "sinusoidal")
+	}
+	v.float("model.label_smoothing", m.LabelSmoothing)
+	if m.LabelSmoothing < 0 || m.LabelSmoothing >= 1 {
+		v.fail("model.label_smoothing", "%s is out of range (allowed: 0 <= label_smoothing < 1, 0 = off; the paper's is 0.1)", formatFloat(m.LabelSmoothing))
+	}
+	if m.EncoderDecoder() {
+		if m.Norm != "pre" && m.Norm != "post" {
+			v.fail("model.norm", "%q is not allowed with arch = \"encoder-decoder\" (allowed: post, the paper's; pre)", m.Norm)
+		}
+	} else {
+		onlyEncDec := func(key string, set bool, instead string) {
+			if set {
+				v.fail(key, "only the encoder-decoder reads it (model.arch is %q)%s", cmp.Or(m.Arch, ArchDecoderOnly), instead)
+			}
+		}
+		onlyEncDec("model.encoder_blocks", m.EncoderBlocks != 0, ": use model.blocks")
+		onlyEncDec("model.decoder_blocks", m.DecoderBlocks != 0, ": use model.blocks")
+		onlyEncDec("model.ff_hidden", m.FFHidden != 0, ": use model.ff_mult")
+		onlyEncDec("model.positions", m.Positions != "" && m.Positions != "learned", "; the decoder-only model learns its positions")
+		onlyEncDec("model.label_smoothing", m.LabelSmoothing != 0, "")
 	}
 
 	t := c.Train
@@ -104,6 +163,10 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
 	v.oneOf("train.decay", t.Decay, "all", "matrices")
 	v.atLeast("train.threads", t.Threads, 0)
+	v.oneOf("train.schedule", t.Schedule, "cosine", "noam")
+	if t.Schedule == "noam" && t.Warmup < 1 {
+		v.fail("train.warmup", "%d is invalid with schedule = \"noam\" (must be >= 1: the rate is d^-0.5 · min(step^-0.5, step · warmup^-1.5); the paper's is 4000)", t.Warmup)
+	}
 	v.float("train.max_memory", t.MaxMemory)
 	if !(t.MaxMemory > 0) {
 		v.fail("train.max_memory", "%s is invalid (must be > 0, in GiB)", formatFloat(t.MaxMemory))
@@ -191,4 +254,18 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+// suggestBuiltin guesses the built-in corpus a wrong name meant: a close
+// spelling, or a name that contains it ("shakespeare").
+func suggestBuiltin(name string) string {
+	if g := Suggest(name, builtin.Names()); g != "" {
+		return g
+	}
+	for _, n := range builtin.Names() {
+		if len(name) >= 3 && strings.Contains(n, strings.ToLower(name)) {
+			return n
+		}
+	}
+	return ""
 }

@@ -2,15 +2,18 @@ package corpus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
 )
 
@@ -90,7 +93,8 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	}
 	defer f.Close()
 
-	// Pass 1: check the encoding, collect the vocabulary, count the tokens.
+	// Pass 1: check the encoding, collect the vocabulary, count the tokens,
+	// and take the text's digest, which a run records (Dataset.SHA256).
 	// Characters below U+10000 are noted in a table: a map lookup per
 	// character would make this pass several times slower.
 	var bmp [1 << 16]bool
@@ -98,8 +102,10 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	words := map[string]bool{}
 	n := 0
 	var err2 error
+	digest := sha256.New()
+	pass1 := io.TeeReader(f, digest)
 	if kind == Char {
-		err2 = eachChunk(ctx, f, func(chunk []byte) error {
+		err2 = eachChunk(ctx, pass1, func(chunk []byte) error {
 			for i := 0; i < len(chunk); {
 				if c := chunk[i]; c < utf8.RuneSelf { // most of any corpus: no decoding
 					bmp[c] = true
@@ -118,7 +124,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 			return nil
 		})
 	} else {
-		err2 = eachWord(ctx, f, func(w []byte) {
+		err2 = eachWord(ctx, pass1, func(w []byte) {
 			n++
 			if !words[string(w)] { // the lookup does not allocate
 				words[string(w)] = true
@@ -177,6 +183,8 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", path, size)
 	}
 	d := &Dataset{
+		SHA256:  hex.EncodeToString(digest.Sum(nil)),
+		Size:    size,
 		Vocab:   vocab,
 		tokens:  store,
 		Cut:     cutAt(n, split),
@@ -190,8 +198,23 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	return d, nil
 }
 
-// openText opens a corpus: a non-empty regular file within MaxDataSize.
-func openText(path string) (*os.File, int64, error) {
+// textFile is an open corpus: a file, or a corpus built into gptg.
+type textFile interface {
+	io.ReadSeeker
+	io.Closer
+}
+
+// openText opens a corpus: a built-in one ("builtin:NAME", see package
+// builtin), or a non-empty regular file within MaxDataSize.
+func openText(path string) (textFile, int64, error) {
+	if name, ok := builtin.Parse(path); ok {
+		c, ok := builtin.Lookup(name)
+		if !ok {
+			return nil, 0, unknownBuiltin(name)
+		}
+		f, err := builtin.Open(name)
+		return f, c.Size, err
+	}
 	f, size, err := inputfile.Open(path, MaxDataSize)
 	var ie *inputfile.Error
 	switch {
@@ -206,6 +229,17 @@ func openText(path string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("data file %s is empty", path)
 	}
 	return f, size, nil
+}
+
+// isBuiltin reports whether path names a built-in corpus ("builtin:NAME").
+func isBuiltin(path string) bool {
+	_, ok := builtin.Parse(path)
+	return ok
+}
+
+// unknownBuiltin names the built-in corpora there are.
+func unknownBuiltin(name string) error {
+	return fmt.Errorf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
 }
 
 func dataError(path string, err error) error {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -48,7 +50,7 @@ func goldenTrajectory(t *testing.T, cases []*golden.Case, unfused bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prog, err := graph.Compile(m, true)
+			prog, err := tape.Compile(m, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,6 +108,64 @@ func TestScheduleMatchesReference(t *testing.T) {
 	// Warmup longer than the run: never divides by zero, stays in warmup.
 	if got := (Schedule{LR: 1, MinLR: 0, Warmup: 10, Total: 5}).At(4); got != 0.5 {
 		t.Errorf("warmup past total: %v", got)
+	}
+}
+
+// TestNoamSchedule checks schedule = "noam" against the paper's eq. 3,
+// lrate = d^-0.5 · min(n^-0.5, n · warmup^-1.5) with n = step+1, evaluated
+// in 40-digit decimal arithmetic (Python's decimal module) for the
+// paper's d = 512, warmup = 4000 and for a seed-sized model.
+func TestNoamSchedule(t *testing.T) {
+	for _, c := range []struct {
+		d, warmup, n int
+		want         float64
+	}{
+		{512, 4000, 1, 1.7469281074217108e-07},
+		{512, 4000, 2000, 0.00034938562148434214},
+		{512, 4000, 4000, 0.00069877124296868428}, // the peak, d^-0.5 · warmup^-0.5
+		{512, 4000, 4001, 0.00069868391293735296},
+		{512, 4000, 100000, 0.00013975424859373687},
+		{64, 400, 1, 1.5625e-05},
+		{64, 400, 400, 0.0062500000000000003},
+		{64, 400, 10000, 0.00125},
+	} {
+		// LR, MinLR and Total must not enter it.
+		s := Schedule{Kind: "noam", LR: 3, MinLR: 2, Total: 7, Warmup: c.warmup, Dim: c.d}
+		if got := s.At(c.n - 1); math.Abs(got-c.want) > 1e-15*c.want {
+			t.Errorf("d=%d warmup=%d n=%d: At(%d) = %.17g, want %.17g", c.d, c.warmup, c.n, c.n-1, got, c.want)
+		}
+	}
+	// Rising to the peak at n = warmup, falling after.
+	s := Schedule{Kind: "noam", Warmup: 100, Dim: 64}
+	for step := 1; step < 1000; step++ {
+		rising := step+1 <= 100
+		if up := s.At(step) > s.At(step-1); up != rising {
+			t.Fatalf("step %d: At = %g after %g, want rising = %v", step, s.At(step), s.At(step-1), rising)
+		}
+	}
+}
+
+// TestNoamRun: train.schedule = "noam" reaches the optimiser — a run's
+// metrics log the paper's rate at every logged step.
+func TestNoamRun(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig(t, dir)
+	c.Train.Schedule = "noam"
+	c.Train.MaxSteps = 30
+	if _, err := Run(context.Background(), c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	logged := rows(t, dir)
+	if len(logged) < 3 {
+		t.Fatalf("%d metrics rows", len(logged))
+	}
+	for _, r := range logged {
+		step := int(r["step"].(float64))
+		n := float64(step) // a row's step counts the updates done; its last one is the paper's n = step
+		want := math.Pow(8, -0.5) * math.Min(math.Pow(n, -0.5), n*math.Pow(5, -1.5))
+		if got := r["lr"].(float64); math.Abs(got-want) > 1e-15 {
+			t.Errorf("step %d: lr %.17g, want %.17g", step, got, want)
+		}
 	}
 }
 

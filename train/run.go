@@ -31,6 +31,9 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -80,6 +83,9 @@ const (
 // folder's lock (internal/runlock) from the moment the folder exists until
 // it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	if cfg.Model.EncoderDecoder() {
+		return runTranslation(ctx, cfg, opts)
+	}
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
 		// Exit code 2, like any bad setting, naming where train.out came from.
@@ -106,11 +112,20 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	t, err := newTrainer(ctx, cfg, opts)
+	t, err := newTrainer(ctx, cfg, cfg.Data.Path, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
+	// The run's record of its corpus (corpus.go): its content, checked
+	// whenever the run is resumed or evaluated, and where it was.
+	if cfg.Data.SHA256 == "" {
+		cfg.Data.SHA256 = t.data.SHA256
+	}
+	if cfg.Data.Size == 0 {
+		cfg.Data.Size = t.data.Size
+	}
+	t.origin = newOrigin(cfg.Data.Path, cfg.Path, dir)
 	if lock == nil { // a new folder: made only now that the run can start
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating run folder: %w", err)
@@ -250,7 +265,8 @@ func (t *trainer) writeConfig() error {
 	if err != nil {
 		return err
 	}
-	text = append([]byte(runIDPrefix+t.runID+" (gptg train --resume checks that the checkpoint belongs to this run)\n"), text...)
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header()
+	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
 
@@ -308,11 +324,23 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
-	t, err := newTrainer(ctx, cfg, opts)
+	if cfg.Model.EncoderDecoder() {
+		return nil, fmt.Errorf("resuming %s: translation runs cannot be resumed yet (its model file holds the last evaluation's weights)", dir)
+	}
+	// The corpus, from wherever gptg runs, and only if it is the one the
+	// run was trained on.
+	origin := readOrigin(text)
+	data, err := findCorpus(dir, cfg.Data, origin)
+	if err != nil {
+		return nil, err // it names the run
+	}
+	origin.setFile(data, dir)
+	t, err := newTrainer(ctx, cfg, data, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
+	t.origin = origin
 	t.runID = readRunID(text)
 	if err := t.loadCheckpoint(); err != nil {
 		return nil, err
@@ -367,15 +395,16 @@ type trainer struct {
 	opts    Options
 	dir     string
 	data    *corpus.Dataset
-	prog    *graph.Program // training graph with gradients
-	tests   eval.Graphs    // the same model without gradients, for test loss
+	prog    *tape.Program // training graph with gradients
+	tests   eval.Graphs   // the same model without gradients, for test loss
 	opt     *AdamW
 	stepper *Stepper
 	metrics *metricsLog
 
-	runID      string // this run's identity (newRunID), "" for runs older than run ids
-	savedTotal int    // the length the checkpoint resumed from planned
-	savedStep  int    // step of the newest checkpoint in the folder, -1 if none
+	runID      string       // this run's identity (newRunID), "" for runs older than run ids
+	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
+	savedTotal int          // the length the checkpoint resumed from planned
+	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 
 	// pending is a metrics row whose evaluation has not finished yet: an
 	// interrupt during an evaluation saves it in the checkpoint, and the
@@ -397,7 +426,9 @@ type trainer struct {
 	epoch int   // epoch whose order is in order
 }
 
-func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer, error) {
+// newTrainer loads the corpus from dataPath (cfg's data.path, or where a
+// resumed run found it: FindCorpus) and builds the graphs.
+func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*trainer, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -407,11 +438,16 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
+	from := *cfg
+	from.Data.Path = dataPath
+	data, err := corpus.LoadForContext(ctx, from, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
+		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err
 	}
 	d, tr := cfg.Data, cfg.Train
@@ -453,19 +489,19 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	}
 	// Training and evaluation never run at once: one Memory serves both,
 	// so evaluation costs no memory beyond the training step's.
-	mem := graph.NewMemory()
+	mem := fused.NewMemory()
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, err
 	}
-	if t.prog, err = graph.Compile(m, true); err != nil {
+	if t.prog, err = tape.Compile(m, true); err != nil {
 		return nil, err
 	}
 	// The evaluation graphs: one at the training batch, which the test
 	// loss is defined over, and one at a multiple of it that covers
 	// several batches per run where that is faster (config's EvalBatch,
 	// eval.Graphs).
-	evalGraph := func(batch int) (*graph.Program, error) {
+	evalGraph := func(batch int) (*tape.Program, error) {
 		em, err := graph.Build(cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
 		if err != nil {
 			return nil, err
@@ -477,7 +513,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 				return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
 			}
 		}
-		return graph.Compile(em, false)
+		return tape.Compile(em, false)
 	}
 	if t.tests.Batch, err = evalGraph(tr.Batch); err != nil {
 		return nil, err
@@ -491,7 +527,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if tr.Decay == "matrices" {
 		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
 	}
-	sched := Schedule{LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total}
+	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
 	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
 	n := perStep * cfg.Model.Context
@@ -707,7 +743,7 @@ func (t *trainer) saveAll() error {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
 	t.savedStep = t.step
-	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	if err := savedmodel.Save(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil

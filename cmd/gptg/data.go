@@ -6,14 +6,25 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
 )
 
 var dataCommand = command{
-	summary: "write a toy corpus for word-level experiments",
+	summary: "list or export the built-in corpora, write a toy corpus, check a translation corpus",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
+       gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
+       gptg data list
+       gptg data export NAME --out FILE
+
+"gptg data list" prints the corpora built into gptg (data.path =
+"builtin:NAME"): name, size and SHA-256. "gptg data export NAME --out FILE"
+writes one out as a file, for tools that need a file (the PyTorch
+reference, an editor). docs/data.md says more.
 
 Writes N sentences of a small grammar, one per line, for word-level models
 (tokenizer = "word", see configs/toy-words.toml):
@@ -22,9 +33,20 @@ Writes N sentences of a small grammar, one per line, for word-level models
 
 e.g. "the big cat chases a red ball ." A model that has learnt it samples
 grammatical sentences, and its attention shows which words it looks at.
+The defaults' output is built into gptg as data.path = "builtin:toy"
+(configs/toy-words.toml uses it); this command writes other sizes and seeds.
+
+"gptg data pairs CONFIG" reads a translation config's pairs corpus
+(data.format = "pairs", see docs/translation.md) as training will, and
+prints what the length filter left out, the train/test split, the
+vocabularies, the share of UNK words and how much of a padded batch is
+padding. A malformed line is reported as FILE:LINE. With --out DIR it also
+writes the split and the vocabularies there (train.tsv, test.tsv,
+src.vocab, tgt.vocab), for a reference trainer to read the same data.
 
 Flags:
-  --out FILE       where to write (required; folders are created)
+  --out FILE       toy: where to write (required; folders are created);
+                   pairs: a folder for the split and vocabularies
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
 `,
@@ -34,15 +56,26 @@ Flags:
 func runData(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("out", "", "")
-	n := fs.Int("sentences", 5000, "")
-	seed := fs.Uint64("seed", 1, "")
+	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
+	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
+	var sets setFlags
+	fs.Var(&sets, "set", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
+	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
+		return runDataBuiltin(pos, *out, stdout)
+	}
+	if len(pos) >= 1 && pos[0] == "pairs" {
+		if len(pos) != 2 {
+			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
+		}
+		return runDataPairs(pos[1], sets, *out, stdout)
+	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
-		return usagef("data needs the kind of corpus: gptg data toy --out FILE")
+		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, or gptg data export NAME --out FILE")
 	case *out == "":
 		return usagef("data toy needs --out FILE")
 	case *n < 1 || *n > 10_000_000:
@@ -55,5 +88,39 @@ func runData(args []string, stdout, _ io.Writer) error {
 		return fmt.Errorf("writing %s: %w", *out, err)
 	}
 	fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, *out)
+	return nil
+}
+
+// runDataBuiltin lists the built-in corpora, or writes one out as a file.
+func runDataBuiltin(pos []string, out string, stdout io.Writer) error {
+	if pos[0] == "list" {
+		if len(pos) != 1 {
+			return usagef("data list takes no arguments")
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "data.path\tbytes\tsha256")
+		for _, c := range builtin.All() {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Path(), c.Size, c.SHA256)
+		}
+		return tw.Flush()
+	}
+	switch {
+	case len(pos) != 2:
+		return usagef("data export needs the name of one built-in corpus (gptg data list shows them)")
+	case out == "":
+		return usagef("data export needs --out FILE")
+	}
+	name := strings.TrimPrefix(pos[1], builtin.Prefix)
+	text, err := builtin.Bytes(name)
+	if err != nil {
+		return usagef("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(out, text); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes) to %s\n", builtin.Prefix+name, len(text), out)
 	return nil
 }
