@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // initFrom sets the new run's parameters to those of the model file at
@@ -14,7 +14,7 @@ import (
 // the config describes (dropout aside, which only training uses) over the
 // same vocabulary as the run's corpus; the optimiser starts afresh.
 func (t *trainer) initFrom(path string) error {
-	m, err := graph.LoadModel(path)
+	m, err := savedmodel.Load(path)
 	if err != nil {
 		return fmt.Errorf("--init: %w", err)
 	}

@@ -214,7 +214,7 @@ func (tr *translation) loop(ctx context.Context, dir string) (*Result, error) {
 			bar.step(done, r)
 			continue
 		}
-		row := metricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
+		row := MetricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
 			Loss: lossSum / float64(lossCount), GradNorm: r.GradNorm,
 			TokensPerSec: tokens / trainSecs, ElapsedSecs: trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
 		lastTrain, lossSum, lossCount = row.Loss, 0, 0
