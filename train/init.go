@@ -21,6 +21,9 @@ func (t *trainer) initFrom(path string) error {
 	want, got := config.Default(), config.Default()
 	want.Model, got.Model = t.cfg.Model, m.Spec
 	got.Model.Dropout, got.Model.Dtype = want.Model.Dropout, want.Model.Dtype // the run's own
+	if want.Model.Arch == "" { // a Config built in code: the file's defaults
+		want.Model.Arch, want.Model.Positions = got.Model.Arch, got.Model.Positions
+	}
 	if diff := got.Diff(want); len(diff) > 0 {
 		return &config.Error{File: t.cfg.Path, Key: "--init", Msg: fmt.Sprintf(
 			"%s holds another model than this config describes: it has %s; set the config's [model] to the file's (gptg inspect %s)",
