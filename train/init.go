@@ -21,7 +21,7 @@ func (t *trainer) initFrom(path string) error {
 	want, got := config.Default(), config.Default()
 	want.Model, got.Model = t.cfg.Model, m.Spec
 	got.Model.Dropout, got.Model.Dtype = want.Model.Dropout, want.Model.Dtype // the run's own
-	if want.Model.Arch == "" { // a Config built in code: the file's defaults
+	if want.Model.Arch == "" {                                                // a Config built in code: the file's defaults
 		want.Model.Arch, want.Model.Positions = got.Model.Arch, got.Model.Positions
 	}
 	if diff := got.Diff(want); len(diff) > 0 {
