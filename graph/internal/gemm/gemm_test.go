@@ -520,13 +520,15 @@ func bitsOf(m, n, k int) string {
 // one this machine has) give the fused column, and the Go twin gives the
 // fused column where the compiler fuses its multiply-adds (arm64: the Go
 // twin is bit-identical to the assembly there) and the separate column
-// where it does not (amd64). A rewrite of the Go twin that changes the
-// order of any sum fails here on every architecture.
+// where it does not (amd64), with either of its register blocks. A
+// rewrite of the Go twin that changes the order of any sum fails here on
+// every architecture.
 func TestTwinBits(t *testing.T) {
 	f32, f64 := twinFuses()
 	if f32 != f64 {
 		t.Fatalf("the Go twin fuses float32 %v, float64 %v: want both or neither", f32, f64)
 	}
+	defer func(w bool) { goBlockWide = w }(goBlockWide)
 	for _, s := range bitsShapes {
 		for _, p := range paths() {
 			for _, twin := range []bool{false, true} {
@@ -535,10 +537,18 @@ func TestTwinBits(t *testing.T) {
 				if !goTwin || f32 {
 					want, kind = s.fused, "fused"
 				}
-				var got string
-				withPath(p, twin, func() { got = bitsOf(s.m, s.n, s.k) })
-				if got != want {
-					t.Errorf("%dx%dx%d on %v (Go twin %v): bits %s, want the %s column's %s", s.m, s.n, s.k, p, goTwin, got, kind, want)
+				// The Go twin with either register block (the other
+				// architecture's too): the same sums.
+				for _, wide := range []bool{false, true} {
+					goBlockWide = wide
+					var got string
+					withPath(p, twin, func() { got = bitsOf(s.m, s.n, s.k) })
+					if got != want {
+						t.Errorf("%dx%dx%d on %v (Go twin %v, 4×4 blocks %v): bits %s, want the %s column's %s", s.m, s.n, s.k, p, goTwin, wide, got, kind, want)
+					}
+					if !goTwin {
+						break
+					}
 				}
 			}
 		}
