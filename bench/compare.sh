@@ -39,12 +39,12 @@ pairs=${1:-3}
 tokens=${2:-256}
 python=${PYTHON:-/usr/bin/python3}
 ref=${GPTREF:-../shared/reference/gptref.py}
-data=data/tinyshakespeare.txt # the seed config's data.path, relative to the repository root
+data=corpus/builtin/tinyshakespeare.txt # the corpus built into gptg, as a file for the reference
 shapes=${SHAPES:-seed cpu 10.8M}
 threads_list=${THREADS:-1 $(nproc)}
 
 [ -f "$ref" ] || { echo "compare.sh: reference $ref not found (set GPTREF)" >&2; exit 1; }
-[ -f "$data" ] || { echo "compare.sh: $data not found (gptg train downloads it: run it once)" >&2; exit 1; }
+[ -f "$data" ] || { echo "compare.sh: $data not found: run from the repository root" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

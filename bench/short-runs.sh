@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Test loss of short trainings, gptg beside the PyTorch reference, several seeds.
 #   bench/short-runs.sh [EPOCHS] [SEEDS...]      e.g. bench/short-runs.sh 0.1 1 2 3
-# Needs ../shared (reference and corpus) and python3-torch (see README).
+# Needs ../shared (the reference) and python3-torch (see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 epochs=${1:-0.1}; shift || true
 seeds=${*:-1 2 3}
 shared=$(cd .. && pwd)/shared
-data=$shared/data/tinyshakespeare.txt
+data=$PWD/corpus/builtin/tinyshakespeare.txt # the corpus built into gptg, as a file for the reference
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/gptg" ./cmd/gptg
 printf '%-6s %-6s %-12s %-12s\n' epochs seed gptg reference

@@ -107,6 +107,10 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"data.url: \"ftp://example.com/x.txt\" is not an http(s) URL"}},
 		{name: "url without host", files: map[string]string{"x.toml": "[data]\nurl = \"https://\"\n"},
 			want: []string{"data.url:", "is not an http(s) URL"}},
+		{name: "unknown built-in corpus", files: map[string]string{"x.toml": "[data]\npath = \"builtin:tinyshakespear\"\n"},
+			want: []string{`x.toml: data.path: there is no built-in corpus "tinyshakespear" (built in: tinyshakespeare, toy); did you mean "builtin:tinyshakespeare"?`}},
+		{name: "url for a built-in corpus", files: map[string]string{"x.toml": "[data]\nurl = \"https://example.com/x.txt\"\n"},
+			want: []string{`x.toml: data.url: is for downloading a file, and data.path "builtin:tinyshakespeare" is built into gptg: leave url out, or set data.path to a file`}},
 		{name: "sha256 short", files: map[string]string{"x.toml": "[data]\nsha256 = \"abc\"\n"},
 			want: []string{"data.sha256: \"abc\" is not a SHA-256 (expected 64 hex characters"}},
 		{name: "sha256 not hex", files: map[string]string{"x.toml": "[data]\nsha256 = \"" + strings.Repeat("g", 64) + "\"\n"},
@@ -332,7 +336,7 @@ func TestDefaults(t *testing.T) {
 	// Spelled out rather than taken from Default(), so a changed default
 	// shows up here as a test failure.
 	want := &Config{
-		Data:  Data{Path: "data/tinyshakespeare.txt", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows"},
+		Data:  Data{Path: "builtin:tinyshakespeare", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows"},
 		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
@@ -484,8 +488,7 @@ func TestShakespeare(t *testing.T) {
 		Path: "../configs/shakespeare.toml",
 		Name: "shakespeare",
 		Data: Data{
-			Path:      "data/tinyshakespeare.txt",
-			URL:       "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+			Path:      "builtin:tinyshakespeare",
 			SHA256:    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
 			Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
 		},

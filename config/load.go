@@ -57,7 +57,8 @@ func (e *Error) Unwrap() error { return e.Err }
 func Default() *Config {
 	return &Config{
 		Data: Data{
-			Path:      "data/tinyshakespeare.txt",
+			Path: "builtin:tinyshakespeare", // corpus/builtin
+
 			Tokenizer: "char",
 			Split:     0.9,
 			Sampling:  "windows",

@@ -17,8 +17,9 @@ type Config struct {
 
 // Data says where the corpus is and how it is cut into windows.
 type Data struct {
-	// Path is the text file. A relative path is relative to the current
-	// working directory, not to the config file.
+	// Path is the text file, or "builtin:NAME" for a corpus built into
+	// gptg (package corpus/builtin). A relative path is relative to the
+	// current working directory, not to the config file.
 	Path      string  `toml:"path" json:"path"`
 	URL       string  `toml:"url" json:"url,omitempty"`       // where to download Path from if missing; http(s)
 	SHA256    string  `toml:"sha256" json:"sha256,omitempty"` // expected hex digest of Path; lower case after Load

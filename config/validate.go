@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/url"
 	"strings"
+
+	"github.com/gptg/gptg/corpus/builtin"
 )
 
 // Upper bounds that keep a typo (context = 320000) from turning into a
@@ -39,6 +41,18 @@ func (c *Config) validate(origin func(key string) string) error {
 		u, err := url.Parse(d.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.fail("data.url", "%q is not an http(s) URL (leave it empty to use data.path only)", d.URL)
+		}
+	}
+	if name, ok := builtin.Parse(d.Path); ok {
+		if _, ok := builtin.Lookup(name); !ok {
+			msg := fmt.Sprintf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
+			if g := suggestBuiltin(name); g != "" {
+				msg = fmt.Sprintf("%s; did you mean %q?", msg, builtin.Prefix+g)
+			}
+			v.fail("data.path", "%s", msg)
+		}
+		if d.URL != "" {
+			v.fail("data.url", "is for downloading a file, and data.path %q is built into gptg: leave url out, or set data.path to a file", d.Path)
 		}
 	}
 	if d.SHA256 != "" && !isHex(d.SHA256, 64) {
@@ -191,4 +205,18 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+// suggestBuiltin guesses the built-in corpus a wrong name meant: a close
+// spelling, or a name that contains it ("shakespeare").
+func suggestBuiltin(name string) string {
+	if g := Suggest(name, builtin.Names()); g != "" {
+		return g
+	}
+	for _, n := range builtin.Names() {
+		if len(name) >= 3 && strings.Contains(n, strings.ToLower(name)) {
+			return n
+		}
+	}
+	return ""
 }

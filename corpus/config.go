@@ -24,7 +24,7 @@ func LoadFor(cfg *config.Config, log io.Writer, client *http.Client) (*Dataset, 
 // when ctx is done (a signal while a large corpus loads).
 func LoadForContext(ctx context.Context, cfg *config.Config, log io.Writer, client *http.Client) (*Dataset, error) {
 	d := cfg.Data
-	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" {
+	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" && !isBuiltin(d.Path) {
 		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
 	}
 	if err := Ensure(d.Path, d.URL, d.SHA256, client); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
 )
 
@@ -22,6 +23,9 @@ import (
 const downloadTimeout = 5 * time.Minute
 
 // Ensure makes sure the data file is in place before training starts.
+//
+// A built-in corpus ("builtin:NAME") is always in place; it is checked
+// against sum (when set) like a file.
 //
 // When path exists and sum (a hex SHA-256) is set, the file must match it.
 // When path is missing it is downloaded from rawURL (a nil client means one
@@ -35,6 +39,16 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 		if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
 			return fmt.Errorf("[data] sha256 %q is not 64 hex digits", sum)
 		}
+	}
+	if name, ok := builtin.Parse(path); ok {
+		c, ok := builtin.Lookup(name)
+		switch {
+		case !ok:
+			return unknownBuiltin(name)
+		case sum != "" && c.SHA256 != sum:
+			return fmt.Errorf("the built-in corpus %s has sha256 %s, but [data] sha256 expects %s", path, c.SHA256, sum)
+		}
+		return nil // nothing to download, nothing to read to check it
 	}
 	info, err := os.Stat(path)
 	switch {

@@ -1,27 +1,16 @@
 package corpus
 
 import (
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/corpus/builtin"
 )
 
-// sharedData finds the directory with tinyshakespeare.txt: $GPTG_DATA, or
-// the shared folder beside the project when run from a checkout.
-func sharedData(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("GPTG_DATA"); dir != "" {
-		return dir
-	}
-	dir := filepath.Join("..", "..", "shared", "data")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("GPTG_DATA not set and ../shared/data missing: skipping the tiny-shakespeare checks")
-	}
-	return dir
-}
-
+// The seed's windows of the whole tiny-shakespeare corpus, as built into
+// gptg (corpus/builtin).
 func TestTinyShakespeare(t *testing.T) {
-	path := filepath.Join(sharedData(t), "tinyshakespeare.txt")
+	const path = "builtin:tinyshakespeare"
 	d, err := Load(path, Char, 32, 16, 0.9)
 	if err != nil {
 		t.Fatal(err)
@@ -57,4 +46,29 @@ func TestTinyShakespeare(t *testing.T) {
 	if err := Ensure(path, "", "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed", nil); err != nil {
 		t.Error(err)
 	}
+}
+
+// A built-in corpus loads as the same bytes in a file would, and a wrong
+// checksum or an unknown name is one clear error.
+func TestBuiltinLikeAFile(t *testing.T) {
+	text, err := builtin.Bytes("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Load(writeText(t, string(text)), Word, 16, 0, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := Load("builtin:toy", Word, 16, 0, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fromFile.Tokens(), built.Tokens(); len(a) != len(b) || fromFile.Vocab.Size() != built.Vocab.Size() || built.Vocab.Size() != 31 {
+		t.Fatalf("file: %d tokens, %d words; built in: %d tokens, %d words", len(a), fromFile.Vocab.Size(), len(b), built.Vocab.Size())
+	}
+	wrong := strings.Repeat("0", 64)
+	wantError(t, Ensure("builtin:toy", "", wrong, nil), "the built-in corpus builtin:toy has sha256 4edd5305", "but [data] sha256 expects "+wrong)
+	_, err = Load("builtin:nosuch", Char, 8, 0, 0.9)
+	wantError(t, err, `there is no built-in corpus "nosuch" (built in: tinyshakespeare, toy)`)
+	wantError(t, Ensure("builtin:nosuch", "https://example.com/x", "", nil), `there is no built-in corpus "nosuch"`)
 }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"sort"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
 )
 
@@ -190,8 +191,23 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	return d, nil
 }
 
-// openText opens a corpus: a non-empty regular file within MaxDataSize.
-func openText(path string) (*os.File, int64, error) {
+// textFile is an open corpus: a file, or a corpus built into gptg.
+type textFile interface {
+	io.ReadSeeker
+	io.Closer
+}
+
+// openText opens a corpus: a built-in one ("builtin:NAME", see package
+// builtin), or a non-empty regular file within MaxDataSize.
+func openText(path string) (textFile, int64, error) {
+	if name, ok := builtin.Parse(path); ok {
+		c, ok := builtin.Lookup(name)
+		if !ok {
+			return nil, 0, unknownBuiltin(name)
+		}
+		f, err := builtin.Open(name)
+		return f, c.Size, err
+	}
 	f, size, err := inputfile.Open(path, MaxDataSize)
 	var ie *inputfile.Error
 	switch {
@@ -206,6 +222,17 @@ func openText(path string) (*os.File, int64, error) {
 		return nil, 0, fmt.Errorf("data file %s is empty", path)
 	}
 	return f, size, nil
+}
+
+// isBuiltin reports whether path names a built-in corpus ("builtin:NAME").
+func isBuiltin(path string) bool {
+	_, ok := builtin.Parse(path)
+	return ok
+}
+
+// unknownBuiltin names the built-in corpora there are.
+func unknownBuiltin(name string) error {
+	return fmt.Errorf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
 }
 
 func dataError(path string, err error) error {

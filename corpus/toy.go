@@ -17,6 +17,13 @@ var (
 	toyObjects     = []string{"ball", "mouse", "book", "tree", "apple", "hat"}
 )
 
+// The defaults of `gptg data toy`, which made the built-in corpus
+// "builtin:toy" (corpus/builtin/toy.txt).
+const (
+	ToyDefaultSentences = 5000
+	ToyDefaultSeed      = 1
+)
+
 // ToySentences returns n sentences of the toy grammar, one per line, drawn
 // from seed: the same seed gives the same text.
 func ToySentences(n int, seed uint64) string {

@@ -3,7 +3,21 @@ package corpus
 import (
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/corpus/builtin"
 )
+
+// The built-in toy corpus is what `gptg data toy` writes by default, so
+// that the generator and the committed file cannot drift apart.
+func TestBuiltinToyIsTheDefaultToyCorpus(t *testing.T) {
+	text, err := builtin.Bytes("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(text) != ToySentences(ToyDefaultSentences, ToyDefaultSeed) {
+		t.Error("corpus/builtin/toy.txt is not ToySentences(ToyDefaultSentences, ToyDefaultSeed): remake it with gptg data toy --out corpus/builtin/toy.txt")
+	}
+}
 
 func TestToySentences(t *testing.T) {
 	text := ToySentences(300, 9)

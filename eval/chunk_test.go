@@ -10,6 +10,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
 )
 
@@ -23,7 +24,7 @@ func trainDtype(t *testing.T, dtype string, embedding, context int) *graph.Saved
 }
 
 // forward compiles m's forward-only graph with the loss for batch windows.
-func forward(t *testing.T, m *graph.SavedModel, batch int, be graph.Backend) *graph.Program {
+func forward(t *testing.T, m *graph.SavedModel, batch int, be graph.Backend) *tape.Program {
 	t.Helper()
 	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Backend: be})
 	if err != nil {
@@ -32,7 +33,7 @@ func forward(t *testing.T, m *graph.SavedModel, batch int, be graph.Backend) *gr
 	if err := m.Apply(g.Params); err != nil {
 		t.Fatal(err)
 	}
-	p, err := graph.Compile(g, false)
+	p, err := tape.Compile(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}

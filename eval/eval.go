@@ -11,6 +11,8 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // TestLoss evaluates a compiled model (built with the loss) on data's test
@@ -18,14 +20,14 @@ import (
 // order, of each batch's mean cross-entropy. It returns the loss and the
 // number of batches. It runs every batch through p; Graphs.TestLoss gives
 // the same loss with fewer, larger runs.
-func TestLoss(p *graph.Program, data *corpus.Dataset) (float64, int, error) {
+func TestLoss(p *tape.Program, data *corpus.Dataset) (float64, int, error) {
 	return TestLossContext(context.Background(), p, data)
 }
 
 // TestLossContext is TestLoss that stops between batches, returning ctx's
 // error, when ctx is done: an evaluation over a large test split takes
 // long enough that Ctrl-C must not wait for it.
-func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset) (float64, int, error) {
+func TestLossContext(ctx context.Context, p *tape.Program, data *corpus.Dataset) (float64, int, error) {
 	return Graphs{Batch: p}.TestLoss(ctx, data, nil)
 }
 
@@ -43,8 +45,8 @@ func TestLossContext(ctx context.Context, p *graph.Program, data *corpus.Dataset
 // smaller chunk graph would cost a build for at most k−1 batches. Without
 // a Chunk every batch runs through Batch, exactly as TestLoss.
 type Graphs struct {
-	Batch *graph.Program // B windows per run: the test loss's batch
-	Chunk *graph.Program // k·B windows per run (config.Model.EvalBatch); nil: none
+	Batch *tape.Program // B windows per run: the test loss's batch
+	Chunk *tape.Program // k·B windows per run (config.Model.EvalBatch); nil: none
 }
 
 // TestLoss is the seed's test loss over data's test split (see the
@@ -161,7 +163,7 @@ func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be grap
 // at that batch (Graphs); the two never run at once and share their
 // intermediate buffers.
 func ModelTestLossProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
-	mem := graph.NewMemory()
+	mem := fused.NewMemory()
 	var g Graphs
 	defer func() { g.Close() }() // what was built by the time it returns
 	var err error
@@ -178,7 +180,7 @@ func ModelTestLossProgress(m *graph.SavedModel, data *corpus.Dataset, batch int,
 
 // Close releases the programs.
 func (g Graphs) Close() {
-	for _, p := range []*graph.Program{g.Batch, g.Chunk} {
+	for _, p := range []*tape.Program{g.Batch, g.Chunk} {
 		if p != nil {
 			p.Close()
 		}
@@ -187,7 +189,7 @@ func (g Graphs) Close() {
 
 // compileForward builds spec's forward-only graph for batch windows, with
 // the loss or without it, sets m's weights in it and compiles it.
-func compileForward(m *graph.SavedModel, spec config.Model, batch int, loss bool, mem *graph.Memory, be graph.Backend) (*graph.Program, error) {
+func compileForward(m *graph.SavedModel, spec config.Model, batch int, loss bool, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
 	g, err := graph.Build(spec, graph.Options{Batch: batch, Loss: loss, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
@@ -195,7 +197,7 @@ func compileForward(m *graph.SavedModel, spec config.Model, batch int, loss bool
 	if err := m.Apply(g.Params); err != nil {
 		return nil, err
 	}
-	return graph.Compile(g, false)
+	return tape.Compile(g, false)
 }
 
 // Progress is told after each test batch how many of total are done; an
@@ -275,7 +277,7 @@ func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be
 // i+1 tokens.
 func perPrefix(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
-	progs := make([]*graph.Program, T+1) // progs[L] sees L positions; built on first use
+	progs := make([]*tape.Program, T+1) // progs[L] sees L positions; built on first use
 	defer func() {
 		for _, p := range progs {
 			if p != nil {
@@ -283,7 +285,7 @@ func perPrefix(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Ba
 			}
 		}
 	}()
-	program := func(L int) (*graph.Program, error) {
+	program := func(L int) (*tape.Program, error) {
 		if progs[L] != nil {
 			return progs[L], nil
 		}
@@ -294,7 +296,7 @@ func perPrefix(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Ba
 		if err := m.Apply(g.Params); err != nil {
 			return nil, err
 		}
-		progs[L], err = graph.Compile(g, false)
+		progs[L], err = tape.Compile(g, false)
 		return progs[L], err
 	}
 	sum, done, total := 0.0, 0, data.TestBatches(B)

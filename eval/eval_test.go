@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
 	"github.com/gptg/gptg/sample"
 )
@@ -109,7 +110,7 @@ func TestTestLossByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := graph.Compile(g, false)
+	p, err := tape.Compile(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph/fused"
 )
 
 // Param is one trainable tensor, named as in the reference's state_dict.
@@ -53,7 +54,8 @@ type builder struct {
 	dt     tensor.Dtype
 	rng    *rand.Rand
 	params []*Param
-	op     emitter
+	op     Emitter
+	fused  *fused.Emitter // op when it is the fused emitter, else nil
 
 	tok      *G.Node   // the token embedding, which a tied output layer reads too
 	dropoutP float64   // 0 unless this graph has dropout
@@ -76,14 +78,9 @@ func newBuilder(spec config.Model, o Options) *builder {
 		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
 			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
 	} else {
-		mem := o.Memory
-		if mem == nil {
-			mem = NewMemory()
-		}
-		b.op = &fused{dt: dt, team: newTeam(threadsFor(o.Threads, o.Batch*o.SeqLen*spec.Embedding)), mem: mem, dims: opParams{
-			Rows: o.Batch * o.SeqLen, Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
-			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context,
-		}}
+		b.fused = fused.New(dt, fused.Sizes{Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
+			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context}, o.Threads, o.Memory)
+		b.op = b.fused
 	}
 	return b
 }

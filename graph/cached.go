@@ -1,93 +1,95 @@
 package graph
 
 import (
+	"errors"
+	"fmt"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/gptg/gptg/graph/internal/gemm"
+	"github.com/gptg/gptg/config"
 )
 
-// The fused layers of the incremental graph (incremental.go): one position
-// per run, forward only, so no backward kernels.
-
-// embeddingAt: the row tok[token] + pos[position], one node.
-func (f *fused) embeddingAt(token, position, tok, pos *G.Node) *G.Node {
-	op := f.newOp("EmbeddingAt", f.dims, kernelOf(embeddingAtForward[float32], embeddingAtForward[float64]),
-		[]argKind{2, 2, intVector, intVector}, tensor.Shape{1, f.dims.Width})
-	return G.Must(G.ApplyOp(op, tok, pos, token, position))
+// CachedModel is the sampling graph with a key/value cache: one run takes
+// ONE new token at position p, plus the keys and values every block
+// computed for positions 0..p−1 in earlier runs, and gives the logits of
+// position p and its own keys and values. It is the window graph of
+// model.go cut to one row: in a causal model position p attends only to
+// positions ≤ p, and nothing of position j < p depends on later tokens,
+// so the cached rows are exactly what the window graph would recompute.
+// Without the mask every position reads later ones and no cache is
+// valid: BuildCached refuses an unmasked model.
+//
+// The graph is static, sized to the context: the caches are (context, C)
+// inputs of which the first p rows are valid, and the number p is an
+// input too (see Emitter.CachedAttention). Forward only: no gradients.
+type CachedModel struct {
+	Spec config.Model
+	G    *G.ExprGraph
+	// Token and Position are one-element tensor.Int vectors: the new
+	// token and its position p (the number of cached positions).
+	Token, Position *G.Node
+	// Mask is the additive row (1, context+1) over [cached rows…, new
+	// position]: 0 where attention may look, −1e9 where it may not.
+	Mask   *G.Node
+	Blocks []BlockCache
+	Logits *G.Node // (1, V)
+	Params []*Param
 }
 
-// embeddingAtForward: x = tok[token] + pos[position]. in: tok (V, C), pos
-// (context, C); ints: token, position.
-func embeddingAtForward[F gemm.Float](a *args[F]) {
-	tok, pos, C := a.in[0], a.in[1], a.p.Width
-	id, at := a.ints[0][0], a.ints[1][0]
-	tr, pr := tok[id*C:(id+1)*C], pos[at*C:(at+1)*C]
-	for j := range a.out {
-		a.out[j] = tr[j] + pr[j]
-	}
+// BlockCache holds one block's cache inputs and its new key and value.
+type BlockCache struct {
+	Keys, Values *G.Node // (context, C) inputs: rows 0..p−1 are valid
+	// NewKey and NewValue are the new position's key and value (1, C),
+	// copied out of the graph when computed (gorgonia.Read): a later
+	// in-place op (a residual Add when keys are the block's input) may
+	// reuse the node's memory before the run ends.
+	NewKey, NewValue G.Value
 }
 
-// cachedAttention: one node computing, per head, the new position's
-// scores against the valid cached keys and its own key, their softmax and
-// the weighted sum of the values. It reads the count of valid rows and
-// never touches the others (the mask row is for the primitives).
-func (f *fused) cachedAttention(q, k, v, keys, values, position, _ *G.Node, scale float64) *G.Node {
-	p := f.dims
-	p.Scale, p.Mask = scale, true
-	op := f.newOp("CachedAttention", p, kernelOf(cachedAttentionForward[float32], cachedAttentionForward[float64]),
-		[]argKind{2, 2, 2, 2, 2, intVector}, tensor.Shape{1, p.Width})
-	return G.Must(G.ApplyOp(op, q, k, v, keys, values, position))
+// BuildCached emits the cached graph of a causal model.
+func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
+	if err := checkSpec(spec, 1); err != nil {
+		return nil, err
+	}
+	if !spec.Mask {
+		return nil, errors.New("a key/value cache needs a causal model (mask = true)")
+	}
+	defer func() { // as in Build: a panic here is a bug, returned as an error
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("building the cached graph: %v", r)
+		}
+	}()
+	b := newBuilder(spec, Options{Batch: 1, SeqLen: 1, Backend: be})
+	T, C := spec.Context, spec.Embedding
+	m = &CachedModel{Spec: spec, G: b.g, Blocks: make([]BlockCache, spec.Blocks)}
+	m.Token = G.NewVector(b.g, tensor.Int, G.WithShape(1), G.WithName("token"))
+	m.Position = G.NewVector(b.g, tensor.Int, G.WithShape(1), G.WithName("position"))
+	m.Mask = G.NewMatrix(b.g, b.dt, G.WithShape(1, T+1), G.WithName("cache_mask"))
+
+	tok, pos := b.embeddingTables()
+	x := b.op.EmbeddingAt(m.Token, m.Position, tok, pos)
+	for i := range m.Blocks {
+		c := &m.Blocks[i]
+		name := fmt.Sprintf("blocks.%d", i)
+		c.Keys = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_keys"))
+		c.Values = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_values"))
+		x = b.block(name, x, func(name string, in *G.Node) *G.Node {
+			return b.cachedAttention(name, in, m, c)
+		})
+	}
+	m.Logits = b.output(x)
+	m.Params = b.params
+	return m, nil
 }
 
-// cachedAttentionForward: for each head h, with n cached positions,
-// s_j = q_h·key_j,h for j < n and s_n = q_h·k_h, w = softmax(s·scale),
-// y_h = Σ_{j<n} w_j·value_j,h + w_n·v_h. in: q, k, v (1, C), keys, values
-// (context, C); ids: n. The sums run in float64, as softmaxScaled's.
-func cachedAttentionForward[F gemm.Float](a *args[F]) {
-	q, k, v, keys, values := a.in[0], a.in[1], a.in[2], a.in[3], a.in[4]
-	n, C, hs := a.ids[0], a.p.Width, a.p.Width/a.p.Heads
-	if len(a.scratch) != a.p.Context+1+hs {
-		a.scratch = make([]float64, a.p.Context+1+hs) // one head's scores and sums
-	}
-	s, sums := a.scratch[:n+1], a.scratch[a.p.Context+1:]
-	for h0 := 0; h0 < C; h0 += hs {
-		qh := q[h0 : h0+hs]
-		for j := 0; j < n; j++ {
-			s[j] = dot(qh, keys[j*C+h0:j*C+h0+hs])
-		}
-		s[n] = dot(qh, k[h0:h0+hs])
-		softmaxScaled(s, a.p.Scale)
-		acc := sums[:hs]
-		for i := range acc {
-			acc[i] = s[n] * float64(v[h0+i])
-		}
-		for j := 0; j < n; j++ {
-			w, vj := s[j], values[j*C+h0:j*C+h0+hs]
-			for i, x := range vj {
-				acc[i] += w * float64(x)
-			}
-		}
-		for i, x := range acc {
-			a.out[h0+i] = F(x)
-		}
-	}
-}
-
-// dot is Σ a_i·b_i in float64, in four independent sums so that the
-// additions need not wait for each other.
-func dot[F gemm.Float](a, b []F) float64 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += float64(a[i]) * float64(b[i])
-		s1 += float64(a[i+1]) * float64(b[i+1])
-		s2 += float64(a[i+2]) * float64(b[i+2])
-		s3 += float64(a[i+3]) * float64(b[i+3])
-	}
-	for ; i < len(a); i++ {
-		s0 += float64(a[i]) * float64(b[i])
-	}
-	return (s0 + s1) + (s2 + s3)
+// cachedAttention is attention for the new position alone: its query
+// against the cached keys and its own, its weights over the cached values
+// and its own. The projections are the window graph's.
+func (b *builder) cachedAttention(name string, x *G.Node, m *CachedModel, c *BlockCache) *G.Node {
+	q, k, v := b.projections(name, x)
+	G.Read(k, &c.NewKey)
+	G.Read(v, &c.NewValue)
+	y := b.op.CachedAttention(q, k, v, c.Keys, c.Values, m.Position, m.Mask, b.attentionScale())
+	return b.outProjection(name, y)
 }

@@ -41,3 +41,12 @@ func fillDropout(masks []*G.Node, p float64, rng *rand.Rand) {
 		}
 	}
 }
+
+// SetDropout fills the dropout masks for one training run, drawn from
+// (seed, run) alone as Model.SetDropout's are.
+func (m *Translation) SetDropout(seed int64, run uint64) {
+	if len(m.Dropout) == 0 {
+		return
+	}
+	fillDropout(m.Dropout, m.dropoutP, rand.New(rand.NewPCG(uint64(seed), run)))
+}

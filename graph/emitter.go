@@ -1,53 +1,59 @@
 package graph
 
-import G "gorgonia.org/gorgonia"
+import (
+	G "gorgonia.org/gorgonia"
 
-// An emitter turns one layer, given its inputs and its parameters, into
+	"github.com/gptg/gptg/graph/fused"
+)
+
+// An Emitter turns one layer, given its inputs and its parameters, into
 // nodes of the graph. model.go says what the model computes and creates
 // the parameters; an emitter decides how the graph computes it. There are
 // two, and they compute the same function and the same gradients (the
 // golden, finite-difference and fused-vs-unfused tests hold both to that):
 //
-//   - fused (embedding.go, linear.go, attention.go, layernorm.go,
-//     activation.go, crossentropy.go): each layer is one node running a
-//     hand-written kernel, with hand-written backward kernels beside it,
+//   - fused.Emitter (package graph/fused): each layer is one node running
+//     a hand-written kernel, with hand-written backward kernels beside it,
 //     llm.c style. This is the fast path and the default.
 //   - primitives (primitives.go): each layer composed from Gorgonia's own
 //     operations (MatMul, SoftMax, BroadcastAdd, …), differentiated by
-//     Gorgonia. Slow, but every step is visible; graph.Backend.Unfused
+//     Gorgonia. Slow, but every step is visible; Backend.Unfused
 //     (GPTG_UNFUSED=1 on the command line) selects it.
 //
+// A new layer is a method here, its composition in primitives.go, its
+// kernels in package fused, and a fused-vs-unfused test (fused_test.go).
+//
 // Activations are rows (B·T, C): one row per position of every sequence.
-type emitter interface {
-	// embedding: row r is tok[tokens[r]] + pos[r mod T].
-	embedding(tokens, tok, pos *G.Node) *G.Node
-	// linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's;
+type Emitter interface {
+	// Embedding: row r is tok[tokens[r]] + pos[r mod T].
+	Embedding(tokens, tok, pos *G.Node) *G.Node
+	// Linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's;
 	// bias nil: none.
-	linear(x, w, bias *G.Node) *G.Node
-	// attention: weights = softmax(q·kᵀ·scale, causally masked when
+	Linear(x, w, bias *G.Node) *G.Node
+	// Attention: weights = softmax(q·kᵀ·scale, causally masked when
 	// causal), per sequence and head, (B·heads, T, T); y = weights·v as
 	// rows with the heads side by side. A non-nil drop is a dropout mask
 	// of the weights' shape: y = (weights⊙drop)·v, weights returned undropped.
-	attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, weights *G.Node)
-	// activation: "gelu" (tanh form), "gelu_exact" (erf) or "relu",
+	Attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, weights *G.Node)
+	// Activation: "gelu" (tanh form), "gelu_exact" (erf) or "relu",
 	// element by element.
-	activation(x *G.Node, kind string) *G.Node
-	// layerNorm: (x − mean)/√(var + eps)·w + bias per row; bias nil: none.
-	layerNorm(x, w, bias *G.Node, eps float64) *G.Node
-	// dropout: x⊙mask, the mask an input of x's shape filled before each
+	Activation(x *G.Node, kind string) *G.Node
+	// LayerNorm: (x − mean)/√(var + eps)·w + bias per row; bias nil: none.
+	LayerNorm(x, w, bias *G.Node, eps float64) *G.Node
+	// Dropout: x⊙mask, the mask an input of x's shape filled before each
 	// run with 0 or 1/(1 − p).
-	dropout(x, mask *G.Node) *G.Node
-	// crossEntropy: the mean over rows of −log softmax(logits)[target],
+	Dropout(x, mask *G.Node) *G.Node
+	// CrossEntropy: the mean over rows of −log softmax(logits)[target],
 	// targets given one-hot.
-	crossEntropy(logits, onehot *G.Node) *G.Node
+	CrossEntropy(logits, onehot *G.Node) *G.Node
 
-	// The incremental graph (incremental.go) runs one position at a time,
-	// forward only; these two layers differ from the window's.
+	// The cached graph (cached.go) runs one position at a time, forward
+	// only; these two layers differ from the window's.
 
-	// embeddingAt: the row (1, C) tok[token] + pos[position]; token and
+	// EmbeddingAt: the row (1, C) tok[token] + pos[position]; token and
 	// position are one-element tensor.Int vectors.
-	embeddingAt(token, position, tok, pos *G.Node) *G.Node
-	// cachedAttention: the attention of one new position (q, k, v rows
+	EmbeddingAt(token, position, tok, pos *G.Node) *G.Node
+	// CachedAttention: the attention of one new position (q, k, v rows
 	// (1, C)) over itself and the positions before it, whose keys and
 	// values are the first rows of keys and values (context, C). Which rows
 	// are valid is given twice, for each emitter to read what suits it:
@@ -55,5 +61,11 @@ type emitter interface {
 	// context+1) is the additive row over [cached rows…, the new
 	// position]: 0 for the valid rows and the new position, −1e9 for the
 	// others. Returns y (1, C), the heads side by side.
-	cachedAttention(q, k, v, keys, values, position, mask *G.Node, scale float64) *G.Node
+	CachedAttention(q, k, v, keys, values, position, mask *G.Node, scale float64) *G.Node
 }
+
+// Both emitters implement Emitter.
+var (
+	_ Emitter = (*fused.Emitter)(nil)
+	_ Emitter = (*primitives)(nil)
+)

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -14,21 +13,6 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/golden"
 )
-
-// paths are the two graphs every exactness test runs on.
-var paths = []struct {
-	name    string
-	unfused bool
-}{{"fused", false}, {"unfused", true}}
-
-// randomBatch draws n token ids and n target ids below vocab, in pairs.
-func randomBatch(rng *rand.Rand, vocab, n int) (x, y []int) {
-	x, y = make([]int, n), make([]int, n)
-	for i := range x {
-		x[i], y[i] = rng.IntN(vocab), rng.IntN(vocab)
-	}
-	return x, y
-}
 
 // layerRun is what one layer graph computed: its outputs and the gradient
 // of a random linear function of them with respect to every parameter.
@@ -42,7 +26,8 @@ type layerRun struct {
 // The loss is Σ outs[0]⊙r with a fixed random r (or outs[0] itself when it
 // is a scalar), so the gradients check the whole backward of the layer;
 // further outputs are compared by value only (the attention weights, which
-// the model reads but never differentiates on their own: attention.go). It runs the graph twice and requires identical results: fused ops
+// the model reads but never differentiates on their own: fused/attention.go).
+// It runs the graph twice and requires identical results: fused ops
 // reuse their buffers from run to run.
 func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, layer func(b *builder) []*G.Node) layerRun {
 	t.Helper()
@@ -205,7 +190,7 @@ func TestFusedActivations(t *testing.T) {
 		spec.Activation = act
 		t.Run(act, func(t *testing.T) {
 			compareLayer(t, spec, 2, 5, func(b *builder) []*G.Node {
-				return []*G.Node{b.op.activation(input(b, 10, 18), act)}
+				return []*G.Node{b.op.Activation(input(b, 10, 18), act)}
 			})
 		})
 	}
@@ -239,170 +224,6 @@ func TestFusedCrossEntropy(t *testing.T) {
 			data[i] = float64((i*7)%5) / 4
 		}
 		targets := G.NewMatrix(b.g, b.dt, G.WithShape(15, 7), G.WithName("targets"), G.WithValue(dense(b.dt, data, 15, 7)))
-		return []*G.Node{b.op.crossEntropy(logits, targets)}
+		return []*G.Node{b.op.CrossEntropy(logits, targets)}
 	})
-}
-
-// TestFusedBuffersAcrossRuns trains the fused graph on batches A, B, A:
-// the second A must give bit for bit the first A's loss and gradients, and
-// B those of a fresh graph, so no kernel reads a buffer its op left from an
-// earlier run. Every switch that changes the fused graph is on.
-func TestFusedBuffersAcrossRuns(t *testing.T) {
-	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
-		OutProj: true, Residual: true, Norm: "post", Activation: "gelu", Dtype: "float32"}
-	const batch = 3
-	n := batch * spec.Context
-	rng := rand.New(rand.NewPCG(9, 9))
-	xa, ya := randomBatch(rng, spec.Vocab, n)
-	xb, yb := randomBatch(rng, spec.Vocab, n)
-	newProgram := func() *Program {
-		m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Compile(m, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	result := func(p *Program, x, y []int) [][]float64 {
-		if err := p.Run(x, y); err != nil {
-			t.Fatal(err)
-		}
-		out := [][]float64{{p.Loss()}, Float64s(p.Logits.Value())}
-		for _, g := range p.Grads {
-			out = append(out, Float64s(g.Value()))
-		}
-		for _, a := range p.Attention {
-			out = append(out, Float64s(a.Value()))
-		}
-		return out
-	}
-	p := newProgram()
-	defer p.Close()
-	first := result(p, xa, ya)
-	gotB := result(p, xb, yb)
-	again := result(p, xa, ya)
-	fresh := newProgram()
-	defer fresh.Close()
-	wantB := result(fresh, xb, yb)
-	if !reflect.DeepEqual(first, again) {
-		t.Error("batch A after batch B differs from batch A first")
-	}
-	if !reflect.DeepEqual(gotB, wantB) {
-		t.Error("batch B after batch A differs from batch B on a fresh graph")
-	}
-	if math.IsNaN(first[0][0]) {
-		t.Error("loss is NaN")
-	}
-}
-
-// TestRunInPlaceMatchesRunAll: the tape run in the calling goroutine
-// (tape.go) computes the same bits as Gorgonia's RunAll, on both graphs.
-func TestRunInPlaceMatchesRunAll(t *testing.T) {
-	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
-		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
-	const batch = 2
-	x, y := make([]int, batch*spec.Context), make([]int, batch*spec.Context)
-	for i := range x {
-		x[i], y[i] = (3*i)%spec.Vocab, (5*i+1)%spec.Vocab
-	}
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
-			m, err := Build(spec, Options{Batch: batch, Loss: true, Seed: 4, Backend: Backend{Unfused: path.unfused}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Compile(m, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			if p.inPlace == nil {
-				t.Fatal("runInPlace did not recognise Gorgonia's TapeMachine: every run goes through RunAll")
-			}
-			result := func() [][]float64 {
-				if err := p.Run(x, y); err != nil {
-					t.Fatal(err)
-				}
-				out := [][]float64{{p.Loss()}, Float64s(p.Logits.Value())}
-				for _, g := range p.Grads {
-					out = append(out, Float64s(g.Value()))
-				}
-				for _, a := range p.Attention {
-					out = append(out, Float64s(a.Value()))
-				}
-				return out
-			}
-			inPlace := result()
-			p.inPlace = nil
-			if !reflect.DeepEqual(inPlace, result()) {
-				t.Error("run in place and RunAll differ")
-			}
-		})
-	}
-}
-
-// TestForwardOnlyFusedMatchesUnfused covers the graphs that sampling and
-// attention maps build: no loss, no gradients, batch 1, sometimes shorter
-// than the context. Over random switch combinations, the fused and the
-// unfused graph built from one seed give the same logits and attention
-// weights (float64, 1e-12 relative), and each gives the same bits when run
-// a second time on the same tokens after a run on other tokens.
-func TestForwardOnlyFusedMatchesUnfused(t *testing.T) {
-	rng := rand.New(rand.NewPCG(22, 22))
-	for c := 0; c < 24; c++ {
-		heads := []int{1, 2, 4}[rng.IntN(3)]
-		spec := config.Model{Bias: true, Init: "torch",
-			Vocab: 3 + rng.IntN(9), Context: 2 + rng.IntN(6), Embedding: 4 * heads, Blocks: rng.IntN(3),
-			Heads: heads, FFMult: 1 + rng.IntN(3), QKV: rng.IntN(2) == 0, Mask: rng.IntN(2) == 0,
-			OutProj: rng.IntN(2) == 0, Residual: rng.IntN(2) == 0,
-			Norm: []string{"none", "pre", "post"}[rng.IntN(3)], Activation: []string{"gelu", "relu"}[rng.IntN(2)],
-			Dtype: "float64",
-		}
-		seqLen := 1 + rng.IntN(spec.Context)
-		tokens := func() []int {
-			ids := make([]int, seqLen)
-			for i := range ids {
-				ids[i] = rng.IntN(spec.Vocab)
-			}
-			return ids
-		}
-		ids, other := tokens(), tokens()
-		t.Run(fmt.Sprintf("%d_%+v_T%d", c, spec, seqLen), func(t *testing.T) {
-			var got [2][][]float64
-			for i, path := range paths {
-				m, err := Build(spec, Options{Batch: 1, SeqLen: seqLen, Seed: int64(c), Backend: Backend{Unfused: path.unfused}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := Compile(m, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run := func(x []int) [][]float64 {
-					if err := p.Run(x, nil); err != nil {
-						t.Fatal(err)
-					}
-					out := [][]float64{Float64s(p.Logits.Value())}
-					for _, a := range p.Attention {
-						out = append(out, Float64s(a.Value()))
-					}
-					return out
-				}
-				got[i] = run(ids)
-				run(other)
-				if again := run(ids); !reflect.DeepEqual(got[i], again) {
-					t.Errorf("%s: a second run on the same tokens differs", path.name)
-				}
-				p.Close()
-			}
-			for k := range got[1] {
-				if e := golden.RelErr(got[0][k], got[1][k], 0); !(e <= 1e-12) {
-					t.Errorf("output %d (0 = logits, then attention per block): fused vs unfused relative error %.3g", k, e)
-				}
-			}
-		})
-	}
 }

@@ -1,11 +1,14 @@
-package graph
+package graph_test
 
 import (
 	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/internal/gemm"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -56,12 +59,12 @@ func runGolden(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
+	for _, path := range graphtest.Paths {
+		t.Run(path.Name, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.Name, func(t *testing.T) {
 					for _, dtype := range []string{"float64", "float32"} {
-						t.Run(dtype, func(t *testing.T) { checkGolden(t, c, dtype, path.unfused) })
+						t.Run(dtype, func(t *testing.T) { checkGolden(t, c, dtype, path.Unfused) })
 					}
 				})
 			}
@@ -76,11 +79,11 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := Build(spec, Options{Batch: c.Batch, Loss: true, Backend: Backend{Unfused: unfused}})
+	m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true, Backend: graph.Backend{Unfused: unfused}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(m, true)
+	p, err := tape.Compile(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,13 +113,13 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 			t.Errorf("%s: relative error %.3g > %.0g", what, e, tol)
 		}
 	}
-	check("logits", Float64s(m.Logits.Value()), c.Logits.Data, 0)
+	check("logits", graph.Float64s(m.Logits.Value()), c.Logits.Data, 0)
 	check("loss", []float64{p.Loss()}, []float64{c.Loss}, 0)
 	if len(m.Attention) != len(c.AttentionWeights) {
 		t.Fatalf("%d attention nodes, golden %d", len(m.Attention), len(c.AttentionWeights))
 	}
 	for i, a := range m.Attention {
-		check("attention weights of block "+strconv.Itoa(i), Float64s(a.Value()), c.AttentionWeights[i], 0)
+		check("attention weights of block "+strconv.Itoa(i), graph.Float64s(a.Value()), c.AttentionWeights[i], 0)
 	}
 
 	var all []float64
@@ -129,7 +132,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 		zero[n] = true
 	}
 	for i, prm := range m.Params {
-		got := Float64s(p.Grads[i].Value())
+		got := graph.Float64s(p.Grads[i].Value())
 		want := c.Grads[prm.Name]
 		switch {
 		case zero[prm.Name] && dtype == "float64":

@@ -1,4 +1,4 @@
-package graph
+package graph_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/internal/graphtest"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // TestFiniteDifferences checks the symbolic gradients of switch combinations
@@ -17,8 +20,8 @@ import (
 // difference and far below any real mistake. The same 32 combinations run
 // on the fused graph and on the unfused one.
 func TestFiniteDifferences(t *testing.T) {
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) { finiteDifferences(t, path.unfused) })
+	for _, path := range graphtest.Paths {
+		t.Run(path.Name, func(t *testing.T) { finiteDifferences(t, path.Unfused) })
 	}
 }
 
@@ -51,11 +54,11 @@ func finiteDifferences(t *testing.T, unfused bool) {
 
 func gradCheck(t *testing.T, spec config.Model, seed int64, unfused bool) {
 	const B = 2
-	m, err := Build(spec, Options{Batch: B, Loss: true, Seed: seed, Backend: Backend{Unfused: unfused}})
+	m, err := graph.Build(spec, graph.Options{Batch: B, Loss: true, Seed: seed, Backend: graph.Backend{Unfused: unfused}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Compile(m, true)
+	p, err := tape.Compile(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func gradCheck(t *testing.T, spec config.Model, seed int64, unfused bool) {
 	loss()
 	analytic := make([][]float64, len(m.Params))
 	for i := range m.Params {
-		analytic[i] = Float64s(p.Grads[i].Value())
+		analytic[i] = graph.Float64s(p.Grads[i].Value())
 	}
 	const h = 1e-5
 	for i, prm := range m.Params {

@@ -1,11 +1,22 @@
-// Package graph builds the GPT model as one static Gorgonia expression graph.
+// Package graph is the model's specification: it builds the GPT model as
+// one static Gorgonia expression graph, with its parameters and, for
+// training, its loss.
 //
-// This file is the whole model, layer by layer, in the order of the seed's
-// classes and the reference (gptref.py): embedding, attention, feed-forward,
-// transformer block, output and the loss. It creates the parameters and
-// says what each layer computes; an emitter (emitter.go) turns each layer
-// into graph nodes, either fused kernels or Gorgonia primitives. Everything
-// else in the package is plumbing.
+// Three packages share the work, imports running one way:
+//
+//   - graph (this package) says what the model computes: model.go is the
+//     whole model, layer by layer, in the order of the seed's classes and
+//     the reference (gptref.py): embedding, attention, feed-forward,
+//     transformer block, output and the loss. It creates the parameters
+//     and hands each layer to an Emitter (emitter.go), which turns it into
+//     nodes: Gorgonia primitives (primitives.go) or fused kernels.
+//   - graph/fused holds the fused kernels, one Gorgonia op per layer with
+//     hand-written forward and backward loops. graph imports it; it
+//     imports neither graph nor tape.
+//   - graph/tape runs a built graph on Gorgonia's TapeMachine: Program
+//     (a window of tokens, with the gradients when training) and
+//     CachedProgram (one token at a time against a key/value cache). It
+//     imports graph and fused.
 package graph
 
 import (
@@ -16,6 +27,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph/fused"
 )
 
 // Model is a built graph: its inputs, outputs and parameters.
@@ -41,9 +53,10 @@ type Model struct {
 	// model whose dropout is above 0.
 	Dropout  []*G.Node
 	dropoutP float64
-	// team runs a fused graph's kernels, and Gorgonia's sums in it (see
-	// teamEngine); nil for the unfused graph.
-	team *team
+	// Fused is the emitter of a fused graph, which a program running it
+	// asks for the goroutines of its kernels and for its memory plan
+	// (package tape); nil for the unfused graph.
+	Fused *fused.Emitter
 }
 
 // Options say which graph of a model to emit.
@@ -64,7 +77,7 @@ type Options struct {
 	// Memory lends the fused ops' intermediate buffers; nil: the graph
 	// gets a Memory of its own. Graphs that never run at the same time
 	// may share one (see Memory).
-	Memory *Memory
+	Memory *fused.Memory
 	Backend
 }
 
@@ -81,7 +94,7 @@ type Backend struct {
 	Unfused bool
 	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
 	// the calling goroutine only). The results are the same bits for every
-	// value: see team.
+	// value: see package fused's team.
 	Threads int
 }
 
@@ -121,14 +134,12 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	m.Logits = b.output(x)
 	if o.Loss {
 		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
-		m.Loss = b.op.crossEntropy(m.Logits, m.Targets)
+		m.Loss = b.op.CrossEntropy(m.Logits, m.Targets)
 	}
 	m.Params = b.params
 	m.Dropout = b.masks
 	m.dropoutP = b.dropoutP
-	if f, ok := b.op.(*fused); ok {
-		m.team = f.team
-	}
+	m.Fused = b.fused
 	return m, nil
 }
 
@@ -136,7 +147,7 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 // are N(0, 1) as nn.Embedding's, N(0, 0.02) with init "gpt2".
 func (b *builder) embedding(tokens *G.Node) *G.Node {
 	tok, pos := b.embeddingTables()
-	return b.op.embedding(tokens, tok, pos)
+	return b.op.Embedding(tokens, tok, pos)
 }
 
 // embeddingTables are the token table (V, C) and the position table
@@ -159,7 +170,7 @@ func (b *builder) output(x *G.Node) *G.Node {
 		x = b.layerNorm("final_norm", x)
 	}
 	if b.spec.TieEmbeddings {
-		return b.op.linear(x, b.tok, nil)
+		return b.op.Linear(x, b.tok, nil)
 	}
 	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
 }
@@ -183,7 +194,7 @@ func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *
 	if b.spec.Bias {
 		bias = b.param(name+".bias", bInit, out)
 	}
-	return b.op.linear(x, w, bias)
+	return b.op.Linear(x, w, bias)
 }
 
 // dropout zeroes each entry of x with probability p, where nanoGPT does:
@@ -192,7 +203,7 @@ func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *
 // expected value is unchanged (nn.Dropout). Off, it returns x.
 func (b *builder) dropout(x *G.Node) *G.Node {
 	if mask := b.dropoutMask(x.Shape()); mask != nil {
-		return b.op.dropout(x, mask)
+		return b.op.Dropout(x, mask)
 	}
 	return x
 }
@@ -220,7 +231,7 @@ func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
 	q, k, v := b.projections(name, x)
 	drop := b.dropoutMask(tensor.Shape{b.batch * b.spec.Heads, b.seqLen, b.seqLen})
-	y, w = b.op.attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
+	y, w = b.op.Attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
 	return b.outProjection(name, y), w
 }
 
@@ -256,7 +267,7 @@ func (b *builder) outProjection(name string, y *G.Node) *G.Node {
 func (b *builder) feedForward(name string, x *G.Node) *G.Node {
 	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
 	h := b.linear(name+".up", x, C, hidden, false)
-	h = b.op.activation(h, b.spec.Activation)
+	h = b.op.Activation(h, b.spec.Activation)
 	return b.linear(name+".down", h, hidden, C, true)
 }
 
@@ -268,7 +279,7 @@ func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 	if b.spec.Bias {
 		bias = b.param(name+".bias", zeros, b.spec.Embedding)
 	}
-	return b.op.layerNorm(x, w, bias, 1e-5)
+	return b.op.LayerNorm(x, w, bias, 1e-5)
 }
 
 // block is one transformer block: attention, then feed-forward, each wrapped
@@ -276,7 +287,7 @@ func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
 // norm(x + f(x)); without residual the sum is f's output alone. attend is
 // the attention layer (its parameters named name+".att"): self-attention
 // over the window here, one position against a key/value cache in
-// incremental.go.
+// cached.go.
 func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
 	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
 		in := x

@@ -19,7 +19,7 @@ type primitives struct {
 	consts         map[string]*G.Node
 }
 
-func (e *primitives) embedding(tokens, tok, pos *G.Node) *G.Node {
+func (e *primitives) Embedding(tokens, tok, pos *G.Node) *G.Node {
 	T, C := e.seqLen, tok.Shape()[1]
 	if T < e.context {
 		// A short graph uses the first T rows of the position table. Slice
@@ -32,7 +32,7 @@ func (e *primitives) embedding(tokens, tok, pos *G.Node) *G.Node {
 	return G.Must(G.Reshape(x, tensor.Shape{e.batch * T, C}))
 }
 
-func (e *primitives) linear(x, w, bias *G.Node) *G.Node {
+func (e *primitives) Linear(x, w, bias *G.Node) *G.Node {
 	y := G.Must(G.Mul(x, G.Must(G.Transpose(w))))
 	if bias == nil {
 		return y
@@ -40,7 +40,7 @@ func (e *primitives) linear(x, w, bias *G.Node) *G.Node {
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
 
-func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
+func (e *primitives) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	C := q.Shape()[1]
 	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
 	scores := G.Must(G.BatchedMatMul(q, k, false, true))
@@ -51,14 +51,14 @@ func (e *primitives) attention(q, k, v *G.Node, scale float64, causal bool, drop
 	w = e.softmax(scores)
 	mixed := w
 	if drop != nil {
-		mixed = e.dropout(w, drop)
+		mixed = e.Dropout(w, drop)
 	}
 	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
 }
 
 // embeddingAt gathers one row of each table; ByIndices keeps the axis of
 // length 1, (1, C).
-func (e *primitives) embeddingAt(token, position, tok, pos *G.Node) *G.Node {
+func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {
 	return G.Must(G.Add(G.Must(G.ByIndices(tok, token, 0)), G.Must(G.ByIndices(pos, position, 0))))
 }
 
@@ -66,7 +66,7 @@ func (e *primitives) embeddingAt(token, position, tok, pos *G.Node) *G.Node {
 // last row and masks the invalid cached rows with the additive mask row,
 // so the cache rows past the count take no weight (their content is
 // whatever an earlier run left there, always finite).
-func (e *primitives) cachedAttention(q, k, v, keys, values, _, mask *G.Node, scale float64) *G.Node {
+func (e *primitives) CachedAttention(q, k, v, keys, values, _, mask *G.Node, scale float64) *G.Node {
 	C := q.Shape()[1]
 	keys = G.Must(G.Concat(0, keys, k)) // (context+1, C)
 	values = G.Must(G.Concat(0, values, v))
@@ -77,7 +77,7 @@ func (e *primitives) cachedAttention(q, k, v, keys, values, _, mask *G.Node, sca
 	return e.mergeHeads(G.Must(G.BatchedMatMul(e.softmax(scores), values)), C)
 }
 
-func (e *primitives) activation(x *G.Node, kind string) *G.Node {
+func (e *primitives) Activation(x *G.Node, kind string) *G.Node {
 	switch kind {
 	case "relu":
 		return G.Must(G.Rectify(x))
@@ -87,13 +87,13 @@ func (e *primitives) activation(x *G.Node, kind string) *G.Node {
 	return e.gelu(x)
 }
 
-func (e *primitives) dropout(x, mask *G.Node) *G.Node {
+func (e *primitives) Dropout(x, mask *G.Node) *G.Node {
 	return G.Must(G.HadamardProd(x, mask))
 }
 
 // layerNorm is built from Sqrt and a divide because InverseSqrt's gradient
 // is wrong in Gorgonia v0.9.18.
-func (e *primitives) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
+func (e *primitives) LayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	mean := G.Must(G.Mean(x, 1))
 	xc := G.Must(G.BroadcastSub(x, mean, nil, []byte{1}))
 	variance := G.Must(G.Mean(G.Must(G.Square(xc)), 1))
@@ -106,7 +106,7 @@ func (e *primitives) layerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
 
-func (e *primitives) crossEntropy(logits, onehot *G.Node) *G.Node {
+func (e *primitives) CrossEntropy(logits, onehot *G.Node) *G.Node {
 	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
 	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
 	n := float64(logits.Shape()[0])

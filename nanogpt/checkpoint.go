@@ -3,6 +3,7 @@ package nanogpt
 import (
 	"archive/zip"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // torch.save (PyTorch ≥ 1.6) writes a zip archive, every entry under one
@@ -24,6 +28,12 @@ const (
 	maxPickleSize = 64 << 20
 	// maxElements bounds one tensor, as modelfile's reader does by file size.
 	maxElements = 1 << 31
+	// maxExpansion bounds what the archive may unpack to, all the entries
+	// read together, as a multiple of its size. torch.save stores its
+	// entries uncompressed (a ratio of 1); a checkpoint re-zipped with
+	// deflate still has numbers that barely compress; a zip bomb (2 GiB of
+	// zeros in 2 MB) has a ratio of 1000.
+	maxExpansion = 8
 )
 
 // storageTypes are the storage classes a checkpoint may name, with the
@@ -125,34 +135,63 @@ func checkpointClasses() map[string]any {
 // checkpoint is an opened torch.save archive.
 type checkpoint struct {
 	path   string
-	zip    *zip.ReadCloser
+	file   *os.File
+	zip    *zip.Reader
 	prefix string // the archive's folder, with its trailing slash
 	root   any    // the unpickled object
+	// budget is how many more bytes may be read from the archive and
+	// viewed as tensors (maxExpansion times its size in all).
+	budget int64
+	// last is the storage read last, kept because c_attn's q, k and v
+	// (and their biases) are three cuts of one storage read in a row.
+	lastKey string
+	lastRaw []byte
+	entries map[string]*zip.File // by name
 }
 
-func (c *checkpoint) Close() error { return c.zip.Close() }
+func (c *checkpoint) Close() error {
+	if c.file == nil {
+		return nil
+	}
+	return c.file.Close()
+}
 
 // openCheckpoint opens a torch.save archive and unpickles its data.pkl
 // safely; tensor data is read later, by readFloats.
 func openCheckpoint(path string) (*checkpoint, error) {
-	info, err := os.Stat(path)
+	// A regular file only: a FIFO would block, /dev/zero read forever.
+	f, size, err := inputfile.Open(path, 0)
 	if err != nil {
+		var ie *inputfile.Error
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("%s: %s", quote.Name(path), ie.Problem)
+		}
 		return nil, err
 	}
-	if info.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not a checkpoint", path)
-	}
-	z, err := zip.OpenReader(path)
+	c, err := readCheckpoint(path, f, size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a PyTorch checkpoint (a zip archive written by torch.save): %v", path, err)
+		f.Close()
+		return nil, err
 	}
-	c := &checkpoint{path: path, zip: z}
+	c.file = f
+	return c, nil
+}
+
+// readCheckpoint is openCheckpoint of an archive of size bytes read from r;
+// path names it in messages.
+func readCheckpoint(path string, r io.ReaderAt, size int64) (*checkpoint, error) {
+	z, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a PyTorch checkpoint (a zip archive written by torch.save): %v", quote.Name(path), err)
+	}
+	c := &checkpoint{path: path, zip: z, budget: maxExpansion * size}
 	fail := func(format string, args ...any) (*checkpoint, error) {
-		z.Close()
-		return nil, fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+		return nil, fmt.Errorf("%s: "+format, append([]any{quote.Name(path)}, args...)...)
 	}
 	var pkl *zip.File
+	c.entries = make(map[string]*zip.File, len(z.File))
 	for _, f := range z.File {
+		c.entries[f.Name] = f
 		if dir, ok := strings.CutSuffix(f.Name, "data.pkl"); ok && strings.Count(dir, "/") == 1 && strings.HasSuffix(dir, "/") {
 			if pkl != nil {
 				return fail("holds two data.pkl entries")
@@ -163,7 +202,7 @@ func openCheckpoint(path string) (*checkpoint, error) {
 	if pkl == nil {
 		return fail("no data.pkl in the archive: not a torch.save checkpoint")
 	}
-	data, err := readEntry(pkl, maxPickleSize, info.Size())
+	data, err := c.readEntry(pkl, maxPickleSize)
 	if err != nil {
 		return fail("%s: %v", pkl.Name, err)
 	}
@@ -196,21 +235,26 @@ func openCheckpoint(path string) (*checkpoint, error) {
 }
 
 // readEntry reads a whole stored or deflated zip entry of at most limit
-// bytes (and at most the archive's size times a deflate ratio bound, so a
-// zip bomb's declared size cannot make it allocate).
-func readEntry(f *zip.File, limit int64, archiveSize int64) ([]byte, error) {
+// bytes, and within what is left of the archive's budget (maxExpansion
+// times its size over all the entries read), so that neither an entry's
+// declared size nor a zip bomb's real one can make it allocate more.
+func (c *checkpoint) readEntry(f *zip.File, limit int64) ([]byte, error) {
 	size := f.UncompressedSize64
 	if size > uint64(limit) {
 		return nil, fmt.Errorf("entry of %d bytes is larger than the %d allowed", size, limit)
 	}
-	if f.Method == zip.Store && size > uint64(archiveSize) {
-		return nil, fmt.Errorf("entry of %d bytes is larger than the archive (truncated?)", size)
+	if size > uint64(c.budget) {
+		return nil, fmt.Errorf("entry of %d bytes would unpack the archive past %d times its size (a zip bomb?)", size, maxExpansion)
+	}
+	if f.Method == zip.Store && size > f.CompressedSize64 {
+		return nil, fmt.Errorf("entry of %d bytes is stored in %d (truncated?)", size, f.CompressedSize64)
 	}
 	r, err := f.Open()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	c.budget -= int64(size)
 	buf := make([]byte, size)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, fmt.Errorf("reading %d bytes: %v (truncated archive?)", size, err)
@@ -223,12 +267,7 @@ func readEntry(f *zip.File, limit int64, archiveSize int64) ([]byte, error) {
 func (c *checkpoint) readFloats(t *tensorRef) ([]float64, bool, error) {
 	st := t.storage
 	name := c.prefix + "data/" + st.key
-	var entry *zip.File
-	for _, f := range c.zip.File {
-		if f.Name == name {
-			entry = f
-		}
-	}
+	entry := c.entries[name]
 	if entry == nil {
 		return nil, false, fmt.Errorf("storage %s is missing from the archive", name)
 	}
@@ -237,15 +276,22 @@ func (c *checkpoint) readFloats(t *tensorRef) ([]float64, bool, error) {
 		return nil, false, fmt.Errorf("storage %s holds %d bytes, its %d %s elements need %d",
 			name, entry.UncompressedSize64, st.numel, st.typ.name, want)
 	}
-	info, err := os.Stat(c.path)
-	if err != nil {
-		return nil, false, err
-	}
-	raw, err := readEntry(entry, want, info.Size())
-	if err != nil {
-		return nil, false, fmt.Errorf("storage %s: %v", name, err)
+	raw := c.lastRaw
+	if c.lastKey != st.key || raw == nil {
+		c.lastKey, c.lastRaw = "", nil // let the collector have the old one first
+		var err error
+		if raw, err = c.readEntry(entry, want); err != nil {
+			return nil, false, fmt.Errorf("storage %s: %v", name, err)
+		}
+		c.lastKey, c.lastRaw = st.key, raw
 	}
 	n, size := t.numel(), st.typ.size
+	// The views count against the budget too: many tensors that are views
+	// of one storage (read once) must not multiply it in memory.
+	if int64(n*size) > c.budget {
+		return nil, false, fmt.Errorf("the tensors read so far describe more than %d times the archive's size (views of one storage, over and over?)", maxExpansion)
+	}
+	c.budget -= int64(n * size)
 	raw = raw[t.offset*size : (t.offset+n)*size]
 	out := make([]float64, n)
 	switch st.typ.name {

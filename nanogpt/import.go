@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"os"
 	"strings"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -58,7 +61,7 @@ func Import(ckptPath, metaPath string) (*Model, error) {
 	defer c.Close()
 	m, err := convert(c, vocab)
 	if err != nil {
-		return nil, asInput(fmt.Errorf("%s: %w", ckptPath, err))
+		return nil, asInput(fmt.Errorf("%s: %w", quote.Name(ckptPath), err))
 	}
 	return m, nil
 }
@@ -94,17 +97,22 @@ func (m *Model) Save(path string) error {
 // ReadMeta reads the char vocabulary from the meta.pkl that nanoGPT's
 // data/shakespeare_char/prepare.py writes: {"vocab_size", "itos", "stoi"}.
 func ReadMeta(path string) (*corpus.Vocab, error) {
-	info, err := os.Stat(path)
+	// A regular file of bounded size only: a FIFO would block, /dev/zero
+	// (whose size stat says is 0) would be read until memory ran out.
+	data, err := inputfile.ReadFile(path, maxPickleSize)
 	if err != nil {
+		var ie *inputfile.Error
+		if errors.As(err, &ie) {
+			return nil, inputErr("%s: %s", quote.Name(path), ie.Problem)
+		}
 		return nil, err
 	}
-	if info.Size() > maxPickleSize {
-		return nil, inputErr("%s: %d bytes is too large for a meta.pkl", path, info.Size())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
+	return readMeta(path, data)
+}
+
+// readMeta is ReadMeta of the file's content.
+func readMeta(path string, data []byte) (*corpus.Vocab, error) {
+	path = quote.Name(path)
 	v, err := unpickle(data, map[string]any{}, nil)
 	if err != nil {
 		return nil, inputErr("%s: %v", path, err)
@@ -152,12 +160,12 @@ func readModelArgs(v any) (modelArgs, error) {
 	for key, dst := range ints {
 		n, ok := intOf(d[key])
 		if !ok || n < 1 {
-			return a, fmt.Errorf("model_args.%s is %v, not a positive integer", key, d[key])
+			return a, fmt.Errorf("model_args.%s is %s, not a positive integer", key, describe(d[key]))
 		}
 		*dst = n
 	}
 	if a.bias, ok = d["bias"].(bool); !ok {
-		return a, fmt.Errorf("model_args.bias is %v, not a boolean", d["bias"])
+		return a, fmt.Errorf("model_args.bias is %s, not a boolean", describe(d["bias"]))
 	}
 	switch x := d["dropout"].(type) {
 	case float64:
@@ -166,9 +174,40 @@ func readModelArgs(v any) (modelArgs, error) {
 		a.dropout = float64(x)
 	case nil:
 	default:
-		return a, fmt.Errorf("model_args.dropout is %v, not a number", x)
+		return a, fmt.Errorf("model_args.dropout is %s, not a number", describe(x))
+	}
+	if math.IsNaN(a.dropout) || a.dropout < 0 || a.dropout >= 1 {
+		return a, fmt.Errorf("model_args.dropout is %v, not a number in [0, 1)", a.dropout)
 	}
 	return a, nil
+}
+
+// describe names a pickled value in a message by its Python type as well
+// as its value, so that the string '16' does not read as the number 16.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "missing"
+	case string:
+		return "the string " + quote.Value(x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case int:
+		return fmt.Sprintf("%d", x)
+	case *big.Int:
+		return fmt.Sprintf("an integer of %d bits", x.BitLen())
+	case float64:
+		return fmt.Sprintf("the float %v", x)
+	case *types.Dict, *types.OrderedDict:
+		return "a dictionary"
+	case *types.List:
+		return "a list"
+	case *types.Tuple:
+		return "a tuple"
+	case *tensorRef:
+		return "a tensor"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 // convert maps the checkpoint's state_dict to gptg's tensors.

@@ -16,6 +16,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -26,6 +27,9 @@ var (
 	ckpt         = filepath.Join("..", "testdata", "nanogpt", "ckpt.pt")
 	ckptCompiled = filepath.Join("..", "testdata", "nanogpt", "ckpt-compiled.pt")
 	meta         = filepath.Join("..", "testdata", "nanogpt", "meta.pkl")
+	// metaProtocol0 is meta.pkl as pickle.dump(..., protocol=0) writes it:
+	//   python3 -c "import pickle; pickle.dump(pickle.load(open('meta.pkl', 'rb')), open('meta-protocol0.pkl', 'wb'), protocol=0)"
+	metaProtocol0 = filepath.Join("..", "testdata", "nanogpt", "meta-protocol0.pkl")
 )
 
 func TestImportLayout(t *testing.T) {
@@ -263,7 +267,7 @@ func TestImportedModelMatchesNanoGPT(t *testing.T) {
 		if err := saved.Apply(g.Params); err != nil {
 			t.Fatal(err)
 		}
-		p, err := graph.Compile(g, false)
+		p, err := tape.Compile(g, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,9 +5,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/nlpodyssey/gopickle/pickle"
 	"github.com/nlpodyssey/gopickle/types"
+
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // A pickle is a program for a small stack machine whose GLOBAL opcode can
@@ -81,20 +86,41 @@ var opcodes = map[byte]opInfo{
 // blocks, optimizer state included, needs a few tens of thousands.
 const maxOpcodes = 2_000_000
 
+// Bounds on what a checkpoint's numbers can be, checked while scanning and
+// before anything is decoded: Python's integers have no size, and decoding
+// one of a million digits takes gopickle (math/big) quadratic time.
+const (
+	// maxLongBytes bounds LONG1 and LONG4: a checkpoint's integers (sizes,
+	// step counts, seeds) fit in 64 bits, which pickle writes in 9 bytes.
+	maxLongBytes = 16
+	// maxNumberLine bounds the text of INT, LONG, FLOAT, GET and PUT
+	// (protocol 0): 40 digits, or a float's repr, are far less.
+	maxNumberLine = 64
+	// maxGlobalLine bounds each of GLOBAL's two lines (module and name).
+	maxGlobalLine = 256
+)
+
 // scan checks data as described at the top of this file; allowed is the
-// set of "module.name" globals this kind of pickle may use.
-func scan(data []byte, allowed map[string]bool) error {
+// set of "module.name" globals this kind of pickle may use. It returns the
+// program gopickle is to run: data itself, or, when data holds protocol 0
+// UNICODE strings, a copy with each one decoded from Python's
+// raw-unicode-escape (Latin-1 bytes and \uXXXX escapes, which gopickle
+// would pass on undecoded) and written as BINUNICODE.
+func scan(data []byte, allowed map[string]bool) ([]byte, error) {
 	pos, count := 0, 0
+	var out []byte // the rewritten program, once a UNICODE needs it
+	copied := 0    // data[:copied] is in out
+	framed := false
 	for pos < len(data) {
 		at := pos
 		op := data[pos]
 		pos++
 		if count++; count > maxOpcodes {
-			return fmt.Errorf("more than %d pickle opcodes", maxOpcodes)
+			return nil, fmt.Errorf("more than %d pickle opcodes", maxOpcodes)
 		}
 		info, ok := opcodes[op]
 		if !ok {
-			return fmt.Errorf("pickle opcode 0x%02x at byte %d is not one a checkpoint uses; refused", op, at)
+			return nil, fmt.Errorf("pickle opcode 0x%02x at byte %d is not one a checkpoint uses; refused", op, at)
 		}
 		rest := len(data) - pos
 		switch info.arg {
@@ -103,11 +129,21 @@ func scan(data []byte, allowed map[string]bool) error {
 			if info.arg == argLines2 {
 				lines = 2
 			}
+			limit := len(data)
+			switch op {
+			case 'I', 'L', 'F', 'g', 'p':
+				limit = maxNumberLine
+			case 'c':
+				limit = maxGlobalLine
+			}
 			var parts []string
 			for range lines {
-				end := bytes.IndexByte(data[pos:], '\n')
+				end := bytes.IndexByte(data[pos:min(len(data), pos+limit+1)], '\n')
 				if end < 0 {
-					return fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+					if pos+limit < len(data) {
+						return nil, fmt.Errorf("pickle %s at byte %d is a line of more than %d bytes; a checkpoint's are shorter", info.name, at, limit)
+					}
+					return nil, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
 				}
 				parts = append(parts, string(data[pos:pos+end]))
 				pos += end + 1
@@ -115,22 +151,40 @@ func scan(data []byte, allowed map[string]bool) error {
 			if info.arg == argLines2 {
 				name := parts[0] + "." + parts[1]
 				if !allowed[name] {
-					return fmt.Errorf("pickle names the global %q, which is not one a nanoGPT checkpoint uses; refused without running it", name)
+					return nil, fmt.Errorf("pickle names the global %s, which is not one a nanoGPT checkpoint uses; refused without running it", quote.Value(name))
 				}
+			}
+			if op == 'V' {
+				if framed {
+					return nil, fmt.Errorf("pickle mixes protocol 0 strings (UNICODE at byte %d) with protocol 4 frames; refused", at)
+				}
+				s, err := rawUnicodeEscape(parts[0])
+				if err != nil {
+					return nil, fmt.Errorf("pickle UNICODE at byte %d: %v", at, err)
+				}
+				out = append(out, data[copied:at]...)
+				out = append(out, 'X')
+				out = binary.LittleEndian.AppendUint32(out, uint32(len(s)))
+				out = append(out, s...)
+				copied = pos
 			}
 		case argFixed:
 			if rest < info.size {
-				return fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+				return nil, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
 			}
 			if op == 0x95 {
 				if n := binary.LittleEndian.Uint64(data[pos:]); n > uint64(rest-8) {
-					return fmt.Errorf("pickle FRAME at byte %d claims %d bytes, only %d remain", at, n, rest-8)
+					return nil, fmt.Errorf("pickle FRAME at byte %d claims %d bytes, only %d remain", at, n, rest-8)
 				}
+				if out != nil {
+					return nil, fmt.Errorf("pickle mixes protocol 0 strings with protocol 4 frames (FRAME at byte %d); refused", at)
+				}
+				framed = true
 			}
 			pos += info.size
 		case argCounted:
 			if rest < info.size {
-				return fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+				return nil, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
 			}
 			var n uint64
 			switch info.size {
@@ -143,15 +197,50 @@ func scan(data []byte, allowed map[string]bool) error {
 			}
 			pos += info.size
 			if n > uint64(len(data)-pos) {
-				return fmt.Errorf("pickle %s at byte %d claims %d bytes, only %d remain", info.name, at, n, len(data)-pos)
+				return nil, fmt.Errorf("pickle %s at byte %d claims %d bytes, only %d remain", info.name, at, n, len(data)-pos)
+			}
+			if (op == 0x8a || op == 0x8b) && n > maxLongBytes {
+				return nil, fmt.Errorf("pickle %s at byte %d is an integer of %d bytes; a checkpoint's integers fit in %d", info.name, at, n, maxLongBytes)
 			}
 			pos += int(n)
 		}
 		if op == '.' {
-			return nil
+			if out == nil {
+				return data[:pos], nil
+			}
+			return append(out, data[copied:pos]...), nil
 		}
 	}
-	return fmt.Errorf("pickle ends without STOP")
+	return nil, fmt.Errorf("pickle ends without STOP")
+}
+
+// rawUnicodeEscape decodes Python's raw-unicode-escape, the encoding of
+// protocol 0 UNICODE strings: each byte is a Latin-1 character, except
+// \uXXXX and \UXXXXXXXX, which name one (pickle writes a newline, a
+// backslash and the characters past Latin-1 so).
+func rawUnicodeEscape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) && (s[i+1] == 'u' || s[i+1] == 'U') {
+			n := 4
+			if s[i+1] == 'U' {
+				n = 8
+			}
+			if i+2+n > len(s) {
+				return "", fmt.Errorf("truncated \\%c escape", s[i+1])
+			}
+			r, err := strconv.ParseUint(s[i+2:i+2+n], 16, 32)
+			if err != nil || r > unicode.MaxRune || (r >= 0xd800 && r < 0xe000) {
+				return "", fmt.Errorf("bad escape %s", quote.Value(s[i:i+2+n]))
+			}
+			b.WriteRune(rune(r))
+			i += 1 + n
+			continue
+		}
+		b.WriteRune(rune(c)) // Latin-1
+	}
+	return b.String(), nil
 }
 
 // unpickle scans data, then runs it with classes resolving the allowed
@@ -163,7 +252,8 @@ func unpickle(data []byte, classes map[string]any, persistent func(any) (any, er
 	for name := range classes {
 		allowed[name] = true
 	}
-	if err := scan(data, allowed); err != nil {
+	data, err = scan(data, allowed)
+	if err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // Options control the drawing.
@@ -25,10 +26,10 @@ type Options struct {
 
 // Sampler runs batch-1 graphs of one model.
 //
-// A causal model keeps a key/value cache (graph.CachedProgram): while the
+// A causal model keeps a key/value cache (tape.CachedProgram): while the
 // tokens fit the context, they sit at positions 0, 1, 2, … and nothing
 // computed for a position depends on later tokens, so each new token is
-// one run of the incremental graph over one position, against the keys
+// one run of the cached graph over one position, against the keys
 // and values of the earlier ones. Once the tokens outgrow the context the
 // model sees the last context tokens at positions 0..context−1, as the
 // reference does: every token moves to another position, so every cached
@@ -44,14 +45,14 @@ type Options struct {
 type Sampler struct {
 	Model   *graph.SavedModel
 	backend graph.Backend
-	graphs  map[int]*graph.Program
-	cache   *graph.CachedProgram // nil for an unmasked model
-	logits  []float64            // NextLogits's result, reused
+	graphs  map[int]*tape.Program
+	cache   *tape.CachedProgram // nil for an unmasked model
+	logits  []float64           // NextLogits's result, reused
 }
 
 // New prepares a sampler for a loaded model file.
 func New(m *graph.SavedModel, be graph.Backend) (*Sampler, error) {
-	s := &Sampler{Model: m, backend: be, graphs: map[int]*graph.Program{}}
+	s := &Sampler{Model: m, backend: be, graphs: map[int]*tape.Program{}}
 	if _, err := s.program(m.Spec.Context); err != nil {
 		s.Close()
 		return nil, err
@@ -65,16 +66,16 @@ func New(m *graph.SavedModel, be graph.Backend) (*Sampler, error) {
 	return s, nil
 }
 
-// buildCache compiles the incremental graph of a causal model.
+// buildCache compiles the cached graph of a causal model.
 func (s *Sampler) buildCache() error {
-	im, err := graph.BuildIncremental(s.Model.Spec, s.backend)
+	im, err := graph.BuildCached(s.Model.Spec, s.backend)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Model.Path, err)
 	}
 	if err := s.Model.Apply(im.Params); err != nil {
 		return err
 	}
-	s.cache, err = graph.CompileIncremental(im)
+	s.cache, err = tape.CompileCached(im)
 	return err
 }
 
@@ -89,7 +90,7 @@ func (s *Sampler) Close() {
 }
 
 // program returns the graph for sequences of n positions, building it once.
-func (s *Sampler) program(n int) (*graph.Program, error) {
+func (s *Sampler) program(n int) (*tape.Program, error) {
 	if s.Model.Spec.Mask {
 		n = s.Model.Spec.Context
 	}
@@ -104,7 +105,7 @@ func (s *Sampler) program(n int) (*graph.Program, error) {
 	if err := s.Model.Apply(m.Params); err != nil {
 		return nil, err
 	}
-	p, err := graph.Compile(m, false)
+	p, err := tape.Compile(m, false)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (s *Sampler) program(n int) (*graph.Program, error) {
 // Forward runs the model on ids (at most the context; the caller keeps the
 // last ones) and returns the graph that ran and the number of positions
 // used. The logits of the last position are row n−1 of p.Logits.
-func (s *Sampler) Forward(ids []int) (p *graph.Program, n int, err error) {
+func (s *Sampler) Forward(ids []int) (p *tape.Program, n int, err error) {
 	n = len(ids)
 	if n == 0 || n > s.Model.Spec.Context {
 		return nil, 0, fmt.Errorf("forward: %d tokens, want 1..%d", n, s.Model.Spec.Context)

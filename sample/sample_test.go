@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
 )
 
@@ -95,7 +96,7 @@ func logitsOf(t *testing.T, m *graph.SavedModel, seqLen int, input []int, row in
 	if err := m.Apply(g.Params); err != nil {
 		t.Fatal(err)
 	}
-	p, err := graph.Compile(g, false)
+	p, err := tape.Compile(g, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,6 +233,22 @@ func setValues(v any) ([]string, error) {
 // folder (runs/3-qkv/train.lr=0.001/seed-2). Every combination is loaded
 // as a config here, so a bad value is refused before anything runs.
 func (p *Plan) Expand() ([]Entry, error) {
+	// Count first: a grid is a product, and building one of 10^12
+	// combinations to find it too large would exhaust memory.
+	seeds := p.Seeds
+	if len(seeds) == 0 {
+		seeds = []int64{0}
+	}
+	n := len(p.Configs) * len(seeds)
+	for _, vals := range p.Values {
+		if n > maxEntries {
+			break // n cannot shrink; stop before it can overflow
+		}
+		n *= len(vals)
+	}
+	if n > maxEntries {
+		return nil, errorf("sweep file %s: the grid has more than %d runs (%s); at most %d", p.Path, maxEntries, p.gridSizes(len(seeds)), maxEntries)
+	}
 	names := map[string]string{}
 	var entries []Entry
 	combos := [][]int{nil}
@@ -244,13 +260,6 @@ func (p *Plan) Expand() ([]Entry, error) {
 			}
 		}
 		combos = next
-	}
-	seeds := p.Seeds
-	if len(seeds) == 0 {
-		seeds = []int64{0}
-	}
-	if n := len(p.Configs) * len(combos) * len(seeds); n > maxEntries {
-		return nil, errorf("sweep file %s: %d runs; at most %d", p.Path, n, maxEntries)
 	}
 	for _, cfgPath := range p.Configs {
 		name, err := ablate.RunName(cfgPath)
@@ -299,6 +308,20 @@ func (p *Plan) Expand() ([]Entry, error) {
 		return nil, errorf("sweep file %s: baseline %q is not one of the variants (%s)", p.Path, p.Baseline, entries[0].Variant)
 	}
 	return entries, nil
+}
+
+// gridSizes says what multiplies: "2 configs × 40 × 40 values × 1000 seeds".
+func (p *Plan) gridSizes(seeds int) string {
+	parts := []string{fmt.Sprintf("%d configs", len(p.Configs))}
+	var vals []string
+	for _, v := range p.Values {
+		vals = append(vals, strconv.Itoa(len(v)))
+	}
+	if len(vals) > 0 {
+		parts = append(parts, strings.Join(vals, " × ")+" values")
+	}
+	parts = append(parts, fmt.Sprintf("%d seeds", seeds))
+	return strings.Join(parts, " × ")
 }
 
 // relativeTo gives path relative to dir (both taken from the working

@@ -37,7 +37,7 @@ type AdamW struct {
 	M, V [][]float64
 
 	// Split, when set, runs the update over ranges of entries on several
-	// goroutines (graph.Program.Split, set by NewStepper); nil runs it in
+	// goroutines (tape.Program.Split, set by NewStepper); nil runs it in
 	// the caller. Every entry's update reads only that entry, and the
 	// assembly and Go paths of package adamw give the same bits, so the
 	// weights do not depend on how the entries are split.
@@ -134,7 +134,7 @@ func SkipDecayBelow2D(params []*graph.Param) []bool {
 	return skip
 }
 
-// splitOrRun runs f over [0, n) through split (a graph.Program's Split,
+// splitOrRun runs f over [0, n) through split (a tape.Program's Split,
 // work the job's estimate), or in the calling goroutine when split is nil:
 // the optimizer's and the clipper's passes over every entry.
 func splitOrRun(split func(n, work int, f func(lo, hi int)), n, work int, f func(lo, hi int)) {

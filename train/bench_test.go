@@ -14,6 +14,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // benchShapes are the shapes issue #10 measures (bench/compare.sh trains
@@ -64,7 +65,7 @@ func newBenchStepper(t testing.TB, spec config.Model, batch int, be graph.Backen
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := graph.Compile(m, true)
+	prog, err := tape.Compile(m, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func BenchmarkEvalBatch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				prog, err := graph.Compile(m, false)
+				prog, err := tape.Compile(m, false)
 				if err != nil {
 					b.Fatal(err)
 				}

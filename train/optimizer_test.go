@@ -10,6 +10,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -48,7 +49,7 @@ func goldenTrajectory(t *testing.T, cases []*golden.Case, unfused bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prog, err := graph.Compile(m, true)
+			prog, err := tape.Compile(m, true)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,6 +31,8 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -329,8 +331,8 @@ type trainer struct {
 	opts    Options
 	dir     string
 	data    *corpus.Dataset
-	prog    *graph.Program // training graph with gradients
-	tests   eval.Graphs    // the same model without gradients, for test loss
+	prog    *tape.Program // training graph with gradients
+	tests   eval.Graphs   // the same model without gradients, for test loss
 	opt     *AdamW
 	stepper *Stepper
 	metrics *metricsLog
@@ -418,19 +420,19 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	}
 	// Training and evaluation never run at once: one Memory serves both,
 	// so evaluation costs no memory beyond the training step's.
-	mem := graph.NewMemory()
+	mem := fused.NewMemory()
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, err
 	}
-	if t.prog, err = graph.Compile(m, true); err != nil {
+	if t.prog, err = tape.Compile(m, true); err != nil {
 		return nil, err
 	}
 	// The evaluation graphs: one at the training batch, which the test
 	// loss is defined over, and one at a multiple of it that covers
 	// several batches per run where that is faster (config's EvalBatch,
 	// eval.Graphs).
-	evalGraph := func(batch int) (*graph.Program, error) {
+	evalGraph := func(batch int) (*tape.Program, error) {
 		em, err := graph.Build(cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
 		if err != nil {
 			return nil, err
@@ -442,7 +444,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 				return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
 			}
 		}
-		return graph.Compile(em, false)
+		return tape.Compile(em, false)
 	}
 	if t.tests.Batch, err = evalGraph(tr.Batch); err != nil {
 		return nil, err

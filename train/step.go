@@ -6,13 +6,13 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 // Stepper does one training step on a compiled program: forward and
 // backward, global-norm clipping, then AdamW at the scheduled rate.
 type Stepper struct {
-	Prog  *graph.Program
+	Prog  *tape.Program
 	Opt   *AdamW
 	Sched Schedule
 	Clip  float64
@@ -34,7 +34,7 @@ type StepResult struct {
 }
 
 // NewStepper ties prog's parameters and gradients to opt.
-func NewStepper(prog *graph.Program, opt *AdamW, sched Schedule, clip float64) *Stepper {
+func NewStepper(prog *tape.Program, opt *AdamW, sched Schedule, clip float64) *Stepper {
 	s := &Stepper{Prog: prog, Opt: opt, Sched: sched, Clip: clip}
 	// Clipping and the update on the goroutines of the program's kernels.
 	s.clipper.split = prog.Split

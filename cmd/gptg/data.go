@@ -22,6 +22,8 @@ Writes N sentences of a small grammar, one per line, for word-level models
 
 e.g. "the big cat chases a red ball ." A model that has learnt it samples
 grammatical sentences, and its attention shows which words it looks at.
+The defaults' output is built into gptg as data.path = "builtin:toy"
+(configs/toy-words.toml uses it); this command writes other sizes and seeds.
 
 Flags:
   --out FILE       where to write (required; folders are created)
@@ -34,8 +36,8 @@ Flags:
 func runData(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("out", "", "")
-	n := fs.Int("sentences", 5000, "")
-	seed := fs.Uint64("seed", 1, "")
+	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
+	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

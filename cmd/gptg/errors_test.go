@@ -105,7 +105,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "train: a config run from another directory", files: map[string]string{"proj/configs/c.toml": "[data]\npath = \"data/t.txt\"\n", "proj/data/t.txt": "abc"},
 			args: []string{"train", "proj/configs/c.toml"}, code: 1, msg: "; it exists under "},
 		{name: "train: the toy corpus not made yet", files: map[string]string{"c.toml": "[data]\npath = \"data/toy.txt\"\ntokenizer = \"word\"\n"},
-			args: []string{"train", "c.toml"}, code: 1, msg: "; make the toy corpus with: gptg data toy --out data/toy.txt"},
+			args: []string{"train", "c.toml"}, code: 1, msg: `; use the built-in one (data.path = "builtin:toy") or make it with: gptg data toy --out data/toy.txt`},
 		{name: "train: batch larger than the test split", files: map[string]string{"c.toml": "[data]\npath = \"" + tiny + "\"\n[train]\nbatch = 100\n"},
 			args: []string{"train", "c.toml"}, code: 1, msg: "has 36 test windows, fewer than one batch of 100: lower train.batch or data.split"},
 		{name: "graph: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
@@ -236,6 +236,8 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `meta.pkl: pickle names the global "builtins.eval"`},
 	}
 	rows = append(rows, hardenedInputs(t)...)
+	rows = append(rows, corpusInputs(t)...)
+	rows = append(rows, hostileInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {

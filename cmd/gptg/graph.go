@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
 )
 
 var graphCommand = command{
@@ -62,7 +63,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := graph.Compile(m, true)
+	p, err := tape.Compile(m, true)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 )
 
@@ -95,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, c.usage)
 				return 0
 			}
-			fmt.Fprintf(stderr, "gptg: unknown command %q (see gptg help)\n", args[1])
+			fmt.Fprintf(stderr, "gptg: unknown command %s (see gptg help)\n", quote.Value(args[1]))
 			return 2
 		}
 		printHelp(stdout)
@@ -106,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "gptg: unknown command %q%s (see gptg help)\n", args[0], suggestCommand(args[0]))
+		fmt.Fprintf(stderr, "gptg: unknown command %s%s (see gptg help)\n", quote.Value(args[0]), suggestCommand(args[0]))
 		return 2
 	}
 	err := c.run(args[1:], stdout, stderr)
@@ -117,9 +118,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, c.usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], oneLine(err.Error()))
+	fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], quote.Line(oneLine(err.Error()), maxMessage))
 	return exitCode(err)
 }
+
+// maxMessage bounds an error line: the values in a message are quoted and
+// cut where they are put in (quote.Value), and this is the last guard.
+const maxMessage = 2000
 
 // usageError marks a bad command line (exit 2).
 type usageError struct{ msg string }

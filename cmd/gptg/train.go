@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/train"
@@ -30,8 +31,10 @@ default runs/<config name>):
   metrics.jsonl           one JSON row per logged step; eval rows add test_loss
   checkpoint.safetensors  weights, AdamW moments and loop state, for --resume
 
-When data.path is missing and data.url is set, the corpus is downloaded
-and checked against data.sha256 first.
+data.path = "builtin:NAME" trains on a corpus built into gptg
+(tinyshakespeare, toy), from any folder and offline. When data.path is a
+missing file and data.url is set, the corpus is downloaded and checked
+against data.sha256 first.
 
 Ctrl-C (or SIGTERM, or SIGHUP when the terminal closes) finishes the
 current step (or stops the evaluation under way), saves the checkpoint and
@@ -133,8 +136,8 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // relative to the config's folder or one above it, where to run from.
 func checkDataPath(cfg *config.Config) error {
 	path := cfg.Data.Path
-	if cfg.Data.URL != "" {
-		return nil // missing files are downloaded
+	if _, ok := builtin.Parse(path); ok || cfg.Data.URL != "" {
+		return nil // built in (config checked the name), or downloaded when missing
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or a different problem that loading reports
@@ -148,7 +151,7 @@ func checkDataPath(cfg *config.Config) error {
 		}
 	}
 	if filepath.Base(path) == "toy.txt" {
-		msg += fmt.Sprintf("; make the toy corpus with: gptg data toy --out %s", path)
+		msg += fmt.Sprintf("; use the built-in one (data.path = \"builtin:toy\") or make it with: gptg data toy --out %s", path)
 	}
 	return errors.New(msg)
 }

@@ -1,0 +1,138 @@
+package fused
+
+import (
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// Memory lends the intermediate buffers of fused graphs, so that a
+// training step needs memory for what is alive at once rather than for
+// every intermediate of the forward and the backward pass (at nanoGPT's
+// shakespeare-char shape that is the difference between PyTorch's peak
+// and twice it).
+//
+// A fused op's output is lent when every reader of it is a fused op and
+// nobody reads it after the run (it is not a gradient, the logits, the
+// loss, or the attention weights of a forward-only program): the op takes
+// a buffer when it runs, and its last reader gives the buffer back once its
+// kernel is done. Readers count per run, so the order the tape runs the
+// ops in does not matter. Outputs read by Gorgonia's own ops keep a buffer
+// of their own: those ops may work in place, and what they write would
+// outlive the loan.
+//
+// Graphs that never run at the same time — the training graph and its
+// evaluation graph — can share one Memory (graph.Options.Memory).
+type Memory struct {
+	f32 map[int][][]float32
+	f64 map[int][][]float64
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory {
+	return &Memory{f32: map[int][][]float32{}, f64: map[int][][]float64{}}
+}
+
+// lend returns a buffer of n elements for op's output: a free one of that
+// size, or a new one.
+func (m *Memory) lend(dt tensor.Dtype, n int) any {
+	if dt == tensor.Float64 {
+		return take(m.f64, n)
+	}
+	return take(m.f32, n)
+}
+
+// giveBack returns a lent buffer.
+func (m *Memory) giveBack(buf any) {
+	switch b := buf.(type) {
+	case []float32:
+		m.f32[len(b)] = append(m.f32[len(b)], b)
+	case []float64:
+		m.f64[len(b)] = append(m.f64[len(b)], b)
+	}
+}
+
+func take[F float32 | float64](free map[int][][]F, n int) []F {
+	if list := free[n]; len(list) > 0 {
+		b := list[len(list)-1]
+		free[n] = list[:len(list)-1]
+		return b
+	}
+	return make([]F, n)
+}
+
+// PlanMemory decides, once the graph is complete (gradients included),
+// which fused outputs are lent (see Memory) and tells every fused op which
+// of its inputs it is a reader of. keep lists the nodes read after a run.
+// A graph whose plan is never made lends nothing.
+func PlanMemory(g *G.ExprGraph, keep []*G.Node) {
+	kept := map[*G.Node]bool{}
+	for _, n := range keep {
+		kept[n] = true
+	}
+	lent := map[*G.Node]*fusedOp{}
+	for _, n := range g.AllNodes() {
+		op, ok := n.Op().(*fusedOp)
+		if !ok || op.mem == nil || len(op.shape) == 0 || kept[n] {
+			continue
+		}
+		uses := 0
+		readers := g.To(n.ID())
+		for readers.Next() {
+			reader := readers.Node().(*G.Node)
+			if _, fused := reader.Op().(*fusedOp); !fused {
+				uses = 0
+				break
+			}
+			for _, in := range inputsOf(g, reader) {
+				if in == n {
+					uses++
+				}
+			}
+		}
+		if uses > 0 {
+			op.uses = uses
+			lent[n] = op
+		}
+	}
+	for _, n := range g.AllNodes() {
+		op, ok := n.Op().(*fusedOp)
+		if !ok {
+			continue
+		}
+		op.readOf = op.readOf[:0]
+		for _, in := range inputsOf(g, n) {
+			op.readOf = append(op.readOf, lent[in]) // nil: not lent
+		}
+	}
+}
+
+// inputsOf lists n's inputs in the order its op takes them.
+func inputsOf(g *G.ExprGraph, n *G.Node) []*G.Node {
+	var ins []*G.Node
+	it := g.From(n.ID())
+	for it.Next() {
+		ins = append(ins, it.Node().(*G.Node))
+	}
+	return ins
+}
+
+// borrow gives op a lent buffer for this run's output.
+func (op *fusedOp) borrow() {
+	op.lentBuf = op.mem.lend(op.dt, op.shape.TotalSize())
+	op.out = tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(op.lentBuf))
+	op.pending = op.uses
+}
+
+// doneReading tells the producers of op's lent inputs that op has read them;
+// the last reader gives the buffer back.
+func (op *fusedOp) doneReading() {
+	for _, src := range op.readOf {
+		if src == nil {
+			continue
+		}
+		if src.pending--; src.pending == 0 {
+			src.mem.giveBack(src.lentBuf)
+			src.lentBuf = nil
+		}
+	}
+}

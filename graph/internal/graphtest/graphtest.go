@@ -1,0 +1,52 @@
+// Package graphtest holds what the tests of graph, graph/fused and
+// graph/tape share: the kernel family they run on (Main), the two emitters
+// every exactness test runs (Paths) and random batches. Only test files
+// import it.
+package graphtest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/gptg/gptg/graph/internal/gemm"
+)
+
+// Main runs a package's tests on the matrix-product kernels that
+// GPTG_TEST_KERNELS names (one of gemm.Paths: "AVX-512", "AVX2", "Go"),
+// so that the golden, finite-difference and fused-against-unfused tests
+// can be run on each family this CPU has (.ci/run does, for AVX2); unset,
+// the fastest. `-tags purego` builds the plain-Go twins of every assembly
+// routine instead (GELU and AdamW as well). A package's TestMain calls it.
+func Main(m *testing.M) {
+	name := os.Getenv("GPTG_TEST_KERNELS")
+	if name == "" {
+		os.Exit(m.Run())
+	}
+	if !slices.Contains(gemm.Paths(), name) {
+		fmt.Fprintf(os.Stderr, "GPTG_TEST_KERNELS=%q: this machine's kernel families are %q\n", name, gemm.Paths())
+		os.Exit(2)
+	}
+	restore := gemm.Use(name)
+	code := m.Run()
+	restore()
+	os.Exit(code)
+}
+
+// Paths are the two graphs every exactness test runs on: the fused
+// kernels and the composition from Gorgonia's primitives.
+var Paths = []struct {
+	Name    string
+	Unfused bool
+}{{"fused", false}, {"unfused", true}}
+
+// RandomBatch draws n token ids and n target ids below vocab, in pairs.
+func RandomBatch(rng *rand.Rand, vocab, n int) (x, y []int) {
+	x, y = make([]int, n), make([]int, n)
+	for i := range x {
+		x[i], y[i] = rng.IntN(vocab), rng.IntN(vocab)
+	}
+	return x, y
+}

@@ -1,0 +1,179 @@
+// Package tape runs a built graph on Gorgonia's TapeMachine: Program
+// runs a window of tokens (the forward pass, and every gradient when
+// training), CachedProgram one token at a time against a key/value cache.
+// It compiles the graph once, feeds each batch into the same input
+// tensors, runs the tape in the calling goroutine (tape.go) and, for a
+// fused graph, runs Gorgonia's own ops on the kernels' goroutines and
+// lends the fused ops' buffers (package fused's PlanMemory).
+//
+// Imports run one way: tape imports graph (what the model computes) and
+// graph/fused (its kernels); neither imports tape.
+package tape
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+)
+
+// Program is a built model compiled for a TapeMachine: one run computes the
+// forward pass and, when the model has a loss, every parameter's gradient.
+type Program struct {
+	*graph.Model
+	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
+
+	vm      G.VM
+	inPlace func() error  // runs the tape in this goroutine; nil: use vm.RunAll (see tape.go)
+	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
+	targets *tensor.Dense // one-hot, fed to Model.Targets
+	onehot  []int         // where targets holds its ones, to clear them
+}
+
+// Compile compiles the graph once for a TapeMachine; every later Run reuses
+// it. withGrads adds the symbolic gradients of the loss (training); without
+// them a run is the forward pass alone (evaluation, sampling).
+func Compile(m *graph.Model, withGrads bool) (*Program, error) {
+	p := &Program{Model: m}
+	if withGrads && m.Loss == nil {
+		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
+	}
+	if withGrads {
+		nodes := make(G.Nodes, len(m.Params))
+		for i, prm := range m.Params {
+			nodes[i] = prm.Node
+		}
+		grads, err := G.Grad(m.Loss, nodes...)
+		if err != nil {
+			return nil, fmt.Errorf("differentiating the graph: %w", err)
+		}
+		p.Grads = grads
+	}
+	if m.Targets != nil {
+		p.targets = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(m.Targets.Shape()...))
+		p.onehot = make([]int, m.Targets.Shape()[0])
+	}
+	// What is read after a run keeps its buffer; the rest is lent.
+	keep := append([]*G.Node{m.Logits}, p.Grads...)
+	if m.Loss != nil {
+		keep = append(keep, m.Loss)
+	}
+	// The attention weights are read by sampling, attention maps and the
+	// tests; a training graph keeps them at no cost (the backward pass
+	// needs them until the end anyway). Only an evaluation graph, with a
+	// loss and no gradients, lends them: nobody looks at its weights.
+	if withGrads || m.Loss == nil {
+		keep = append(keep, m.Attention...)
+	}
+	fused.PlanMemory(m.G, keep)
+	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
+	var opts []G.VMOpt
+	if m.Fused != nil {
+		opts = append(opts, G.WithEngine(m.Fused.Engine()))
+	}
+	p.vm = G.NewTapeMachine(m.G, opts...)
+	p.inPlace = runInPlace(p.vm)
+	return p, nil
+}
+
+// Split calls f on contiguous ranges [lo, hi) that cover [0, n), on the
+// goroutines that run the program's kernels, and waits for all of them:
+// the optimizer's passes over every parameter between two runs use it.
+// work estimates the whole job (about one multiply-add per unit), so that
+// small jobs run in the calling goroutine alone; so does everything in an
+// unfused program. f must compute each item independently of the range it
+// lands in, and must not call Split or Run.
+func (p *Program) Split(n, work int, f func(lo, hi int)) {
+	if p.Fused == nil {
+		f(0, n)
+		return
+	}
+	p.Fused.Split(n, work, f)
+}
+
+// Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
+// runs the graph. Outputs stay readable until the next Run.
+func (p *Program) Run(tokens, targets []int) error {
+	V := p.Spec.Vocab
+	dst := p.tokens.Data().([]int)
+	if len(tokens) != len(dst) {
+		return fmt.Errorf("run: %d tokens for a graph of %d", len(tokens), len(dst))
+	}
+	for _, t := range tokens {
+		if t < 0 || t >= V {
+			return fmt.Errorf("run: token id %d outside the vocabulary of %d", t, V)
+		}
+	}
+	copy(dst, tokens)
+	if err := G.Let(p.Model.Tokens, p.tokens); err != nil {
+		return fmt.Errorf("run: feeding tokens: %w", err)
+	}
+	if p.Model.Targets != nil {
+		if len(targets) != len(p.onehot) {
+			return fmt.Errorf("run: %d targets for a graph of %d", len(targets), len(p.onehot))
+		}
+		if err := p.setOneHot(targets); err != nil {
+			return err
+		}
+		if err := G.Let(p.Model.Targets, p.targets); err != nil {
+			return fmt.Errorf("run: feeding targets: %w", err)
+		}
+	}
+	// Without a Reset first, RunAll silently runs nothing on a second call.
+	p.vm.Reset()
+	run := p.vm.RunAll
+	if p.inPlace != nil {
+		run = p.inPlace
+	}
+	if err := run(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// setOneHot writes 1 at (row i, targets[i]), clearing last run's ones.
+func (p *Program) setOneHot(targets []int) error {
+	V := p.Spec.Vocab
+	for _, t := range targets {
+		if t < 0 || t >= V {
+			return fmt.Errorf("run: target id %d outside the vocabulary of %d", t, V)
+		}
+	}
+	switch d := p.targets.Data().(type) {
+	case []float64:
+		for i, t := range targets {
+			d[i*V+p.onehot[i]] = 0
+			d[i*V+t] = 1
+		}
+	case []float32:
+		for i, t := range targets {
+			d[i*V+p.onehot[i]] = 0
+			d[i*V+t] = 1
+		}
+	}
+	copy(p.onehot, targets)
+	return nil
+}
+
+// Loss is the last run's mean cross-entropy.
+func (p *Program) Loss() float64 { return scalarOf(p.Model.Loss.Value()) }
+
+// Close releases the machine.
+func (p *Program) Close() error { return p.vm.Close() }
+
+func scalarOf(v G.Value) float64 {
+	switch x := v.Data().(type) {
+	case float64:
+		return x
+	case float32:
+		return float64(x)
+	case []float64:
+		return x[0]
+	case []float32:
+		return float64(x[0])
+	}
+	return 0
+}

@@ -1,0 +1,179 @@
+package tape
+
+import (
+	"fmt"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/fused"
+)
+
+// TranslationProgram is a built encoder–decoder graph compiled for a
+// TapeMachine, as Program is for the GPT: one run computes the forward
+// pass and, with the loss, every parameter's gradient.
+type TranslationProgram struct {
+	*graph.Translation
+	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
+
+	vm                         G.VM
+	inPlace                    func() error
+	src, decIn, targets, index *tensor.Dense
+	srcMask, weight            *tensor.Dense
+	srcMask64, weight64        []float64 // filled per run, then copied into the graph's dtype
+}
+
+// CompileTranslation compiles m once; withGrads adds the symbolic
+// gradients of the loss.
+func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgram, error) {
+	if withGrads && m.Loss == nil {
+		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
+	}
+	p := &TranslationProgram{Translation: m}
+	if withGrads {
+		nodes := make(G.Nodes, len(m.Params))
+		for i, prm := range m.Params {
+			nodes[i] = prm.Node
+		}
+		grads, err := G.Grad(m.Loss, nodes...)
+		if err != nil {
+			return nil, fmt.Errorf("differentiating the graph: %w", err)
+		}
+		p.Grads = grads
+	}
+	B, S, T := m.Batch, m.SrcLen, m.TgtLen
+	p.src = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*S))
+	p.decIn = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
+	p.srcMask = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B, S))
+	p.srcMask64 = make([]float64, B*S)
+	if m.Loss != nil {
+		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
+		p.index = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
+		p.weight = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B*T))
+		p.weight64 = make([]float64, B*T)
+	}
+	// What is read after a run keeps its buffer; the rest is lent.
+	keep := append([]*G.Node{m.Logits, m.Memory}, p.Grads...)
+	if m.Loss != nil {
+		keep = append(keep, m.Loss)
+	}
+	keep = append(keep, m.CrossAttention...)
+	fused.PlanMemory(m.G, keep)
+	var opts []G.VMOpt
+	if m.Fused != nil {
+		opts = append(opts, G.WithEngine(m.Fused.Engine()))
+	}
+	p.vm = G.NewTapeMachine(m.G, opts...)
+	p.inPlace = runInPlace(p.vm)
+	return p, nil
+}
+
+// Run feeds one batch — B·S source ids, B·T decoder inputs and, with a
+// loss, B·T targets (PAD where a sentence has ended) — and runs the graph.
+// A batch with no non-PAD target is refused: its mean would be 0/0.
+func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
+	m := p.Translation
+	if err := feedIDs(p.src, m.Src, src, m.Spec.SrcVocab, "source"); err != nil {
+		return err
+	}
+	if err := feedIDs(p.decIn, m.DecIn, decIn, m.Spec.TgtVocab, "decoder input"); err != nil {
+		return err
+	}
+	for i, id := range src {
+		p.srcMask64[i] = 0
+		if id == graph.PAD {
+			p.srcMask64[i] = graph.MaskValue
+		}
+	}
+	if err := feedFloats(p.srcMask, m.SrcMask, p.srcMask64); err != nil {
+		return err
+	}
+	if m.Loss != nil {
+		V := m.Spec.TgtVocab
+		if len(decTgt) != len(p.weight64) {
+			return fmt.Errorf("run: %d targets for a graph of %d", len(decTgt), len(p.weight64))
+		}
+		n := 0
+		for _, id := range decTgt {
+			if id < 0 || id >= V {
+				return fmt.Errorf("run: target id %d outside the vocabulary of %d", id, V)
+			}
+			if id != graph.PAD {
+				n++
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("run: every target of the batch is PAD")
+		}
+		copy(p.targets.Data().([]int), decTgt)
+		if err := G.Let(m.Targets, p.targets); err != nil {
+			return fmt.Errorf("run: feeding targets: %w", err)
+		}
+		if m.TargetIndex != nil {
+			idx := p.index.Data().([]int)
+			for r, id := range decTgt {
+				idx[r] = r*V + id
+				p.weight64[r] = 0
+				if id != graph.PAD {
+					p.weight64[r] = 1 / float64(n)
+				}
+			}
+			if err := G.Let(m.TargetIndex, p.index); err != nil {
+				return fmt.Errorf("run: feeding targets: %w", err)
+			}
+			if err := feedFloats(p.weight, m.TargetWeight, p.weight64); err != nil {
+				return err
+			}
+		}
+	}
+	p.vm.Reset() // without it RunAll silently runs nothing the second time
+	run := p.vm.RunAll
+	if p.inPlace != nil {
+		run = p.inPlace
+	}
+	if err := run(); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+// Loss is the last run's loss.
+func (p *TranslationProgram) Loss() float64 { return scalarOf(p.Translation.Loss.Value()) }
+
+// Close releases the machine.
+func (p *TranslationProgram) Close() error { return p.vm.Close() }
+
+// feedIDs checks ids against the vocabulary and lets node read them.
+func feedIDs(dst *tensor.Dense, node *G.Node, ids []int, vocab int, what string) error {
+	d := dst.Data().([]int)
+	if len(ids) != len(d) {
+		return fmt.Errorf("run: %d %s ids for a graph of %d", len(ids), what, len(d))
+	}
+	for _, id := range ids {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("run: %s id %d outside the vocabulary of %d", what, id, vocab)
+		}
+	}
+	copy(d, ids)
+	if err := G.Let(node, dst); err != nil {
+		return fmt.Errorf("run: feeding %s: %w", what, err)
+	}
+	return nil
+}
+
+// feedFloats copies values into dst (float32 or float64) and lets node read it.
+func feedFloats(dst *tensor.Dense, node *G.Node, values []float64) error {
+	switch d := dst.Data().(type) {
+	case []float64:
+		copy(d, values)
+	case []float32:
+		for i, v := range values {
+			d[i] = float32(v)
+		}
+	}
+	if err := G.Let(node, dst); err != nil {
+		return fmt.Errorf("run: feeding %s: %w", node.Name(), err)
+	}
+	return nil
+}
