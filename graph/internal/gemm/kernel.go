@@ -309,7 +309,9 @@ func put[F Float](c, add []F, sums ...F) {
 		}
 		return
 	}
-	copy(c, sums)
+	for j, s := range sums { // not copy: a call to memmove per row
+		c[j] = s
+	}
 }
 
 // from returns s[i:], or nil for a nil s (nothing to add).
