@@ -132,7 +132,8 @@ func microKernel[F Float](ks *kernels, asm bool, k, strips int, a []F, aRow, aSt
 // block4x4; goBlockWide chooses); the rows and columns they leave are
 // summed four columns at a time (block1x4), then one element at a time.
 // The loop it replaces kept the tile in an array in memory, loading and
-// storing every partial sum at every step (bench/NOTES.md, P1).
+// storing every partial sum at every step (bench/NOTES.md, "The plain-Go
+// kernel").
 func kernelGo[F Float](mr, nr, k int, a []F, aRow, aStep int, b []F, bStep int, c []F, ldc int, add []F, ldAdd int) {
 	if aRow < 0 || aStep < 0 || bStep < 0 || ldc < 0 || ldAdd < 0 {
 		panic("gemm: negative stride") // the blocks' bounds checks assume none
