@@ -24,6 +24,11 @@ func LoadFor(cfg config.Config, log io.Writer, client *http.Client) (*Dataset, e
 // when ctx is done (a signal while a large corpus loads).
 func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, client *http.Client) (*Dataset, error) {
 	d := cfg.Data
+	if d.Format == "pairs" {
+		// Sentence pairs are package pairs' to read; cutting them into
+		// windows of running text would train on garbage.
+		return nil, fmt.Errorf("%s: a pairs corpus (data.format = \"pairs\") is read by the encoder-decoder, not as running text", d.Path)
+	}
 	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" && !isBuiltin(d.Path) {
 		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
 	}

@@ -462,7 +462,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if tr.Decay == "matrices" {
 		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
 	}
-	sched := Schedule{LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total}
+	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
 	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
 	n := perStep * cfg.Model.Context
