@@ -13,12 +13,12 @@ import (
 // targets the (rows) ids, a tensor.Int vector: SmoothedCrossEntropy's
 // kernel without smoothing, every target counted.
 func (f *Emitter) CrossEntropy(logits, targets *G.Node) *G.Node {
-	return f.SmoothedCrossEntropy(logits, targets, 0, NoIgnore)
+	return f.SmoothedCrossEntropy(logits, targets, 0, noIgnore)
 }
 
-// NoIgnore is the ignored target id of a loss that counts every target:
+// noIgnore is the ignored target id of a loss that counts every target:
 // no id is negative.
-const NoIgnore = -1
+const noIgnore = -1
 
 // logSumExp of a row, shifted by its max; a float32 row is
 // expf.LogSumExp's (float32 exps eight at a time, summed in float64).
