@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 
 	"github.com/gptg/gptg/config"
@@ -25,10 +26,13 @@ a batch is small (under 1024 positions), several batches go through the
 model at once: the same windows and the same loss, sooner.
 
 A run folder stands for its model.safetensors. Without --data, the corpus,
-split and stride are those of the config.toml beside the model file.
+split and stride are those of the config.toml beside the model file: the
+corpus the run recorded (data.sha256, data.size), found from any working
+directory (data.path, where it was when the run started, beside the run
+folder, or built into gptg); a file that holds other text is refused.
 
 Flags:
-  --data FILE      the corpus (default: data.path of the run's config.toml)
+  --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
   --batch N        windows per batch (default 4, as in training)
   --split F        fraction of the tokens used for training (default 0.9,
                    or the run's data.split)
@@ -81,7 +85,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if cfg == nil {
 			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
 		}
-		*dataPath, stride = cfg.Data.Path, cfg.Data.Stride
+		// From any working directory, and only the very text the run
+		// was trained on (train.FindCorpus).
+		if *dataPath, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+			return fmt.Errorf("%w, or give --data FILE", err)
+		}
+		stride = cfg.Data.Stride
 		if !set["split"] {
 			*split = cfg.Data.Split
 		}
