@@ -80,6 +80,9 @@ const (
 // folder's lock (internal/runlock) from the moment the folder exists until
 // it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	if cfg.Model.EncoderDecoder() {
+		return runTranslation(ctx, cfg, opts)
+	}
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
 		// Exit code 2, like any bad setting, naming where train.out came from.
@@ -309,6 +312,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
+	if cfg.Model.EncoderDecoder() {
+		return nil, fmt.Errorf("resuming %s: translation runs cannot be resumed yet (its model file holds the last evaluation's weights)", dir)
+	}
 	// The corpus, from wherever gptg runs, and only if it is the one the
 	// run was trained on.
 	origin := readOrigin(text)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/testmodel"
 )
 
@@ -120,6 +121,27 @@ func TestEvalFromAnywhere(t *testing.T) {
 	}
 }
 
+// TestDataListAndExport: gptg data list names every built-in corpus with
+// its size and digest; gptg data export writes its very bytes.
+func TestDataListAndExport(t *testing.T) {
+	dir := t.TempDir()
+	out := ok(t, dir, "data", "list")
+	for _, c := range builtin.All() {
+		if !strings.Contains(out, fmt.Sprintf("%s  ", c.Path())) || !strings.Contains(out, fmt.Sprintf("%d  ", c.Size)) || !strings.Contains(out, c.SHA256) {
+			t.Errorf("gptg data list lacks %s (%d bytes, %s):\n%s", c.Path(), c.Size, c.SHA256, out)
+		}
+	}
+	ok(t, dir, "data", "export", "tinyshakespeare", "--out", "sub/t.txt")
+	ok(t, dir, "data", "export", "builtin:toy", "--out", "toy.txt")
+	for name, file := range map[string]string{"tinyshakespeare": "sub/t.txt", "toy": "toy.txt"} {
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		want, _ := builtin.Bytes(name)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("exported %s: %d bytes, %v; want the %d built in", name, len(got), err, len(want))
+		}
+	}
+}
+
 // corpusInputs are the bad inputs about where the corpus is: built-in
 // names, and run folders whose corpus moved or changed.
 func corpusInputs(t *testing.T) []badInput {
@@ -147,6 +169,9 @@ func corpusInputs(t *testing.T) []badInput {
 			args: []string{"eval", "runs/c"}, code: 1, msg: "is not found: it is not at t.txt, runs/c/t.txt, nor under the folder of "},
 		{name: "train: a misspelt built-in corpus", files: map[string]string{"c.toml": "[data]\npath = \"builtin:shakespeare\"\n"},
 			args: []string{"train", "c.toml"}, code: 2, msg: `data.path: there is no built-in corpus "shakespeare" (built in: bible-en-es, tinyshakespeare, toy); did you mean "builtin:tinyshakespeare"?`},
+		{name: "data export: an unknown built-in corpus", args: []string{"data", "export", "shakespeare", "--out", "x.txt"}, code: 2,
+			msg: `there is no built-in corpus "shakespeare" (built in: `},
+		{name: "data export without --out", args: []string{"data", "export", "toy"}, code: 2, msg: "data export needs --out FILE"},
 		{name: "eval: an unknown built-in corpus", args: []string{"eval", causalModel, "--data", "builtin:nosuch"}, code: 1,
 			msg: `there is no built-in corpus "nosuch" (built in: bible-en-es, tinyshakespeare, toy)`},
 	}
