@@ -10,6 +10,7 @@
 package serve
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -88,7 +89,7 @@ type Server struct {
 	runsJSON []byte // the last /api/runs answer, kept for scanEvery
 	runsAt   time.Time
 
-	summaries sync.Map // model path + fileKey → summaryResult
+	summaries sync.Map // model path → summaryResult of its latest version
 	models    *modelCache
 	slots     chan struct{}
 }
@@ -394,6 +395,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 
 // summaryResult is a model summary, kept per model file version.
 type summaryResult struct {
+	key  fileKey
 	text string
 	err  error
 }
@@ -413,12 +415,24 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	k := fmt.Sprintf("%s %v", model, key)
-	v, ok := s.summaries.Load(k)
-	if !ok {
+	// One summary per model file, its latest version: a training run
+	// replaces its model at every evaluation.
+	v, ok := s.summaries.Load(model)
+	if !ok || v.(summaryResult).key != key {
+		// Building the model's graph takes memory and time: it waits for a
+		// model-running slot, a while at most.
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			s.busy(w)
+			return
+		}
 		text, err := s.opts.Summary(model)
-		v = summaryResult{text, err}
-		s.summaries.Store(k, v)
+		<-s.slots
+		v = summaryResult{key: key, text: text, err: err}
+		s.summaries.Store(model, v)
 	}
 	res := v.(summaryResult)
 	if res.err != nil {
@@ -526,6 +540,8 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			mf.Close()
+		} else if _, serr := f.root.fs.Stat(f.rel); errors.Is(serr, fs.ErrNotExist) {
+			return // the run folder was deleted: the page's next try gets a 404
 		}
 		if !sent { // the first event, even without rows: the page stops waiting
 			if ev.send("rows", `{"step":[],"loss":[],"test_loss":[],"lr":[],"tokens_per_s":[]}`) != nil {

@@ -735,3 +735,56 @@ func TestPages(t *testing.T) {
 		t.Error("a missing folder was accepted")
 	}
 }
+
+// TestSummary: the model summary is made once per model file version.
+func TestSummary(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "c"))
+	calls := 0
+	s := newServer(t, Options{Dirs: []string{runs}, Generations: 1, Summary: func(p string) (string, error) {
+		calls++
+		return "summary of " + filepath.Base(filepath.Dir(p)), nil
+	}})
+	for range 2 {
+		w := get(t, s, "/api/summary?id=runs/c")
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "summary of c") {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	b, _ := os.ReadFile(unmaskedMF)
+	os.WriteFile(filepath.Join(runs, "c", train.ModelFile+".tmp"), b, 0o644)
+	os.Rename(filepath.Join(runs, "c", train.ModelFile+".tmp"), filepath.Join(runs, "c", train.ModelFile))
+	if w := get(t, s, "/api/summary?id=runs/c"); w.Code != 200 || calls != 2 {
+		t.Errorf("after the model file was replaced: %d, %d summaries made; want 2", w.Code, calls)
+	}
+	if w := get(t, s, "/api/summary?id=runs/nothing"); w.Code != 404 {
+		t.Errorf("a missing run: %d", w.Code)
+	}
+}
+
+// TestLiveEndsWhenDeleted: the stream of a run folder that is deleted ends.
+func TestLiveEndsWhenDeleted(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "c"))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/live?id=runs/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	os.RemoveAll(filepath.Join(runs, "c"))
+	done := make(chan error, 1)
+	go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the stream ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a deleted run went on")
+	}
+}

@@ -1,8 +1,8 @@
 // Command serveload is the load check of gptg serve: one run trains while
 // 50 clients use the runs page and 10 follow the run's live curves, all on
 // the loopback interface, for a fixed time. It reports the training's
-// tokens/s in the windows before, during and after the load, the
-// requests answered and their latency, and the server's resident memory.
+// tokens/s in windows alone and under load, alternating, the requests
+// answered and their latency, the server's CPU time and resident memory.
 //
 //	go build -o /tmp/gptg ./cmd/gptg && go run ./bench/serveload --gptg /tmp/gptg
 //
@@ -32,19 +32,20 @@ import (
 
 func main() {
 	gptg := flag.String("gptg", "gptg", "the gptg binary")
-	window := flag.Duration("window", 20*time.Second, "length of each window: alone, under load, alone again")
+	window := flag.Duration("window", 10*time.Second, "length of each window")
 	pagers := flag.Int("runs-clients", 50, "clients on the runs page")
 	followers := flag.Int("live-clients", 10, "clients following the live curves")
 	poll := flag.Duration("poll", 2*time.Second, "time between a runs-page client's requests (0: back to back)")
 	threads := flag.Int("threads", 1, "the training's --threads")
+	pairs := flag.Int("pairs", 3, "loaded windows, each between two alone windows")
 	flag.Parse()
-	if err := run(*gptg, *window, *pagers, *followers, *poll, *threads); err != nil {
+	if err := run(*gptg, *window, *pagers, *followers, *poll, *threads, max(*pairs, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, "serveload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(gptg string, window time.Duration, pagers, followers int, poll time.Duration, threads int) error {
+func run(gptg string, window time.Duration, pagers, followers int, poll time.Duration, threads, pairs int) error {
 	dir, err := os.MkdirTemp("", "gptg-serveload-")
 	if err != nil {
 		return err
@@ -97,8 +98,8 @@ out = "runs/load"
 	base, _, _ = strings.Cut(base, " ")
 	go io.Copy(io.Discard, out)
 
-	fmt.Printf("load check: %d runs-page clients (poll %v), %d live-curve clients, windows of %v; training --threads %d\n",
-		pagers, poll, followers, window, threads)
+	fmt.Printf("load check: %d runs-page clients (poll %v), %d live-curve clients, %d loaded windows of %v between alone ones; training --threads %d\n",
+		pagers, poll, followers, pairs, window, threads)
 	rate := func(what string) (float64, error) {
 		a, err := readRows(metrics)
 		if err != nil {
@@ -114,95 +115,120 @@ out = "runs/load"
 		fmt.Printf("  %-22s steps %d→%d, %.0f tokens/s\n", what, r0.Step, r1.Step, tps)
 		return tps, nil
 	}
-	before, err := rate("alone (server idle):")
-	if err != nil {
-		return err
-	}
-	// The load.
-	lctx, stopLoad := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	// The load: started and stopped for each loaded window, its counts
+	// summed over them.
 	var lat latencies
 	var failures, rowsSeen atomic.Int64
+	var peakRSS atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: pagers + followers}}
-	for i := 0; i < pagers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, p := range []string{"/", "/assets/app.js", "/assets/uplot/uPlot.iife.min.js", "/assets/style.css"} {
-				get(lctx, client, base+p, &lat, &failures)
-			}
-			for lctx.Err() == nil {
-				get(lctx, client, base+"/api/runs", &lat, &failures)
-				if poll > 0 {
-					select {
-					case <-lctx.Done():
-					case <-time.After(poll):
+	startLoad := func() func() {
+		lctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := 0; i < pagers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, p := range []string{"/", "/assets/app.js", "/assets/uplot/uPlot.iife.min.js", "/assets/style.css"} {
+					get(lctx, client, base+p, &lat, &failures)
+				}
+				for lctx.Err() == nil {
+					get(lctx, client, base+"/api/runs", &lat, &failures)
+					if poll > 0 {
+						select {
+						case <-lctx.Done():
+						case <-time.After(poll):
+						}
 					}
 				}
-			}
-		}()
-	}
-	for i := 0; i < followers; i++ {
+			}()
+		}
+		for i := 0; i < followers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequestWithContext(lctx, "GET", base+"/api/live?id=runs/load", nil)
+				resp, err := client.Do(req)
+				if err != nil {
+					if lctx.Err() == nil {
+						failures.Add(1)
+					}
+					return
+				}
+				defer resp.Body.Close()
+				sc := bufio.NewScanner(resp.Body)
+				sc.Buffer(make([]byte, 1<<20), 8<<20)
+				for sc.Scan() {
+					if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+						var c struct{ Step []int }
+						json.Unmarshal([]byte(d), &c)
+						rowsSeen.Add(int64(len(c.Step)))
+					}
+				}
+			}()
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(lctx, "GET", base+"/api/live?id=runs/load", nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				if lctx.Err() == nil {
-					failures.Add(1)
+			for lctx.Err() == nil {
+				if kb := rssKB(serve.Process.Pid, "VmRSS:"); kb > peakRSS.Load() {
+					peakRSS.Store(kb)
 				}
-				return
-			}
-			defer resp.Body.Close()
-			sc := bufio.NewScanner(resp.Body)
-			sc.Buffer(make([]byte, 1<<20), 8<<20)
-			for sc.Scan() {
-				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-					var c struct{ Step []int }
-					json.Unmarshal([]byte(d), &c)
-					rowsSeen.Add(int64(len(c.Step)))
-				}
+				time.Sleep(100 * time.Millisecond)
 			}
 		}()
+		return func() { stop(); wg.Wait() }
 	}
-	var peakRSS atomic.Int64
-	go func() {
-		for lctx.Err() == nil {
-			if kb := rssKB(serve.Process.Pid, "VmRSS:"); kb > peakRSS.Load() {
-				peakRSS.Store(kb)
-			}
-			time.Sleep(100 * time.Millisecond)
+	// Alone and loaded windows alternate, pairs times, and end alone: each
+	// loaded window is compared with the mean of the alone windows on its
+	// two sides, so that a drift of the machine's own load cancels.
+	alone, err := rate("alone (server idle):")
+	if err != nil {
+		return err
+	}
+	var ratios []float64
+	serverCPU := 0.0
+	for i := 0; i < pairs; i++ {
+		stop := startLoad()
+		cpu0 := cpuSeconds(serve.Process.Pid)
+		loaded, err := rate("under load:")
+		serverCPU += cpuSeconds(serve.Process.Pid) - cpu0
+		stop()
+		if err != nil {
+			return err
 		}
-	}()
-	cpu0 := cpuSeconds(serve.Process.Pid)
-	during, err := rate("under load:")
-	serverCPU := cpuSeconds(serve.Process.Pid) - cpu0
-	stopLoad()
-	wg.Wait()
-	if err != nil {
-		return err
+		next, err := rate("alone again:")
+		if err != nil {
+			return err
+		}
+		ratios = append(ratios, loaded/((alone+next)/2))
+		alone = next
 	}
-	after, err := rate("alone again:")
-	if err != nil {
-		return err
-	}
-	ref := (before + after) / 2
+	sort.Float64s(ratios)
+	loadedSecs := window.Seconds() * float64(pairs)
 	p50, p99, n := lat.quantiles()
-	fmt.Printf("  training tokens/s under load: %.1f %% of alone (the mean of before and after)\n", 100*during/ref)
+	fmt.Printf("  training tokens/s under load, as a share of the alone windows beside it: median %.1f %% (each: %s)\n",
+		100*ratios[len(ratios)/2], percents(ratios))
 	fmt.Printf("  requests answered: %d (%.0f/s), failures %d; latency p50 %.1f ms, p99 %.1f ms\n",
-		n, float64(n)/window.Seconds(), failures.Load(), p50, p99)
+		n, float64(n)/loadedSecs, failures.Load(), p50, p99)
 	fmt.Printf("  live clients received %d rows in all\n", rowsSeen.Load())
 	// A figure the machine's other load does not change much: what the
 	// server itself took, which bounds what it can take from the training.
-	fmt.Printf("  server CPU while loaded: %.2f s in %v, %.1f %% of one core\n",
-		serverCPU, window, 100*serverCPU/window.Seconds())
+	fmt.Printf("  server CPU while loaded: %.2f s in %.0f s, %.1f %% of one core\n",
+		serverCPU, loadedSecs, 100*serverCPU/loadedSecs)
 	fmt.Printf("  server RSS: %.1f MiB peak while loaded, %.1f MiB high-water mark\n",
 		float64(peakRSS.Load())/1024, float64(rssKB(serve.Process.Pid, "VmHWM:"))/1024)
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("  machine load average (1, 5, 15 min): %s", strings.Join(strings.Fields(string(load))[:3], " ")+"\n")
+		fmt.Printf("  machine load average (1, 5, 15 min): %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
 	}
 	return nil
+}
+
+func percents(xs []float64) string {
+	var parts []string
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%.0f %%", 100*x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 type metricsRow struct {

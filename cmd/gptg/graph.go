@@ -48,6 +48,19 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	writeDot := func(text string) error {
+		if *dot == "" {
+			return nil
+		}
+		if err := atomicfile.WriteFile(*dot, []byte(text)); err != nil {
+			return fmt.Errorf("writing %s: %w", *dot, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", *dot)
+		return nil
+	}
+	if cfg.Model.EncoderDecoder() {
+		return graphTranslation(cfg, stdout, writeDot)
+	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
 			return err
@@ -76,13 +89,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
-	if *dot != "" {
-		if err := atomicfile.WriteFile(*dot, []byte(m.G.ToDot())); err != nil {
-			return fmt.Errorf("writing %s: %w", *dot, err)
-		}
-		fmt.Fprintf(stdout, "wrote %s\n", *dot)
-	}
-	return nil
+	return writeDot(m.G.ToDot())
 }
 
 func printParams(w io.Writer, params []*graph.Param) {

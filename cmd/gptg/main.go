@@ -49,6 +49,7 @@ func init() {
 		"sweep":     sweepCommand,
 		"serve":     serveCommand,
 		"data":      dataCommand,
+		"translate": translateCommand,
 		"import":    importCommand,
 		"version":   versionCommand,
 	}

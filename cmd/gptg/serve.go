@@ -22,7 +22,7 @@ import (
 var serveCommand = command{
 	summary: "a local web view of run folders: curves, sampling, attention, comparisons",
 	usage: `Usage: gptg serve [DIR...] [--addr 127.0.0.1:8080] [--generations N]
-                  [--max-tokens N] [--time-limit D] [--model-memory GiB]
+                  [--max-tokens N] [--time-limit D] [--model-memory GiB] [--threads N]
 
 Serves the run folders under each DIR (default runs/) as web pages, read
 only, until Ctrl-C:
