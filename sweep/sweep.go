@@ -38,6 +38,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // File names inside a sweep folder.
@@ -362,6 +363,11 @@ func folderName(s string) string {
 // of the sweep file. A folder that already holds
 // another sweep is refused; the same sweep again is a no-op.
 func Create(p *Plan) ([]Entry, error) {
+	// A control character in the folder's name would reach terminals,
+	// logs and the scripts sweep emit writes.
+	if !quote.Printable(p.Out) {
+		return nil, errorf("sweep file %s: out %s holds a control character: choose a plain folder name", quote.Name(p.Path), quote.Value(p.Out))
+	}
 	entries, err := p.Expand()
 	if err != nil {
 		return nil, err

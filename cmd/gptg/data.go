@@ -9,6 +9,7 @@ import (
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 var dataCommand = command{
@@ -26,9 +27,11 @@ The defaults' output is built into gptg as data.path = "builtin:toy"
 (configs/toy-words.toml uses it); this command writes other sizes and seeds.
 
 Flags:
-  --out FILE       where to write (required; folders are created)
+  --out FILE       where to write (required; folders are created; - for
+                   standard output); an existing file needs --force
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
+  --force          replace an existing file
 `,
 	run: runData,
 }
@@ -38,6 +41,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	out := fs.String("out", "", "")
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
 	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -50,12 +54,20 @@ func runData(args []string, stdout, _ io.Writer) error {
 	case *n < 1 || *n > 10_000_000:
 		return usagef("--sentences %d must be between 1 and 10000000", *n)
 	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(*out, []byte(corpus.ToySentences(*n, *seed))); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
+	if !atomicfile.IsStdout(*out) {
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, *out)
+	text := corpus.ToySentences(*n, *seed)
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+		return err
+	}
+	if !atomicfile.IsStdout(*out) {
+		fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, quote.Name(*out))
+	}
 	return nil
 }

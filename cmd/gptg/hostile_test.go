@@ -9,7 +9,9 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,9 +152,177 @@ func hostileInputs(t *testing.T) []badInput {
 			nanoZip(t, dir, nanoArgs(pInt(16)), pOrderedDict(pStr("transformer.wte.weight"), pTensor("0", numel, 55, 16)),
 				map[string]int{"0": 4 * numel}, true)
 		}, args: importArgs, code: 2, maxMB: 100, msg: "would unpack the archive past 8 times its size (a zip bomb?)"},
+		// 6. Outputs: never through a device, a FIFO or a folder, never over a link.
+		{name: "data toy --out a named pipe", setup: mkfifo("fifo"), args: []string{"data", "toy", "--out", "fifo"}, code: 2,
+			msg: "--out fifo: exists and is a named pipe (FIFO); gptg writes only regular files (- for standard output)"},
+		{name: "graph --dot a link to /dev/null", files: map[string]string{"c.toml": "[model]\nvocab = 8\n"}, setup: symlink("/dev/null", "g.dot"),
+			args: []string{"graph", "c.toml", "--dot", "g.dot"}, code: 2, msg: "--dot g.dot: is a link to /dev/null, a character device; gptg writes only regular files"},
+		{name: "attention --out a link that leads nowhere", setup: symlink("missing/a.png", "a.png"),
+			args: []string{"attention", causalModel, "--text", "First", "--out", "a.png"}, code: 2, msg: "--out a.png: is a symbolic link that leads nowhere"},
+		{name: "import --out a folder", setup: both(nanoMeta, nanoCheckpoint), files: map[string]string{"d/x": ""},
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "d"}, code: 2, msg: "--out d: exists and is a directory; gptg writes only regular files"},
+		// 7. Outputs over inputs and trained models: only with --force.
+		{name: "import --out the checkpoint it reads", setup: both(nanoMeta, nanoCheckpoint),
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "ckpt.pt"}, code: 2, msg: "--out ckpt.pt: is ckpt.pt, which this command reads; choose another output (--force replaces it)"},
+		{name: "import --out the meta.pkl it reads", setup: both(nanoMeta, nanoCheckpoint),
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "./meta.pkl"}, code: 2, msg: "--out ./meta.pkl: is meta.pkl, which this command reads"},
+		{name: "import --out a trained model", setup: both(nanoMeta, nanoCheckpoint, copied(causalModel, "model.safetensors")),
+			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "model.safetensors"}, code: 2, msg: "--out model.safetensors: already exists and is not a file this command wrote; choose another output, or give --force to replace it"},
+		{name: "graph --dot the config it reads", files: map[string]string{"base.toml": "[model]\nvocab = 8\n"},
+			args: []string{"graph", "base.toml", "--dot", "base.toml"}, code: 2, msg: "--dot base.toml: is base.toml, which this command reads"},
+		{name: "data toy --out an existing file", files: map[string]string{"notes.txt": "mine"},
+			args: []string{"data", "toy", "--out", "notes.txt"}, code: 2, msg: "--out notes.txt: already exists and is not a file this command wrote"},
+		// 8. Nothing of the input becomes a line of its own in a script.
+		{name: "sweep: out holds a newline", files: map[string]string{"c.toml": "", "s.toml": "configs = [\"c.toml\"]\nout = \"sw\\ntouch PWNED\"\n"},
+			args: []string{"sweep", "s.toml"}, code: 2, msg: `sweep file s.toml: out "sw\ntouch PWNED" holds a control character: choose a plain folder name`},
+		{name: "sweep emit slurm --partition with a newline", setup: smallSweep, args: []string{"sweep", "emit", "slurm", "sw", "--partition", "debug\ntouch PWNED"},
+			code: 2, msg: `--partition "debug\ntouch PWNED" is not a partition name`},
+		{name: "sweep emit slurm --time that is no time", setup: smallSweep, args: []string{"sweep", "emit", "slurm", "sw", "--time", "1:00 x"},
+			code: 2, msg: `--time "1:00 x" is not a Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED)`},
+		{name: "sweep emit slurm of a folder whose name holds a newline", setup: func(t *testing.T, dir string) {
+			smallSweep(t, dir)
+			if err := os.Rename(filepath.Join(dir, "sw"), filepath.Join(dir, "sw\ntouch PWNED")); err != nil {
+				t.Fatal(err)
+			}
+		}, args: []string{"sweep", "emit", "slurm", "sw\ntouch PWNED"}, code: 2, msg: `touch PWNED" holds a space, a quote or a control character, which an #SBATCH line cannot hold`},
+		{name: "sweep emit k8s --claim with a newline", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw", "--image", "gptg:1", "--claim", "work\nkind: Pod"},
+			code: 2, msg: `--claim "work\nkind: Pod" is not a Kubernetes name`},
 		// 5. A grid of 4·10^12 runs, counted before it is built.
 		{name: "sweep: 1000 seeds × six keys of 40 values", files: map[string]string{"c.toml": "", "s.toml": hugeGrid()},
 			args: []string{"sweep", "s.toml"}, code: 2, maxMB: 100, msg: "the grid has more than 100000 runs (1 configs × 40 × 40 × 40 × 40 × 40 × 40 values × 1000 seeds)"},
+	}
+}
+
+// symlink makes dir/name a symbolic link to target.
+func symlink(target, name string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOutputsGoWhereTheyAreSent: "-" and /dev/stdout are standard output
+// (no file named "-", the /dev/stdout link untouched), a link to a regular
+// file is written through and stays a link, a picture replaces a picture,
+// and --force replaces what is otherwise kept.
+func TestOutputsGoWhereTheyAreSent(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.toml"), []byte("[model]\nvocab = 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	devStdout, _ := os.Readlink("/dev/stdout")
+	for _, out := range []string{"-", "/dev/stdout"} {
+		r := gptg(t, dir, "graph", "c.toml", "--dot", out)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "digraph") {
+			t.Errorf("graph --dot %s: exit %d, stdout %.40q, stderr %s", out, r.code, r.stdout, r.stderr)
+		}
+		r = gptg(t, dir, "attention", causalModel, "--text", "First", "--out", out, "--format", "svg")
+		if r.code != 0 || !strings.Contains(r.stdout[:min(len(r.stdout), 200)], "<svg") {
+			t.Errorf("attention --out %s: exit %d, stdout %.60q, stderr %s", out, r.code, r.stdout, r.stderr)
+		}
+	}
+	if after, _ := os.Readlink("/dev/stdout"); after != devStdout {
+		t.Errorf("/dev/stdout was a link to %q, now %q", devStdout, after)
+	}
+	if files := listFiles(t, dir); !slices.Equal(files, []string{"c.toml"}) {
+		t.Errorf("files after writing to stdout: %v", files)
+	}
+
+	// A link is written through.
+	if err := os.WriteFile(filepath.Join(dir, "real.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	symlink("real.txt", "link.txt")(t, dir)
+	if r := gptg(t, dir, "data", "toy", "--out", "link.txt", "--sentences", "3", "--force"); r.code != 0 {
+		t.Fatalf("data toy --out link.txt --force: %s", r.stderr)
+	}
+	if info, err := os.Lstat(filepath.Join(dir, "link.txt")); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link.txt is no longer a link: %v, %v", info, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "real.txt")); strings.Count(string(b), "\n") != 3 {
+		t.Errorf("real.txt holds %q, want the 3 sentences written through link.txt", b)
+	}
+
+	// A picture replaces a picture; a model needs --force.
+	for range 2 {
+		if r := gptg(t, dir, "attention", causalModel, "--text", "First", "--out", "a.png"); r.code != 0 {
+			t.Fatalf("attention --out a.png: %s", r.stderr)
+		}
+	}
+	nanoMeta(t, dir)
+	nanoCheckpoint(t, dir)
+	copyFile(t, causalModel, filepath.Join(dir, "model.safetensors"))
+	if r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--out", "model.safetensors"); r.code != 2 {
+		t.Fatalf("import over a model without --force: exit %d, %s", r.code, r.stderr)
+	}
+	if r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--out", "model.safetensors", "--force"); r.code != 0 {
+		t.Fatalf("import --force: %s", r.stderr)
+	}
+	r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--out", "-")
+	want, _ := os.ReadFile(filepath.Join(dir, "model.safetensors"))
+	if r.code != 0 || r.stdout != string(want) {
+		t.Errorf("import --out -: exit %d, %d bytes on stdout, the file has %d; %s", r.code, len(r.stdout), len(want), r.stderr)
+	}
+}
+
+// TestSlurmScriptRunsNothingExtra: a sweep folder named with the shell's
+// metacharacters (;, >, (, &) gives a script that bash -n accepts and
+// that runs gptg with the folder as one argument and nothing else; the
+// sbatch --wrap command its comment suggests does the same.
+func TestSlurmScriptRunsNothingExtra(t *testing.T) {
+	dir := t.TempDir()
+	const name = "sw;>PWNED;(>PWNED2)&|x"
+	for file, text := range map[string]string{"c.toml": "", "s.toml": "configs = [\"c.toml\"]\nseeds = 2\n"} {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stand-in for gptg that writes its arguments, one per line.
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	stub := filepath.Join(bin, "gptg")
+	if err := os.WriteFile(stub, []byte("#!/bin/bash\nprintf '%s\\n' \"$@\" >> \"$ARGS_FILE\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "sweep", "s.toml", "--out", name); r.code != 0 {
+		t.Fatalf("sweep --out %q: %s", name, r.stderr)
+	}
+	if r := gptg(t, dir, "sweep", "emit", "slurm", name, "--gptg", stub, "--time", "1-02:00", "--partition", "cpu,debug"); r.code != 0 {
+		t.Fatalf("sweep emit slurm: %s", r.stderr)
+	}
+	script := filepath.Join(dir, name, "sweep.sbatch")
+	if out, err := exec.Command("bash", "-n", script).CombinedOutput(); err != nil {
+		t.Fatalf("bash -n sweep.sbatch: %v\n%s", err, out)
+	}
+	text, _ := os.ReadFile(script)
+	abs := filepath.Join(dir, name)
+	run := func(what string, args ...string) []string {
+		argsFile := filepath.Join(t.TempDir(), "args")
+		cmd := exec.Command("bash", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "ARGS_FILE="+argsFile, "SLURM_ARRAY_TASK_ID=0", "PATH="+bin+":"+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", what, err, out)
+		}
+		b, _ := os.ReadFile(argsFile)
+		return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	}
+	if got, want := run("the script", script), []string{"sweep", "run", abs}; !slices.Equal(got, want) {
+		t.Errorf("the script ran gptg with %q, want %q", got, want)
+	}
+	_, wrap, ok := strings.Cut(string(text), "--wrap ")
+	wrap, _, _ = strings.Cut(wrap, ")\n")
+	if !ok {
+		t.Fatalf("no --wrap in the script:\n%s", text)
+	}
+	if got, want := run("the --wrap command", "-c", "set -- "+wrap+"\nexec bash -c \"$1\""), []string{"sweep", "collect", abs}; !slices.Equal(got, want) {
+		t.Errorf("--wrap %s ran gptg with %q, want %q", wrap, got, want)
+	}
+	for _, f := range listFiles(t, dir) {
+		if b := filepath.Base(f); b == "PWNED" || b == "PWNED2" {
+			t.Errorf("%s was created: a command hidden in the folder's name ran", f)
+		}
 	}
 }
 

@@ -71,25 +71,33 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // check refuses what is not a regular file of at most limit bytes.
 func check(path string, info fs.FileInfo, limit int64) error {
 	m := info.Mode()
-	kind := ""
-	switch {
-	case m.IsRegular():
+	if m.IsRegular() {
 		if limit > 0 && info.Size() > limit {
 			return &Error{path, fmt.Sprintf("is %d bytes, more than the limit of %d", info.Size(), limit)}
 		}
 		return nil
-	case m.IsDir():
-		kind = "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case m&fs.ModeDevice != 0:
-		kind = "a device"
-	case m&fs.ModeSocket != 0:
-		kind = "a socket"
-	default:
-		kind = "not a plain file"
 	}
-	return &Error{path, "is " + kind + ", not a regular file"}
+	return &Error{path, "is " + Kind(m) + ", not a regular file"}
+}
+
+// Kind names what a file that is not a regular file is: "a directory",
+// "a named pipe (FIFO)", "a character device", ...
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "a regular file"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }
