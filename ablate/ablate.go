@@ -33,6 +33,7 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
 
@@ -502,7 +503,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		}
 		return nil
 	}
-	model, err := graph.LoadModel(modelPath)
+	model, err := savedmodel.Load(modelPath)
 	if err != nil {
 		return err
 	}
@@ -590,7 +591,7 @@ func readMetrics(r *Result) error {
 
 // sampleText draws 80 tokens from the prompt with a fixed seed, so every
 // row's sample is comparable and the table is reproducible.
-func sampleText(m *graph.SavedModel, prompt, dir string, be graph.Backend) (string, error) {
+func sampleText(m *savedmodel.Model, prompt, dir string, be graph.Backend) (string, error) {
 	if _, err := m.Vocab.Encode(prompt); err != nil || prompt == "" {
 		cfg, cerr := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 		if cerr != nil {

@@ -108,7 +108,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "url without host", files: map[string]string{"x.toml": "[data]\nurl = \"https://\"\n"},
 			want: []string{"data.url:", "is not an http(s) URL"}},
 		{name: "unknown built-in corpus", files: map[string]string{"x.toml": "[data]\npath = \"builtin:tinyshakespear\"\n"},
-			want: []string{`x.toml: data.path: there is no built-in corpus "tinyshakespear" (built in: tinyshakespeare, toy); did you mean "builtin:tinyshakespeare"?`}},
+			want: []string{`x.toml: data.path: there is no built-in corpus "tinyshakespear" (built in: bible-en-es, tinyshakespeare, toy); did you mean "builtin:tinyshakespeare"?`}},
 		{name: "url for a built-in corpus", files: map[string]string{"x.toml": "[data]\nurl = \"https://example.com/x.txt\"\n"},
 			want: []string{`x.toml: data.url: is for downloading a file, and data.path "builtin:tinyshakespeare" is built into gptg: leave url out, or set data.path to a file`}},
 		{name: "sha256 short", files: map[string]string{"x.toml": "[data]\nsha256 = \"abc\"\n"},
@@ -336,12 +336,14 @@ func TestDefaults(t *testing.T) {
 	// Spelled out rather than taken from Default(), so a changed default
 	// shows up here as a test failure.
 	want := &Config{
-		Data:  Data{Path: "builtin:tinyshakespeare", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows"},
-		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch"},
+		Data: Data{Path: "builtin:tinyshakespeare", Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
+			Format: "text", MinCount: 1, MinSource: 1, MaxSource: 16, MaxTarget: 24, Buckets: 1},
+		Model: Model{Context: 32, Embedding: 64, Blocks: 2, Heads: 1, QKV: true, Mask: true, OutProj: true, Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32", Bias: true, Init: "torch",
+			Arch: "decoder-only", Positions: "learned"},
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, Out: filepath.Join("runs", "x"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all", MaxMemory: 8,
+			GradAccum: 1, Decay: "all", MaxMemory: 8, Schedule: "cosine",
 		},
 		Sample: Sample{Prompt: "\n", Tokens: 256, Temperature: 1},
 	}
@@ -491,13 +493,14 @@ func TestShakespeare(t *testing.T) {
 			Path:      "builtin:tinyshakespeare",
 			SHA256:    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
 			Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
+			Format: "text", MinCount: 1, MinSource: 1, MaxSource: 16, MaxTarget: 24, Buckets: 1,
 		},
 		Model: DefaultModel(),
 		Train: Train{
 			Batch: 4, Epochs: 2, LR: 1e-3, MinLR: 1e-4, Warmup: 100, WeightDecay: 0.01,
 			Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Clip: 1, Seed: 42, EvalEvery: 5000,
 			Out: filepath.Join("runs", "shakespeare"), LogEvery: 100, CheckpointEvery: 1000,
-			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory,
+			GradAccum: 1, Decay: "all", MaxMemory: DefaultMaxMemory, Schedule: "cosine",
 		},
 		Sample: Sample{Prompt: "ROMEO:", Tokens: 256, Temperature: 1},
 	}

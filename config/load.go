@@ -62,6 +62,12 @@ func Default() *Config {
 			Tokenizer: "char",
 			Split:     0.9,
 			Sampling:  "windows",
+			Format:    "text",
+			MinCount:  1,
+			MinSource: 1,
+			MaxSource: 16,
+			MaxTarget: 24,
+			Buckets:   1,
 		},
 		Model: DefaultModel(),
 		Train: Train{
@@ -81,6 +87,7 @@ func Default() *Config {
 			GradAccum:       1,
 			Decay:           "all",
 			MaxMemory:       DefaultMaxMemory,
+			Schedule:        "cosine",
 		},
 		Sample: Sample{
 			Prompt:      "\n",
@@ -150,8 +157,11 @@ func build(path string, values map[string]setting) (*Config, error) {
 	for name, s := range values {
 		getSchema().byName[name].set(c, s.value)
 	}
-	_, minLRGiven := values["train.min_lr"]
-	c.resolve(minLRGiven)
+	given := func(key string) bool { _, ok := values[key]; return ok }
+	if err := c.checkArch(path, values); err != nil {
+		return nil, err
+	}
+	c.resolve(given)
 
 	origin := func(key string) string {
 		if s, ok := values[key]; ok {
@@ -160,6 +170,9 @@ func build(path string, values map[string]setting) (*Config, error) {
 		return path // a default; blame the file being loaded
 	}
 	if err := c.validate(origin); err != nil {
+		return nil, err
+	}
+	if err := c.checkPairs(origin); err != nil {
 		return nil, err
 	}
 	if err := c.CheckTrainMemory(); err != nil {
@@ -194,8 +207,8 @@ func plainName(name string) bool {
 
 // resolve turns "use the default" zeros into concrete values, so code that
 // reads a loaded Config never has to know these rules.
-func (c *Config) resolve(minLRGiven bool) {
-	if !minLRGiven {
+func (c *Config) resolve(given func(key string) bool) {
+	if !given("train.min_lr") {
 		// Follow the final lr, wherever it was changed (base, child, --set).
 		c.Train.MinLR = c.Train.LR / 10
 	}
@@ -206,6 +219,59 @@ func (c *Config) resolve(minLRGiven bool) {
 		c.Train.Out = filepath.Join("runs", c.Name)
 	}
 	c.Data.SHA256 = strings.ToLower(c.Data.SHA256)
+	if c.Data.Format == "pairs" && !given("data.tokenizer") {
+		c.Data.Tokenizer = "word" // pairs are read word by word
+	}
+	if m := &c.Model; m.EncoderDecoder() {
+		if m.EncoderBlocks == 0 {
+			m.EncoderBlocks = m.Blocks
+		}
+		if m.DecoderBlocks == 0 {
+			m.DecoderBlocks = m.Blocks
+		}
+		if m.FFHidden == 0 {
+			m.FFHidden = m.FFMult * m.Embedding
+		}
+		// The paper's blocks have all of the decoder-only chapter's
+		// switches on; checkArch refused a file that turns one off.
+		m.QKV, m.Mask, m.OutProj, m.Residual = true, true, true, true
+		if !given("model.context") && c.Data.Format == "pairs" {
+			m.Context = max(c.Data.SourceLen(), c.Data.TargetLen())
+		}
+	}
+}
+
+// checkArch refuses, before resolve turns them on, the decoder-only
+// chapter's switches turned off in an encoder-decoder config: the paper's
+// model always has them, and silently ignoring mask = false would mislead.
+func (c *Config) checkArch(path string, values map[string]setting) error {
+	if !c.Model.EncoderDecoder() {
+		return nil
+	}
+	for _, key := range []string{"model.qkv", "model.mask", "model.out_proj", "model.residual"} {
+		if s, ok := values[key]; ok && s.value == false {
+			return &Error{File: s.from, Key: key, Msg: "cannot be false with model.arch = \"encoder-decoder\" (the paper's blocks always have Q/K/V projections, masks, the output projection and residuals): leave it out"}
+		}
+	}
+	return nil
+}
+
+// checkPairs checks what ties the [data] and [model] tables together for
+// the translation chapter. Validate leaves it out because a model file's
+// [model] table is checked on its own.
+func (c *Config) checkPairs(origin func(key string) string) error {
+	v := &checker{origin: origin}
+	pairs := c.Data.Format == "pairs"
+	switch {
+	case pairs && !c.Model.EncoderDecoder():
+		v.fail("model.arch", "%q cannot read a pairs corpus (data.format = \"pairs\"): set arch = \"encoder-decoder\"", c.Model.Arch)
+	case !pairs && c.Model.EncoderDecoder():
+		v.fail("data.format", "%q is not a translation corpus: model.arch = \"encoder-decoder\" needs format = \"pairs\"", c.Data.Format)
+	case pairs && c.Model.Context < max(c.Data.SourceLen(), c.Data.TargetLen()):
+		v.fail("model.context", "%d is too short for data.max_source %d and data.max_target %d (needs at least %d: the longest sentence plus EOS; leave context out to get it)",
+			c.Model.Context, c.Data.MaxSource, c.Data.MaxTarget, max(c.Data.SourceLen(), c.Data.TargetLen()))
+	}
+	return v.err
 }
 
 // loadChain reads path and, first, the files it extends, so that path's own

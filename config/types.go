@@ -32,7 +32,34 @@ type Data struct {
 	// step), nanoGPT's get_batch; an epoch is then as many tokens as the
 	// training split holds).
 	Sampling string `toml:"sampling" json:"sampling"`
+
+	// Format is "text" (one running text, cut into windows: the
+	// decoder-only chapters) or "pairs" (a tab-separated file of
+	// source/target sentence pairs, one per line: the translation chapter,
+	// read by package pairs). The keys below apply to pairs only.
+	Format string `toml:"format" json:"format"`
+	// MinCount drops words seen fewer times than this in the training
+	// pairs from a side's vocabulary; they read as UNK.
+	MinCount int `toml:"min_count" json:"min_count"`
+	// MinSource, MaxSource and MaxTarget are the length filter, in words:
+	// pairs outside it are left out (and counted). The graph's shapes
+	// follow from the maxima: SourceLen and TargetLen.
+	MinSource int `toml:"min_source" json:"min_source"`
+	MaxSource int `toml:"max_source" json:"max_source"`
+	MaxTarget int `toml:"max_target" json:"max_target"`
+	// Buckets is how many length buckets batches are drawn from: 1 pads
+	// every batch to (SourceLen, TargetLen); more build one graph shape per
+	// bucket and pad short pairs less.
+	Buckets int `toml:"buckets" json:"buckets"`
 }
+
+// SourceLen is the encoder's sequence length for a pairs corpus: the
+// longest source sentence kept plus its EOS.
+func (d Data) SourceLen() int { return d.MaxSource + 1 }
+
+// TargetLen is the decoder's sequence length for a pairs corpus: the
+// longest target kept plus SOS (dec_in) or EOS (dec_tgt).
+func (d Data) TargetLen() int { return d.MaxTarget + 1 }
 
 // Model is the [model] table. Its JSON form (these tags) is also what the
 // model file's metadata stores under "model", and what gptref.py reads.
@@ -69,7 +96,36 @@ type Model struct {
 	// Dropout is the probability of zeroing an activation where nanoGPT
 	// does, while training only; 0 = off.
 	Dropout float64 `toml:"dropout" json:"dropout"`
+
+	// The switches below are the translation chapter's ("Attention is all
+	// you need"): an encoder–decoder over a pairs corpus.
+
+	// Arch is "decoder-only" (the GPT chapters; "" means it too) or
+	// "encoder-decoder".
+	Arch string `toml:"arch" json:"arch,omitempty"`
+	// EncoderBlocks and DecoderBlocks size the two stacks of an
+	// encoder-decoder; 0 means model.blocks (Load resolves it).
+	EncoderBlocks int `toml:"encoder_blocks" json:"encoder_blocks,omitempty"`
+	DecoderBlocks int `toml:"decoder_blocks" json:"decoder_blocks,omitempty"`
+	// FFHidden is the encoder-decoder's feed-forward width; 0 means
+	// ff_mult × embedding (Load resolves it).
+	FFHidden int `toml:"ff_hidden" json:"ff_hidden,omitempty"`
+	// Positions is "learned" (a trained table, GPT's) or "sinusoidal"
+	// (the paper's fixed sines and cosines); "" means learned.
+	Positions string `toml:"positions" json:"positions,omitempty"`
+	// LabelSmoothing is the paper's ε: the target distribution puts 1−ε
+	// on the right word and spreads ε over the vocabulary; 0 = off.
+	LabelSmoothing float64 `toml:"label_smoothing" json:"label_smoothing,omitempty"`
 }
+
+// EncoderDecoder reports whether m is the translation chapter's model.
+func (m Model) EncoderDecoder() bool { return m.Arch == ArchEncoderDecoder }
+
+// The values of model.arch.
+const (
+	ArchDecoderOnly    = "decoder-only"
+	ArchEncoderDecoder = "encoder-decoder"
+)
 
 // Train holds the optimiser, schedule and bookkeeping settings.
 type Train struct {
@@ -111,6 +167,11 @@ type Train struct {
 	// take (MemoryEstimate, checked before anything is built). Like Threads
 	// it is a setting of the machine.
 	MaxMemory float64 `toml:"max_memory" json:"max_memory"`
+	// Schedule is "cosine" (linear warmup, then a cosine from lr to
+	// min_lr) or "noam" ("Attention is all you need", eq. 3:
+	// d^-0.5 · min(step^-0.5, step · warmup^-1.5) with d = model.embedding;
+	// lr and min_lr are not used).
+	Schedule string `toml:"schedule" json:"schedule"`
 }
 
 // Sample holds the defaults of `gptg sample`.
@@ -130,5 +191,6 @@ func DefaultModel() Model {
 		QKV: true, Mask: true, OutProj: true, Residual: false,
 		Norm: "none", Activation: "gelu", FFMult: 4, Dtype: "float32",
 		Bias: true, Init: "torch",
+		Arch: ArchDecoderOnly, Positions: "learned",
 	}
 }

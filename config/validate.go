@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -19,6 +20,7 @@ const (
 	maxFFMult    = 64
 	maxBatch     = 4096
 	maxVocab     = 1 << 20
+	maxBuckets   = 64
 )
 
 // Validate reports the first impossible or absurd value in c as an *Error
@@ -65,6 +67,15 @@ func (c *Config) validate(origin func(key string) string) error {
 	}
 	v.atLeast("data.stride", d.Stride, 0)
 	v.oneOf("data.sampling", d.Sampling, "windows", "random")
+	v.oneOf("data.format", d.Format, "text", "pairs")
+	if d.Format == "pairs" && d.Tokenizer != "word" {
+		v.fail("data.tokenizer", "%q cannot read a pairs corpus (pairs are read word by word, lower-cased, punctuation split off: use \"word\" or leave it out)", d.Tokenizer)
+	}
+	v.intIn("data.min_count", d.MinCount, 1, 1<<30)
+	v.intIn("data.min_source", d.MinSource, 1, maxContext-1)
+	v.intIn("data.max_source", d.MaxSource, max(1, d.MinSource), maxContext-1)
+	v.intIn("data.max_target", d.MaxTarget, 1, maxContext-1)
+	v.intIn("data.buckets", d.Buckets, 1, maxBuckets)
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
@@ -83,6 +94,37 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.float("model.dropout", m.Dropout)
 	if m.Dropout < 0 || m.Dropout >= 1 {
 		v.fail("model.dropout", "%s is out of range (allowed: 0 <= dropout < 1, 0 = off)", formatFloat(m.Dropout))
+	}
+	// "" in arch and positions is the decoder-only model's (a Model built
+	// in code or read from an older model file).
+	if m.Arch != "" {
+		v.oneOf("model.arch", m.Arch, ArchDecoderOnly, ArchEncoderDecoder)
+	}
+	v.intIn("model.encoder_blocks", m.EncoderBlocks, 0, maxBlocks)
+	v.intIn("model.decoder_blocks", m.DecoderBlocks, 0, maxBlocks)
+	v.intIn("model.ff_hidden", m.FFHidden, 0, maxFFMult*maxEmbedding)
+	if m.Positions != "" {
+		v.oneOf("model.positions", m.Positions, "learned", "sinusoidal")
+	}
+	v.float("model.label_smoothing", m.LabelSmoothing)
+	if m.LabelSmoothing < 0 || m.LabelSmoothing >= 1 {
+		v.fail("model.label_smoothing", "%s is out of range (allowed: 0 <= label_smoothing < 1, 0 = off; the paper's is 0.1)", formatFloat(m.LabelSmoothing))
+	}
+	if m.EncoderDecoder() {
+		if m.Norm != "pre" && m.Norm != "post" {
+			v.fail("model.norm", "%q is not allowed with arch = \"encoder-decoder\" (allowed: post, the paper's; pre)", m.Norm)
+		}
+	} else {
+		onlyEncDec := func(key string, set bool, instead string) {
+			if set {
+				v.fail(key, "only the encoder-decoder reads it (model.arch is %q)%s", cmp.Or(m.Arch, ArchDecoderOnly), instead)
+			}
+		}
+		onlyEncDec("model.encoder_blocks", m.EncoderBlocks != 0, ": use model.blocks")
+		onlyEncDec("model.decoder_blocks", m.DecoderBlocks != 0, ": use model.blocks")
+		onlyEncDec("model.ff_hidden", m.FFHidden != 0, ": use model.ff_mult")
+		onlyEncDec("model.positions", m.Positions != "" && m.Positions != "learned", "; the decoder-only model learns its positions")
+		onlyEncDec("model.label_smoothing", m.LabelSmoothing != 0, "")
 	}
 
 	t := c.Train
@@ -118,6 +160,10 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
 	v.oneOf("train.decay", t.Decay, "all", "matrices")
 	v.atLeast("train.threads", t.Threads, 0)
+	v.oneOf("train.schedule", t.Schedule, "cosine", "noam")
+	if t.Schedule == "noam" && t.Warmup < 1 {
+		v.fail("train.warmup", "%d is invalid with schedule = \"noam\" (must be >= 1: the rate is d^-0.5 · min(step^-0.5, step · warmup^-1.5); the paper's is 4000)", t.Warmup)
+	}
 	v.float("train.max_memory", t.MaxMemory)
 	if !(t.MaxMemory > 0) {
 		v.fail("train.max_memory", "%s is invalid (must be > 0, in GiB)", formatFloat(t.MaxMemory))

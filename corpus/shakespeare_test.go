@@ -69,6 +69,6 @@ func TestBuiltinLikeAFile(t *testing.T) {
 	wrong := strings.Repeat("0", 64)
 	wantError(t, Ensure("builtin:toy", "", wrong, nil), "the built-in corpus builtin:toy has sha256 4edd5305", "but [data] sha256 expects "+wrong)
 	_, err = Load("builtin:nosuch", Char, 8, 0, 0.9)
-	wantError(t, err, `there is no built-in corpus "nosuch" (built in: tinyshakespeare, toy)`)
+	wantError(t, err, `there is no built-in corpus "nosuch" (built in: bible-en-es, tinyshakespeare, toy)`)
 	wantError(t, Ensure("builtin:nosuch", "https://example.com/x", "", nil), `there is no built-in corpus "nosuch"`)
 }

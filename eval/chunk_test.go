@@ -12,11 +12,12 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // trainDtype trains testmodel's tiny model in dtype for a few steps, at
 // the given embedding and context, and loads it back.
-func trainDtype(t *testing.T, dtype string, embedding, context int) *graph.SavedModel {
+func trainDtype(t *testing.T, dtype string, embedding, context int) *savedmodel.Model {
 	t.Helper()
 	return trainTiny(t, true, 8, 1e-2, func(c *config.Config) {
 		c.Model.Dtype, c.Model.Embedding, c.Model.Context = dtype, embedding, context
@@ -24,7 +25,7 @@ func trainDtype(t *testing.T, dtype string, embedding, context int) *graph.Saved
 }
 
 // forward compiles m's forward-only graph with the loss for batch windows.
-func forward(t *testing.T, m *graph.SavedModel, batch int, be graph.Backend) *tape.Program {
+func forward(t *testing.T, m *savedmodel.Model, batch int, be graph.Backend) *tape.Program {
 	t.Helper()
 	g, err := graph.Build(m.Spec, graph.Options{Batch: batch, Loss: true, Backend: be})
 	if err != nil {
@@ -44,7 +45,7 @@ func forward(t *testing.T, m *graph.SavedModel, batch int, be graph.Backend) *ta
 // perBatchTestLoss is the seed's test loss by its definition, one run of a
 // graph of B windows per batch: the test split's whole batches in order,
 // each batch's mean cross-entropy, averaged.
-func perBatchTestLoss(t *testing.T, m *graph.SavedModel, data *corpus.Dataset, B int) float64 {
+func perBatchTestLoss(t *testing.T, m *savedmodel.Model, data *corpus.Dataset, B int) float64 {
 	t.Helper()
 	p := forward(t, m, B, graph.Backend{})
 	T, n := data.Context, data.TestBatches(B)
@@ -66,7 +67,7 @@ func perBatchTestLoss(t *testing.T, m *graph.SavedModel, data *corpus.Dataset, B
 // chunkOf is the batches per run of m's evaluation at batch B over n
 // batches; the test fails unless that is more than one and leaves some
 // batches for the graph at B, the case these tests are about.
-func chunkOf(t *testing.T, m *graph.SavedModel, B, n int) int {
+func chunkOf(t *testing.T, m *savedmodel.Model, B, n int) int {
 	t.Helper()
 	k := m.Spec.EvalBatch(B, n) / B
 	if k < 2 || n%k == 0 {

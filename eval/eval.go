@@ -13,6 +13,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // TestLoss evaluates a compiled model (built with the loss) on data's test
@@ -154,7 +155,7 @@ func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, 
 
 // ModelTestLoss builds m's evaluation graphs for batches of size batch
 // and returns its test loss on data.
-func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
+func ModelTestLoss(m *savedmodel.Model, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
 	return ModelTestLossProgress(m, data, batch, be, nil)
 }
 
@@ -162,7 +163,7 @@ func ModelTestLoss(m *graph.SavedModel, data *corpus.Dataset, batch int, be grap
 // It builds a graph at batch and, when the model's EvalBatch is larger, one
 // at that batch (Graphs); the two never run at once and share their
 // intermediate buffers.
-func ModelTestLossProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
+func ModelTestLossProgress(m *savedmodel.Model, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	mem := fused.NewMemory()
 	var g Graphs
 	defer func() { g.Close() }() // what was built by the time it returns
@@ -189,7 +190,7 @@ func (g Graphs) Close() {
 
 // compileForward builds spec's forward-only graph for batch windows, with
 // the loss or without it, sets m's weights in it and compiles it.
-func compileForward(m *graph.SavedModel, spec config.Model, batch int, loss bool, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
+func compileForward(m *savedmodel.Model, spec config.Model, batch int, loss bool, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
 	g, err := graph.Build(spec, graph.Options{Batch: batch, Loss: loss, Memory: mem, Backend: be})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
@@ -209,7 +210,7 @@ type Progress func(done, total int) error
 // window's first i+1 tokens alone. For a causal model this equals TestLoss;
 // a model without the mask scores far worse, because its plain loss read
 // the very tokens it predicts.
-func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
+func PrefixOnly(m *savedmodel.Model, data *corpus.Dataset, batch int, be graph.Backend) (float64, int, error) {
 	return PrefixOnlyProgress(m, data, batch, be, nil)
 }
 
@@ -236,7 +237,7 @@ func PrefixOnly(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.B
 // plain loss: it is a one-off diagnostic, and its per-prefix case builds
 // up to one graph per prefix length, whose memory a larger batch would
 // multiply by as many.
-func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
+func PrefixOnlyProgress(m *savedmodel.Model, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	spec := m.Spec
 	switch {
 	case spec.Mask:
@@ -275,7 +276,7 @@ func PrefixOnlyProgress(m *graph.SavedModel, data *corpus.Dataset, batch int, be
 // perPrefix is the prefix-only loss by its definition: position i of a
 // window is predicted by a graph of i+1 positions fed the window's first
 // i+1 tokens.
-func perPrefix(m *graph.SavedModel, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
+func perPrefix(m *savedmodel.Model, data *corpus.Dataset, batch int, be graph.Backend, progress Progress) (float64, int, error) {
 	B, T, V := batch, data.Context, m.Spec.Vocab
 	progs := make([]*tape.Program, T+1) // progs[L] sees L positions; built on first use
 	defer func() {

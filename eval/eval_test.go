@@ -15,6 +15,7 @@ import (
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // tinyData is testdata/tiny.txt cut for the tiny models (context 8) the
@@ -30,7 +31,7 @@ func tinyData(t *testing.T) *corpus.Dataset {
 
 // trainTiny trains a tiny model and loads it back from its file; edits
 // (if any) change its config first.
-func trainTiny(t *testing.T, mask bool, steps int, lr float64, edits ...func(*config.Config)) *graph.SavedModel {
+func trainTiny(t *testing.T, mask bool, steps int, lr float64, edits ...func(*config.Config)) *savedmodel.Model {
 	t.Helper()
 	c := testmodel.Config(filepath.Join(t.TempDir(), "run"), mask, steps)
 	c.Train.LR, c.Train.MinLR = lr, lr/10
@@ -41,7 +42,7 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64, edits ...func(*co
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := graph.LoadModel(path)
+	m, err := savedmodel.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestPrefixOnlyAgreesWithOnePassPerPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := graph.LoadModel(path)
+			m, err := savedmodel.Load(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +245,7 @@ func TestPrefixOnlyIsWhatGenerationSees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := graph.LoadModel(path)
+	m, err := savedmodel.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

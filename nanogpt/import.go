@@ -24,10 +24,10 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // InputError marks a checkpoint or meta.pkl that cannot be imported: a
@@ -106,7 +106,7 @@ func (m *Model) metadata() (map[string]string, error) {
 		return nil, err
 	}
 	meta := map[string]string{
-		"format": graph.Format, "model": string(spec),
+		"format": savedmodel.Format, "model": string(spec),
 		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
 		"source": "nanoGPT checkpoint",
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // The checkpoints in testdata/nanogpt were written by nanoGPT's train.py
@@ -250,7 +251,7 @@ func TestImportedModelMatchesNanoGPT(t *testing.T) {
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	saved, err := graph.LoadModel(path)
+	saved, err := savedmodel.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}

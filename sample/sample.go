@@ -13,6 +13,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // Options control the drawing.
@@ -43,7 +44,7 @@ type Options struct {
 // unmasked model would read the padding, and has no valid cache: it gets
 // a window graph per prompt length, each built once.
 type Sampler struct {
-	Model   *graph.SavedModel
+	Model   *savedmodel.Model
 	backend graph.Backend
 	graphs  map[int]*tape.Program
 	cache   *tape.CachedProgram // nil for an unmasked model
@@ -51,7 +52,7 @@ type Sampler struct {
 }
 
 // New prepares a sampler for a loaded model file.
-func New(m *graph.SavedModel, be graph.Backend) (*Sampler, error) {
+func New(m *savedmodel.Model, be graph.Backend) (*Sampler, error) {
 	s := &Sampler{Model: m, backend: be, graphs: map[int]*tape.Program{}}
 	if _, err := s.program(m.Spec.Context); err != nil {
 		s.Close()

@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // The tiny models (context 8, float64) are trained once, by the first
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 }
 
 // load returns a fresh Model and Sampler for the causal or unmasked model.
-func load(t *testing.T, causal bool) (*graph.SavedModel, *Sampler) {
+func load(t *testing.T, causal bool) (*savedmodel.Model, *Sampler) {
 	t.Helper()
 	trainOnce.Do(func() {
 		if trainDir, trainErr = os.MkdirTemp("", "gptg-sample-test-"); trainErr != nil {
@@ -60,7 +61,7 @@ func load(t *testing.T, causal bool) (*graph.SavedModel, *Sampler) {
 	if causal {
 		path = causalPath
 	}
-	m, err := graph.LoadModel(path)
+	m, err := savedmodel.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func load(t *testing.T, causal bool) (*graph.SavedModel, *Sampler) {
 	return m, s
 }
 
-func encode(t *testing.T, m *graph.SavedModel, s string) []int {
+func encode(t *testing.T, m *savedmodel.Model, s string) []int {
 	t.Helper()
 	ids, err := m.Vocab.Encode(s)
 	if err != nil {
@@ -87,7 +88,7 @@ func encode(t *testing.T, m *graph.SavedModel, s string) []int {
 // logitsOf runs a graph of seqLen positions built here, independently of
 // the Sampler, on input (padded with token 0 to seqLen) and returns the
 // logits of position row.
-func logitsOf(t *testing.T, m *graph.SavedModel, seqLen int, input []int, row int) []float64 {
+func logitsOf(t *testing.T, m *savedmodel.Model, seqLen int, input []int, row int) []float64 {
 	t.Helper()
 	g, err := graph.Build(m.Spec, graph.Options{Batch: 1, SeqLen: seqLen})
 	if err != nil {
@@ -412,7 +413,7 @@ func TestCachedDrawsMatchWindow(t *testing.T) {
 		t.Fatal(float32Err)
 	}
 	for _, path := range []string{causalPath, float32Path} {
-		m, err := graph.LoadModel(path)
+		m, err := savedmodel.Load(path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // TestSIGKILLAndResume kills `gptg train` with SIGKILL at random moments, 20
@@ -82,7 +82,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, ModelFile)); err == nil {
-			if _, err := graph.LoadModel(filepath.Join(dir, ModelFile)); err != nil {
+			if _, err := savedmodel.Load(filepath.Join(dir, ModelFile)); err != nil {
 				t.Fatalf("kill %d: model file does not load: %v", kills, err)
 			}
 		}

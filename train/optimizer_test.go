@@ -110,6 +110,40 @@ func TestScheduleMatchesReference(t *testing.T) {
 	}
 }
 
+// TestNoamSchedule checks schedule = "noam" against the paper's eq. 3,
+// lrate = d^-0.5 · min(n^-0.5, n · warmup^-1.5) with n = step+1, evaluated
+// in 40-digit decimal arithmetic (Python's decimal module) for the
+// paper's d = 512, warmup = 4000 and for a seed-sized model.
+func TestNoamSchedule(t *testing.T) {
+	for _, c := range []struct {
+		d, warmup, n int
+		want         float64
+	}{
+		{512, 4000, 1, 1.7469281074217108e-07},
+		{512, 4000, 2000, 0.00034938562148434214},
+		{512, 4000, 4000, 0.00069877124296868428}, // the peak, d^-0.5 · warmup^-0.5
+		{512, 4000, 4001, 0.00069868391293735296},
+		{512, 4000, 100000, 0.00013975424859373687},
+		{64, 400, 1, 1.5625e-05},
+		{64, 400, 400, 0.0062500000000000003},
+		{64, 400, 10000, 0.00125},
+	} {
+		// LR, MinLR and Total must not enter it.
+		s := Schedule{Kind: "noam", LR: 3, MinLR: 2, Total: 7, Warmup: c.warmup, Dim: c.d}
+		if got := s.At(c.n - 1); math.Abs(got-c.want) > 1e-15*c.want {
+			t.Errorf("d=%d warmup=%d n=%d: At(%d) = %.17g, want %.17g", c.d, c.warmup, c.n, c.n-1, got, c.want)
+		}
+	}
+	// Rising to the peak at n = warmup, falling after.
+	s := Schedule{Kind: "noam", Warmup: 100, Dim: 64}
+	for step := 1; step < 1000; step++ {
+		rising := step+1 <= 100
+		if up := s.At(step) > s.At(step-1); up != rising {
+			t.Fatalf("step %d: At = %g after %g, want rising = %v", step, s.At(step), s.At(step-1), rising)
+		}
+	}
+}
+
 func TestClipGlobalNorm(t *testing.T) {
 	a, b := []float64{3, 0}, []float32{0, 4}
 	norm := ClipGlobalNorm([]any{a, b}, 1)

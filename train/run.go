@@ -33,6 +33,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // ErrInterrupted is returned when a signal stopped training after a
@@ -371,11 +372,14 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := corpus.LoadForContext(ctx, cfg, opts.Log, opts.Client)
+	data, err := corpus.LoadForContext(ctx, *cfg, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err
 	}
 	d, tr := cfg.Data, cfg.Train
@@ -458,7 +462,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if tr.Decay == "matrices" {
 		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
 	}
-	sched := Schedule{LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total}
+	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
 	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
 	n := perStep * cfg.Model.Context
@@ -673,7 +677,7 @@ func (t *trainer) saveAll() error {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}
 	t.savedStep = t.step
-	if err := graph.SaveModel(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+	if err := savedmodel.Save(filepath.Join(t.dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
 		return fmt.Errorf("saving the model: %w", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // TestWordModelLearnsToyGrammar trains a small word-level causal model on
@@ -34,7 +35,7 @@ func TestWordModelLearnsToyGrammar(t *testing.T) {
 	if _, err := Run(context.Background(), c, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := graph.LoadModel(filepath.Join(c.Train.Out, ModelFile))
+	m, err := savedmodel.Load(filepath.Join(c.Train.Out, ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}

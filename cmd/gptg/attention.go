@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 var attentionCommand = command{
@@ -164,7 +165,7 @@ func pictureOutput(format, out, base string) (string, string, error) {
 // attentionMaps runs the model on ids and returns maps[b][h], the weights
 // of block b, head h over the len(ids) real positions. A causal model runs
 // a padded full-context graph; its padding rows and columns are cut off.
-func attentionMaps(m *graph.SavedModel, ids []int, be graph.Backend) ([][]matrix, error) {
+func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix, error) {
 	s, err := sample.New(m, be)
 	if err != nil {
 		return nil, err

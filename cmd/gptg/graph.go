@@ -61,7 +61,11 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		if _, err := corpus.LoadFor(cfg, stdout, nil); err != nil {
+		data, err := corpus.LoadFor(*cfg, stdout, nil)
+		if err != nil {
+			return err
+		}
+		if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 			return err
 		}
 	}

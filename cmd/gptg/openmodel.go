@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/gptg/gptg/config"
-	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 // envMaxMemory names the environment variable that raises (or lowers) the
@@ -38,8 +38,8 @@ func samplerGraphs(spec config.Model, what string) graphsOf {
 // 25 KB file must not make gptg build a 6 GB graph), or whose graphs
 // would need more memory than the limit. graphs says what the caller will
 // build, from the spec.
-func openModel(path string, graphs func(spec config.Model) graphsOf) (*graph.SavedModel, error) {
-	m, err := graph.LoadModel(path)
+func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmodel.Model, error) {
+	m, err := savedmodel.Load(path)
 	if err != nil {
 		return nil, err
 	}

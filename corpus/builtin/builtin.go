@@ -25,6 +25,7 @@ const Prefix = "builtin:"
 
 //go:embed tinyshakespeare.txt
 //go:embed toy.txt
+//go:embed bible-en-es.tsv
 var files embed.FS
 
 // Corpus is one built-in corpus.

@@ -1,4 +1,13 @@
-package graph
+// Package savedmodel is gptg's model file: a safetensors file (package
+// modelfile) whose tensors are a graph's parameters, named and shaped as
+// the reference's state_dict, and whose metadata rebuilds the graph (the
+// [model] table) and turns text into ids (the vocabulary). Training writes
+// it; sampling, evaluation and the attention maps read it back and rebuild
+// the graph from it.
+//
+// It sits above graph (whose parameters it fills) and corpus (whose
+// vocabulary it carries), so that neither has to know the file.
+package savedmodel
 
 import (
 	"encoding/json"
@@ -10,15 +19,16 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/modelfile"
 )
 
 // Format is the value of the "format" metadata key of a gptg model file.
 const Format = "gptg/1"
 
-// SavedModel is a model file read back: what rebuilds the graph (Spec), what
+// Model is a model file read back: what rebuilds the graph (Spec), what
 // turns text into ids (Vocab) and the weights.
-type SavedModel struct {
+type Model struct {
 	Path    string
 	Spec    config.Model
 	Vocab   *corpus.Vocab
@@ -26,11 +36,11 @@ type SavedModel struct {
 	Tensors map[string]modelfile.Tensor
 }
 
-// SaveModel writes the parameters as a safetensors file the reference
+// Save writes the parameters as a safetensors file the reference
 // (gptref.py eval) and other safetensors readers load: tensors named and
 // shaped as PyTorch's state_dict, F32 (F64 for a float64 model), and the
 // metadata that rebuilds the graph without a config.
-func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*Param) error {
+func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.Param) error {
 	model, err := json.Marshal(spec)
 	if err != nil {
 		return err
@@ -58,15 +68,15 @@ func SaveModel(path string, spec config.Model, vocab *corpus.Vocab, params []*Pa
 	return modelfile.Write(path, tensors, meta)
 }
 
-// LoadModel reads a model file and checks its metadata: a gptg format, a
+// Load reads a model file and checks its metadata: a gptg format, a
 // model table the graph builder accepts and a vocabulary of that size.
 // Tensors are checked against the rebuilt graph by Apply.
-func LoadModel(path string) (*SavedModel, error) {
+func Load(path string) (*Model, error) {
 	f, err := modelfile.Read(path, modelfile.Limits{})
 	if err != nil {
 		return nil, err
 	}
-	m := &SavedModel{Path: path, Meta: f.Meta, Tensors: f.Tensors}
+	m := &Model{Path: path, Meta: f.Meta, Tensors: f.Tensors}
 	if got := f.Meta["format"]; got != Format {
 		return nil, fmt.Errorf("%s: not a gptg model file (metadata format is %q, want %q)", path, got, Format)
 	}
@@ -122,7 +132,7 @@ func decodeStrict(raw []byte, v any) error {
 // Apply copies the file's tensors into a graph's parameters. Every
 // parameter must be in the file with its exact shape and finite values, and
 // the file may hold nothing else.
-func (m *SavedModel) Apply(params []*Param) error {
+func (m *Model) Apply(params []*graph.Param) error {
 	want := map[string]bool{}
 	for _, p := range params {
 		want[p.Name] = true

@@ -1,0 +1,36 @@
+package graph_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestImportsRunOneWay holds the packages of the graph to the direction
+// their package comments promise: graph (the specification) → graph/fused
+// (the kernels); graph/tape (the runtime) → both; none of them reaches the
+// corpus or the model file, which sit above them.
+func TestImportsRunOneWay(t *testing.T) {
+	const mod = "github.com/gptg/gptg/"
+	forbidden := map[string][]string{
+		"graph":       {"graph/tape", "corpus", "savedmodel", "modelfile"},
+		"graph/fused": {"graph", "graph/tape", "config", "corpus", "savedmodel", "modelfile"},
+		"graph/tape":  {"corpus", "savedmodel", "modelfile"},
+	}
+	for pkg, bad := range forbidden {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, mod+pkg) {
+			t.Fatalf("go list -deps %s does not list the package itself: %q", pkg, deps)
+		}
+		for _, b := range bad {
+			if slices.Contains(deps, mod+b) {
+				t.Errorf("%s depends on %s", pkg, b)
+			}
+		}
+	}
+}

@@ -1,0 +1,94 @@
+// Package pairs reads a parallel corpus — one source sentence and its
+// translation per line, separated by a tab — into word ids and fixed-shape
+// padded batches for the encoder–decoder (the translation chapter, seed 001):
+//
+//	src     = source words, EOS, PAD…        (B × S)
+//	dec_in  = SOS, target words, PAD…        (B × T)  the target shifted right
+//	dec_tgt = target words, EOS, PAD…        (B × T)  what the decoder predicts
+//
+// with PAD = 0, SOS = 1, EOS = 2 and UNK = 3 as the seed numbers them.
+package pairs
+
+import (
+	"strings"
+	"unicode"
+)
+
+// The special ids, as seed 001 numbers them, and their words in a
+// vocabulary.
+const (
+	PAD = 0
+	SOS = 1
+	EOS = 2
+	UNK = 3
+)
+
+// Specials are the words of ids PAD, SOS, EOS and UNK, in that order, at
+// the head of every vocabulary. The angle brackets keep them apart from
+// any word Tokenize can produce ("<" is split off as punctuation).
+var Specials = []string{"<pad>", "<sos>", "<eos>", "<unk>"}
+
+// Tokenize splits a sentence into words as the seed does: lower-cased, runs
+// of letters and digits (with their combining marks) are words, and every
+// other character that is not a space is a word of its own, so
+// "¿Dónde está?" gives ["¿", "dónde", "está", "?"] and "don't" gives
+// ["don", "'", "t"].
+func Tokenize(s string) []string {
+	var words []string
+	start := -1 // byte offset where the current run of letters began
+	for i, r := range s {
+		switch {
+		case isWordRune(r):
+			if start < 0 {
+				start = i
+			}
+			continue
+		case start >= 0:
+			words = append(words, strings.ToLower(s[start:i]))
+			start = -1
+		}
+		if !unicode.IsSpace(r) {
+			words = append(words, strings.ToLower(string(r)))
+		}
+	}
+	if start >= 0 {
+		words = append(words, strings.ToLower(s[start:]))
+	}
+	return words
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+}
+
+// Detokenize joins words back into readable text: a space between words,
+// none before closing punctuation or after opening punctuation, so
+// ["¿", "dónde", "está", "?"] reads "¿dónde está?".
+func Detokenize(words []string) string {
+	var b strings.Builder
+	noSpaceNext := true
+	for _, w := range words {
+		if !noSpaceNext && !closing(w) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+		noSpaceNext = opening(w)
+	}
+	return b.String()
+}
+
+func closing(w string) bool {
+	switch w {
+	case ".", ",", ";", ":", "!", "?", ")", "]", "}", "»", "”", "’", "%":
+		return true
+	}
+	return false
+}
+
+func opening(w string) bool {
+	switch w {
+	case "¿", "¡", "(", "[", "{", "«", "“", "‘":
+		return true
+	}
+	return false
+}
