@@ -86,8 +86,8 @@ func (m *Model) Save(path string) error {
 	return modelfile.Write(path, m.Tensors, meta)
 }
 
-// WriteTo writes m as a gptg model file to w.
-func (m *Model) WriteTo(w io.Writer) error {
+// Encode writes m as a gptg model file to w.
+func (m *Model) Encode(w io.Writer) error {
 	meta, err := m.metadata()
 	if err != nil {
 		return err

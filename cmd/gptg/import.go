@@ -67,7 +67,7 @@ func runImport(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if atomicfile.IsStdout(*out) {
-		return writeOutput(*out, stdout, m.WriteTo)
+		return writeOutput(*out, stdout, m.Encode)
 	}
 	if err := m.Save(*out); err != nil {
 		return err
