@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,6 +95,15 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	maps, err := attentionMaps(m, ids, backend(*threads))
 	if err != nil {
 		return err
+	}
+	for _, heads := range maps {
+		for _, h := range heads {
+			for _, w := range h.w {
+				if math.IsNaN(w) || math.IsInf(w, 0) {
+					return notFinite(m, "attention weights")
+				}
+			}
+		}
 	}
 	labels := make([]string, len(ids))
 	for i, id := range ids {

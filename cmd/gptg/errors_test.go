@@ -258,7 +258,7 @@ func TestBadInputs(t *testing.T) {
 			r := gptg(t, dir, row.args...)
 
 			if r.code != row.code {
-				t.Errorf("exit code %d, want %d; stderr: %s", r.code, row.code, r.stderr)
+				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
 			}
 			if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
 				t.Errorf("stderr is not exactly one line:\n%s", r.stderr)

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -15,6 +17,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/modelfile"
 )
 
 // The rows and tests of this file are the third round of hostile input
@@ -187,9 +192,113 @@ func hostileInputs(t *testing.T) []badInput {
 		}, args: []string{"sweep", "emit", "slurm", "sw\ntouch PWNED"}, code: 2, msg: `touch PWNED" holds a space, a quote or a control character, which an #SBATCH line cannot hold`},
 		{name: "sweep emit k8s --claim with a newline", setup: smallSweep, args: []string{"sweep", "emit", "k8s", "sw", "--image", "gptg:1", "--claim", "work\nkind: Pod"},
 			code: 2, msg: `--claim "work\nkind: Pod" is not a Kubernetes name`},
+		// 9. Finite weights so large that the forward pass overflows: an
+		// error naming the cause, never NaN with exit 0.
+		{name: "eval: huge weights", setup: hugeWeights, args: []string{"eval", "huge.safetensors", "--data", testmodel.TinyText()}, code: 1,
+			msg: "huge.safetensors: the model's test loss came out NaN or infinite; its largest weight is 1e+300, in blocks.0.att.k.bias: the file is corrupt or its training diverged"},
+		{name: "sample: huge weights", setup: hugeWeights, args: []string{"sample", "huge.safetensors", "--prompt", "First", "--tokens", "5"}, code: 1,
+			msg: "huge.safetensors: the model's logits came out NaN or infinite; its largest weight is 1e+300"},
+		{name: "attention: huge weights", setup: hugeWeights, args: []string{"attention", "huge.safetensors", "--text", "First"}, code: 1,
+			msg: "huge.safetensors: the model's attention weights came out NaN or infinite"},
+		// 10. A resumed run whose corpus changed: the advice fits a resume.
+		{name: "train --resume after the corpus changed", setup: tamperedRun(nil, nil, func(dir string) {
+			os.WriteFile(filepath.Join(dir, "tiny.txt"), []byte(strings.Repeat("abc cab ", 200)), 0o644)
+		}), args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1,
+			msg: "distinct char tokens, and tiny.txt now has 4: the corpus changed since the run started, or data.path in run/config.toml was edited. A resumed run must read the data it started with"},
+		// 11. A checkpoint's state checked against itself and the config.
+		{name: "train --resume: a checkpoint's step moved back by one", setup: tamperedRun(func(st map[string]any) { st["step"] = 29.0 }, nil, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "adam_steps 30 is not step 29: every step is one optimizer step"},
+		{name: "train --resume: adam_steps -1", setup: tamperedRun(func(st map[string]any) { st["adam_steps"] = -1.0 }, nil, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "the checkpoint's state is inconsistent (adam_steps -1 is not step 30"},
+		{name: "train --resume: step -5", setup: tamperedRun(func(st map[string]any) { st["step"] = -5.0 }, nil, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "the checkpoint's state is inconsistent (step -5 is negative)"},
+		{name: "train --resume: total 5", setup: tamperedRun(func(st map[string]any) { st["total"] = 5.0 }, nil, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "(step 30 is past the run's total of 5)"},
+		// 12. metrics.jsonl checked row by row on a resume.
+		{name: "train --resume: a broken row in metrics.jsonl", setup: tamperedRun(nil, func(m string) string { return "{\"step\": 3, \"lo\n" + m }, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "run/metrics.jsonl: row 1 is not a metrics row"},
+		{name: "train --resume: metrics.jsonl jumping to step 99999", setup: tamperedRun(nil, func(m string) string { return strings.Replace(m, `"step":30`, `"step":99999`, 1) }, nil),
+			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "run/metrics.jsonl: row 1 is of step 99999, after a row of step 0, in a run checkpointed at step 30"},
 		// 5. A grid of 4·10^12 runs, counted before it is built.
 		{name: "sweep: 1000 seeds × six keys of 40 values", files: map[string]string{"c.toml": "", "s.toml": hugeGrid()},
 			args: []string{"sweep", "s.toml"}, code: 2, maxMB: 100, msg: "the grid has more than 100000 runs (1 configs × 40 × 40 × 40 × 40 × 40 × 40 values × 1000 seeds)"},
+	}
+}
+
+// hugeWeights writes the tiny model with every weight near the largest
+// its type holds (1e300 in float64, 3e38 in float32): finite, and far too
+// large for any sum of products.
+func hugeWeights(t *testing.T, dir string) {
+	alteredModel("huge.safetensors", func(t *testing.T, f *modelfile.File) {
+		for _, w := range f.Tensors {
+			for i := range w.F64 {
+				w.F64[i] = 1e300
+			}
+			for i := range w.F32 {
+				w.F32[i] = 3e38
+			}
+		}
+	})(t, dir)
+}
+
+// tamperedRun copies the causal model's finished run (30 steps) into
+// dir/run, reading its corpus from dir/tiny.txt, after state has edited
+// its checkpoint's state, metrics its metrics.jsonl and then more the
+// folder (each may be nil).
+func tamperedRun(state func(map[string]any), metrics func(string) string, more func(dir string)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		src, run := filepath.Dir(causalModel), filepath.Join(dir, "run")
+		if err := os.Mkdir(run, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			copyFile(t, filepath.Join(src, e.Name()), filepath.Join(run, e.Name()))
+		}
+		copyFile(t, testmodel.TinyText(), filepath.Join(dir, "tiny.txt"))
+		cfgPath := filepath.Join(run, "config.toml")
+		b, _ := os.ReadFile(cfgPath)
+		text := strings.ReplaceAll(string(b), fmt.Sprintf("%q", testmodel.TinyText()), `"tiny.txt"`)
+		if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ckpt := filepath.Join(run, "checkpoint.safetensors")
+		f, err := modelfile.Read(ckpt, modelfile.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The checkpoint keeps the config it was trained with: the corpus
+		// moved with the folder.
+		f.Meta["config"] = strings.ReplaceAll(f.Meta["config"], fmt.Sprintf("%q", testmodel.TinyText()), `"tiny.txt"`)
+		if state != nil {
+			var st map[string]any
+			if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil {
+				t.Fatal(err)
+			}
+			state(st)
+			b, _ := json.Marshal(st)
+			f.Meta["state"] = string(b)
+		}
+		var tensors []modelfile.Tensor
+		for _, n := range slices.Sorted(maps.Keys(f.Tensors)) {
+			tensors = append(tensors, f.Tensors[n])
+		}
+		if err := modelfile.Write(ckpt, tensors, f.Meta); err != nil {
+			t.Fatal(err)
+		}
+		if metrics != nil {
+			path := filepath.Join(run, "metrics.jsonl")
+			b, _ := os.ReadFile(path)
+			if err := os.WriteFile(path, []byte(metrics(string(b))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if more != nil {
+			more(dir)
+		}
 	}
 }
 

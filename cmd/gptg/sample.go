@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -154,6 +155,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			}
 			return out.Flush() // stream: show each token as it is drawn
 		})
+		if errors.Is(err, sample.ErrNotFinite) {
+			fmt.Fprintln(out) // end the prompt's line: the error goes on its own
+			out.Flush()
+			return notFinite(m, "logits")
+		}
 		if err != nil {
 			return err
 		}
