@@ -91,3 +91,29 @@ func TestBucketsPay(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLoadBuiltin reads, tokenizes, splits and encodes the built-in
+// corpus with en-es.toml's settings.
+func BenchmarkLoadBuiltin(b *testing.B) {
+	opts := Options{Split: 0.9, MinCount: 2, MinSource: 1, MaxSource: 24, MaxTarget: 32}
+	for b.Loop() {
+		if _, err := Load(builtinBible, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEpochFill draws an epoch's plan and fills every batch of it.
+func BenchmarkEpochFill(b *testing.B) {
+	c, err := Load(builtinBible, Options{Split: 0.9, MinCount: 2, MinSource: 1, MaxSource: 24, MaxTarget: 32})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bt := NewBatcher(c.Train, 32, 24, 32, 1)
+	x := bt.NewBatch(0)
+	for b.Loop() {
+		for _, p := range bt.Epoch(42, 0) {
+			bt.Fill(p, x)
+		}
+	}
+}

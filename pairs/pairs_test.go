@@ -43,6 +43,9 @@ func TestDetokenize(t *testing.T) {
 		"¿Dónde está la casa?":  "¿dónde está la casa?",
 		"Hello, world (again)!": "hello, world (again)!",
 		"¡Muchas gracias!":      "¡muchas gracias!",
+		"I don't know, O'Brien": "i don't know, o ' brien",
+		"Yahweh’s word":         "yahweh’s word",
+		"they said 'go'":        "they said ' go '",
 	} {
 		if got := Detokenize(Tokenize(in)); got != want {
 			t.Errorf("Detokenize(Tokenize(%q)) = %q, want %q", in, got, want)

@@ -62,19 +62,36 @@ func isWordRune(r rune) bool {
 }
 
 // Detokenize joins words back into readable text: a space between words,
-// none before closing punctuation or after opening punctuation, so
-// ["¿", "dónde", "está", "?"] reads "¿dónde está?".
+// none before closing punctuation or after opening punctuation, and an
+// apostrophe before an English contraction's ending joins its neighbours,
+// so ["¿", "dónde", "está", "?"] reads "¿dónde está?" and ["don", "'", "t"]
+// "don't" (an apostrophe elsewhere may be a quote: "said 'go'").
 func Detokenize(words []string) string {
 	var b strings.Builder
 	noSpaceNext := true
-	for _, w := range words {
-		if !noSpaceNext && !closing(w) {
+	for i, w := range words {
+		inWord := apostrophe(w) && i > 0 && i+1 < len(words) && isWord(words[i-1]) && contraction[words[i+1]]
+		if !noSpaceNext && !closing(w) && !inWord {
 			b.WriteByte(' ')
 		}
 		b.WriteString(w)
-		noSpaceNext = opening(w)
+		noSpaceNext = opening(w) || inWord
 	}
 	return b.String()
+}
+
+func apostrophe(w string) bool { return w == "'" || w == "’" }
+
+// contraction holds what follows the apostrophe of "don't", "it's",
+// "we're", "I've", "we'll", "I'd", "I'm".
+var contraction = map[string]bool{"t": true, "s": true, "re": true, "ve": true, "ll": true, "d": true, "m": true}
+
+// isWord reports whether w is a word of letters or digits, not punctuation.
+func isWord(w string) bool {
+	for _, r := range w {
+		return isWordRune(r)
+	}
+	return false
 }
 
 func closing(w string) bool {

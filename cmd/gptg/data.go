@@ -13,8 +13,9 @@ import (
 )
 
 var dataCommand = command{
-	summary: "write a toy corpus for word-level experiments",
+	summary: "write a toy corpus, or check a translation corpus",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
+       gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
 
 Writes N sentences of a small grammar, one per line, for word-level models
 (tokenizer = "word", see configs/toy-words.toml):
@@ -26,9 +27,18 @@ grammatical sentences, and its attention shows which words it looks at.
 The defaults' output is built into gptg as data.path = "builtin:toy"
 (configs/toy-words.toml uses it); this command writes other sizes and seeds.
 
+"gptg data pairs CONFIG" reads a translation config's pairs corpus
+(data.format = "pairs", see docs/translation.md) as training will, and
+prints what the length filter left out, the train/test split, the
+vocabularies, the share of UNK words and how much of a padded batch is
+padding. A malformed line is reported as FILE:LINE. With --out DIR it also
+writes the split and the vocabularies there (train.tsv, test.tsv,
+src.vocab, tgt.vocab), for a reference trainer to read the same data.
+
 Flags:
-  --out FILE       where to write (required; folders are created; - for
-                   standard output); an existing file needs --force
+  --out FILE       toy: where to write (required; folders are created; - for
+                   standard output); an existing file needs --force;
+                   pairs: a folder for the split and vocabularies
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
   --force          replace an existing file
@@ -42,13 +52,21 @@ func runData(args []string, stdout, _ io.Writer) error {
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
 	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
 	force := fs.Bool("force", false, "")
+	var sets setFlags
+	fs.Var(&sets, "set", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
+	if len(pos) >= 1 && pos[0] == "pairs" {
+		if len(pos) != 2 {
+			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
+		}
+		return runDataPairs(pos[1], sets, *out, stdout)
+	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
-		return usagef("data needs the kind of corpus: gptg data toy --out FILE")
+		return usagef("data needs what to do: gptg data toy --out FILE, or gptg data pairs CONFIG")
 	case *out == "":
 		return usagef("data toy needs --out FILE")
 	case *n < 1 || *n > 10_000_000:

@@ -237,6 +237,7 @@ func TestBadInputs(t *testing.T) {
 	}
 	rows = append(rows, hardenedInputs(t)...)
 	rows = append(rows, corpusInputs(t)...)
+	rows = append(rows, pairsInputs()...)
 	rows = append(rows, hostileInputs(t)...)
 
 	var table []errorDoc

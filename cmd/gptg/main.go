@@ -22,6 +22,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
+	"github.com/gptg/gptg/pairs"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -141,10 +142,11 @@ func exitCode(err error) int {
 	var ce *config.Error
 	var ie interruptedError
 	var ne *nanogpt.InputError
+	var pe *pairs.Error
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe):
 		return 2
 	}
 	return 1

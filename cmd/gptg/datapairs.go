@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/pairs"
+)
+
+// runDataPairs reads a translation config's pairs corpus the way training
+// will and says what it holds: what the length filter left out, the split,
+// the vocabularies, how many words read as UNK and how much of a padded
+// batch is padding. A bad line is reported as FILE:LINE.
+//
+// With out set, it also writes what it read into that folder, for a
+// reference trainer in another language to read the very same data:
+// train.tsv and test.tsv (line, source words, target words, source text,
+// target text, tab-separated; words are space-separated and read back with
+// the vocabularies, UNK where missing) and src.vocab and tgt.vocab (one
+// word per line, in id order: PAD, SOS, EOS, UNK first).
+func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) error {
+	cfg, err := config.Load(cfgPath, sets)
+	if err != nil {
+		return err
+	}
+	d := cfg.Data
+	if d.Format != "pairs" {
+		return usagef("%s: data.format is %q: gptg data pairs reads a translation config (data.format = \"pairs\")", cfgPath, d.Format)
+	}
+	c, err := pairs.LoadFor(cfg)
+	if err != nil {
+		return err
+	}
+	kept := len(c.Train) + len(c.Test)
+	fmt.Fprintf(stdout, "%s: %d lines, %d pairs kept (%d..%d source words, at most %d target words; %d shorter, %d longer left out)\n",
+		d.Path, c.Lines, kept, d.MinSource, d.MaxSource, d.MaxTarget, c.TooShort, c.TooLong)
+	fmt.Fprintf(stdout, "split %g by a hash of the source sentence: %d training pairs, %d test pairs\n", d.Split, len(c.Train), len(c.Test))
+	fmt.Fprintf(stdout, "vocabularies (words seen at least %d times in the training pairs, + PAD SOS EOS UNK): source %d, target %d\n",
+		d.MinCount, c.Src.Size(), c.Tgt.Size())
+	for _, side := range []struct {
+		name string
+		ps   []pairs.Pair
+	}{{"training", c.Train}, {"test", c.Test}} {
+		fmt.Fprintf(stdout, "UNK in the %s pairs: source %.1f%%, target %.1f%% of words\n", side.name, unkRate(side.ps, true), unkRate(side.ps, false))
+	}
+	b := pairs.NewBatcher(c.Train, cfg.Train.Batch, d.MaxSource, d.MaxTarget, d.Buckets)
+	words, positions := 0, 0
+	for _, p := range b.InOrder() {
+		s := b.Shapes()[p.Bucket]
+		positions += b.Batch() * (s.S + s.T)
+		for _, i := range p.Pairs {
+			words += len(c.Train[i].Src) + len(c.Train[i].Tgt) + 2
+		}
+	}
+	var shapes []string
+	for _, s := range b.Shapes() {
+		shapes = append(shapes, fmt.Sprintf("%d×%d", s.S, s.T))
+	}
+	fmt.Fprintf(stdout, "%d training batches of %d padded to source×target positions %s: %.0f%% of the positions hold a word, SOS or EOS\n",
+		len(b.InOrder()), b.Batch(), strings.Join(shapes, ", "), 100*float64(words)/float64(max(1, positions)))
+	if out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
+		"src.vocab": []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
+		"tgt.vocab": []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+	}
+	for _, name := range []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"} {
+		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
+		}
+	}
+	fmt.Fprintf(stdout, "wrote train.tsv, test.tsv, src.vocab and tgt.vocab to %s\n", out)
+	return nil
+}
+
+// pairsTSV writes pairs as "line, source words, target words, source text,
+// target text" rows; a word the vocabulary lacks is written as it is, and
+// reads back as UNK.
+func pairsTSV(ps []pairs.Pair, c *pairs.Corpus) []byte {
+	var b strings.Builder
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%d\t%s\t%s\t%s\t%s\n", p.Line,
+			strings.Join(pairs.Tokenize(p.SrcText), " "), strings.Join(pairs.Tokenize(p.TgtText), " "),
+			oneSpace(p.SrcText), oneSpace(p.TgtText))
+	}
+	return []byte(b.String())
+}
+
+// oneSpace turns the tabs a sentence may hold into spaces, so that it
+// stays one column.
+func oneSpace(s string) string { return strings.NewReplacer("\t", " ", "\r", " ").Replace(s) }
+
+// unkRate is the percentage of UNK ids on one side of ps.
+func unkRate(ps []pairs.Pair, source bool) float64 {
+	unk, n := 0, 0
+	for _, p := range ps {
+		ids := p.Tgt
+		if source {
+			ids = p.Src
+		}
+		for _, id := range ids {
+			if id == pairs.UNK {
+				unk++
+			}
+		}
+		n += len(ids)
+	}
+	return 100 * float64(unk) / float64(max(1, n))
+}
