@@ -176,8 +176,11 @@ func seeds(v any) ([]int64, error) {
 		var out []int64
 		for _, x := range s {
 			n, ok := x.(int64)
-			if !ok || n == 0 || slices.Contains(out, n) {
-				return nil, fmt.Errorf("%v: seeds must be distinct non-zero integers", x)
+			if !ok || n < 1 || slices.Contains(out, n) {
+				return nil, fmt.Errorf("%v: seeds must be distinct positive integers", x)
+			}
+			if len(out) == 1000 {
+				return nil, errors.New("a list of more than 1000 seeds")
 			}
 			out = append(out, n)
 		}

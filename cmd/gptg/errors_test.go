@@ -112,7 +112,7 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"graph", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
 
 		// Flags of sample.
-		{name: "sample --temperature -1", args: []string{"sample", model, "--temperature", "-1"}, code: 2, msg: "--temperature -1 must be a number ≥ 0"},
+		{name: "sample --temperature -1", args: []string{"sample", model, "--temperature", "-1"}, code: 2, msg: "--temperature -1 must be a finite number ≥ 0"},
 		{name: "sample --top-p 2", args: []string{"sample", model, "--top-p", "2"}, code: 2, msg: "--top-p 2 must be between 0 and 1"},
 		{name: "sample --top-k -1", args: []string{"sample", model, "--top-k", "-1"}, code: 2, msg: "--top-k -1 must be ≥ 0"},
 		{name: "sample --tokens -5", args: []string{"sample", model, "--tokens", "-5"}, code: 2, msg: "--tokens -5 must be between 0 and 1000000"},

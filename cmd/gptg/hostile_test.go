@@ -219,6 +219,34 @@ func hostileInputs(t *testing.T) []badInput {
 			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "run/metrics.jsonl: row 1 is not a metrics row"},
 		{name: "train --resume: metrics.jsonl jumping to step 99999", setup: tamperedRun(nil, func(m string) string { return strings.Replace(m, `"step":30`, `"step":99999`, 1) }, nil),
 			args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1, msg: "run/metrics.jsonl: row 1 is of step 99999, after a row of step 0, in a run checkpointed at step 30"},
+		// 13. Huge values are cut in messages, with their length said.
+		{name: "train --set data.path of 100 KB", files: map[string]string{"c.toml": ""},
+			args: []string{"train", "c.toml", "--set", "data.path=" + strings.Repeat("d", 100_000)}, code: 1,
+			msg: `data file "` + strings.Repeat("d", 200) + `"… (100000 bytes): file name too long`},
+		// 14. Control characters in file names are quoted, never raw.
+		{name: "sample: a model name with an escape sequence", args: []string{"sample", "m\x1b[2J\x1b]0;pwned\x07.safetensors"}, code: 1,
+			msg: `"m\x1b[2J\x1b]0;pwned\a.safetensors": cannot open`},
+		{name: "eval: a corpus name with a newline", args: []string{"eval", causalModel, "--data", "a\nb.txt"}, code: 1,
+			msg: `data file "a\nb.txt" does not exist`},
+		// 15. The small ones.
+		{name: "train.out holding a newline", files: map[string]string{"c.toml": "[train]\nout = \"runs/a\\nb\"\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: `train.out: "runs/a\nb" holds a control character: choose a plain folder name`},
+		{name: "eval --data /proc/self/status", args: []string{"eval", causalModel, "--data", "/proc/self/status"}, code: 1,
+			msg: "data file /proc/self/status reports a size of 0 but holds data, as the files of /proc and /sys do; copy it into a regular file first"},
+		{name: "import: model_args.n_embd the string '16'", setup: func(t *testing.T, dir string) {
+			nanoMeta(t, dir)
+			nanoZip(t, dir, nanoArgs(pStr("16")), pOrderedDict(), nil, false)
+		}, args: importArgs, code: 2, msg: `model_args.n_embd is the string "16", not a positive integer`},
+		{name: "train.epochs = 1e18", files: map[string]string{"c.toml": "[train]\nepochs = 1e18\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "train.epochs: 1e+18 is out of range (allowed: up to 1000000; train.max_steps bounds a run by steps)"},
+		{name: "eval --threads -3", args: []string{"eval", causalModel, "--threads", "-3"}, code: 2,
+			msg: `invalid value "-3" for flag -threads: must be 0 (every core) or a number of threads up to 4096`},
+		{name: "ablate --seeds 1,-2", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "--seeds", "1,-2"}, code: 2, msg: `"-2" in the list is not a positive integer seed`},
+		{name: "ablate --seeds, a list of 1001", files: map[string]string{"c.toml": ""},
+			args: []string{"ablate", "c.toml", "--seeds", seedList(1001)}, code: 2, msg: "a list of 1001 seeds; at most 1000"},
+		{name: "sample --temperature +Inf", args: []string{"sample", causalModel, "--temperature", "+Inf"}, code: 2,
+			msg: "--temperature +Inf must be a finite number ≥ 0"},
 		// 5. A grid of 4·10^12 runs, counted before it is built.
 		{name: "sweep: 1000 seeds × six keys of 40 values", files: map[string]string{"c.toml": "", "s.toml": hugeGrid()},
 			args: []string{"sweep", "s.toml"}, code: 2, maxMB: 100, msg: "the grid has more than 100000 runs (1 configs × 40 × 40 × 40 × 40 × 40 × 40 values × 1000 seeds)"},
@@ -299,6 +327,51 @@ func tamperedRun(state func(map[string]any), metrics func(string) string, more f
 		if more != nil {
 			more(dir)
 		}
+	}
+}
+
+// seedList is "1,2,...,n".
+func seedList(n int) string {
+	var s []string
+	for i := 1; i <= n; i++ {
+		s = append(s, fmt.Sprint(i))
+	}
+	return strings.Join(s, ",")
+}
+
+// TestMessagesQuoteNames: what a command prints on stdout about a file it
+// wrote quotes a name with control characters (the terminal never gets
+// them raw), and no error line, whatever its input, passes 2000 bytes.
+func TestMessagesQuoteNames(t *testing.T) {
+	dir := t.TempDir()
+	name := "t\x1b[2Jx\n.txt"
+	r := gptg(t, dir, "data", "toy", "--out", name, "--sentences", "2")
+	if r.code != 0 || !strings.Contains(r.stdout, `"t\x1b[2Jx\n.txt"`) || strings.ContainsAny(r.stdout, "\x1b") {
+		t.Errorf("data toy --out %q: exit %d, stdout %q, stderr %s", name, r.code, r.stdout, r.stderr)
+	}
+	r = gptg(t, dir, "sample", strings.Repeat("m", 100_000)+".safetensors")
+	if r.code != 1 || len(r.stderr) > 2100 {
+		t.Errorf("sample of a 100 KB name: exit %d, %d bytes of stderr", r.code, len(r.stderr))
+	}
+}
+
+// TestImportProtocol0Meta: a meta.pkl pickled with protocol 0 (its
+// strings in raw-unicode-escape: the newline token is \u000a) gives the
+// same model file as the protocol 2 one nanoGPT's prepare.py writes.
+func TestImportProtocol0Meta(t *testing.T) {
+	dir := t.TempDir()
+	nanoCheckpoint(t, dir)
+	nanoMeta(t, dir)
+	nanoFile(t, dir, "meta-protocol0.pkl", 0)
+	for _, meta := range []string{"meta.pkl", "meta-protocol0.pkl"} {
+		if r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--meta", meta, "--out", meta+".safetensors"); r.code != 0 {
+			t.Fatalf("import --meta %s: %s", meta, r.stderr)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "meta.pkl.safetensors"))
+	b, _ := os.ReadFile(filepath.Join(dir, "meta-protocol0.pkl.safetensors"))
+	if len(a) == 0 || !bytes.Equal(a, b) {
+		t.Errorf("the protocol 0 meta.pkl gives another model file (%d bytes, %d with protocol 2)", len(b), len(a))
 	}
 }
 
