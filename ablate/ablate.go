@@ -425,8 +425,9 @@ func startedWithoutCheckpoint(dir string) bool {
 }
 
 // changed lists the settings where the run stored in dir differs from cfg
-// (the run folder and, when cfg takes it from the data, the vocabulary size
-// aside): a finished run of another config must not pass for this one.
+// (the run folder and, when cfg takes them from the data, the vocabulary
+// size and the corpus's digest and size aside): a finished run of another
+// config must not pass for this one.
 func changed(dir string, cfg *config.Config) []string {
 	stored, err := config.Load(filepath.Join(dir, train.ConfigFile), nil)
 	if err != nil {
@@ -436,6 +437,14 @@ func changed(dir string, cfg *config.Config) []string {
 	want.Train.Out = stored.Train.Out
 	if want.Model.Vocab == 0 {
 		want.Model.Vocab = stored.Model.Vocab
+	}
+	// Likewise the corpus's digest and size, which a run records when its
+	// config leaves them out.
+	if want.Data.SHA256 == "" {
+		want.Data.SHA256 = stored.Data.SHA256
+	}
+	if want.Data.Size == 0 {
+		want.Data.Size = stored.Data.Size
 	}
 	var out []string
 	for _, d := range stored.Diff(&want) {

@@ -492,6 +492,7 @@ func TestShakespeare(t *testing.T) {
 		Data: Data{
 			Path:      "builtin:tinyshakespeare",
 			SHA256:    "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+			Size:      1115394,
 			Tokenizer: "char", Split: 0.9, Stride: 16, Sampling: "windows",
 			Format: "text", MinCount: 1, MinSource: 1, MaxSource: 16, MaxTarget: 24, Buckets: 1,
 		},

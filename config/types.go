@@ -32,6 +32,10 @@ type Data struct {
 	// step), nanoGPT's get_batch; an epoch is then as many tokens as the
 	// training split holds).
 	Sampling string `toml:"sampling" json:"sampling"`
+	// Size is the corpus's expected size in bytes, 0 = not checked. With
+	// SHA256 it is how a run folder's config.toml records its corpus by
+	// content, so that the run can find it again and refuse an edited one.
+	Size int64 `toml:"size" json:"size,omitempty"`
 
 	// Format is "text" (one running text, cut into windows: the
 	// decoder-only chapters) or "pairs" (a tab-separated file of

@@ -61,6 +61,9 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.SHA256 != "" && !isHex(d.SHA256, 64) {
 		v.fail("data.sha256", "%q is not a SHA-256 (expected 64 hex characters, or empty)", d.SHA256)
 	}
+	if d.Size < 0 {
+		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
+	}
 	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word")
 	v.float("data.split", d.Split)
 	if !(d.Split > 0 && d.Split < 1) {

@@ -35,7 +35,14 @@ func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, clien
 	if err := Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
 		return nil, err
 	}
-	return LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	data, err := LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	if err != nil {
+		return nil, err
+	}
+	if d.Size != 0 && data.Size != d.Size {
+		return nil, fmt.Errorf("data file %s has %d bytes, but [data] size expects %d", d.Path, data.Size, d.Size)
+	}
+	return data, nil
 }
 
 // ModelVocab is the vocabulary size of cfg's model on data, the corpus

@@ -12,6 +12,8 @@ import (
 // inputs are the Context tokens from its start, its targets the same tokens
 // shifted by one.
 type Dataset struct {
+	SHA256  string // hex digest of the text as read: a run records it
+	Size    int64  // bytes of the text
 	Vocab   *Vocab
 	tokens  tokenStore // the whole text, encoded
 	Cut     int        // tokens [0, Cut) are the training split, the rest the test split

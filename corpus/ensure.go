@@ -80,21 +80,31 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 	return nil
 }
 
+// Digest returns a corpus's SHA-256 (hex) and size: a file's, or a
+// built-in corpus's ("builtin:NAME"). Errors name the path.
+func Digest(path string) (sum string, size int64, err error) {
+	f, size, err := openText(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", 0, fmt.Errorf("data file %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), size, nil
+}
+
 // verifyFile checks an existing file against sum (when set).
 func verifyFile(path, sum string) error {
 	if sum == "" {
 		return nil
 	}
-	f, _, err := openText(path)
+	got, _, err := Digest(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("data file %s: %w", quote.Name(path), pathless(err))
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+	if got != sum {
 		return fmt.Errorf("data file %s has sha256 %s, but [data] sha256 expects %s", quote.Name(path), got, sum)
 	}
 	return nil

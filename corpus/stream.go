@@ -2,6 +2,8 @@ package corpus
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -92,7 +94,8 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	}
 	defer f.Close()
 
-	// Pass 1: check the encoding, collect the vocabulary, count the tokens.
+	// Pass 1: check the encoding, collect the vocabulary, count the tokens,
+	// and take the text's digest, which a run records (Dataset.SHA256).
 	// Characters below U+10000 are noted in a table: a map lookup per
 	// character would make this pass several times slower.
 	var bmp [1 << 16]bool
@@ -100,8 +103,10 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	words := map[string]bool{}
 	n := 0
 	var err2 error
+	digest := sha256.New()
+	pass1 := io.TeeReader(f, digest)
 	if kind == Char {
-		err2 = eachChunk(ctx, f, func(chunk []byte) error {
+		err2 = eachChunk(ctx, pass1, func(chunk []byte) error {
 			for i := 0; i < len(chunk); {
 				if c := chunk[i]; c < utf8.RuneSelf { // most of any corpus: no decoding
 					bmp[c] = true
@@ -120,7 +125,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 			return nil
 		})
 	} else {
-		err2 = eachWord(ctx, f, func(w []byte) {
+		err2 = eachWord(ctx, pass1, func(w []byte) {
 			n++
 			if !words[string(w)] { // the lookup does not allocate
 				words[string(w)] = true
@@ -179,6 +184,8 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
 	}
 	d := &Dataset{
+		SHA256:  hex.EncodeToString(digest.Sum(nil)),
+		Size:    size,
 		Vocab:   vocab,
 		tokens:  store,
 		Cut:     cutAt(n, split),

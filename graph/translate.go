@@ -119,6 +119,11 @@ type TranslationOptions struct {
 	Loss                  bool // add the targets and the loss (training, evaluation)
 	Seed                  int64
 	Dropout               bool // emit the model's dropout (training graphs only)
+	// Part is "" for the whole model, "encoder" for the encoder alone
+	// (Src → Memory) or "decoder" for the decoder alone, Memory an input
+	// (B·S, C): translation runs the encoder once per sentence and the
+	// decoder once per word.
+	Part string
 	// Memory lends the fused ops' buffers (see Options.Memory).
 	Memory *fused.Memory
 	Backend
@@ -134,7 +139,7 @@ type translator struct {
 	// decoder's (B·T): fused ops are sized per graph. Unfused, both are e.
 	enc, dec Emitter
 	// e composes what has no fused kernel yet from primitives, in either
-	// graph: the scaled embedding and attention under a key-padding mask.
+	// graph: the scaled embedding; unfused, everything.
 	e       *primitives
 	fused   *fused.Emitter // the decoder's fused emitter; nil unfused
 	tgt     *G.Node        // the target embedding, which a tied output layer reads too
@@ -145,6 +150,9 @@ type translator struct {
 func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translation, err error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
+	}
+	if o.Part != "" && o.Part != "encoder" && o.Part != "decoder" || o.Part == "encoder" && o.Loss {
+		return nil, fmt.Errorf("graph part %q (loss %v): want \"\", \"encoder\" or \"decoder\", and the loss only with a decoder", o.Part, o.Loss)
 	}
 	if o.Batch < 1 || o.SrcLen < 1 || o.TgtLen < 1 {
 		return nil, fmt.Errorf("batch %d, source length %d and target length %d must be at least 1", o.Batch, o.SrcLen, o.TgtLen)
@@ -184,20 +192,31 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	m = &Translation{Spec: spec, Batch: o.Batch, SrcLen: o.SrcLen, TgtLen: o.TgtLen, G: g}
 	B, S, T := o.Batch, o.SrcLen, o.TgtLen
 
-	m.Src = G.NewVector(g, tensor.Int, G.WithShape(B*S), G.WithName("src"))
-	m.DecIn = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_in"))
 	m.SrcMask = G.NewMatrix(g, dt, G.WithShape(B, S), G.WithName("src_mask"),
 		G.WithValue(dense(dt, make([]float64, B*S), B, S)))
+	m.Fused = t.fused
+	m.Dropout = b.masks
+	m.dropoutP = b.dropoutP
 
 	// Parameters are created in this order (the encoder's before the
 	// decoder's), whichever graph is built, so a seed gives one model.
-	src := t.embedding("src", m.Src, S)
-	x := t.dropout(src)
-	for i := 0; i < spec.EncoderBlocks; i++ {
-		x = t.encoderBlock(fmt.Sprintf("encoder.%d", i), x, m.SrcMask)
+	if o.Part == "decoder" {
+		m.Memory = G.NewMatrix(g, dt, G.WithShape(B*S, spec.Embedding), G.WithName("memory"),
+			G.WithValue(dense(dt, make([]float64, B*S*spec.Embedding), B*S, spec.Embedding)))
+	} else {
+		m.Src = G.NewVector(g, tensor.Int, G.WithShape(B*S), G.WithName("src"))
+		x := t.dropout(t.embedding("src", m.Src, S))
+		for i := 0; i < spec.EncoderBlocks; i++ {
+			x = t.encoderBlock(fmt.Sprintf("encoder.%d", i), x, m.SrcMask)
+		}
+		m.Memory = t.layerNorm("encoder.norm", x)
 	}
-	m.Memory = t.layerNorm("encoder.norm", x)
+	if o.Part == "encoder" {
+		m.Params, m.Dropout = b.params, b.masks
+		return m, nil
+	}
 
+	m.DecIn = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_in"))
 	y := t.dropout(t.embedding("tgt", m.DecIn, T))
 	for i := 0; i < spec.DecoderBlocks; i++ {
 		var w *G.Node
@@ -216,10 +235,8 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 			m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
 		}
 	}
-	m.Fused = t.fused
 	m.Params = b.params
 	m.Dropout = b.masks
-	m.dropoutP = b.dropoutP
 	return m, nil
 }
 
@@ -322,9 +339,12 @@ func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Nod
 	q := t.linear(name+".q", x, C, C)
 	k := t.linear(name+".k", kv, C, C)
 	v := t.linear(name+".v", kv, C, C)
-	if keyMask == nil {
+	switch f, isFused := t.on(x).(*fused.Emitter); {
+	case keyMask == nil:
 		y, w = t.dec.Attention(q, k, v, scale, true, nil)
-	} else {
+	case isFused:
+		y, w = f.MaskedAttention(q, k, v, keyMask, scale)
+	default:
 		y, w = t.e.maskedAttention(q, k, v, scale, keyMask, false)
 	}
 	return t.linear(name+".o", y, C, C), w

@@ -136,3 +136,82 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be g
 		}
 	}
 }
+
+// TestTranslationPartsEqualWhole runs a golden case's model as one graph
+// and as an encoder graph feeding a decoder graph (translation's way):
+// the logits must be the same bits.
+func TestTranslationPartsEqualWhole(t *testing.T) {
+	c := loadTranslationCases(t)[0]
+	for _, path := range graphtest.Paths {
+		spec := c.Model
+		spec.Dtype = "float64"
+		S, T := len(c.Src[0]), len(c.DecIn[0])
+		build := func(part string) *tape.TranslationProgram {
+			m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: S, TgtLen: T, Part: part,
+				Backend: graph.Backend{Unfused: path.Unfused}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, prm := range m.Params {
+				if err := prm.SetFloat64s(c.Params[prm.Name].Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := tape.CompileTranslation(m, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		whole, enc, dec := build(""), build("encoder"), build("decoder")
+		src, decIn := golden.Flat(c.Src), golden.Flat(c.DecIn)
+		if err := whole.Run(src, decIn, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Run(src, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.SetMemory(graph.Float64s(enc.Memory.Value())); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.Run(src, decIn, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := graph.Float64s(dec.Logits.Value()), graph.Float64s(whole.Logits.Value()); !slices.Equal(got, want) {
+			t.Errorf("%s: the decoder graph's logits differ from the whole graph's", path.Name)
+		}
+		if golden.RelErr(graph.Float64s(whole.Logits.Value()), c.Logits.Data, 0) > 1e-9 {
+			t.Errorf("%s: the whole forward graph's logits differ from the golden file's", path.Name)
+		}
+	}
+}
+
+// TestTranslationFusedOps checks that the fused graph runs the fused
+// kernels the golden tests are meant to cover: one masked attention per
+// encoder block and per cross-attention, the fused causal attention per
+// decoder block, and the fused loss.
+func TestTranslationFusedOps(t *testing.T) {
+	c := loadTranslationCases(t)[0]
+	spec := c.Model
+	spec.Dtype = "float32"
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, n := range m.G.AllNodes() {
+		if n.Op() != nil {
+			count[n.Op().String()]++
+		}
+	}
+	want := map[string]int{
+		"MaskedAttentionWeights": spec.EncoderBlocks + spec.DecoderBlocks,
+		"AttentionWeights":       spec.DecoderBlocks,
+		"SmoothedCrossEntropy":   1,
+	}
+	for kind, n := range want {
+		if count[kind] != n {
+			t.Errorf("%d %s ops, want %d", count[kind], kind, n)
+		}
+	}
+}

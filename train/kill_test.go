@@ -28,9 +28,15 @@ func TestSIGKILLAndResume(t *testing.T) {
 	}
 	exe, cfg := buildGptg(t), killConfig(t)
 	whole := t.TempDir()
+	start := time.Now()
 	if out, err := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+whole).CombinedOutput(); err != nil {
 		t.Fatalf("uninterrupted run: %v\n%s", err, out)
 	}
+	// Kills are spread over the uninterrupted run's own duration, not over
+	// fixed milliseconds: on a loaded machine the process takes longer to
+	// start, and fixed delays would land every kill before the first
+	// checkpoint.
+	runTime := time.Since(start)
 
 	dir := filepath.Join(t.TempDir(), "run")
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -66,7 +72,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 			}
 			os.RemoveAll(dir) // start over to land the remaining kills
 			continue
-		case <-time.After(time.Duration(50+rng.IntN(500)) * time.Millisecond):
+		case <-time.After(runTime/20 + time.Duration(rng.Float64()*0.8*float64(runTime))):
 			cmd.Process.Kill()
 			<-done
 			kills++

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -140,6 +141,30 @@ func TestNoamSchedule(t *testing.T) {
 		rising := step+1 <= 100
 		if up := s.At(step) > s.At(step-1); up != rising {
 			t.Fatalf("step %d: At = %g after %g, want rising = %v", step, s.At(step), s.At(step-1), rising)
+		}
+	}
+}
+
+// TestNoamRun: train.schedule = "noam" reaches the optimiser — a run's
+// metrics log the paper's rate at every logged step.
+func TestNoamRun(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig(t, dir)
+	c.Train.Schedule = "noam"
+	c.Train.MaxSteps = 30
+	if _, err := Run(context.Background(), c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	logged := rows(t, dir)
+	if len(logged) < 3 {
+		t.Fatalf("%d metrics rows", len(logged))
+	}
+	for _, r := range logged {
+		step := int(r["step"].(float64))
+		n := float64(step) // a row's step counts the updates done; its last one is the paper's n = step
+		want := math.Pow(8, -0.5) * math.Min(math.Pow(n, -0.5), n*math.Pow(5, -1.5))
+		if got := r["lr"].(float64); math.Abs(got-want) > 1e-15 {
+			t.Errorf("step %d: lr %.17g, want %.17g", step, got, want)
 		}
 	}
 }

@@ -80,6 +80,9 @@ const (
 // folder's lock (internal/runlock) from the moment the folder exists until
 // it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	if cfg.Model.EncoderDecoder() {
+		return runTranslation(ctx, cfg, opts)
+	}
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
 		// Exit code 2, like any bad setting, naming where train.out came from.
@@ -102,11 +105,20 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	t, err := newTrainer(ctx, cfg, opts)
+	t, err := newTrainer(ctx, cfg, cfg.Data.Path, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
+	// The run's record of its corpus (corpus.go): its content, checked
+	// whenever the run is resumed or evaluated, and where it was.
+	if cfg.Data.SHA256 == "" {
+		cfg.Data.SHA256 = t.data.SHA256
+	}
+	if cfg.Data.Size == 0 {
+		cfg.Data.Size = t.data.Size
+	}
+	t.origin = newOrigin(cfg.Data.Path, cfg.Path, dir)
 	if lock == nil { // a new folder: made only now that the run can start
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating run folder: %w", err)
@@ -241,7 +253,8 @@ func (t *trainer) writeConfig() error {
 	if err != nil {
 		return err
 	}
-	text = append([]byte(runIDPrefix+t.runID+" (gptg train --resume checks that the checkpoint belongs to this run)\n"), text...)
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header()
+	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
 
@@ -299,7 +312,18 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
-	t, err := newTrainer(ctx, cfg, opts)
+	if cfg.Model.EncoderDecoder() {
+		return nil, fmt.Errorf("resuming %s: translation runs cannot be resumed yet (its model file holds the last evaluation's weights)", dir)
+	}
+	// The corpus, from wherever gptg runs, and only if it is the one the
+	// run was trained on.
+	origin := readOrigin(text)
+	data, err := findCorpus(dir, cfg.Data, origin)
+	if err != nil {
+		return nil, err // it names the run
+	}
+	origin.setFile(data, dir)
+	t, err := newTrainer(ctx, cfg, data, opts)
 	var vm *corpus.VocabMismatchError
 	if errors.As(err, &vm) {
 		return nil, fmt.Errorf("resuming %s: the model was trained on %d distinct %s tokens, and %s now has %d: the corpus changed since the run started, or data.path in %s was edited. A resumed run must read the data it started with: put it back, or start a new run with gptg train %s --set train.out=NEW_FOLDER",
@@ -309,6 +333,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	defer t.close()
+	t.origin = origin
 	t.runID = readRunID(text)
 	if err := t.loadCheckpoint(); err != nil {
 		return nil, err
@@ -343,9 +368,10 @@ type trainer struct {
 	stepper *Stepper
 	metrics *metricsLog
 
-	runID      string // this run's identity (newRunID), "" for runs older than run ids
-	savedTotal int    // the length the checkpoint resumed from planned
-	savedStep  int    // step of the newest checkpoint in the folder, -1 if none
+	runID      string       // this run's identity (newRunID), "" for runs older than run ids
+	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
+	savedTotal int          // the length the checkpoint resumed from planned
+	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 
 	// pending is a metrics row whose evaluation has not finished yet: an
 	// interrupt during an evaluation saves it in the checkpoint, and the
@@ -367,7 +393,9 @@ type trainer struct {
 	epoch int   // epoch whose order is in order
 }
 
-func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer, error) {
+// newTrainer loads the corpus from dataPath (cfg's data.path, or where a
+// resumed run found it: FindCorpus) and builds the graphs.
+func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*trainer, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -377,9 +405,11 @@ func newTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer
 	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
 		opts.CheckpointEvery = 1000
 	}
-	data, err := corpus.LoadForContext(ctx, *cfg, opts.Log, opts.Client)
+	from := *cfg
+	from.Data.Path = dataPath
+	data, err := corpus.LoadForContext(ctx, from, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, cfg.Data.Path)
+		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}
 	if err != nil {
 		return nil, err

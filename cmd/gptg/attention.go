@@ -41,13 +41,8 @@ Flags:
 	run: runAttention,
 }
 
-// matrix is one head's n×n attention weights, row-major.
-type matrix struct {
-	n int
-	w []float64
-}
-
-func (m matrix) at(i, j int) float64 { return m.w[i*m.n+j] }
+// matrix is one head's n×n attention weights (sample.Attention's).
+type matrix = sample.Matrix
 
 func runAttention(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
@@ -98,7 +93,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	}
 	for _, heads := range maps {
 		for _, h := range heads {
-			for _, w := range h.w {
+			for _, w := range h.W {
 				if math.IsNaN(w) || math.IsInf(w, 0) {
 					return notFinite(m, "attention weights")
 				}
@@ -173,31 +168,14 @@ func pictureOutput(format, out, base string) (string, string, error) {
 }
 
 // attentionMaps runs the model on ids and returns maps[b][h], the weights
-// of block b, head h over the len(ids) real positions. A causal model runs
-// a padded full-context graph; its padding rows and columns are cut off.
+// of block b, head h over the len(ids) real positions (sample.Attention).
 func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix, error) {
 	s, err := sample.New(m, be)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	p, n, err := s.Forward(ids)
-	if err != nil {
-		return nil, err
-	}
-	H, L := m.Spec.Heads, p.SeqLen
-	maps := make([][]matrix, len(p.Attention))
-	for b, node := range p.Attention {
-		w := graph.Float64s(node.Value()) // (heads, L, L) for batch 1
-		for h := 0; h < H; h++ {
-			mat := matrix{n: n, w: make([]float64, n*n)}
-			for i := 0; i < n; i++ {
-				copy(mat.w[i*n:(i+1)*n], w[(h*L+i)*L:(h*L+i)*L+n])
-			}
-			maps[b] = append(maps[b], mat)
-		}
-	}
-	return maps, nil
+	return s.Attention(ids)
 }
 
 func printMatrix(w io.Writer, labels []string, m matrix) {
@@ -213,7 +191,7 @@ func printMatrix(w io.Writer, labels []string, m matrix) {
 	for i, l := range labels {
 		var row strings.Builder
 		for j := range labels {
-			fmt.Fprintf(&row, " %*.3f", width, m.at(i, j))
+			fmt.Fprintf(&row, " %*.3f", width, m.At(i, j))
 		}
 		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
 	}

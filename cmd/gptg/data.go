@@ -6,16 +6,26 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
 )
 
 var dataCommand = command{
-	summary: "write a toy corpus, or check a translation corpus",
+	summary: "list or export the built-in corpora, write a toy corpus, check a translation corpus",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
        gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
+       gptg data list
+       gptg data export NAME --out FILE
+
+"gptg data list" prints the corpora built into gptg (data.path =
+"builtin:NAME"): name, size and SHA-256. "gptg data export NAME --out FILE"
+writes one out as a file, for tools that need a file (the PyTorch
+reference, an editor). docs/data.md says more.
 
 Writes N sentences of a small grammar, one per line, for word-level models
 (tokenizer = "word", see configs/toy-words.toml):
@@ -58,6 +68,9 @@ func runData(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
+		return runDataBuiltin(pos, *out, stdout)
+	}
 	if len(pos) >= 1 && pos[0] == "pairs" {
 		if len(pos) != 2 {
 			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
@@ -66,7 +79,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
-		return usagef("data needs what to do: gptg data toy --out FILE, or gptg data pairs CONFIG")
+		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, or gptg data export NAME --out FILE")
 	case *out == "":
 		return usagef("data toy needs --out FILE")
 	case *n < 1 || *n > 10_000_000:
@@ -87,5 +100,39 @@ func runData(args []string, stdout, _ io.Writer) error {
 	if !atomicfile.IsStdout(*out) {
 		fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, quote.Name(*out))
 	}
+	return nil
+}
+
+// runDataBuiltin lists the built-in corpora, or writes one out as a file.
+func runDataBuiltin(pos []string, out string, stdout io.Writer) error {
+	if pos[0] == "list" {
+		if len(pos) != 1 {
+			return usagef("data list takes no arguments")
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "data.path\tbytes\tsha256")
+		for _, c := range builtin.All() {
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Path(), c.Size, c.SHA256)
+		}
+		return tw.Flush()
+	}
+	switch {
+	case len(pos) != 2:
+		return usagef("data export needs the name of one built-in corpus (gptg data list shows them)")
+	case out == "":
+		return usagef("data export needs --out FILE")
+	}
+	name := strings.TrimPrefix(pos[1], builtin.Prefix)
+	text, err := builtin.Bytes(name)
+	if err != nil {
+		return usagef("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(out, text); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d bytes) to %s\n", builtin.Prefix+name, len(text), out)
 	return nil
 }

@@ -239,6 +239,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, corpusInputs(t)...)
 	rows = append(rows, pairsInputs()...)
 	rows = append(rows, hostileInputs(t)...)
+	rows = append(rows, serveInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {

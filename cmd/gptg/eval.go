@@ -5,19 +5,28 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/train"
+	"github.com/gptg/gptg/translate"
 )
 
 var evalCommand = command{
 	summary: "test loss of a model file on a corpus",
 	usage: `Usage: gptg eval MODEL.safetensors|RUN_DIR [--data FILE] [--batch N] [--split F] [--stride N] [--prefix-only]
 
-Prints the test loss as the seed defines it: the mean, over the whole
+A translation model (model.arch = "encoder-decoder") prints its test loss
+per target word over the run's test pairs, translates them greedily and
+prints the corpus BLEU of those translations (4-grams, brevity penalty,
+lower-cased 13a tokens);
+--data, --batch, --split, --stride and --prefix-only are the language
+models' and are ignored.
+
+For a language model, prints the test loss as the seed defines it: the mean, over the whole
 batches of the corpus's test split (the last 1−split of its tokens, cut
 into windows of the model's context every stride tokens), of each batch's
 mean cross-entropy. The corpus must have the model's vocabulary. Where
@@ -25,15 +34,20 @@ a batch is small (under 1024 positions), several batches go through the
 model at once: the same windows and the same loss, sooner.
 
 A run folder stands for its model.safetensors. Without --data, the corpus,
-split and stride are those of the config.toml beside the model file.
+split and stride are those of the config.toml beside the model file: the
+corpus the run recorded (data.sha256, data.size), found from any working
+directory (data.path, where it was when the run started, beside the run
+folder, or built into gptg); a file that holds other text is refused.
 
 Flags:
-  --data FILE      the corpus (default: data.path of the run's config.toml)
+  --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
   --batch N        windows per batch (default 4, as in training)
   --split F        fraction of the tokens used for training (default 0.9,
                    or the run's data.split)
   --stride N       tokens between window starts (default context/2, or
                    the run's data.stride when --data is not given)
+  --show N         translation models: print N test pairs with their
+                   greedy translations
   --prefix-only    score every position seeing only its prefix, as
                    generation does. For a causal model this equals the plain
                    loss; a model without the mask reads the tokens it
@@ -50,9 +64,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	split := fs.Float64("split", 0.9, "")
 	prefixOnly := fs.Bool("prefix-only", false, "")
 	strideFlag := fs.Int("stride", 0, "")
+	show := fs.Int("show", 0, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 {
+		if path, err := modelPath(pos[0]); err == nil && translate.IsTranslationFile(path) {
+			return evalTranslation(path, *threads, *show, stdout, stderr)
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -81,7 +101,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		if cfg == nil {
 			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
 		}
-		*dataPath, stride = cfg.Data.Path, cfg.Data.Stride
+		// From any working directory, and only the very text the run
+		// was trained on (train.FindCorpus).
+		if *dataPath, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+			return fmt.Errorf("%w, or give --data FILE", err)
+		}
+		stride = cfg.Data.Stride
 		if !set["split"] {
 			*split = cfg.Data.Split
 		}

@@ -57,6 +57,19 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	writeDot := func(text string) error {
+		if *dot == "" {
+			return nil
+		}
+		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+			return err
+		}
+		wrote(stdout, *dot, "")
+		return nil
+	}
+	if cfg.Model.EncoderDecoder() {
+		return graphTranslation(cfg, stdout, writeDot)
+	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
 			return err
@@ -88,13 +101,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
-	if *dot != "" {
-		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, m.G.ToDot()); return err }); err != nil {
-			return err
-		}
-		wrote(stdout, *dot, "")
-	}
-	return nil
+	return writeDot(m.G.ToDot())
 }
 
 func printParams(w io.Writer, params []*graph.Param) {

@@ -201,7 +201,7 @@ func heatmapPlot(m matrix, labels []string, pal palette.Palette, title string) *
 	p.X.Padding, p.Y.Padding = 0, 0
 	p.Add(hm)
 
-	n := m.n
+	n := m.N
 	xt, yt := make(plot.ConstantTicks, n), make(plot.ConstantTicks, n)
 	rotate := false
 	for i, l := range labels {
@@ -259,8 +259,8 @@ func (colorBar) DataRange() (xmin, xmax, ymin, ymax float64) { return 0, 1, 0, 1
 // top, where a reader of the table expects it.
 type flipped struct{ m matrix }
 
-func (f flipped) Dims() (c, r int)   { return f.m.n, f.m.n }
-func (f flipped) Z(c, r int) float64 { return f.m.at(f.m.n-1-r, c) }
+func (f flipped) Dims() (c, r int)   { return f.m.N, f.m.N }
+func (f flipped) Z(c, r int) float64 { return f.m.At(f.m.N-1-r, c) }
 func (f flipped) X(c int) float64    { return float64(c) }
 func (f flipped) Y(r int) float64    { return float64(r) }
 

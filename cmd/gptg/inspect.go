@@ -8,6 +8,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/translate"
 )
 
 var inspectCommand = command{
@@ -41,6 +42,9 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
+	}
+	if translate.IsTranslationFile(model) {
+		return inspectTranslation(model, *vocab, stdout)
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
 		return graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: "inspecting"}

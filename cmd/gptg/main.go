@@ -48,7 +48,9 @@ func init() {
 		"attention": attentionCommand,
 		"ablate":    ablateCommand,
 		"sweep":     sweepCommand,
+		"serve":     serveCommand,
 		"data":      dataCommand,
+		"translate": translateCommand,
 		"import":    importCommand,
 		"version":   versionCommand,
 	}

@@ -43,6 +43,9 @@ func samplerGraphs(spec config.Model, what string) graphsOf {
 // would need more memory than the limit. graphs says what the caller will
 // build, from the spec.
 func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmodel.Model, error) {
+	if err := refuseTranslation(path, graphs(config.DefaultModel()).what); err != nil {
+		return nil, err
+	}
 	m, err := savedmodel.Load(path)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/gptg/gptg/config"
@@ -27,15 +28,16 @@ var trainCommand = command{
 
 Trains the model CONFIG describes and writes its run folder (train.out,
 default runs/<config name>):
-  config.toml             the fully resolved config (what --resume reads)
+  config.toml             the fully resolved config (what --resume reads),
+                          with the corpus's data.sha256 and data.size
   model.safetensors       the weights, for gptg sample/eval and gptref.py
   metrics.jsonl           one JSON row per logged step; eval rows add test_loss
   checkpoint.safetensors  weights, AdamW moments and loop state, for --resume
 
-data.path = "builtin:NAME" trains on a corpus built into gptg
-(tinyshakespeare, toy), from any folder and offline. When data.path is a
-missing file and data.url is set, the corpus is downloaded and checked
-against data.sha256 first.
+data.path = "builtin:NAME" trains on a corpus built into gptg, from any
+folder and offline (built in: ` + strings.Join(builtin.Names(), ", ") + `).
+When data.path is a missing file and data.url is set, the corpus is
+downloaded and checked against data.sha256 first.
 
 Ctrl-C (or SIGTERM, or SIGHUP when the terminal closes) finishes the
 current step (or stops the evaluation under way), saves the checkpoint and
@@ -45,10 +47,13 @@ One process at a time owns a run folder: a second gptg train on the same
 folder stops at once, naming the process that holds it (exit 1).
 
 --resume continues the run exactly as it was; its config.toml must not be
-edited (the [sample] table aside). With --set train.max_steps=N or
---set train.epochs=E it also extends a run, finished or not: the run goes
-on from the step it is at, with the learning-rate schedule (warmup, then
-cosine down to min_lr) recomputed for the new length.
+edited (the [sample] table aside). It finds the run's corpus from any
+folder (data.path, where the file was, beside the run folder, or built
+in: docs/data.md) and refuses a corpus whose content differs. With
+--set train.max_steps=N or --set train.epochs=E it also extends a run,
+finished or not: the run goes on from the step it is at, with the
+learning-rate schedule (warmup, then cosine down to min_lr) recomputed
+for the new length.
 
 Flags:
   --set section.key=value  override a config value (repeatable), e.g.

@@ -94,3 +94,45 @@ func BenchmarkCachedToken(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTranslationStep is one training run (forward and backward, with
+// dropout) of configs/translate/en-es.toml's encoder–decoder at its batch
+// shape (32 pairs, source 25, target 33; vocabularies as the built-in
+// corpus gives them), on one thread, fused and unfused. Where the machine
+// is shared, compare the CPU time: go test ./graph/tape -run XXX -bench
+// TranslationStep -benchtime 5x, under /usr/bin/time or with -cpuprofile.
+func BenchmarkTranslationStep(b *testing.B) {
+	spec := graph.TranslationSpec{SrcVocab: 5193, TgtVocab: 6912, MaxLen: 33, Embedding: 128, Heads: 4,
+		EncoderBlocks: 2, DecoderBlocks: 2, FFHidden: 512, Norm: "post", Positions: "sinusoidal",
+		Activation: "relu", LabelSmoothing: 0.1, Dropout: 0.1, Dtype: "float32"}
+	B, S, T := 32, 25, 33
+	rng := rand.New(rand.NewPCG(1, 2))
+	src, decIn, decTgt := make([]int, B*S), make([]int, B*T), make([]int, B*T)
+	for i := range src {
+		src[i] = 4 + rng.IntN(spec.SrcVocab-4)
+	}
+	for i := range decIn {
+		decIn[i], decTgt[i] = 4+rng.IntN(spec.TgtVocab-4), 4+rng.IntN(spec.TgtVocab-4)
+	}
+	for _, path := range graphtest.Paths {
+		b.Run(path.Name, func(b *testing.B) {
+			m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: B, SrcLen: S, TgtLen: T, Loss: true, Dropout: true,
+				Seed: 1, Backend: graph.Backend{Unfused: path.Unfused, Threads: 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := CompileTranslation(m, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m.SetDropout(1, uint64(i))
+				if err := p.Run(src, decIn, decTgt); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -21,7 +21,8 @@ type TranslationProgram struct {
 	inPlace                    func() error
 	src, decIn, targets, index *tensor.Dense
 	srcMask, weight            *tensor.Dense
-	srcMask64, weight64        []float64 // filled per run, then copied into the graph's dtype
+	srcMask64, weight64        []float64     // filled per run, then copied into the graph's dtype
+	memory                     *tensor.Dense // a decoder graph's memory input
 }
 
 // CompileTranslation compiles m once; withGrads adds the symbolic
@@ -45,16 +46,20 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	B, S, T := m.Batch, m.SrcLen, m.TgtLen
 	p.src = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*S))
 	p.decIn = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
-	p.srcMask = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B, S))
+	p.memory = tensor.New(tensor.Of(m.Memory.Dtype()), tensor.WithShape(m.Memory.Shape()...))
+	p.srcMask = tensor.New(tensor.Of(m.Memory.Dtype()), tensor.WithShape(B, S))
 	p.srcMask64 = make([]float64, B*S)
 	if m.Loss != nil {
 		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
 		p.index = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
-		p.weight = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(B*T))
+		p.weight = tensor.New(tensor.Of(m.Memory.Dtype()), tensor.WithShape(B*T))
 		p.weight64 = make([]float64, B*T)
 	}
 	// What is read after a run keeps its buffer; the rest is lent.
-	keep := append([]*G.Node{m.Logits, m.Memory}, p.Grads...)
+	keep := append([]*G.Node{m.Memory}, p.Grads...)
+	if m.Logits != nil {
+		keep = append(keep, m.Logits)
+	}
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
@@ -69,16 +74,36 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	return p, nil
 }
 
+// SetMemory gives a decoder graph (Part "decoder") the encoder's output
+// for its B rows, rows (B·S, C) row-major, as float64s.
+func (p *TranslationProgram) SetMemory(memory []float64) error {
+	if p.Translation.Src != nil {
+		return fmt.Errorf("run: the graph has an encoder of its own")
+	}
+	if len(memory) != p.memory.Shape().TotalSize() {
+		return fmt.Errorf("run: memory of %d values for a graph of %d", len(memory), p.memory.Shape().TotalSize())
+	}
+	return feedFloats(p.memory, p.Translation.Memory, memory)
+}
+
 // Run feeds one batch — B·S source ids, B·T decoder inputs and, with a
 // loss, B·T targets (PAD where a sentence has ended) — and runs the graph.
-// A batch with no non-PAD target is refused: its mean would be 0/0.
+// A batch with no non-PAD target is refused: its mean would be 0/0. An
+// encoder graph takes no decIn; a decoder graph reads src only for its
+// padding mask (SetMemory gives it the encoder's output).
 func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 	m := p.Translation
-	if err := feedIDs(p.src, m.Src, src, m.Spec.SrcVocab, "source"); err != nil {
-		return err
+	if m.Src != nil {
+		if err := feedIDs(p.src, m.Src, src, m.Spec.SrcVocab, "source"); err != nil {
+			return err
+		}
+	} else if len(src) != len(p.srcMask64) {
+		return fmt.Errorf("run: %d source ids for a graph of %d", len(src), len(p.srcMask64))
 	}
-	if err := feedIDs(p.decIn, m.DecIn, decIn, m.Spec.TgtVocab, "decoder input"); err != nil {
-		return err
+	if m.DecIn != nil {
+		if err := feedIDs(p.decIn, m.DecIn, decIn, m.Spec.TgtVocab, "decoder input"); err != nil {
+			return err
+		}
 	}
 	for i, id := range src {
 		p.srcMask64[i] = 0

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/gptg/gptg/bleu"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
+	"github.com/gptg/gptg/translate"
+)
+
+// evalTranslation is `gptg eval` of an encoder–decoder: the test loss per
+// target word over the run's test pairs, as training printed it, then
+// the greedy translations of the test sources (show of them printed) and
+// their corpus BLEU against the references.
+func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) error {
+	m, err := translate.Load(model)
+	if err != nil {
+		return err
+	}
+	cfg, err := runConfig(model, "the test pairs")
+	if err != nil {
+		return err
+	}
+	if cfg == nil {
+		return fmt.Errorf("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
+	}
+	c, err := pairs.LoadFor(cfg)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(c.Src.Words(), m.Src.Words()) || !slices.Equal(c.Tgt.Words(), m.Tgt.Words()) {
+		return fmt.Errorf("%s gives other vocabularies (%d source, %d target words) than the model's (%d, %d): the pairs file or [data] changed since training",
+			c.Path, c.Src.Size(), c.Tgt.Size(), m.Src.Size(), m.Tgt.Size())
+	}
+	B := cfg.Train.Batch
+	shapes := pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets).Shapes()
+	test := pairs.NewBatcherShapes(c.Test, B, shapes)
+	be := backend(threads)
+	var evals []*tape.TranslationProgram
+	for _, s := range shapes {
+		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be})
+		if err != nil {
+			return err
+		}
+		if err := m.Apply(g.Params); err != nil {
+			return err
+		}
+		p, err := tape.CompileTranslation(g, false)
+		if err != nil {
+			return err
+		}
+		evals = append(evals, p)
+	}
+	bar := newStatus(stderr, "test loss")
+	loss, err := train.TranslationLoss(test, evals)
+	bar.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "test loss %.6f (per target word, %d test pairs)\n", loss, len(c.Test))
+
+	tr := translate.NewTranslator(m, be)
+	plans := test.InOrder()
+	batch := make([]*pairs.Batch, len(shapes))
+	shown := 0
+	bar = newStatus(stderr, "translating the test pairs")
+	var hyps []string
+	var refs [][]string
+	for i, plan := range plans {
+		bar.update(i, len(plans))
+		if batch[plan.Bucket] == nil {
+			batch[plan.Bucket] = test.NewBatch(plan.Bucket)
+		}
+		b := batch[plan.Bucket]
+		test.Fill(plan, b)
+		out, err := tr.GreedyBatch(B, b.Src)
+		if err != nil {
+			return err
+		}
+		for r, k := range b.Pairs {
+			hyp := pairs.Detokenize(m.Tgt.Decode(out[r]))
+			hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
+			if shown < show {
+				fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
+				shown++
+			}
+		}
+	}
+	bar.done()
+	// The vocabulary is lower-case, so the references are folded too
+	// (sacrebleu's -lc); the hypotheses are the model's words joined back.
+	score, err := bleu.Corpus(hyps, refs, bleu.Options{Lowercase: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "greedy translations of the %d test pairs, lower-cased 13a tokens: %s\n", len(hyps), score)
+	return nil
+}

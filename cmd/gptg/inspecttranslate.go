@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/translate"
+)
+
+// inspectTranslation is `gptg inspect` of an encoder–decoder model file:
+// its metadata, then its parameters, checked against the graph it
+// describes; --vocab prints both vocabularies.
+func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
+	m, err := translate.Load(path)
+	if err != nil {
+		return err
+	}
+	g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: 1, SrcLen: 1, TgtLen: 1})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := m.Apply(g.Params); err != nil {
+		return err
+	}
+	if vocab {
+		for _, side := range []struct {
+			name string
+			v    *pairs.Vocab
+		}{{"source", m.Src}, {"target", m.Tgt}} {
+			fmt.Fprintf(stdout, "# %s vocabulary\n", side.name)
+			for id, w := range side.v.Words() {
+				fmt.Fprintf(stdout, "%d\t%q\n", id, w)
+			}
+		}
+		return nil
+	}
+	f := m.Config
+	fmt.Fprintf(stdout, "file: %s\narch: %s\n", path, translate.Arch)
+	fmt.Fprintf(stdout, "model: embedding %d, heads %d, encoder_blocks %d, decoder_blocks %d, ff_hidden %d, norm %s, positions %s, activation %s, tie_embeddings %v, dropout %v, label_smoothing %v, dtype %s\n",
+		f.Embedding, f.Heads, m.Spec.EncoderBlocks, m.Spec.DecoderBlocks, m.Spec.FFHidden, m.Spec.Norm, m.Spec.Positions,
+		m.Spec.Activation, m.Spec.TieEmbeddings, m.Spec.Dropout, m.Spec.LabelSmoothing, m.Spec.Dtype)
+	fmt.Fprintf(stdout, "vocabularies: %d source words, %d target words (word tokenizer; PAD=0 SOS=1 EOS=2 UNK=3)\n", m.Src.Size(), m.Tgt.Size())
+	fmt.Fprintf(stdout, "lengths: sources up to %d words, translations up to %d\n", m.MaxSource, m.MaxTarget)
+	fmt.Fprintln(stdout)
+	printParams(stdout, g.Params)
+	return nil
+}
+
+// graphTranslation is `gptg graph` of an encoder–decoder config: the
+// vocabularies come from the pairs file; the training graph of the
+// largest batch shape is built and counted.
+func graphTranslation(cfg *config.Config, stdout io.Writer, dot func(string) error) error {
+	c, err := pairs.LoadFor(cfg)
+	if err != nil {
+		return err
+	}
+	spec := translate.Spec(cfg.Model, c.Src.Size(), c.Tgt.Size())
+	S, T := cfg.Data.SourceLen(), cfg.Data.TargetLen()
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: cfg.Train.Batch, SrcLen: S, TgtLen: T,
+		Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
+	if err != nil {
+		return err
+	}
+	p, err := tape.CompileTranslation(m, true)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	printParams(stdout, m.Params)
+	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d, source length %d, target length %d): %d\n",
+		cfg.Train.Batch, S, T, len(m.G.AllNodes()))
+	return dot(m.G.ToDot())
+}
+
+// refuseTranslation answers a language-model command given an
+// encoder–decoder model file; doing says what the command was to do.
+func refuseTranslation(path, doing string) error {
+	if translate.IsTranslationFile(path) {
+		return usagef("%s is a translation model (encoder-decoder), and %s needs a language model: use gptg translate, eval or inspect", path, doing)
+	}
+	return nil
+}

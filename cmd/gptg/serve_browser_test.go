@@ -1,0 +1,278 @@
+package main
+
+// The browser test: gptg serve beside a gptg train, in a real headless
+// Chromium driven by chromedp, doing what a person does on each page.
+// Screenshots go to $GPTG_SCREENSHOTS (docs/ holds the ones committed).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/gptg/gptg/internal/testmodel"
+)
+
+// envChromium names the browser binary when it is not chromium on PATH.
+const envChromium = "GPTG_CHROMIUM"
+
+// chromium finds the browser: $GPTG_CHROMIUM, else Debian's chromium.
+func chromium() (string, bool) {
+	if p := os.Getenv(envChromium); p != "" {
+		return p, true
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// tinyConfig writes a config training on testdata/tiny.txt.
+func tinyConfig(t *testing.T, path, extra string) {
+	t.Helper()
+	text := fmt.Sprintf(`[data]
+path = %q
+url = ""
+sha256 = ""
+[sample]
+prompt = "ROMEO:"
+%s`, testmodel.TinyText(), extra)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeInBrowser(t *testing.T) {
+	browser, found := chromium()
+	if !found {
+		t.Skip("the browser test needs Chromium: no chromium on PATH and no " + envChromium + " (Debian: apt-get install chromium; .ci/run installs it)")
+	}
+	shots := os.Getenv("GPTG_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// An ablation of two configs over two seeds: the compare page.
+	tinyConfig(t, filepath.Join(dir, "small.toml"), `[model]
+context = 16
+embedding = 16
+blocks = 1
+heads = 1
+[train]
+batch = 4
+max_steps = 60
+log_every = 5
+eval_every = 20
+eval_batches = 2
+`)
+	tinyConfig(t, filepath.Join(dir, "fast.toml"), `[model]
+context = 16
+embedding = 16
+blocks = 1
+heads = 1
+[train]
+batch = 4
+lr = 0.01
+max_steps = 60
+log_every = 5
+eval_every = 20
+eval_batches = 2
+`)
+	ablation := exec.Command(gptgBin, "ablate", "small.toml", "fast.toml", "--seeds", "2", "--jobs", "2", "--out", "runs/ablation", "--base", "small.toml")
+	ablation.Dir = dir
+	ablateDone := make(chan error, 1)
+	go func() {
+		out, err := ablation.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, out)
+		}
+		ablateDone <- err
+	}()
+	// A finished run to explore, and one that trains while the browser
+	// watches it.
+	tinyConfig(t, filepath.Join(dir, "explore.toml"), `[model]
+context = 32
+embedding = 32
+blocks = 2
+heads = 4
+residual = true
+norm = "pre"
+[train]
+batch = 8
+lr = 0.003
+epochs = 100
+max_steps = 200
+log_every = 10
+eval_every = 100
+eval_batches = 4
+out = "runs/explore"
+`)
+	ok(t, dir, "train", "explore.toml")
+	tinyConfig(t, filepath.Join(dir, "live.toml"), `[model]
+context = 32
+embedding = 32
+blocks = 2
+heads = 4
+residual = true
+norm = "pre"
+[train]
+batch = 8
+lr = 0.003
+epochs = 10000
+max_steps = 100000
+log_every = 5
+eval_every = 50
+eval_batches = 2
+checkpoint_every = 25
+out = "runs/live"
+`)
+	training := exec.Command(gptgBin, "train", "live.toml")
+	training.Dir = dir
+	if err := training.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		training.Process.Signal(syscall.SIGINT)
+		training.Wait()
+	}()
+	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--max-tokens", "100000")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("no-sandbox", true), // CI runs as root
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	if err := chromedp.Do(bctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	// Every step below is bounded; the whole test by one deadline.
+	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
+	defer cancel()
+	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			// What the page showed, to tell why.
+			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
+				os.WriteFile(filepath.Join(shots, "failed.png"), png, 0o644)
+			}
+			t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
+		}
+	}
+	wait := func(what, js string) {
+		t.Helper()
+		step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+	}
+	eval := func(js string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return v
+	}
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-ablateDone; err != nil {
+		t.Fatalf("gptg ablate: %v", err)
+	}
+
+	// The runs page: every run, the live one training; tick two to overlay.
+	step("the runs page", chromedp.Navigate(base+"/"))
+	wait("the runs table", `document.querySelectorAll("#runs-table tbody tr[data-id]").length === 6 &&
+		document.querySelector('tr[data-id="runs/live"] .state')?.textContent === "training"`)
+	// The table is redrawn every 2 s, so its nodes are clicked from the page
+	// itself rather than looked up first and clicked after.
+	eval(`document.querySelector('tr[data-id="runs/live"] input').click(); document.querySelector('tr[data-id="runs/explore"] input').click(); ""`)
+	wait("the overlay", `+(document.querySelector("#overlay")?.dataset.points || 0) > 20`)
+	if got := eval(`document.querySelector('tr[data-id="runs/ablation/fast/seed-1"] .differs').textContent`); got != "train.lr=0.01train.min_lr=0.001train.seed=1" {
+		t.Errorf("the differs column of an ablation run: %q, want its lr and seed alone", got)
+	}
+	eval(`document.querySelector('th[data-key="test_loss"]').click(); ""`)
+	if got := eval(`document.querySelector("th.sorted-asc").dataset.key`); got != "test_loss" {
+		t.Errorf("after clicking the test loss header, sorted by %q", got)
+	}
+	shot("serve-runs.png")
+
+	// A run training: its curve gains points as train appends rows.
+	step("the live run's page", chromedp.Navigate(base+"/run?id=runs/live"))
+	wait("its first points", `+(document.querySelector("#loss-chart")?.dataset.points || 0) > 0`)
+	before := eval(`document.querySelector("#loss-chart").dataset.points`)
+	wait("more points while it trains", `+document.querySelector("#loss-chart").dataset.points > `+before+` + 2`)
+
+	// The finished run: playground and attention explorer.
+	step("the explored run's page", chromedp.Navigate(base+"/run?id=runs/explore"))
+	wait("its curve and summary", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 20 && document.querySelector("#summary")?.textContent.includes("tok.weight")`)
+	eval(`document.querySelector("#gen-prompt").value = "ROMEO:"; document.querySelector("#gen-tokens").value = "120"; ""`)
+	step("generating", chromedp.Click(chromedp.CSS("#gen-go")))
+	wait("the streamed tokens", `document.querySelector("#gen-stats")?.textContent.includes("120 tokens in")`)
+	if got := eval(`document.querySelector("#gen-output .gen").textContent`); len([]rune(got)) != 120 {
+		t.Errorf("the playground shows %d characters, want the 120 tokens (a char model): %q", len([]rune(got)), got)
+	}
+	// Stop: a long generation, stopped after its first tokens.
+	eval(`document.querySelector("#gen-tokens").value = "100000"; ""`)
+	step("a long generation", chromedp.Click(chromedp.CSS("#gen-go")))
+	wait("its first tokens", `(document.querySelector("#gen-output .gen")?.textContent.length || 0) > 20`)
+	step("stop", chromedp.Click(chromedp.CSS("#gen-stop")))
+	wait("stopped", `document.querySelector("#gen-stats")?.textContent.startsWith("stopped after")`)
+	n := eval(`String(document.querySelector("#gen-output .gen").textContent.length)`)
+	time.Sleep(300 * time.Millisecond)
+	if again := eval(`String(document.querySelector("#gen-output .gen").textContent.length)`); again != n {
+		t.Errorf("tokens kept coming after stop: %s then %s", n, again)
+	}
+	// Attention: a grid of 2 blocks × 4 heads over the text; hovering a
+	// token redraws every head's row; clicking a head draws its map.
+	eval(`document.querySelector("#att-text").value = "ROMEO: the king"; ""`)
+	step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
+	wait("the grid", `document.querySelectorAll("#att-grid .att-cell").length === 8 && document.querySelectorAll("#att-tokens .tok").length === 15`)
+	strip := `document.querySelector('#att-grid .att-cell[data-block="1"][data-head="2"] canvas.strip').toDataURL()`
+	before = eval(strip)
+	x := eval(`(() => { const r = document.querySelector('#att-tokens .tok[data-i="3"]').getBoundingClientRect(); return (r.left + r.width / 2) + "," + (r.top + r.height / 2); })()`)
+	var px, py float64
+	fmt.Sscanf(x, "%g,%g", &px, &py)
+	step("hovering token 3", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, px, py))
+	wait("the grid follows the hovered token", `document.querySelector("#att-grid").dataset.focus === "3"`)
+	if eval(strip) == before {
+		t.Error("hovering another token left the head's row unchanged")
+	}
+	step("clicking block 1, head 2", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="1"][data-head="2"]`)))
+	wait("the full map", `document.querySelector("#att-big-map") !== null`)
+	shot("serve-run.png")
+
+	// The comparison: the table of the ablation and its banded curves.
+	step("the compare page", chromedp.Navigate(base+"/compare?id=runs/ablation"))
+	wait("the table and the curves", `document.querySelectorAll("#compare-table tbody tr").length === 2 && +(document.querySelector("#compare-chart")?.dataset.points || 0) === 12`)
+	if got := eval(`document.querySelector("#compare-table tbody").textContent`); !strings.Contains(got, "baseline") || !strings.Contains(got, "±") {
+		t.Errorf("the compare table: %q, want a baseline and mean ± sd", got)
+	}
+	shot("serve-compare.png")
+	t.Logf("screenshots in %s", shots)
+}

@@ -1,0 +1,523 @@
+// gptg serve's pages: the runs table, a run (curves, config, playground,
+// attention explorer) and a comparison. Plain JavaScript, no build step;
+// the charts are uPlot's (assets/uplot, vendored).
+"use strict";
+
+const app = document.getElementById("app");
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+// el builds an element: el("td", {class: "num"}, "text", child, ...).
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (k === "class") e.className = v;
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== null && k !== undefined) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+
+// mount replaces the page's content, leaving out null parts.
+function mount(...kids) { app.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined)); }
+
+async function getJSON(url) {
+  const r = await fetch(url);
+  const body = await r.json().catch(() => ({ error: r.statusText }));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+const fmt = {
+  loss: (v) => (v === null || v === undefined ? "" : v.toFixed(4)),
+  int: (v) => (v ? v.toLocaleString("en-US") : ""),
+  params: (v) => (!v ? "" : v >= 1e6 ? (v / 1e6).toFixed(2) + "M" : v >= 1e3 ? (v / 1e3).toFixed(1) + "k" : String(v)),
+  ago: (ms) => {
+    if (!ms) return "";
+    const s = (Date.now() - ms) / 1000;
+    return s < 60 ? Math.round(s) + " s ago" : s < 3600 ? Math.round(s / 60) + " min ago" : s < 86400 ? Math.round(s / 3600) + " h ago" : Math.round(s / 86400) + " d ago";
+  },
+};
+
+function stateBadge(run) {
+  const b = el("span", { class: "state state-" + run.state, title: run.problem || "" }, run.state);
+  return run.problem ? [b, el("div", { class: "problem" }, run.problem)] : b;
+}
+
+function crumbs(...parts) {
+  const nav = document.getElementById("crumbs");
+  nav.replaceChildren(...parts.flatMap((p, i) => (i ? [" / ", p] : [p])));
+}
+
+// ---- charts -------------------------------------------------------------
+
+// lossChart draws train loss (lines) and test loss (points) of one or more
+// runs against step, and takes rows as they arrive. runs: [{label, color}].
+class LossChart {
+  constructor(container, runs, opts = {}) {
+    this.container = container;
+    this.runs = runs;
+    this.log = !!opts.log;
+    this.extra = !!opts.extra; // lr and tokens/s on a second chart (one run)
+    this.data = runs.map(() => ({ step: [], loss: [], test: [], lr: [], tok: [] }));
+    this.pending = false;
+    this.build();
+  }
+  width() { return Math.max(320, this.container.clientWidth - 10); }
+  build() {
+    this.container.replaceChildren();
+    const series = [{ label: "step" }];
+    this.runs.forEach((r, i) => {
+      const c = r.color || PALETTE[i % PALETTE.length];
+      series.push({ label: (this.runs.length > 1 ? r.label + " " : "") + "train", stroke: c, width: 1.5, spanGaps: true, points: { show: false } });
+      series.push({ label: (this.runs.length > 1 ? r.label + " " : "") + "test", stroke: c, fill: c, width: 0, paths: () => null, points: { show: true, size: 7, fill: c } });
+    });
+    const yscale = this.log ? { distr: 3 } : {};
+    this.plot = new uPlot({
+      width: this.width(), height: 300, series, scales: { x: { time: false }, y: yscale },
+      axes: [{ label: "step" }, { label: "loss" + (this.log ? " (log)" : "") }],
+      cursor: { drag: { x: true, y: false } },
+    }, this.joined(), this.container);
+    if (this.extra) {
+      this.plot2 = new uPlot({
+        width: this.width(), height: 180,
+        series: [{ label: "step" }, { label: "learning rate", stroke: "#9467bd", scale: "lr" }, { label: "tokens/s", stroke: "#7f7f7f", scale: "tok" }],
+        scales: { x: { time: false } },
+        axes: [{ label: "step" }, { scale: "lr", label: "lr" }, { scale: "tok", side: 1, label: "tokens/s", grid: { show: false } }],
+      }, this.extraData(), this.container);
+    }
+  }
+  joined() {
+    if (this.runs.length === 1) {
+      const d = this.data[0];
+      return [d.step, d.loss, d.test];
+    }
+    const tables = this.data.map((d) => [d.step, d.loss, d.test]);
+    if (tables.every((t) => t[0].length === 0)) return [[], ...tables.flatMap(() => [[], []])];
+    return uPlot.join(tables.map((t) => (t[0].length ? t : [[0], [null], [null]])));
+  }
+  extraData() { const d = this.data[0]; return [d.step, d.lr, d.tok]; }
+  add(i, cols) {
+    const d = this.data[i];
+    for (let k = 0; k < cols.step.length; k++) {
+      d.step.push(cols.step[k]); d.loss.push(cols.loss[k]); d.test.push(cols.test_loss[k]);
+      d.lr.push(cols.lr[k]); d.tok.push(cols.tokens_per_s[k]);
+    }
+    this.redraw();
+  }
+  reset(i) { this.data[i] = { step: [], loss: [], test: [], lr: [], tok: [] }; this.redraw(); }
+  points() { return this.data.reduce((n, d) => n + d.step.length, 0); }
+  redraw() {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      this.plot.setData(this.joined());
+      if (this.plot2) this.plot2.setData(this.extraData());
+      this.container.dataset.points = this.points();
+    });
+  }
+  setLog(on) { this.log = on; this.plot.destroy(); if (this.plot2) this.plot2.destroy(); this.build(); this.redraw(); }
+  resize() { this.plot.setSize({ width: this.width(), height: 300 }); if (this.plot2) this.plot2.setSize({ width: this.width(), height: 180 }); }
+}
+
+// follow streams a run's metrics (Server-Sent Events) into chart series i.
+function follow(id, chart, i) {
+  const es = new EventSource("/api/live?id=" + encodeURIComponent(id));
+  es.addEventListener("rows", (e) => chart.add(i, JSON.parse(e.data)));
+  es.addEventListener("reset", () => chart.reset(i));
+  return es;
+}
+
+let streams = [];
+function closeStreams() { streams.forEach((s) => s.close()); streams = []; }
+window.addEventListener("pagehide", closeStreams);
+
+// ---- runs page ----------------------------------------------------------
+
+const COLUMNS = [
+  { key: "name", label: "run" },
+  { key: "differs", label: "differs", sort: false },
+  { key: "params", label: "params", num: true },
+  { key: "step", label: "steps", num: true },
+  { key: "train_loss", label: "train loss", num: true },
+  { key: "test_loss", label: "test loss", num: true },
+  { key: "tokens_per_s", label: "tokens/s", num: true },
+  { key: "state", label: "state" },
+  { key: "updated_ms", label: "updated", num: true },
+];
+
+async function runsPage() {
+  crumbs(el("span", {}, "runs"));
+  const sel = new Set(JSON.parse(sessionStorage.getItem("gptg-selected") || "[]"));
+  let sort = { key: "name", dir: 1 };
+  let list = null;
+  const table = el("table", { id: "runs-table" });
+  const overlayBox = el("div", { id: "overlay", class: "chart" });
+  const logBox = el("input", { type: "checkbox", id: "overlay-log" });
+  const comps = el("ul", { id: "comparisons" });
+  const problems = el("div", { class: "problem" });
+  const heading = el("h1", {}, "Runs");
+  mount(heading, problems,
+    el("div", { class: "panel wide" }, table),
+    el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Selected runs, overlaid"),
+      el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live")), overlayBox),
+    el("h2", {}, "Comparisons (gptg ablate, gptg sweep)"), comps);
+
+  let chart = null;
+  function drawOverlay() {
+    closeStreams();
+    const ids = list ? list.runs.filter((r) => sel.has(r.id)).map((r) => r.id) : [];
+    if (!ids.length) { overlayBox.replaceChildren(el("p", { class: "muted" }, "no run selected")); chart = null; return; }
+    chart = new LossChart(overlayBox, ids.map((id) => ({ label: id.split("/").pop() })), { log: logBox.checked });
+    ids.forEach((id, i) => streams.push(follow(id, chart, i)));
+  }
+  logBox.addEventListener("change", () => chart && chart.setLog(logBox.checked));
+
+  function render() {
+    const head = el("tr", {}, el("th", {}, ""), COLUMNS.map((c) => {
+      const cls = [c.num ? "num" : "", c.sort === false ? "" : "sortable", sort.key === c.key ? (sort.dir > 0 ? "sorted-asc" : "sorted-desc") : ""].join(" ");
+      return el("th", { class: cls, "data-key": c.key, onclick: c.sort === false ? null : () => { sort = { key: c.key, dir: sort.key === c.key ? -sort.dir : 1 }; render(); } }, c.label);
+    }));
+    const runs = [...list.runs].sort((a, b) => {
+      let x = a[sort.key], y = b[sort.key];
+      if (x === null || x === undefined) x = sort.dir > 0 ? Infinity : -Infinity;
+      if (y === null || y === undefined) y = sort.dir > 0 ? Infinity : -Infinity;
+      return (x < y ? -1 : x > y ? 1 : 0) * sort.dir;
+    });
+    const rows = runs.map((r) => el("tr", { "data-id": r.id },
+      el("td", {}, el("input", { type: "checkbox", checked: sel.has(r.id), title: "overlay this run's curves", onchange: (e) => {
+        if (e.target.checked) sel.add(r.id); else sel.delete(r.id);
+        sessionStorage.setItem("gptg-selected", JSON.stringify([...sel]));
+        drawOverlay();
+      } })),
+      el("td", {}, el("a", { href: "/run?id=" + encodeURIComponent(r.id) }, r.id)),
+      el("td", { class: "differs" }, r.differs.map((d) => el("code", {}, d))),
+      el("td", { class: "num" }, fmt.params(r.params)),
+      el("td", { class: "num" }, r.step.toLocaleString("en-US") + (r.total ? " / " + r.total.toLocaleString("en-US") : "")),
+      el("td", { class: "num" }, fmt.loss(r.train_loss)),
+      el("td", { class: "num" }, fmt.loss(r.test_loss)),
+      el("td", { class: "num" }, r.tokens_per_s ? Math.round(r.tokens_per_s).toLocaleString("en-US") : ""),
+      el("td", {}, stateBadge(r)),
+      el("td", { class: "num muted" }, fmt.ago(r.updated_ms))));
+    if (!runs.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "no run folders yet under " + list.roots.join(", ") + ": start one with gptg train CONFIG")));
+    table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows));
+    comps.replaceChildren(...(list.comparisons.length ? list.comparisons.map((c) => el("li", {}, el("a", { href: "/compare?id=" + encodeURIComponent(c.id) }, c.id), " ", el("span", { class: "muted" }, c.kind)))
+      : [el("li", { class: "muted" }, "none")]));
+    problems.replaceChildren(...list.problems.map((p) => el("div", {}, p)));
+  }
+  async function refresh() {
+    try {
+      const old = list ? list.runs.map((r) => r.id).join("\n") : null;
+      list = await getJSON("/api/runs");
+      heading.textContent = "Runs in " + list.roots.join(", ");
+      render();
+      document.getElementById("status").textContent = "";
+      if (old !== list.runs.map((r) => r.id).join("\n")) {
+        for (const id of [...sel]) if (!list.runs.some((r) => r.id === id)) sel.delete(id);
+        drawOverlay();
+      }
+    } catch (e) {
+      document.getElementById("status").textContent = "server unreachable: " + e.message;
+    }
+  }
+  await refresh();
+  setInterval(refresh, 2000);
+  window.addEventListener("resize", () => chart && chart.resize());
+}
+
+// ---- run page -----------------------------------------------------------
+
+async function runPage(id) {
+  crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
+  let run;
+  try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
+    mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
+    return;
+  }
+  const info = el("div", { id: "run-info" });
+  const chartBox = el("div", { id: "loss-chart", class: "chart" });
+  const logBox = el("input", { type: "checkbox", id: "log-scale" });
+  const summary = el("pre", { id: "summary" }, "…");
+  mount(
+    el("h1", {}, id),
+    info,
+    el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Loss"), el("label", {}, logBox, " log scale"),
+      el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl")), chartBox),
+    el("div", { class: "row" },
+      el("div", { class: "panel" }, el("h2", {}, "Sampling playground"), playground(run)),
+      el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
+    el("div", { class: "row" },
+      el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
+        el("div", { class: "differs" }, el("span", { class: "muted" }, "differs from the defaults: "), run.differs.map((d) => el("code", {}, d))),
+        el("pre", { id: "config" }, run.config || "(no config.toml)")),
+      el("div", { class: "panel" }, el("h2", {}, "Model (gptg inspect)"), summary)));
+  function showInfo(r) {
+    info.replaceChildren(el("div", { class: "toolbar" }, stateBadge(r),
+      el("span", {}, "step ", el("strong", { id: "run-step" }, r.step.toLocaleString("en-US")), r.total ? " of " + r.total.toLocaleString("en-US") : ""),
+      r.params ? el("span", {}, fmt.params(r.params) + " parameters") : null,
+      r.train_loss !== null ? el("span", {}, "train loss " + fmt.loss(r.train_loss)) : null,
+      r.test_loss !== null ? el("span", {}, "test loss " + fmt.loss(r.test_loss)) : null,
+      r.tokens_per_s ? el("span", {}, Math.round(r.tokens_per_s).toLocaleString("en-US") + " tokens/s") : null,
+      r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows") : null));
+  }
+  showInfo(run);
+  const chart = new LossChart(chartBox, [{ label: id }], { extra: true });
+  streams.push(follow(id, chart, 0));
+  logBox.addEventListener("change", () => chart.setLog(logBox.checked));
+  window.addEventListener("resize", () => chart.resize());
+  setInterval(async () => { try { showInfo(await getJSON("/api/run?id=" + encodeURIComponent(id))); } catch (e) { /* shown on the next success */ } }, 3000);
+  getJSON("/api/summary?id=" + encodeURIComponent(id)).then((s) => { summary.textContent = s.summary || "(no summary)"; },
+    (e) => { summary.textContent = e.message; summary.classList.add("error"); });
+}
+
+// playground: prompt and settings in, tokens streamed out (SSE over a
+// POST, read with fetch), with a stop button.
+function playground(run) {
+  const s = run.sample || {};
+  const prompt = el("textarea", { id: "gen-prompt" });
+  prompt.value = s.prompt || "\n";
+  const num = (id, v, step, min, max) => el("input", { type: "number", id, value: v, step, min, max });
+  const temp = num("gen-temperature", s.temperature ?? 1, "0.1", "0", "100");
+  const topk = num("gen-topk", s.top_k || 0, "1", "0");
+  const topp = num("gen-topp", s.top_p || 0, "0.05", "0", "1");
+  const seed = num("gen-seed", 42, "1", "0");
+  const tokens = num("gen-tokens", Math.min(s.tokens || 200, run.max_tokens), "1", "1", run.max_tokens);
+  const out = el("pre", { id: "gen-output" });
+  const stats = el("div", { id: "gen-stats", class: "muted" });
+  const go = el("button", { class: "primary", id: "gen-go" }, "Generate");
+  const stop = el("button", { id: "gen-stop", disabled: true }, "Stop");
+  let ctl = null;
+  go.addEventListener("click", async () => {
+    ctl = new AbortController();
+    go.disabled = true; stop.disabled = false;
+    out.replaceChildren(el("span", { class: "prompt" }, prompt.value));
+    const gen = el("span", { class: "gen" });
+    out.append(gen);
+    stats.textContent = "generating…";
+    const body = { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
+    let n = 0, pending = "", frame = 0;
+    // Tokens are shown once per frame: a small model draws thousands a
+    // second, more DOM updates than a page can take.
+    const flush = () => {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+      if (!pending) return;
+      gen.append(pending); pending = "";
+      out.scrollTop = out.scrollHeight; stats.textContent = n + " tokens";
+    };
+    const t0 = performance.now();
+    try {
+      const r = await fetch("/api/generate", { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" }, signal: ctl.signal });
+      if (!r.ok) { const e = await r.json().catch(() => ({ error: r.statusText })); throw new Error(e.error); }
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let cut;
+        while ((cut = buf.indexOf("\n\n")) >= 0) {
+          const msg = buf.slice(0, cut); buf = buf.slice(cut + 2);
+          const ev = /^event: (.*)$/m.exec(msg), data = /^data: (.*)$/m.exec(msg);
+          if (!ev || !data) continue;
+          const d = JSON.parse(data[1]);
+          if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
+          else if (ev[1] === "done") {
+            flush();
+            stats.textContent = d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
+          }
+          else if (ev[1] === "error") throw new Error(d.error);
+        }
+      }
+    } catch (e) {
+      flush();
+      if (e.name === "AbortError") stats.textContent = "stopped after " + n + " tokens (" + ((performance.now() - t0) / 1000).toFixed(1) + " s)";
+      else { stats.textContent = ""; out.append(el("div", { class: "error" }, e.message)); }
+    } finally {
+      go.disabled = false; stop.disabled = true; ctl = null;
+    }
+  });
+  stop.addEventListener("click", () => ctl && ctl.abort());
+  return el("div", {}, prompt,
+    el("div", { class: "toolbar" },
+      el("label", {}, "temperature ", temp), el("label", {}, "top-k ", topk), el("label", {}, "top-p ", topp),
+      el("label", {}, "seed ", seed), el("label", {}, "tokens ", tokens), go, stop),
+    out, stats);
+}
+
+// viridis, as gptg attention draws its heatmaps: 0 dark purple, 1 yellow.
+const VIRIDIS = [[0x44, 0x01, 0x54], [0x3b, 0x52, 0x8b], [0x21, 0x91, 0x8c], [0x5e, 0xc9, 0x62], [0xfd, 0xe7, 0x25]];
+function viridis(v) {
+  if (!(v >= 0)) v = 0;
+  if (v > 1) v = 1;
+  const x = v * (VIRIDIS.length - 1), i = Math.min(Math.floor(x), VIRIDIS.length - 2), f = x - i;
+  const a = VIRIDIS[i], b = VIRIDIS[i + 1];
+  return "rgb(" + a.map((c, k) => Math.round(c + (b[k] - c) * f)).join(",") + ")";
+}
+
+function showToken(t) { return t === " " ? "·" : t === "\n" ? "¶" : t; }
+
+// explorer: a text in, a grid of blocks × heads out. Each cell shows the
+// head's whole (T, T) map in small with the row of the focused token
+// framed, and that row below as a strip; hovering (or tapping) a token
+// focuses it, clicking a cell draws its map large with the tokens.
+function explorer(run) {
+  const text = el("input", { type: "text", id: "att-text", size: 40 });
+  text.value = ((run.sample && run.sample.prompt) || "").trim() ? run.sample.prompt + " " : "";
+  text.value = (text.value + "the king is dead").slice(0, run.context || 64);
+  const go = el("button", { class: "primary", id: "att-go" }, "Show");
+  const toks = el("div", { class: "tokens", id: "att-tokens" });
+  const grid = el("div", { class: "att-grid", id: "att-grid" });
+  const big = el("div", { class: "att-big", id: "att-big" });
+  const note = el("div", { class: "muted" });
+  let data = null, focus = 0, chosen = null;
+
+  function drawCell(canvas, strip, m, n) {
+    const px = Math.max(2, Math.floor(120 / n));
+    canvas.width = canvas.height = n * px;
+    const g = canvas.getContext("2d");
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { g.fillStyle = viridis(m[i * n + j]); g.fillRect(j * px, i * px, px, px); }
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(1, focus * px + 1, n * px - 2, px - 2);
+    strip.width = n * px; strip.height = 10;
+    const s = strip.getContext("2d");
+    for (let j = 0; j < n; j++) { s.fillStyle = viridis(m[focus * n + j]); s.fillRect(j * px, 0, px, 10); }
+  }
+  function drawGrid() {
+    const n = data.tokens.length;
+    grid.style.gridTemplateColumns = "repeat(" + data.heads + ", minmax(130px, 1fr))";
+    grid.dataset.focus = focus;
+    grid.querySelectorAll(".att-cell").forEach((cell) => {
+      const b = +cell.dataset.block, h = +cell.dataset.head;
+      drawCell(cell.querySelector("canvas.map"), cell.querySelector("canvas.strip"), data.maps[b][h], n);
+    });
+    toks.querySelectorAll(".tok").forEach((t, i) => t.classList.toggle("active", i === focus));
+    if (chosen) drawBig();
+  }
+  function drawBig() {
+    const [b, h] = chosen, n = data.tokens.length, m = data.maps[b][h];
+    const cell = Math.max(8, Math.min(24, Math.floor(560 / n))), lab = 28;
+    const c = el("canvas", { id: "att-big-map" });
+    c.width = lab + n * cell; c.height = lab + n * cell;
+    const g = c.getContext("2d");
+    g.fillStyle = "#fff"; g.fillRect(0, 0, c.width, c.height);
+    g.font = Math.min(12, cell) + "px monospace"; g.fillStyle = "#333"; g.textAlign = "center"; g.textBaseline = "middle";
+    data.tokens.forEach((t, i) => { g.fillText(showToken(t), lab + i * cell + cell / 2, lab / 2); g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2); });
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { g.fillStyle = viridis(m[i * n + j]); g.fillRect(lab + j * cell, lab + i * cell, cell, cell); }
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, n * cell - 2, cell - 2);
+    c.title = "row: the position that looks; column: the position it looks at";
+    c.addEventListener("mousemove", (e) => {
+      const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top - lab) / cell), j = Math.floor((e.clientX - r.left - lab) / cell);
+      if (i >= 0 && j >= 0 && i < n && j < n) c.title = JSON.stringify(data.tokens[i]) + " → " + JSON.stringify(data.tokens[j]) + ": " + m[i * n + j].toFixed(4);
+    });
+    big.replaceChildren(el("div", {}, el("strong", {}, "block " + b + ", head " + h), el("span", { class: "muted" }, "  rows: the token that looks; columns: the token it looks at; each row sums to 1")), c);
+  }
+  async function load() {
+    note.textContent = "running the model…";
+    try {
+      data = await getJSON("/api/attention?id=" + encodeURIComponent(run.id) + "&text=" + encodeURIComponent(text.value));
+    } catch (e) { note.textContent = ""; note.append(el("span", { class: "error" }, e.message)); return; }
+    const n = data.tokens.length;
+    focus = n - 1;
+    note.textContent = data.blocks + " blocks × " + data.heads + " heads over " + n + " tokens" + (data.dropped ? " (the first " + data.dropped + " dropped: the context is " + n + ")" : "") + (data.mask ? ", causal" : ", no mask") + "; hover a token, click a head";
+    toks.replaceChildren(...data.tokens.map((t, i) => el("span", { class: "tok", "data-i": i, title: JSON.stringify(t),
+      onmouseenter: () => { focus = i; drawGrid(); }, onclick: () => { focus = i; drawGrid(); } }, showToken(t))));
+    const cells = [];
+    for (let b = 0; b < data.blocks; b++) for (let h = 0; h < data.heads; h++) {
+      cells.push(el("div", { class: "att-cell", "data-block": b, "data-head": h, onclick: (e) => {
+        chosen = [b, h];
+        grid.querySelectorAll(".att-cell").forEach((c) => c.classList.remove("selected"));
+        e.currentTarget.classList.add("selected");
+        drawBig();
+      } }, el("div", { class: "lbl" }, "block " + b + " · head " + h), el("canvas", { class: "map" }), el("canvas", { class: "strip" })));
+    }
+    grid.replaceChildren(...cells);
+    chosen = null; big.replaceChildren();
+    drawGrid();
+  }
+  go.addEventListener("click", load);
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
+  if (run.has_model) setTimeout(load, 0);
+  else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
+  return el("div", {}, el("div", { class: "toolbar" }, text, go), note, toks, grid, big);
+}
+
+// ---- compare page -------------------------------------------------------
+
+// The compare table's columns: summary.csv's, with the mean ± sd and the
+// paired difference with its interval each in one cell, as summary.md has them.
+const COMPARE_COLUMNS = [
+  { label: "variant", cell: (g) => g("name") + (g("baseline") === "true" ? " (baseline)" : "") },
+  { label: "differs", cell: (g) => g("differs") },
+  { label: "seeds", num: true, cell: (g) => g("n") + (g("runs") ? "/" + g("runs") : "") },
+  { label: "params", num: true, cell: (g) => g("params") },
+  { label: "steps", num: true, cell: (g) => g("steps") },
+  { label: "tokens/s", num: true, cell: (g) => g("tokens_per_s") },
+  { label: "train loss", num: true, cell: (g) => g("train_loss_mean") },
+  { label: "test loss (mean ± sd)", num: true, cell: (g) => g("test_loss_mean") + (g("test_loss_sd") ? " ± " + g("test_loss_sd") : "") },
+  { label: "Δ test vs baseline (95 % CI)", num: true, cell: (g) => g("baseline") === "true" ? "baseline" : !g("test_diff") ? "" :
+      signed(g("test_diff")) + (g("test_diff_lo") ? " [" + signed(g("test_diff_lo")) + ", " + signed(g("test_diff_hi")) + "]" +
+      (+g("test_diff_lo") <= 0 && +g("test_diff_hi") >= 0 ? " includes 0" : "") : "") },
+  { label: "failed / not finished", cell: (g) => [g("failed"), g("not_finished")].filter((x) => x).join("; ") },
+];
+function signed(s) { const v = +s; return (v < 0 ? "−" : "+") + Math.abs(v).toFixed(4); }
+
+async function comparePage(id) {
+  crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
+  let c;
+  try { c = await getJSON("/api/compare?id=" + encodeURIComponent(id)); } catch (e) {
+    mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
+    return;
+  }
+  const idx = Object.fromEntries(c.header.map((h, i) => [h, i]));
+  const table = el("table", { id: "compare-table" },
+    el("thead", {}, el("tr", {}, COMPARE_COLUMNS.map((col) => el("th", { class: col.num ? "num" : "" }, col.label)))),
+    el("tbody", {}, c.rows.map((r) => {
+      const g = (name) => (idx[name] === undefined ? "" : r[idx[name]] || "");
+      return el("tr", {}, COMPARE_COLUMNS.map((col, k) => el("td", { class: (col.num ? "num" : "") + (k === 1 ? " differs" : "") },
+        k === 1 ? g("differs").split(" ").filter((d) => d).map((d) => el("code", {}, d)) : col.cell(g))));
+    })));
+  const chartBox = el("div", { id: "compare-chart", class: "chart" });
+  const legend = el("div", { class: "legend" });
+  const logBox = el("input", { type: "checkbox", id: "compare-log" });
+  mount(el("h1", {}, id + " ", el("span", { class: "muted" }, "(gptg " + c.kind + ")")),
+    c.note ? el("p", { class: "muted" }, c.note) : null,
+    el("div", { class: "panel wide" }, c.rows.length ? table : el("p", { class: "muted" }, "no table")),
+    el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Mean training loss over seeds (line, band ±1 sd) and mean test loss (points)"), el("label", {}, logBox, " log scale")), legend, chartBox),
+    el("h2", {}, "Runs"),
+    el("ul", {}, c.variants.map((v) => el("li", {}, el("strong", {}, v.name), ": ", v.runs.length + " of " + v.planned + " runs ",
+      v.runs.map((r) => el("a", { href: "/run?id=" + encodeURIComponent(r), style: "margin-right:.6em" }, r.split("/").slice(-1)[0]))))));
+  legend.replaceChildren(...c.variants.map((v, k) => el("span", { style: "--c:" + PALETTE[k % PALETTE.length] }, v.name)));
+  function draw() {
+    chartBox.replaceChildren();
+    const tables = [], series = [{ label: "step" }], bands = [];
+    c.variants.forEach((v, k) => {
+      const col = PALETTE[k % PALETTE.length];
+      const lo = v.train.mean.map((m, i) => m - v.train.sd[i]), hi = v.train.mean.map((m, i) => m + v.train.sd[i]);
+      tables.push([v.train.step, v.train.mean, hi, lo]);
+      const base = series.length;
+      series.push({ label: v.name + " train", stroke: col, width: 1.5, spanGaps: true, points: { show: false } },
+        { label: v.name + " +sd", stroke: "transparent", spanGaps: true, points: { show: false } },
+        { label: v.name + " −sd", stroke: "transparent", spanGaps: true, points: { show: false } });
+      bands.push({ series: [base + 1, base + 2], fill: col + "33" });
+      tables.push([v.test.step, v.test.mean]);
+      series.push({ label: v.name + " test", stroke: col, fill: col, paths: () => null, points: { show: true, size: 7, fill: col } });
+    });
+    const nonEmpty = tables.map((t) => (t[0].length ? t : [[0], ...t.slice(1).map(() => [null])]));
+    const data = nonEmpty.length ? uPlot.join(nonEmpty) : [[]];
+    new uPlot({ width: Math.max(320, chartBox.clientWidth - 10), height: 340, series, bands, legend: { show: false },
+      scales: { x: { time: false }, y: logBox.checked ? { distr: 3 } : {} }, axes: [{ label: "step" }, { label: "loss" }] }, data, chartBox);
+    chartBox.dataset.points = data[0].length;
+  }
+  draw();
+  logBox.addEventListener("change", draw);
+}
+
+// ---- router -------------------------------------------------------------
+
+const q = new URLSearchParams(location.search);
+if (location.pathname === "/run" && q.get("id")) runPage(q.get("id"));
+else if (location.pathname === "/compare" && q.get("id")) comparePage(q.get("id"));
+else runsPage();

@@ -1,0 +1,172 @@
+package serve
+
+import (
+	"encoding/csv"
+	"errors"
+	"io/fs"
+	"net/http"
+	"path"
+	"sort"
+	"strconv"
+
+	"github.com/gptg/gptg/ablate"
+	"github.com/gptg/gptg/sweep"
+)
+
+// compareAnswer is the answer of /api/compare: the table gptg ablate or
+// gptg sweep collect wrote (summary.csv), and each variant's curves as
+// mean ± sd over its seeds, from the runs' own metrics.
+type compareAnswer struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Header   []string   `json:"header"`
+	Rows     [][]string `json:"rows"`
+	Note     string     `json:"note,omitempty"`
+	Variants []variant  `json:"variants"`
+}
+
+type variant struct {
+	Name  string   `json:"name"`
+	Runs  []string `json:"runs"`    // ids of its run folders that exist
+	Train band     `json:"train"`   // training loss
+	Test  band     `json:"test"`    // test loss
+	Plan  int      `json:"planned"` // runs the comparison planned
+}
+
+// band is a mean curve with its sample standard deviation over seeds
+// (0 where one seed has the step).
+type band struct {
+	Step []float64 `json:"step"`
+	Mean []float64 `json:"mean"`
+	SD   []float64 `json:"sd"`
+	N    []int     `json:"n"`
+}
+
+// maxCompareRuns bounds the runs one comparison reads the metrics of.
+const maxCompareRuns = 400
+
+func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
+	f, _, err := s.lookup(r, kindAblate, kindSweep)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ans := compareAnswer{ID: f.id, Kind: f.kind, Header: []string{}, Rows: [][]string{}, Variants: []variant{}}
+	// The table, as written by ablate.WriteSummary.
+	b, _, err := f.root.readFile(path.Join(f.rel, summaryFile), 16<<20)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		ans.Note = "no summary.csv yet: gptg sweep collect " + f.id + " writes the table; the curves below are the runs' own"
+	case err != nil:
+		ans.Note = "summary.csv: " + oneLine(err.Error())
+	default:
+		recs, err := csv.NewReader(bytesReader(b)).ReadAll()
+		if err != nil || len(recs) == 0 {
+			ans.Note = "summary.csv is not a table gptg wrote"
+		} else {
+			ans.Header, ans.Rows = recs[0], recs[1:]
+		}
+	}
+
+	// The runs of each variant: the sweep's manifest, or the layout
+	// ablate.Plan gives (name/seed-S) read back from runs.csv.
+	type planned struct{ variant, rel string }
+	var plan []planned
+	if f.kind == kindSweep {
+		real, err := f.root.realPath(path.Join(f.rel, sweep.ManifestFile))
+		if err == nil {
+			var entries []sweep.Entry
+			if entries, err = sweep.Load(path.Dir(real)); err == nil {
+				for _, e := range entries {
+					plan = append(plan, planned{e.Variant, path.Join(f.rel, e.Dir)})
+				}
+			}
+		}
+		if err != nil {
+			ans.Note = oneLine(err.Error())
+		}
+	} else if b, _, err := f.root.readFile(path.Join(f.rel, runsCSVFile), 16<<20); err == nil {
+		recs, _ := csv.NewReader(bytesReader(b)).ReadAll()
+		for i, rec := range recs {
+			if i == 0 || len(rec) < 2 {
+				continue
+			}
+			rel := path.Join(f.rel, rec[0])
+			if seed, err := strconv.ParseInt(rec[1], 10, 64); err == nil && seed != 0 {
+				rel = path.Join(rel, "seed-"+rec[1])
+			}
+			if localPath(rel) {
+				plan = append(plan, planned{rec[0], rel})
+			}
+		}
+	}
+	if len(plan) > maxCompareRuns {
+		plan = plan[:maxCompareRuns]
+		ans.Note = "only the first " + strconv.Itoa(maxCompareRuns) + " runs are drawn"
+	}
+	s.mu.Lock()
+	s.rescan(false)
+	byVariant := map[string]int{} // index in ans.Variants
+	runsOf := map[string][]*folder{}
+	for _, p := range plan {
+		k, ok := byVariant[p.variant]
+		if !ok {
+			k = len(ans.Variants)
+			ans.Variants = append(ans.Variants, variant{Name: p.variant, Runs: []string{}})
+			byVariant[p.variant] = k
+		}
+		v := &ans.Variants[k]
+		v.Plan++
+		id := f.root.label
+		if p.rel != "." {
+			id += "/" + p.rel
+		}
+		if rf := s.folders[id]; rf != nil && rf.kind == kindRun {
+			v.Runs = append(v.Runs, id)
+			runsOf[p.variant] = append(runsOf[p.variant], rf)
+		}
+	}
+	s.mu.Unlock()
+	for i := range ans.Variants {
+		v := &ans.Variants[i]
+		var all [][]row
+		for _, rf := range runsOf[v.Name] {
+			if rows, err := readAllRows(rf); err == nil {
+				all = append(all, rows)
+			}
+		}
+		v.Train = meanBand(all, func(r row) (float64, bool) { return r.Loss, true })
+		v.Test = meanBand(all, func(r row) (float64, bool) {
+			if r.TestLoss == nil {
+				return 0, false
+			}
+			return *r.TestLoss, true
+		})
+	}
+	writeJSON(w, ans)
+}
+
+// meanBand is, at each step some run logged, the mean and sample standard
+// deviation (ablate.Summarize) of pick over the runs that have it.
+func meanBand(runs [][]row, pick func(row) (float64, bool)) band {
+	values := map[int][]float64{}
+	for _, rows := range runs {
+		for _, r := range rows {
+			if v, ok := pick(r); ok {
+				values[r.Step] = append(values[r.Step], v)
+			}
+		}
+	}
+	steps := make([]int, 0, len(values))
+	for st := range values {
+		steps = append(steps, st)
+	}
+	sort.Ints(steps)
+	b := band{Step: []float64{}, Mean: []float64{}, SD: []float64{}, N: []int{}}
+	for _, st := range steps {
+		sm := ablate.Summarize(values[st])
+		b.Step = append(b.Step, float64(st))
+		b.Mean, b.SD, b.N = append(b.Mean, sm.Mean), append(b.SD, sm.SD), append(b.N, sm.N)
+	}
+	return b
+}

@@ -1,0 +1,240 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gptg/gptg/sample"
+)
+
+// genRequest is the body of POST /api/generate.
+type genRequest struct {
+	ID          string   `json:"id"`
+	Prompt      string   `json:"prompt"`
+	Tokens      int      `json:"tokens"`
+	Temperature *float64 `json:"temperature"`
+	TopK        int      `json:"top_k"`
+	TopP        float64  `json:"top_p"`
+	Seed        *uint64  `json:"seed"`
+}
+
+// slot takes one of the model-running slots without waiting; false means
+// the server is busy (429).
+func (s *Server) slot() (func(), bool) {
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, true
+	default:
+		return nil, false
+	}
+}
+
+func (s *Server) busy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	httpError(w, http.StatusTooManyRequests, fmt.Sprintf("busy: %d model runs (generations, attention maps) already going, the server's limit; try again in a moment", s.opts.Generations))
+}
+
+// apiGenerate draws tokens from a run's model and streams them as
+// Server-Sent Events: "token" (the token's text, a JSON string) for each
+// one as it is drawn, then "done" ({"tokens", "seconds", "tokens_per_s",
+// "stopped"}) or "error". Closing the connection stops the generation.
+func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
+	var req genRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than %d bytes", maxBodyBytes))
+			return
+		}
+		httpError(w, http.StatusBadRequest, "the request is not a generation request in JSON: "+err.Error())
+		return
+	}
+	temp := 1.0
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	seed := uint64(42)
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	switch {
+	case len(req.Prompt) > maxTextBytes:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("the prompt is longer than %d bytes", maxTextBytes))
+		return
+	case req.Tokens < 1 || req.Tokens > s.opts.MaxTokens:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("tokens %d must be between 1 and %d (the server's limit)", req.Tokens, s.opts.MaxTokens))
+		return
+	case !(temp >= 0) || math.IsInf(temp, 0) || temp > 100:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("temperature %v must be a number from 0 to 100", temp))
+		return
+	case req.TopK < 0:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_k %d must be ≥ 0", req.TopK))
+		return
+	case !(req.TopP >= 0 && req.TopP <= 1):
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_p %v must be between 0 and 1", req.TopP))
+		return
+	}
+	f, _, err := s.lookupID(req.ID, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	done, ok := s.slot()
+	if !ok {
+		s.busy(w)
+		return
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(r.Context(), s.opts.TimeLimit)
+	defer cancel()
+	model, key, err := s.modelPath(f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	smp, release, err := s.models.sampler(model, key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer release()
+	// A bad prompt is a 400 before the stream starts.
+	if _, err := sample.EncodePrompt(smp.Model.Vocab, req.Prompt); err != nil {
+		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
+		return
+	}
+	ev, ok := newEventStream(w)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return
+	}
+	start := time.Now()
+	n := 0
+	o := sample.Options{Tokens: req.Tokens, Temperature: temp, TopK: req.TopK, TopP: req.TopP, Seed: seed}
+	err = smp.Generate(req.Prompt, o, func(tok string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, _ := json.Marshal(tok)
+		n++
+		return ev.send("token", string(b))
+	})
+	secs := time.Since(start).Seconds()
+	stopped := ""
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		stopped = fmt.Sprintf("time limit (%s) reached", s.opts.TimeLimit)
+	case r.Context().Err() != nil:
+		return // the page went away or pressed stop: nobody to tell
+	case err != nil:
+		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+		ev.send("error", string(b))
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"tokens": n, "seconds": secs, "tokens_per_s": float64(n) / math.Max(secs, 1e-9), "stopped": stopped})
+	ev.send("done", string(b))
+}
+
+// apiAttention runs a run's model on a text and answers every block's
+// and head's attention weights over its tokens: the numbers gptg
+// attention draws (sample.Sampler.Attention, the same function).
+func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
+	text := r.URL.Query().Get("text")
+	switch {
+	case text == "":
+		httpError(w, http.StatusBadRequest, "give a text: ?text=...")
+		return
+	case len(text) > maxTextBytes:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("the text is longer than %d bytes", maxTextBytes))
+		return
+	}
+	f, _, err := s.lookup(r, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	done, ok := s.slot()
+	if !ok {
+		s.busy(w)
+		return
+	}
+	defer done()
+	model, key, err := s.modelPath(f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	smp, release, err := s.models.sampler(model, key)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer release()
+	m := smp.Model
+	ids, err := m.Vocab.Encode(text)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "the text: "+oneLine(err.Error()))
+		return
+	}
+	if len(ids) == 0 {
+		httpError(w, http.StatusBadRequest, "the text has no tokens")
+		return
+	}
+	cut := 0
+	if T := m.Spec.Context; len(ids) > T { // as gptg attention: the last context tokens
+		cut = len(ids) - T
+		ids = ids[cut:]
+	}
+	maps, err := smp.Attention(ids)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	tokens := make([]string, len(ids))
+	for i, id := range ids {
+		tokens[i] = m.Vocab.Decode([]int{id})
+	}
+	// Written by hand: 6 significant digits keep the answer a third of
+	// encoding/json's size for a 256-token context.
+	var b strings.Builder
+	tj, _ := json.Marshal(tokens)
+	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"maps":[`, tj, cut, len(maps), m.Spec.Heads, m.Spec.Mask, m.Spec.Norm)
+	buf := make([]byte, 0, 32)
+	for bi, heads := range maps {
+		if bi > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for h, mat := range heads {
+			if h > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('[')
+			for i, v := range mat.W {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					b.WriteString("null") // a diverged model: JSON has no NaN
+					continue
+				}
+				b.Write(strconv.AppendFloat(buf[:0], v, 'g', 6, 64))
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString("]}")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(b.String()))
+}

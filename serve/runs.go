@@ -1,0 +1,299 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/train"
+)
+
+// States of a run, as the runs table shows them.
+const (
+	stateTraining    = "training"    // a gptg process holds the run folder's lock
+	stateFinished    = "finished"    // the checkpoint holds the last step
+	stateInterrupted = "interrupted" // stopped with a checkpoint at its last step: gptg train --resume continues it
+	stateFailed      = "failed"      // stopped without saving its last steps (a crash, an error)
+	stateModel       = "model"       // a model file alone (gptg import, a copy)
+	stateDamaged     = "damaged"     // a file of the run cannot be read: Problem says which
+)
+
+// runInfo is one row of the runs table.
+type runInfo struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	State      string   `json:"state"`
+	Problem    string   `json:"problem,omitempty"`
+	PID        int      `json:"pid,omitempty"` // the training process
+	Differs    []string `json:"differs"`
+	Params     int64    `json:"params,omitempty"`
+	Step       int      `json:"step"`
+	Total      int      `json:"total,omitempty"`
+	TrainLoss  *float64 `json:"train_loss"`
+	TestLoss   *float64 `json:"test_loss"`
+	TokensPerS float64  `json:"tokens_per_s,omitempty"`
+	HasModel   bool     `json:"has_model"`
+	Updated    int64    `json:"updated_ms"` // last change of its metrics or checkpoint, Unix ms
+	Rows       int      `json:"rows"`
+	BadRows    int      `json:"bad_rows,omitempty"`
+	Mask       bool     `json:"mask"`
+
+	settings []string // config.Diff against the defaults, for Differs
+}
+
+// fileKey tells whether a file changed since it was read.
+type fileKey struct {
+	size, mtime int64
+	ino         uint64
+}
+
+func keyOf(info os.FileInfo) fileKey {
+	k := fileKey{size: info.Size(), mtime: info.ModTime().UnixNano()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		k.ino = st.Ino
+	}
+	return k
+}
+
+// runCache keeps what was read of one run folder, read again only when a
+// file changed: a checkpoint is a large file, and a runs page polled by
+// fifty clients must not read it fifty times.
+type runCache struct {
+	mu      sync.Mutex
+	cfgKey  fileKey
+	cfg     *config.Config
+	cfgErr  error
+	cfgText string
+	ckKey   fileKey
+	step    int
+	total   int
+	ckErr   error
+	metrics metricsTail
+}
+
+// info reads the run folder f (through the cache c) into a runInfo.
+func (c *runCache) info(f *folder) runInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := f.root
+	ri := runInfo{ID: f.id, Name: path.Base(f.id), Differs: []string{}}
+	join := func(name string) string { return path.Join(f.rel, name) }
+
+	// config.toml: the run's settings, self-contained (Parse refuses an
+	// extends, so a hostile config cannot make the server read elsewhere).
+	cfgState := c.readConfig(r, join(train.ConfigFile))
+	if c.cfg != nil {
+		ri.Params = c.cfg.Model.ParamCount()
+		if c.cfg.Model.Vocab == 0 {
+			ri.Params = 0
+		}
+		ri.settings = settingsOf(c.cfg)
+		ri.Mask = c.cfg.Model.Mask
+		if c.cfg.Train.MaxSteps > 0 {
+			ri.Total = c.cfg.Train.MaxSteps
+		}
+	}
+
+	// checkpoint.safetensors: where the run's saved state is.
+	haveCk := false
+	if info, err := r.fs.Stat(join(train.CheckpointFile)); err == nil {
+		ri.Updated = info.ModTime().UnixMilli()
+		if k := keyOf(info); k != c.ckKey {
+			c.ckKey = k
+			real, err := r.realPath(join(train.CheckpointFile))
+			if err == nil {
+				c.step, c.total, err = train.Progress(filepath.Dir(real))
+			}
+			c.ckErr = err
+		}
+		haveCk = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.ckErr, haveCk = err, true
+	}
+	if haveCk && c.ckErr == nil {
+		ri.Step, ri.Total = c.step, c.total
+	}
+
+	// metrics.jsonl: the last losses and speed.
+	if mf, info, err := r.open(join(train.MetricsFile)); err == nil {
+		for more := true; more && err == nil; {
+			_, _, more, err = c.metrics.read(mf, info)
+		}
+		mf.Close()
+		ri.Updated = max(ri.Updated, info.ModTime().UnixMilli())
+		if m := c.metrics; m.last != nil {
+			loss := m.last.Loss
+			ri.TrainLoss, ri.TokensPerS = &loss, m.last.TokensPerSec
+			ri.Step = max(ri.Step, m.last.Step)
+		}
+		if m := c.metrics; m.test != nil {
+			ri.TestLoss = m.test.TestLoss
+		}
+		ri.Rows, ri.BadRows = c.metrics.rows, c.metrics.bad
+	}
+	if info, err := r.fs.Stat(join(train.ModelFile)); err == nil && info.Mode().IsRegular() {
+		ri.HasModel = true
+	}
+
+	real, err := r.realPath(f.rel)
+	if err != nil {
+		ri.State, ri.Problem = stateDamaged, err.Error()
+		return ri
+	}
+	pid, held, _ := runlock.Held(real)
+	lastRow := 0
+	if c.metrics.last != nil {
+		lastRow = c.metrics.last.Step
+	}
+	switch {
+	case held:
+		ri.State, ri.PID = stateTraining, pid
+	case cfgState == fileMissing && ri.HasModel && !haveCk:
+		ri.State = stateModel
+	case cfgState == fileBad:
+		ri.State, ri.Problem = stateDamaged, c.cfgErr.Error()
+	case haveCk && c.ckErr != nil:
+		ri.State, ri.Problem = stateDamaged, oneLine(c.ckErr.Error())
+	case cfgState == fileMissing:
+		ri.State, ri.Problem = stateDamaged, "no config.toml (a run folder train did not finish making, or a copy without it)"
+	case haveCk && c.total > 0 && c.step >= c.total:
+		ri.State = stateFinished
+	case haveCk && lastRow <= c.step:
+		ri.State = stateInterrupted
+	case haveCk:
+		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d without saving it; the last checkpoint is at step %d (gptg train --resume goes on from there)", lastRow, c.step)
+	default:
+		ri.State, ri.Problem = stateFailed, "stopped before its first checkpoint"
+	}
+	return ri
+}
+
+const (
+	fileOK = iota
+	fileMissing
+	fileBad
+)
+
+// readConfig (re)reads config.toml when it changed.
+func (c *runCache) readConfig(r *root, rel string) int {
+	info, err := r.fs.Stat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.cfg, c.cfgErr, c.cfgText, c.cfgKey = nil, nil, "", fileKey{}
+		return fileMissing
+	}
+	if err == nil && keyOf(info) == c.cfgKey {
+		if c.cfgErr != nil {
+			return fileBad
+		}
+		return fileOK
+	}
+	c.cfg, c.cfgErr, c.cfgText = nil, nil, ""
+	var text []byte
+	if err == nil {
+		c.cfgKey = keyOf(info)
+		text, _, err = r.readFile(rel, config.MaxConfigSize)
+	}
+	if err == nil {
+		c.cfgText = string(text)
+		c.cfg, err = config.Parse(train.ConfigFile, text)
+	}
+	if err != nil {
+		c.cfgErr = fmt.Errorf("%s: %s", train.ConfigFile, oneLine(strings.TrimPrefix(err.Error(), train.ConfigFile+": ")))
+		return fileBad
+	}
+	return fileOK
+}
+
+// settingsOf lists what a run's config sets differently from the
+// defaults, leaving out the keys every run has its own value of.
+func settingsOf(cfg *config.Config) []string {
+	out := []string{}
+	for _, d := range cfg.Diff(nil) {
+		key, _, _ := strings.Cut(d, "=")
+		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
+			continue
+		}
+		out = append(out, readable(d))
+	}
+	return out
+}
+
+// readable shortens a setting's float: 0.00030000000000000003 (lr/10) is
+// 0.0003 to a reader, as in ablate's table.
+func readable(setting string) string {
+	key, value, _ := strings.Cut(setting, "=")
+	if strings.ContainsAny(value, ".eE") {
+		if x, err := strconv.ParseFloat(value, 64); err == nil {
+			return key + "=" + strconv.FormatFloat(x, 'g', 6, 64)
+		}
+	}
+	return setting
+}
+
+// fillDiffers sets each run's Differs to its settings that not all runs
+// of its group share: what tells it from its neighbours. A group is the
+// runs directly in a served folder, or those under one of its subfolders
+// (an ablation's or a sweep's). A run alone in its group shows its
+// departures from the defaults.
+func fillDiffers(runs []runInfo) {
+	groups := map[string][]int{}
+	for i, r := range runs {
+		g := r.ID
+		if parts := strings.SplitN(r.ID, "/", 3); len(parts) == 3 {
+			g = parts[0] + "/" + parts[1] // root/sub/... : the subfolder's group
+		} else {
+			g = parts[0] // root/run : the root's
+		}
+		groups[g] = append(groups[g], i)
+	}
+	for _, idx := range groups {
+		group := make([]runInfo, len(idx))
+		for k, i := range idx {
+			group[k] = runs[i]
+		}
+		differsIn(group)
+		for k, i := range idx {
+			runs[i].Differs = group[k].Differs
+		}
+	}
+}
+
+// differsIn fills Differs within one group of runs.
+func differsIn(runs []runInfo) {
+	if len(runs) == 1 {
+		runs[0].Differs = append([]string{}, runs[0].settings...)
+		return
+	}
+	count := map[string]int{}
+	withConfig := 0
+	for _, r := range runs {
+		if r.settings == nil {
+			continue
+		}
+		withConfig++
+		for _, s := range r.settings {
+			count[s]++
+		}
+	}
+	// A key that only some runs set shows on those alone: the others run
+	// at its default.
+	for i := range runs {
+		runs[i].Differs = []string{}
+		for _, s := range runs[i].settings {
+			if count[s] < withConfig {
+				runs[i].Differs = append(runs[i].Differs, s)
+			}
+		}
+	}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,615 @@
+// Package serve is gptg's local web view of run folders: a table of runs,
+// their loss curves pushed live as train appends to metrics.jsonl, a
+// sampling playground that streams tokens, an attention explorer and the
+// comparisons of gptg ablate and gptg sweep. It only reads the folders it
+// is given; the one thing a request can make it do is run a model
+// (generation and attention), bounded in number, time and memory.
+//
+// The pages are embedded (assets/): HTML, CSS, JavaScript and a vendored
+// copy of uPlot for the charts, so that the server works offline.
+package serve
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
+	"github.com/gptg/gptg/train"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure a Server. Zero fields take the defaults below.
+type Options struct {
+	Dirs []string // the folders whose run folders are served
+	// Generations bounds the model runs (generations, attention maps) at
+	// once; one more is answered 429 "busy", never queued.
+	Generations int
+	MaxTokens   int           // tokens one generation may ask for
+	TimeLimit   time.Duration // one generation's time
+	// ModelMemory bounds, in bytes, the loaded models and their graphs;
+	// the least recently used are dropped to stay under it.
+	ModelMemory int64
+	Backend     graph.Backend // how the models compute (Threads 0 = 1)
+	// OpenModel loads a model file (default savedmodel.Load); gptg passes
+	// the loader its other commands use, with its size checks.
+	OpenModel func(path string) (*savedmodel.Model, error)
+	// Summary describes a model file as gptg inspect prints it (nil: the
+	// run page shows no summary).
+	Summary func(path string) (string, error)
+	// AnyHost accepts requests whatever their Host header. Off, only
+	// localhost, 127.0.0.1 and [::1] are accepted, so that a web page on
+	// another site cannot reach the server through DNS rebinding.
+	AnyHost bool
+}
+
+// Defaults of Options.
+const (
+	DefaultGenerations = 2
+	DefaultMaxTokens   = 2000
+	DefaultTimeLimit   = 60 * time.Second
+	DefaultModelMemory = 2 << 30
+)
+
+// Bounds of requests.
+const (
+	maxBodyBytes  = 64 << 10 // a generation request's JSON
+	maxQueryBytes = 16 << 10
+	maxTextBytes  = 4 << 10 // a prompt or an attention text
+	scanEvery     = time.Second
+	liveEvery     = 250 * time.Millisecond // how often a live stream looks for new rows
+	heartbeat     = 15 * time.Second
+)
+
+// Server answers the pages and the API. It is safe for concurrent use.
+type Server struct {
+	opts  Options
+	roots []*root
+	mux   *http.ServeMux
+
+	mu       sync.Mutex
+	scanned  time.Time
+	folders  map[string]*folder
+	problems []string
+	caches   map[string]*runCache
+	runsJSON []byte // the last /api/runs answer, kept for scanEvery
+	runsAt   time.Time
+
+	summaries sync.Map // model path → summaryResult of its latest version
+	models    *modelCache
+	slots     chan struct{}
+}
+
+// New opens the folders and prepares the server.
+func New(opts Options) (*Server, error) {
+	if len(opts.Dirs) == 0 {
+		return nil, errors.New("no folder to serve")
+	}
+	if opts.Generations <= 0 {
+		opts.Generations = DefaultGenerations
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	if opts.ModelMemory <= 0 {
+		opts.ModelMemory = DefaultModelMemory
+	}
+	if opts.Backend.Threads <= 0 {
+		opts.Backend.Threads = 1
+	}
+	if opts.OpenModel == nil {
+		opts.OpenModel = savedmodel.Load
+	}
+	s := &Server{opts: opts, caches: map[string]*runCache{}, slots: make(chan struct{}, opts.Generations)}
+	for _, d := range opts.Dirs {
+		r, err := openRoot(d)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.roots = append(s.roots, r)
+	}
+	labelRoots(s.roots)
+	s.models = newModelCache(opts.ModelMemory, opts.OpenModel, opts.Backend)
+	s.routes()
+	return s, nil
+}
+
+// Close releases the loaded models and the folders.
+func (s *Server) Close() {
+	if s.models != nil {
+		s.models.close()
+	}
+	for _, r := range s.roots {
+		r.fs.Close()
+	}
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	page := s.page
+	m.HandleFunc("GET /{$}", page)
+	m.HandleFunc("GET /run", page)
+	m.HandleFunc("GET /compare", page)
+	static, _ := fs.Sub(assets, "assets")
+	m.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	m.HandleFunc("GET /api/runs", s.apiRuns)
+	m.HandleFunc("GET /api/run", s.apiRun)
+	m.HandleFunc("GET /api/summary", s.apiSummary)
+	m.HandleFunc("GET /api/metrics", s.apiMetrics)
+	m.HandleFunc("GET /api/live", s.apiLive)
+	m.HandleFunc("POST /api/generate", s.apiGenerate)
+	m.HandleFunc("GET /api/attention", s.apiAttention)
+	m.HandleFunc("GET /api/compare", s.apiCompare)
+	s.mux = m
+}
+
+// ServeHTTP checks what every request must satisfy, then routes it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
+	if !s.opts.AnyHost && !loopbackHost(r.Host) {
+		httpError(w, http.StatusForbidden, fmt.Sprintf("host %q refused: this server answers only localhost, 127.0.0.1 and [::1] (start it with --addr to listen elsewhere)", r.Host))
+		return
+	}
+	if len(r.URL.RawQuery) > maxQueryBytes {
+		httpError(w, http.StatusRequestURITooLong, fmt.Sprintf("the query is longer than %d bytes", maxQueryBytes))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+	s.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost accepts the Host header of a request to a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	b, _ := assets.ReadFile("assets/index.html")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+// httpError answers {"error": msg}.
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
+}
+
+// requestError is a bad request: its message is for the user, status 4xx.
+type requestError struct {
+	code int
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// fail answers err: its own status for a requestError, 500 otherwise.
+func fail(w http.ResponseWriter, err error) {
+	var re *requestError
+	if errors.As(err, &re) {
+		httpError(w, re.code, re.msg)
+		return
+	}
+	httpError(w, http.StatusInternalServerError, oneLine(err.Error()))
+}
+
+// rescan refreshes the list of folders when it is older than scanEvery
+// (or always, with force), so that a run started after the server shows
+// up and a deleted one goes away. Callers hold s.mu.
+func (s *Server) rescan(force bool) {
+	if !force && time.Since(s.scanned) < scanEvery {
+		return
+	}
+	s.folders, s.problems = scan(s.roots)
+	s.scanned = time.Now()
+	for id := range s.caches {
+		if s.folders[id] == nil {
+			delete(s.caches, id)
+		}
+	}
+}
+
+// lookup finds the folder a request names by its id (the query value
+// "id"), of one of the kinds given.
+func (s *Server) lookup(r *http.Request, kinds ...string) (*folder, *runCache, error) {
+	return s.lookupID(r.URL.Query().Get("id"), kinds...)
+}
+
+func (s *Server) lookupID(id string, kinds ...string) (*folder, *runCache, error) {
+	switch {
+	case id == "":
+		return nil, nil, badRequest("give the run's id: ?id=NAME (the ids are in /api/runs)")
+	case len(id) > maxIDLen:
+		return nil, nil, badRequest("the id is longer than %d bytes", maxIDLen)
+	case strings.HasPrefix(id, "/") || strings.ContainsAny(id, "\\\x00") || !localPath(id):
+		return nil, nil, badRequest("%q is not an id: absolute paths, .. and backslashes are refused; the ids are in /api/runs", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rescan(false)
+	f := s.folders[id]
+	if f == nil && time.Since(s.scanned) > 100*time.Millisecond {
+		s.rescan(true) // a run started a moment ago
+		f = s.folders[id]
+	}
+	if f == nil {
+		return nil, nil, &requestError{http.StatusNotFound, fmt.Sprintf("no run or comparison %q in the served folders", id)}
+	}
+	for _, k := range kinds {
+		if f.kind == k {
+			c := s.caches[id]
+			if c == nil {
+				c = &runCache{}
+				s.caches[id] = c
+			}
+			return f, c, nil
+		}
+	}
+	return nil, nil, badRequest("%q is a %s folder, not a %s", id, f.kind, strings.Join(kinds, " or "))
+}
+
+// runsList is the answer of /api/runs.
+type runsList struct {
+	Roots       []string     `json:"roots"`
+	Runs        []runInfo    `json:"runs"`
+	Comparisons []comparison `json:"comparisons"`
+	Problems    []string     `json:"problems"`
+}
+
+type comparison struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.runsJSON != nil && time.Since(s.runsAt) < scanEvery {
+		b := s.runsJSON
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(b)
+		return
+	}
+	defer s.mu.Unlock()
+	s.rescan(false)
+	list := runsList{Runs: []runInfo{}, Comparisons: []comparison{}, Problems: append([]string{}, s.problems...)}
+	for _, root := range s.roots {
+		list.Roots = append(list.Roots, root.dir)
+	}
+	for id, f := range s.folders {
+		if f.kind != kindRun {
+			list.Comparisons = append(list.Comparisons, comparison{ID: id, Name: path.Base(id), Kind: f.kind})
+			continue
+		}
+		c := s.caches[id]
+		if c == nil {
+			c = &runCache{}
+			s.caches[id] = c
+		}
+		list.Runs = append(list.Runs, c.info(f))
+	}
+	sort.Slice(list.Runs, func(i, j int) bool { return list.Runs[i].ID < list.Runs[j].ID })
+	sort.Slice(list.Comparisons, func(i, j int) bool { return list.Comparisons[i].ID < list.Comparisons[j].ID })
+	fillDiffers(list.Runs)
+	b, err := json.Marshal(list)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	s.runsJSON, s.runsAt = b, time.Now()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
+}
+
+// runPage is the answer of /api/run: the table's row and the config.
+type runPage struct {
+	runInfo
+	Config string `json:"config"`
+	Sample struct {
+		Prompt      string  `json:"prompt"`
+		Tokens      int     `json:"tokens"`
+		Temperature float64 `json:"temperature"`
+		TopK        int     `json:"top_k"`
+		TopP        float64 `json:"top_p"`
+	} `json:"sample"`
+	Context   int `json:"context"`
+	Blocks    int `json:"blocks"`
+	Heads     int `json:"heads"`
+	MaxTokens int `json:"max_tokens"`
+}
+
+func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
+	f, c, err := s.lookup(r, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	p := runPage{runInfo: c.info(f), MaxTokens: s.opts.MaxTokens}
+	c.mu.Lock()
+	p.Config = c.cfgText
+	if c.cfg != nil {
+		for _, d := range c.cfg.Diff(nil) {
+			p.Differs = append(p.Differs, readable(d))
+		}
+		sm := c.cfg.Sample
+		p.Sample.Prompt, p.Sample.Tokens, p.Sample.Temperature, p.Sample.TopK, p.Sample.TopP = sm.Prompt, sm.Tokens, sm.Temperature, sm.TopK, sm.TopP
+		p.Context, p.Blocks, p.Heads = c.cfg.Model.Context, c.cfg.Model.Blocks, c.cfg.Model.Heads
+	}
+	c.mu.Unlock()
+	if p.Differs == nil {
+		p.Differs = []string{}
+	}
+	writeJSON(w, p)
+}
+
+// summaryResult is a model summary, kept per model file version.
+type summaryResult struct {
+	key  fileKey
+	text string
+	err  error
+}
+
+func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
+	f, _, err := s.lookup(r, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if s.opts.Summary == nil {
+		writeJSON(w, map[string]string{"summary": ""})
+		return
+	}
+	model, key, err := s.modelPath(f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	// One summary per model file, its latest version: a training run
+	// replaces its model at every evaluation.
+	v, ok := s.summaries.Load(model)
+	if !ok || v.(summaryResult).key != key {
+		// Building the model's graph takes memory and time: it waits for a
+		// model-running slot, a while at most.
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			s.busy(w)
+			return
+		}
+		text, err := s.opts.Summary(model)
+		<-s.slots
+		v = summaryResult{key: key, text: text, err: err}
+		s.summaries.Store(model, v)
+	}
+	res := v.(summaryResult)
+	if res.err != nil {
+		httpError(w, http.StatusUnprocessableEntity, oneLine(res.err.Error()))
+		return
+	}
+	writeJSON(w, map[string]string{"summary": res.text})
+}
+
+// modelPath is the checked path of a run's model file and its version.
+func (s *Server) modelPath(f *folder) (string, fileKey, error) {
+	rel := path.Join(f.rel, train.ModelFile)
+	mf, info, err := f.root.open(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fileKey{}, &requestError{http.StatusConflict, fmt.Sprintf("%s has no %s yet: train writes it at the first evaluation or checkpoint", f.id, train.ModelFile)}
+	}
+	if err != nil {
+		return "", fileKey{}, &requestError{http.StatusForbidden, fmt.Sprintf("%s: %v", rel, err)}
+	}
+	mf.Close()
+	real, err := f.root.realPath(rel)
+	if err != nil {
+		return "", fileKey{}, &requestError{http.StatusForbidden, fmt.Sprintf("%s: %v", rel, err)}
+	}
+	return real, keyOf(info), nil
+}
+
+func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
+	f, _, err := s.lookup(r, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	rows, err := readAllRows(f)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, toColumns(rows))
+}
+
+// readAllRows reads a run's metrics.jsonl whole (none yet: no rows).
+func readAllRows(f *folder) ([]row, error) {
+	mf, info, err := f.root.open(path.Join(f.rel, train.MetricsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer mf.Close()
+	var t metricsTail
+	var all []row
+	for more := true; more; {
+		var rows []row
+		if rows, _, more, err = t.read(mf, info); err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	return all, nil
+}
+
+// apiLive streams a run's metrics as Server-Sent Events: the rows there
+// are, then each row as train appends it. Only the bytes appended since
+// the last look are read. Events: "rows" (columns), "reset" (the file was
+// rewritten, as a resume does: the rows that follow replace the old ones).
+func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
+	f, _, err := s.lookup(r, kindRun)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	ev, ok := newEventStream(w)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
+		return
+	}
+	rel := path.Join(f.rel, train.MetricsFile)
+	var t metricsTail
+	sent := false
+	tick := time.NewTicker(liveEvery)
+	defer tick.Stop()
+	lastWrite := time.Now()
+	for {
+		mf, info, err := f.root.open(rel)
+		if err == nil {
+			for more := true; more && err == nil; {
+				var rows []row
+				var reset bool
+				rows, reset, more, err = t.read(mf, info)
+				if reset && sent {
+					if ev.send("reset", "{}") != nil {
+						mf.Close()
+						return
+					}
+				}
+				if err == nil && len(rows) > 0 {
+					b, _ := json.Marshal(toColumns(rows))
+					if ev.send("rows", string(b)) != nil {
+						mf.Close()
+						return
+					}
+					sent, lastWrite = true, time.Now()
+				}
+			}
+			mf.Close()
+		} else if _, serr := f.root.fs.Stat(f.rel); errors.Is(serr, fs.ErrNotExist) {
+			return // the run folder was deleted: the page's next try gets a 404
+		}
+		if !sent { // the first event, even without rows: the page stops waiting
+			if ev.send("rows", `{"step":[],"loss":[],"test_loss":[],"lr":[],"tokens_per_s":[]}`) != nil {
+				return
+			}
+			sent, lastWrite = true, time.Now()
+		}
+		if time.Since(lastWrite) > heartbeat {
+			if ev.comment("keep-alive") != nil {
+				return
+			}
+			lastWrite = time.Now()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// eventStream writes Server-Sent Events.
+type eventStream struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newEventStream(w http.ResponseWriter) (*eventStream, bool) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		return nil, false
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	return &eventStream{w, fl}, true
+}
+
+// send writes one event; data must hold no newline (JSON from Marshal).
+func (e *eventStream) send(event, data string) error {
+	if _, err := io.WriteString(e.w, "event: "+event+"\ndata: "+data+"\n\n"); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+func (e *eventStream) comment(text string) error {
+	if _, err := io.WriteString(e.w, ": "+text+"\n\n"); err != nil {
+		return err
+	}
+	e.f.Flush()
+	return nil
+}
+
+// Loopback reports whether addr (host:port) is on a loopback interface,
+// where the server may stay strict about the Host header.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,175 @@
+// Package translate is the translation chapter's model outside training:
+// its model file (the encoder–decoder's weights with both vocabularies)
+// and decoding a sentence with it, greedily or by beam search.
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/savedmodel"
+)
+
+// Format is the "format" metadata of every gptg model file; Arch, under
+// "arch", says the file holds an encoder–decoder.
+const (
+	Format = savedmodel.Format
+	Arch   = config.ArchEncoderDecoder
+)
+
+// Model is an encoder–decoder with what turns text into ids and back.
+type Model struct {
+	Path     string
+	Config   config.Model // the [model] table it was trained with
+	Spec     graph.TranslationSpec
+	Src, Tgt *pairs.Vocab
+	// MaxSource and MaxTarget are the longest sentences, in words, the
+	// model was trained on (data.max_source, data.max_target): the
+	// decoder stops after MaxTarget words and EOS.
+	MaxSource, MaxTarget int
+	Tensors              map[string]modelfile.Tensor
+}
+
+// Spec is the graph's spec of a config's [model] table and the two
+// vocabularies' sizes.
+func Spec(m config.Model, srcVocab, tgtVocab int) graph.TranslationSpec {
+	norm, positions := m.Norm, m.Positions
+	if positions == "" {
+		positions = "learned"
+	}
+	return graph.TranslationSpec{
+		SrcVocab: srcVocab, TgtVocab: tgtVocab, MaxLen: m.Context,
+		Embedding: m.Embedding, Heads: m.Heads,
+		EncoderBlocks: m.EncoderBlocks, DecoderBlocks: m.DecoderBlocks, FFHidden: m.FFHidden,
+		Norm: norm, Positions: positions, Activation: m.Activation,
+		TieEmbeddings: m.TieEmbeddings, LabelSmoothing: m.LabelSmoothing, Dropout: m.Dropout,
+		Dtype: m.Dtype,
+	}
+}
+
+// Save writes params as a safetensors model file whose metadata says it
+// holds an encoder–decoder and carries what rebuilds it: the [model]
+// table, both vocabularies and the length limits.
+func Save(path string, m config.Model, src, tgt *pairs.Vocab, maxSource, maxTarget int, params []*graph.Param) error {
+	model, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	sv, err := json.Marshal(src.Words())
+	if err != nil {
+		return err
+	}
+	tv, err := json.Marshal(tgt.Words())
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{
+		"format": Format, "arch": Arch, "model": string(model), "tokenizer": "word",
+		"src_vocab": string(sv), "tgt_vocab": string(tv),
+		"max_source": strconv.Itoa(maxSource), "max_target": strconv.Itoa(maxTarget),
+	}
+	tensors := make([]modelfile.Tensor, len(params))
+	for i, p := range params {
+		tensors[i] = modelfile.Tensor{Name: p.Name, Shape: p.Shape}
+		switch d := p.Value().Data().(type) {
+		case []float32:
+			tensors[i].F32 = d
+		case []float64:
+			tensors[i].F64 = d
+		default:
+			return fmt.Errorf("%s: unsupported dtype %T", p.Name, d)
+		}
+	}
+	return modelfile.Write(path, tensors, meta)
+}
+
+// IsTranslation reports whether a model file's metadata says it holds an
+// encoder–decoder.
+func IsTranslation(meta map[string]string) bool { return meta["arch"] == Arch }
+
+// IsTranslationFile reports whether path is a model file whose metadata
+// says it holds an encoder–decoder; false for anything unreadable (the
+// caller's own reader then says what is wrong).
+func IsTranslationFile(path string) bool {
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	return err == nil && IsTranslation(f.Meta)
+}
+
+// Load reads an encoder–decoder model file and checks its metadata; the
+// tensors are checked against the graph when it is built (Apply).
+func Load(path string) (*Model, error) {
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	if f.Meta["format"] != Format || !IsTranslation(f.Meta) {
+		return nil, fmt.Errorf("%s: not a gptg translation model (format %q, arch %q)", path, f.Meta["format"], f.Meta["arch"])
+	}
+	m := &Model{Path: path, Tensors: f.Tensors}
+	bad := func(key string, err error) error {
+		return fmt.Errorf("%s: metadata %q: %v", path, key, err)
+	}
+	if err := json.Unmarshal([]byte(f.Meta["model"]), &m.Config); err != nil {
+		return nil, bad("model", err)
+	}
+	for _, side := range []struct {
+		key string
+		v   **pairs.Vocab
+	}{{"src_vocab", &m.Src}, {"tgt_vocab", &m.Tgt}} {
+		var words []string
+		if err := json.Unmarshal([]byte(f.Meta[side.key]), &words); err != nil {
+			return nil, bad(side.key, err)
+		}
+		v, err := pairs.NewVocab(words)
+		if err != nil {
+			return nil, bad(side.key, err)
+		}
+		*side.v = v
+	}
+	for _, lim := range []struct {
+		key string
+		n   *int
+	}{{"max_source", &m.MaxSource}, {"max_target", &m.MaxTarget}} {
+		n, err := strconv.Atoi(f.Meta[lim.key])
+		if err != nil || n < 1 {
+			return nil, bad(lim.key, fmt.Errorf("%q is not a positive length", f.Meta[lim.key]))
+		}
+		*lim.n = n
+	}
+	m.Spec = Spec(m.Config, m.Src.Size(), m.Tgt.Size())
+	if err := m.Spec.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Apply loads the file's tensors into a graph's parameters, which must
+// match them one for one in name and shape.
+func (m *Model) Apply(params []*graph.Param) error {
+	for _, p := range params {
+		t, ok := m.Tensors[p.Name]
+		if !ok {
+			return fmt.Errorf("%s: no tensor %s", m.Path, p.Name)
+		}
+		if !slices.Equal(t.Shape, p.Shape) {
+			return fmt.Errorf("%s: tensor %s has shape %v, the model needs %v", m.Path, p.Name, t.Shape, p.Shape)
+		}
+		data := t.F64
+		if t.F32 != nil {
+			data = make([]float64, len(t.F32))
+			for i, v := range t.F32 {
+				data[i] = float64(v)
+			}
+		}
+		if err := p.SetFloat64s(data); err != nil {
+			return fmt.Errorf("%s: %w", m.Path, err)
+		}
+	}
+	return nil
+}
