@@ -2,11 +2,11 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/nanogpt"
 )
 
@@ -29,7 +29,8 @@ without the attn.bias mask buffers) are accepted.
 Flags:
   --meta FILE   the char vocabulary, nanoGPT's data/<dataset>/meta.pkl
                 (default: meta.pkl beside CKPT.pt)
-  --out FILE    the model file to write (required)
+  --out FILE    the model file to write (required; - for standard output)
+  --force       replace an existing file (a model is not replaced without it)
 `,
 	run: runImport,
 }
@@ -38,6 +39,7 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	meta := fs.String("meta", "", "")
 	out := fs.String("out", "", "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -57,15 +59,21 @@ func runImport(args []string, stdout, _ io.Writer) error {
 			return usagef("no --meta given and no meta.pkl beside %s: nanoGPT's data/<dataset>/meta.pkl holds the vocabulary", ckpt)
 		}
 	}
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: []string{ckpt, *meta}}); err != nil {
+		return err
+	}
 	m, err := nanogpt.Import(ckpt, *meta)
 	if err != nil {
 		return err
+	}
+	if atomicfile.IsStdout(*out) {
+		return writeOutput(*out, stdout, m.Encode)
 	}
 	if err := m.Save(*out); err != nil {
 		return err
 	}
 	s := m.Spec
-	fmt.Fprintf(stdout, "wrote %s: %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s\n",
-		*out, s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
+	wrote(stdout, *out, ": %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s",
+		s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
 	return nil
 }

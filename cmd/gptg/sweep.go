@@ -293,13 +293,16 @@ func sweepEmit(args []string, stdout io.Writer) error {
 				return fmt.Errorf("finding the gptg binary: %w", err)
 			}
 		}
+		text, err = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
+			Partition: *partition, Gptg: *gptgPath, Workdir: wd})
+		if err != nil {
+			return sweepErr(err)
+		}
 		// Slurm does not create the folder of --output: a missing one
 		// makes every task fail before it starts.
 		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 			return fmt.Errorf("sweep folder: %w", err)
 		}
-		text = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, Workdir: wd})
 		path = filepath.Join(dir, "sweep.sbatch")
 	case "k8s":
 		if *image == "" || *claim == "" {
@@ -321,7 +324,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
 			Entries: len(entries), Parallel: *parallel, CPUs: *cpus})
 		if err != nil {
-			return err
+			return sweepErr(err)
 		}
 		path = filepath.Join(dir, "job.yaml")
 	}
