@@ -3,6 +3,7 @@ package ablate
 import (
 	"fmt"
 	"maps"
+	"github.com/gptg/gptg/internal/quote"
 	"math"
 	"slices"
 	"strconv"
@@ -92,10 +93,15 @@ func ParseSeeds(s string) ([]int64, error) {
 	}
 	var seeds []int64
 	seen := map[int64]bool{}
-	for _, f := range strings.Split(s, ",") {
+	fields := strings.Split(s, ",")
+	if len(fields) > 1000 {
+		return nil, fmt.Errorf("a list of %d seeds; at most 1000", len(fields))
+	}
+	for _, f := range fields {
 		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil || v == 0 {
-			return nil, fmt.Errorf("%q in %q is not a non-zero integer seed", f, s)
+		if err != nil || v < 1 {
+			// A negative seed would name its run folder seed--2.
+			return nil, fmt.Errorf("%s in the list is not a positive integer seed", quote.Value(f))
 		}
 		if seen[v] {
 			return nil, fmt.Errorf("seed %d appears twice in %q", v, s)

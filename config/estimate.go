@@ -105,10 +105,10 @@ func (c *Config) TrainMemory() MemoryEstimate {
 		// (E + 16) and model-file buffer (E)
 		Weights: float64(P) * (4*E + 32),
 		// training: the forward values and a quarter more for the
-		// backward pass's transients; the one-hot targets. Evaluation at
-		// the training batch borrows the same buffers; a larger
-		// evaluation batch (EvalBatch) has buffers of its own.
-		Activations: E*(1.25*fwd+rows*float64(m.Vocab)) + m.evalActivations(c.Train.Batch),
+		// backward pass's transients; the target ids. Evaluation at the
+		// training batch borrows the same buffers; a larger evaluation
+		// batch (EvalBatch) has buffers of its own.
+		Activations: E*1.25*fwd + 8*rows + m.evalActivations(c.Train.Batch),
 	}
 }
 

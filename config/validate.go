@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"github.com/gptg/gptg/internal/quote"
 	"math"
 	"net/url"
 	"strings"
@@ -138,6 +139,12 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("train.epochs", "%s is invalid (must be > 0 unless train.max_steps > 0)", formatFloat(t.Epochs))
 	} else if t.Epochs < 0 {
 		v.fail("train.epochs", "%s is invalid (must be >= 0)", formatFloat(t.Epochs))
+	} else if t.Epochs > MaxEpochs {
+		// Epochs times steps per epoch must stay a count of steps.
+		v.fail("train.epochs", "%s is out of range (allowed: up to %d; train.max_steps bounds a run by steps)", formatFloat(t.Epochs), MaxEpochs)
+	}
+	if !plainPath(t.Out) {
+		v.fail("train.out", "%s holds a control character: choose a plain folder name", quote.Value(t.Out))
 	}
 	v.float("train.lr", t.LR)
 	if !(t.LR > 0) {
@@ -268,4 +275,19 @@ func suggestBuiltin(name string) string {
 		}
 	}
 	return ""
+}
+
+// MaxEpochs bounds train.epochs: a million passes over the data is more
+// than any run here, and far from where epochs × steps overflows.
+const MaxEpochs = 1_000_000
+
+// plainPath reports whether a folder path holds no control characters,
+// which would reach terminals, logs and scripts raw.
+func plainPath(p string) bool {
+	for _, r := range p {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }

@@ -51,8 +51,21 @@ func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, clien
 func ModelVocab(cfg config.Config, data *Dataset) (int, error) {
 	v := data.Vocab.Size()
 	if cfg.Model.Vocab != 0 && cfg.Model.Vocab != v {
-		return 0, fmt.Errorf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
-			cfg.Model.Vocab, cfg.Data.Path, v, cfg.Data.Tokenizer)
+		return 0, &VocabMismatchError{Vocab: cfg.Model.Vocab, Data: v, Path: cfg.Data.Path, Tokenizer: cfg.Data.Tokenizer}
 	}
 	return v, nil
+}
+
+// VocabMismatchError is ModelVocab's error: the data has another number of
+// distinct tokens than model.vocab says. Its advice is for a new run; a
+// resumed run (whose config.toml always records the vocabulary) says
+// something else.
+type VocabMismatchError struct {
+	Vocab, Data     int
+	Path, Tokenizer string
+}
+
+func (e *VocabMismatchError) Error() string {
+	return fmt.Sprintf("model.vocab is %d but %s has %d distinct %s tokens (leave vocab out to take it from the data)",
+		e.Vocab, e.Path, e.Data, e.Tokenizer)
 }

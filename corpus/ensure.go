@@ -16,6 +16,7 @@ import (
 
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // downloadTimeout bounds a download with the default client; the corpus
@@ -53,7 +54,7 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 	info, err := os.Stat(path)
 	switch {
 	case err == nil && info.IsDir():
-		return fmt.Errorf("data file %s is a directory", path)
+		return fmt.Errorf("data file %s is a directory", quote.Name(path))
 	case err == nil && !info.Mode().IsRegular():
 		// Checked before the checksum opens it: opening a FIFO blocks.
 		f, _, err := openText(path)
@@ -64,9 +65,9 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 	case err == nil:
 		return verifyFile(path, sum)
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("data file %s: %w", path, err)
+		return fmt.Errorf("data file %s: %w", quote.Name(path), pathless(err))
 	case rawURL == "":
-		return fmt.Errorf("data file %s does not exist and [data] url is not set", path)
+		return fmt.Errorf("data file %s does not exist and [data] url is not set", quote.Name(path))
 	}
 	if client == nil {
 		// A bound on the whole download: a network that drops packets
@@ -104,7 +105,7 @@ func verifyFile(path, sum string) error {
 		return err
 	}
 	if got != sum {
-		return fmt.Errorf("data file %s has sha256 %s, but [data] sha256 expects %s", path, got, sum)
+		return fmt.Errorf("data file %s has sha256 %s, but [data] sha256 expects %s", quote.Name(path), got, sum)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // MaxDataSize is the largest corpus Load reads, in bytes. Loading holds
@@ -85,7 +86,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
 	}
 	if kind != Char && kind != Word {
-		return nil, fmt.Errorf("data file %s: %w", path, unknownKind(kind))
+		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
 	}
 	f, size, err := openText(path)
 	if err != nil {
@@ -135,7 +136,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, dataError(path, err2)
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("data file %s: text has no %s tokens to build a vocabulary from", path, kind)
+		return nil, fmt.Errorf("data file %s: text has no %s tokens to build a vocabulary from", quote.Name(path), kind)
 	}
 	var tokens []string
 	for r, ok := range bmp {
@@ -153,12 +154,12 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	sort.Strings(tokens)
 	vocab, err := NewVocab(kind, tokens)
 	if err != nil {
-		return nil, fmt.Errorf("data file %s: %w", path, err)
+		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
 	}
 
 	// Pass 2: the ids.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("data file %s: %w", path, err)
+		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
 	}
 	store := newTokenStore(n, vocab.Size())
 	if kind == Char {
@@ -180,7 +181,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		return nil, dataError(path, err)
 	}
 	if store.len() != n {
-		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", path, size)
+		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
 	}
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
@@ -219,14 +220,14 @@ func openText(path string) (textFile, int64, error) {
 	var ie *inputfile.Error
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0, fmt.Errorf("data file %s does not exist", path)
+		return nil, 0, fmt.Errorf("data file %s does not exist", quote.Name(path))
 	case errors.As(err, &ie):
 		return nil, 0, fmt.Errorf("data file %w", err)
 	case err != nil:
-		return nil, 0, fmt.Errorf("data file %s: %w", path, err)
+		return nil, 0, fmt.Errorf("data file %s: %w", quote.Name(path), pathless(err))
 	case size == 0:
 		f.Close()
-		return nil, 0, fmt.Errorf("data file %s is empty", path)
+		return nil, 0, fmt.Errorf("data file %s is empty", quote.Name(path))
 	}
 	return f, size, nil
 }
@@ -244,9 +245,9 @@ func unknownBuiltin(name string) error {
 
 func dataError(path string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("loading data file %s: %w", path, err)
+		return fmt.Errorf("loading data file %s: %w", quote.Name(path), err)
 	}
-	return fmt.Errorf("data file %s: %w", path, err)
+	return fmt.Errorf("data file %s: %w", quote.Name(path), err)
 }
 
 // eachChunk calls f with the text r holds, a chunk at a time, each chunk
@@ -352,4 +353,14 @@ func eachWord(ctx context.Context, r io.Reader, f func(w []byte)) error {
 		f(word)
 	}
 	return nil
+}
+
+// pathless is err without the path an *fs.PathError repeats (the message
+// names the file already, quoted).
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -15,7 +15,7 @@ func TestBuiltinToyIsTheDefaultToyCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(text) != ToySentences(ToyDefaultSentences, ToyDefaultSeed) {
-		t.Error("corpus/builtin/toy.txt is not ToySentences(ToyDefaultSentences, ToyDefaultSeed): remake it with gptg data toy --out corpus/builtin/toy.txt")
+		t.Error("corpus/builtin/toy.txt is not ToySentences(ToyDefaultSentences, ToyDefaultSeed): remake it with gptg data toy --out corpus/builtin/toy.txt --force")
 	}
 }
 

@@ -1,9 +1,11 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -85,29 +87,21 @@ func newBuilder(spec config.Model, o Options) *builder {
 	return b
 }
 
-// checkSpec rejects a model the builder cannot emit. Configs are validated
-// when loaded; this guards the other way in, a model file's metadata.
+// checkSpec rejects a model the builder cannot emit. The rules are a
+// config file's [model] table's, owned by config.Validate: a model built
+// in code or read from a model file's metadata meets the same ones. The
+// builder adds that there is a vocabulary and a batch.
 func checkSpec(s config.Model, batch int) error {
 	switch {
 	case s.Vocab < 1:
 		return fmt.Errorf("model: vocab %d must be at least 1", s.Vocab)
-	case s.Context < 1 || s.Embedding < 1 || s.Blocks < 0 || s.FFMult < 1:
-		return fmt.Errorf("model: context %d, embedding %d and ff_mult %d must be at least 1, blocks %d at least 0",
-			s.Context, s.Embedding, s.FFMult, s.Blocks)
-	case s.Heads < 1 || s.Embedding%s.Heads != 0:
-		return fmt.Errorf("model: heads %d must divide embedding %d", s.Heads, s.Embedding)
-	case s.Norm != "none" && s.Norm != "pre" && s.Norm != "post":
-		return fmt.Errorf("model: norm %q must be none, pre or post", s.Norm)
-	case s.Activation != "gelu" && s.Activation != "gelu_exact" && s.Activation != "relu":
-		return fmt.Errorf("model: activation %q must be gelu, gelu_exact or relu", s.Activation)
-	case s.Init != "torch" && s.Init != "gpt2":
-		return fmt.Errorf("model: init %q must be torch or gpt2", s.Init)
-	case !(s.Dropout >= 0 && s.Dropout < 1):
-		return fmt.Errorf("model: dropout %v must be in [0, 1)", s.Dropout)
-	case s.Dtype != "float32" && s.Dtype != "float64":
-		return fmt.Errorf("model: dtype %q must be float32 or float64", s.Dtype)
 	case batch < 1:
 		return fmt.Errorf("batch %d must be at least 1", batch)
+	}
+	c := config.Default()
+	c.Model = s
+	if err := c.Validate(); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "config: "))
 	}
 	return nil
 }

@@ -44,8 +44,10 @@ type Emitter interface {
 	// run with 0 or 1/(1 − p).
 	Dropout(x, mask *G.Node) *G.Node
 	// CrossEntropy: the mean over rows of −log softmax(logits)[target],
-	// targets given one-hot.
-	CrossEntropy(logits, onehot *G.Node) *G.Node
+	// targets the (rows) target ids, a tensor.Int vector. (The fused
+	// emitter's SmoothedCrossEntropy adds label smoothing and an ignored
+	// id, the translation model's PAD.)
+	CrossEntropy(logits, targets *G.Node) *G.Node
 
 	// The cached graph (cached.go) runs one position at a time, forward
 	// only; these two layers differ from the window's.

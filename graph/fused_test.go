@@ -214,16 +214,16 @@ func TestFusedEmbedding(t *testing.T) {
 	}
 }
 
-// TestFusedCrossEntropy uses soft targets (any non-negative rows), which
-// check the general formula the one-hot case is an instance of.
+// TestFusedCrossEntropy: integer targets, some repeated, every id of the
+// vocabulary among them.
 func TestFusedCrossEntropy(t *testing.T) {
 	compareLayer(t, layerSpec, 3, 5, func(b *builder) []*G.Node {
 		logits := input(b, 15, 7)
-		data := make([]float64, 15*7)
-		for i := range data {
-			data[i] = float64((i*7)%5) / 4
+		ids := make([]int, 15)
+		for i := range ids {
+			ids[i] = (4 * i) % 7
 		}
-		targets := G.NewMatrix(b.g, b.dt, G.WithShape(15, 7), G.WithName("targets"), G.WithValue(dense(b.dt, data, 15, 7)))
+		targets := G.NewVector(b.g, tensor.Int, G.WithShape(15), G.WithName("targets"), G.WithValue(tensor.New(tensor.WithBacking(ids))))
 		return []*G.Node{b.op.CrossEntropy(logits, targets)}
 	})
 }

@@ -39,8 +39,8 @@ type Model struct {
 	G *G.ExprGraph
 	// Tokens holds the B·T token ids of a batch, row after row (tensor.Int).
 	Tokens *G.Node
-	// Targets holds the next-token ids as a one-hot (B·T, V) matrix; nil
-	// when the graph was built without the loss.
+	// Targets holds the B·T next-token ids, row after row (tensor.Int);
+	// nil when the graph was built without the loss.
 	Targets *G.Node
 	Logits  *G.Node // (B·T, V)
 	Loss    *G.Node // scalar mean cross-entropy; nil without the loss
@@ -66,7 +66,7 @@ type Options struct {
 	// context. A shorter graph serves an unmasked model a short prompt: it
 	// uses the first SeqLen rows of the position table.
 	SeqLen int
-	// Loss adds one-hot targets and the mean cross-entropy (training,
+	// Loss adds the target ids and the mean cross-entropy (training,
 	// evaluation); without it the graph ends in the logits (sampling).
 	Loss bool
 	// Seed draws the initial parameters (the model's init).
@@ -133,7 +133,7 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	}
 	m.Logits = b.output(x)
 	if o.Loss {
-		m.Targets = G.NewMatrix(b.g, b.dt, G.WithShape(rows, spec.Vocab), G.WithName("targets"))
+		m.Targets = G.NewVector(b.g, tensor.Int, G.WithShape(rows), G.WithName("targets"))
 		m.Loss = b.op.CrossEntropy(m.Logits, m.Targets)
 	}
 	m.Params = b.params

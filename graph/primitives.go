@@ -106,11 +106,17 @@ func (e *primitives) LayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 	return G.Must(G.BroadcastAdd(y, bias, nil, []byte{0}))
 }
 
-func (e *primitives) CrossEntropy(logits, onehot *G.Node) *G.Node {
+// CrossEntropy gathers each row's log-probability of its target from the
+// log-probabilities flattened to one column (N·V, 1), at r·V + target
+// (targetIndex): ByIndices along the last axis differentiates wrongly
+// (../shared/docs/gorgonia-notes.md, trap 3), along the first it is right.
+func (e *primitives) CrossEntropy(logits, targets *G.Node) *G.Node {
+	N, V := logits.Shape()[0], logits.Shape()[1]
 	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
-	picked := G.Must(G.Sum(G.Must(G.HadamardProd(logp, onehot))))
-	n := float64(logits.Shape()[0])
-	return G.Must(G.Mul(picked, e.scalar("loss.scale", -1/n)))
+	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
+	index := G.Must(G.ApplyOp(targetIndex{vocab: V}, targets))
+	picked := G.Must(G.Sum(G.Must(G.ByIndices(column, index, 0))))
+	return G.Must(G.Mul(picked, e.scalar("loss.scale", -1/float64(N))))
 }
 
 // splitHeads turns rows (B·T, C) into per-head sequences (B·H, T, C/H).

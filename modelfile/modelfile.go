@@ -8,7 +8,11 @@
 // larger than the file itself.
 package modelfile
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/gptg/gptg/internal/quote"
+)
 
 // Tensor is one named array in row-major (C) order. Exactly one of F32 and
 // F64 is non-nil; it picks the dtype written to the file. A tensor with no
@@ -61,5 +65,5 @@ var dtypeSize = map[string]int64{"F32": 4, "F64": 8}
 // this package does, so a user sees at once which file is wrong. A %w verb
 // in format still wraps its argument.
 func fail(path, format string, args ...any) error {
-	return fmt.Errorf("%s: "+format, append([]any{path}, args...)...)
+	return fmt.Errorf("%s: "+format, append([]any{quote.Name(path)}, args...)...)
 }

@@ -21,22 +21,35 @@ func Write(path string, tensors []Tensor, meta map[string]string) error {
 	if err != nil {
 		return fail(path, "%w", err)
 	}
-	err = atomicfile.Write(path, func(w io.Writer) error {
-		if err := binary.Write(w, binary.LittleEndian, uint64(len(header))); err != nil {
-			return err
-		}
-		if _, err := w.Write(header); err != nil {
-			return err
-		}
-		for _, t := range tensors {
-			if err := writeData(w, t); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = atomicfile.Write(path, func(w io.Writer) error { return encode(w, header, tensors) })
 	if err != nil {
 		return pathError(path, err)
+	}
+	return nil
+}
+
+// WriteTo writes the safetensors file Write would write to w (standard
+// output, for gptg import --out -).
+func WriteTo(w io.Writer, tensors []Tensor, meta map[string]string) error {
+	header, _, err := encodeHeader(tensors, meta)
+	if err != nil {
+		return err
+	}
+	return encode(w, header, tensors)
+}
+
+// encode writes the header's length, the header and the tensors' data.
+func encode(w io.Writer, header []byte, tensors []Tensor) error {
+	if err := binary.Write(w, binary.LittleEndian, uint64(len(header))); err != nil {
+		return err
+	}
+	if _, err := w.Write(header); err != nil {
+		return err
+	}
+	for _, t := range tensors {
+		if err := writeData(w, t); err != nil {
+			return err
+		}
 	}
 	return nil
 }

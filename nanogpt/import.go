@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"os"
@@ -78,20 +79,38 @@ func asInput(err error) error {
 
 // Save writes m as a gptg model file.
 func (m *Model) Save(path string) error {
-	spec, err := json.Marshal(m.Spec)
+	meta, err := m.metadata()
 	if err != nil {
 		return err
 	}
-	tokens, err := json.Marshal(m.Vocab.Tokens())
+	return modelfile.Write(path, m.Tensors, meta)
+}
+
+// Encode writes m as a gptg model file to w.
+func (m *Model) Encode(w io.Writer) error {
+	meta, err := m.metadata()
 	if err != nil {
 		return err
+	}
+	return modelfile.WriteTo(w, m.Tensors, meta)
+}
+
+// metadata is the model file's metadata for m.
+func (m *Model) metadata() (map[string]string, error) {
+	spec, err := json.Marshal(m.Spec)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := json.Marshal(m.Vocab.Tokens())
+	if err != nil {
+		return nil, err
 	}
 	meta := map[string]string{
 		"format": savedmodel.Format, "model": string(spec),
 		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
 		"source": "nanoGPT checkpoint",
 	}
-	return modelfile.Write(path, m.Tensors, meta)
+	return meta, nil
 }
 
 // ReadMeta reads the char vocabulary from the meta.pkl that nanoGPT's

@@ -191,6 +191,11 @@ func EncodePrompt(v *corpus.Vocab, prompt string) ([]int, error) {
 	return ids, nil
 }
 
+// ErrNotFinite is Generate's error for logits that are NaN or infinite
+// (weights so large that the forward pass overflows): drawing from them
+// would print tokens that mean nothing.
+var ErrNotFinite = errors.New("the model's logits are not finite numbers")
+
 // Generate encodes prompt, then draws o.Tokens tokens, passing each one's
 // text to emit as soon as it is drawn.
 func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) error {
@@ -203,6 +208,11 @@ func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) er
 		logits, err := s.NextLogits(ids)
 		if err != nil {
 			return err
+		}
+		for _, l := range logits {
+			if math.IsNaN(l) || math.IsInf(l, 0) {
+				return ErrNotFinite
+			}
 		}
 		next := Draw(logits, o, rng)
 		ids = append(ids, next)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // SlurmOptions shape the sbatch script.
@@ -26,19 +28,40 @@ type SlurmOptions struct {
 // a job array, one task per entry: task I runs `gptg sweep run DIR`,
 // which reads SLURM_ARRAY_TASK_ID. Tasks are requeueable, and a requeued
 // task appends to its own log, logs/task-I.log.
-func Slurm(dir string, entries int, o SlurmOptions) []byte {
+//
+// Every value that reaches the script is checked or quoted: #SBATCH lines
+// are read by sbatch, not by a shell, and cannot quote, so the folders they
+// name must be plain paths and --time and --partition must have Slurm's
+// forms; the command lines quote for bash. A newline in any of them would
+// otherwise start a line of its own, which bash runs.
+func Slurm(dir string, entries int, o SlurmOptions) ([]byte, error) {
 	if o.CPUs < 1 {
 		o.CPUs = 1
+	}
+	for _, v := range []struct{ what, value string }{{"the sweep folder", dir}, {"the working folder", o.Workdir}} {
+		if !sbatchPath(v.value) {
+			return nil, &Error{fmt.Sprintf("%s %s holds a space, a quote or a control character, which an #SBATCH line cannot hold: move it, or run from a plain path", v.what, quote.Value(v.value))}
+		}
+	}
+	if o.Time != "" && !slurmTime.MatchString(o.Time) {
+		return nil, &Error{fmt.Sprintf("--time %s is not a Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED)", quote.Value(o.Time))}
+	}
+	if o.Partition != "" && !slurmPartition.MatchString(o.Partition) {
+		return nil, &Error{fmt.Sprintf("--partition %s is not a partition name (letters, digits, _ . - and commas between names)", quote.Value(o.Partition))}
+	}
+	if !quote.Printable(o.Gptg) {
+		return nil, &Error{fmt.Sprintf("the gptg binary's path %s holds a control character", quote.Value(o.Gptg))}
 	}
 	array := fmt.Sprintf("0-%d", entries-1)
 	if o.Parallel > 0 && o.Parallel < entries {
 		array += fmt.Sprintf("%%%d", o.Parallel)
 	}
+	collect := "gptg sweep collect " + shellQuote(dir)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "#!/bin/bash\n")
-	fmt.Fprintf(&b, "# gptg sweep %s: %d runs, one array task each (written by gptg sweep emit slurm).\n", dir, entries)
+	fmt.Fprintf(&b, "# gptg sweep %s: %d runs, one array task each (written by gptg sweep emit slurm).\n", shellQuote(dir), entries)
 	fmt.Fprintf(&b, "# Submit: sbatch %s\n", shellQuote(filepath.Join(dir, "sweep.sbatch")))
-	fmt.Fprintf(&b, "# Then:   gptg sweep collect %s   (or: sbatch --dependency=afterany:JOBID --wrap 'gptg sweep collect %s')\n", shellQuote(dir), shellQuote(dir))
+	fmt.Fprintf(&b, "# Then:   %s   (or: sbatch --dependency=afterany:JOBID --wrap %s)\n", collect, shellQuote(collect))
 	fmt.Fprintf(&b, "# Every node must see %s, the sweep folder and the gptg binary at these paths:\n", o.Workdir)
 	fmt.Fprintf(&b, "# a filesystem shared by the nodes (NFS, Lustre, ...), as a cluster's home or project space is.\n")
 	fmt.Fprintf(&b, "#SBATCH --job-name=gptg-%s\n", jobName(filepath.Base(dir)))
@@ -66,7 +89,20 @@ echo "task ${SLURM_ARRAY_TASK_ID} on $(hostname), restart ${SLURM_RESTART_COUNT:
 # saves a checkpoint; the requeued task resumes from it.
 exec %s sweep run %s
 `, o.CPUs, shellQuote(o.Gptg), shellQuote(dir))
-	return b.Bytes()
+	return b.Bytes(), nil
+}
+
+var (
+	// slurmTime is --time's forms (sbatch(1)).
+	slurmTime = regexp.MustCompile(`^([0-9]+|[0-9]+:[0-9]{1,2}|[0-9]+:[0-9]{1,2}:[0-9]{1,2}|[0-9]+-[0-9]+|[0-9]+-[0-9]+:[0-9]{1,2}|[0-9]+-[0-9]+:[0-9]{1,2}:[0-9]{1,2}|UNLIMITED|INFINITE|unlimited|infinite)$`)
+	// slurmPartition is one partition name or a comma-separated list.
+	slurmPartition = regexp.MustCompile(`^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$`)
+)
+
+// sbatchPath reports whether an #SBATCH line can hold path as it is: no
+// white space, quotes, backslashes or control characters.
+func sbatchPath(path string) bool {
+	return quote.Printable(path) && !strings.ContainsAny(path, " \t\"'\\`$")
 }
 
 // shellQuote quotes s for bash when it needs it.
@@ -77,7 +113,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+var (
+	notDNS  = regexp.MustCompile(`[^a-z0-9-]+`)
+	k8sName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
 
 // jobName makes a Kubernetes- and Slurm-friendly name: lower case letters,
 // digits and '-', starting and ending with a letter or digit.
@@ -114,6 +153,16 @@ const StockImage = "golang:1.26-bookworm"
 // volume, so the corpus and configs are found by the paths the manifest
 // and configs give.
 func K8s(o K8sOptions) ([]byte, error) {
+	// The YAML encoder quotes values; the comment lines above it do not,
+	// and a newline there would start a line of YAML.
+	for _, v := range []struct{ what, value string }{{"the sweep folder", o.Dir}, {"--image", o.Image}, {"--mount", o.MountPath}} {
+		if !quote.Printable(v.value) {
+			return nil, &Error{fmt.Sprintf("%s %s holds a control character", v.what, quote.Value(v.value))}
+		}
+	}
+	if !k8sName.MatchString(o.Claim) || len(o.Claim) > 253 {
+		return nil, &Error{fmt.Sprintf("--claim %s is not a Kubernetes name (lower-case letters, digits, - and ., starting and ending with a letter or digit)", quote.Value(o.Claim))}
+	}
 	if o.CPUs < 1 {
 		o.CPUs = 1
 	}

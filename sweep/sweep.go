@@ -38,6 +38,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // File names inside a sweep folder.
@@ -175,8 +176,11 @@ func seeds(v any) ([]int64, error) {
 		var out []int64
 		for _, x := range s {
 			n, ok := x.(int64)
-			if !ok || n == 0 || slices.Contains(out, n) {
-				return nil, fmt.Errorf("%v: seeds must be distinct non-zero integers", x)
+			if !ok || n < 1 || slices.Contains(out, n) {
+				return nil, fmt.Errorf("%v: seeds must be distinct positive integers", x)
+			}
+			if len(out) == 1000 {
+				return nil, errors.New("a list of more than 1000 seeds")
 			}
 			out = append(out, n)
 		}
@@ -362,6 +366,11 @@ func folderName(s string) string {
 // of the sweep file. A folder that already holds
 // another sweep is refused; the same sweep again is a no-op.
 func Create(p *Plan) ([]Entry, error) {
+	// A control character in the folder's name would reach terminals,
+	// logs and the scripts sweep emit writes.
+	if !quote.Printable(p.Out) {
+		return nil, errorf("sweep file %s: out %s holds a control character: choose a plain folder name", quote.Name(p.Path), quote.Value(p.Out))
+	}
 	entries, err := p.Expand()
 	if err != nil {
 		return nil, err

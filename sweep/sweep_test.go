@@ -175,7 +175,11 @@ func TestIndexFromEnv(t *testing.T) {
 }
 
 func TestSlurmScript(t *testing.T) {
-	s := string(Slurm("/data/sw", 8, SlurmOptions{Parallel: 4, CPUs: 2, Time: "1:00:00", Gptg: "/opt/gptg bin/gptg", Workdir: "/data"}))
+	b, err := Slurm("/data/sw", 8, SlurmOptions{Parallel: 4, CPUs: 2, Time: "1:00:00", Gptg: "/opt/gptg bin/gptg", Workdir: "/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
 	for _, want := range []string{"#!/bin/bash\n", "#SBATCH --array=0-7%4\n", "#SBATCH --cpus-per-task=2\n", "#SBATCH --chdir=/data\n",
 		"#SBATCH --output=/data/sw/logs/task-%a.log\n", "#SBATCH --requeue\n", "#SBATCH --time=1:00:00\n",
 		`export GOMAXPROCS="${SLURM_CPUS_PER_TASK:-2}"`, "exec '/opt/gptg bin/gptg' sweep run /data/sw\n"} {
@@ -183,8 +187,8 @@ func TestSlurmScript(t *testing.T) {
 			t.Errorf("script lacks %q:\n%s", want, s)
 		}
 	}
-	if s := string(Slurm("/d", 3, SlurmOptions{Gptg: "gptg", Workdir: "/"})); !strings.Contains(s, "--array=0-2\n") {
-		t.Errorf("no limit: %s", s)
+	if b, err := Slurm("/d", 3, SlurmOptions{Gptg: "gptg", Workdir: "/"}); err != nil || !strings.Contains(string(b), "--array=0-2\n") {
+		t.Errorf("no limit: %s, %v", b, err)
 	}
 }
 
@@ -281,7 +285,11 @@ func TestK8sJob(t *testing.T) {
 // they need a filesystem the nodes share; without an image the Job runs
 // the stock Go image and builds gptg from the sources first.
 func TestEmitSaysWhatTheClusterNeeds(t *testing.T) {
-	s := string(Slurm("/data/sw", 4, SlurmOptions{Gptg: "gptg", Workdir: "/data", MemoryMiB: 768}))
+	sb, err := Slurm("/data/sw", 4, SlurmOptions{Gptg: "gptg", Workdir: "/data", MemoryMiB: 768})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(sb)
 	for _, want := range []string{"#SBATCH --mem=768M\n", "a filesystem shared by the nodes"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("sbatch script lacks %q:\n%s", want, s)

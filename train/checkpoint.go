@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,7 +101,10 @@ func (t *trainer) loadCheckpoint() error {
 	if err := t.sameRun(f.Meta["config"]); err != nil {
 		return err
 	}
-	if st.Seed != t.cfg.Train.Seed || st.Step < 0 || st.Step > st.Total {
+	if err := t.checkState(path, st); err != nil {
+		return err
+	}
+	if st.Seed != t.cfg.Train.Seed {
 		return fmt.Errorf("%s: checkpoint of step %d of %d (seed %d) does not match %s (seed %d)",
 			path, st.Step, st.Total, st.Seed, ConfigFile, t.cfg.Train.Seed)
 	}
@@ -153,7 +157,57 @@ func (t *trainer) loadCheckpoint() error {
 	t.lastGradNorm, t.lastTrainLoss, t.lastTest = st.LastGradNorm, st.LastTrainLoss, st.LastTest
 	t.pending, t.pendingEval = st.Pending, st.PendingEval
 	t.savedStep = st.Step
-	return t.metrics.reset(st.MetricsRows, t.opts.Log)
+	return t.metrics.reset(st.MetricsRows, st.Step, t.opts.Log)
+}
+
+// checkState refuses a state that no run could have saved, which a resume
+// would otherwise trust: a step moved near the end would train one step
+// and call the run finished. Each field is checked against the others and
+// against the config: every step is one optimizer step, and every
+// train.log_every-th (and train.eval_every-th) step wrote a metrics row.
+func (t *trainer) checkState(path string, st checkpointState) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: the checkpoint's state is inconsistent (%s): the file was edited or damaged; start over with --force",
+			path, fmt.Sprintf(format, args...))
+	}
+	tr := t.cfg.Train
+	logged := 0 // rows the steps up to st.Step wrote at the least
+	if tr.LogEvery > 0 {
+		logged = st.Step / tr.LogEvery
+	}
+	if tr.EvalEvery > 0 {
+		logged = max(logged, st.Step/tr.EvalEvery)
+	}
+	if st.Pending != nil && logged > 0 {
+		logged-- // the row of the last step is pending, not written
+	}
+	finite := func(vs ...float64) bool {
+		for _, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case st.Step < 0:
+		return bad("step %d is negative", st.Step)
+	case st.Total < 1:
+		return bad("total %d is not a number of steps", st.Total)
+	case st.Step > st.Total:
+		return bad("step %d is past the run's total of %d", st.Step, st.Total)
+	case st.AdamSteps != st.Step:
+		return bad("adam_steps %d is not step %d: every step is one optimizer step", st.AdamSteps, st.Step)
+	case st.MetricsRows < logged || st.MetricsRows > st.Step:
+		return bad("%d metrics rows for %d steps, which log every %d", st.MetricsRows, st.Step, tr.LogEvery)
+	case st.LossCount < 0 || st.LossCount > st.Step:
+		return bad("loss_count %d for %d steps", st.LossCount, st.Step)
+	case st.Pending != nil && st.Pending.Step != st.Step:
+		return bad("the pending metrics row is of step %d, the checkpoint of step %d", st.Pending.Step, st.Step)
+	case !finite(st.TrainSecs, st.LossSum, st.LastGradNorm, st.LastTrainLoss, st.LastTest) || st.TrainSecs < 0:
+		return bad("a time or a loss that is negative or not a number")
+	}
+	return nil
 }
 
 // sameRun refuses to resume when config.toml differs from the config the

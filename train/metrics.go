@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // MetricsRow is one line of metrics.jsonl. Loss is the mean training loss
@@ -73,7 +74,11 @@ const maxMetricsBytes = 256 << 20
 // A trailing partial row (a crash in the middle of writing it) is dropped;
 // when rows the checkpoint counted are gone, the run goes on without them
 // and says so on log.
-func (l *metricsLog) reset(keep int, log io.Writer) error {
+//
+// Each kept row must be a metrics row of a step after the one before and
+// at most step, the checkpoint's: a damaged row or a jump in the steps
+// would otherwise be carried along silently into the run's curves.
+func (l *metricsLog) reset(keep, step int, log io.Writer) error {
 	var kept []byte
 	if keep > 0 {
 		old, err := inputfile.ReadFile(l.path, maxMetricsBytes)
@@ -84,7 +89,7 @@ func (l *metricsLog) reset(keep int, log io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
-		n := 0
+		n, prev := 0, 0
 		for len(old) > 0 && n < keep {
 			line, rest, complete := bytes.Cut(old, []byte("\n"))
 			if len(line) > maxRowBytes {
@@ -95,6 +100,15 @@ func (l *metricsLog) reset(keep int, log io.Writer) error {
 				fmt.Fprintf(log, "%s: dropped a partial last row (row %d, cut off mid-write)\n", l.path, n+1)
 				break
 			}
+			var row MetricsRow
+			if err := json.Unmarshal(line, &row); err != nil {
+				return fmt.Errorf("%s: row %d is not a metrics row (%v): the file is damaged; restore it, or start over with --force", quote.Name(l.path), n+1, err)
+			}
+			if row.Step <= prev || row.Step > step {
+				return fmt.Errorf("%s: row %d is of step %d, after a row of step %d, in a run checkpointed at step %d: the file is damaged; restore it, or start over with --force",
+					quote.Name(l.path), n+1, row.Step, prev, step)
+			}
+			prev = row.Step
 			kept = append(append(kept, line...), '\n')
 			old = rest
 			n++

@@ -155,7 +155,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err := t.writeConfig(); err != nil {
 		return nil, err
 	}
-	if err := t.metrics.reset(0, t.opts.Log); err != nil {
+	if err := t.metrics.reset(0, 0, t.opts.Log); err != nil {
 		return nil, err
 	}
 	return t.loop(ctx)
@@ -336,6 +336,11 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	}
 	origin.setFile(data, dir)
 	t, err := newTrainer(ctx, cfg, data, opts)
+	var vm *corpus.VocabMismatchError
+	if errors.As(err, &vm) {
+		return nil, fmt.Errorf("resuming %s: the model was trained on %d distinct %s tokens, and %s now has %d: the corpus changed since the run started, or data.path in %s was edited. A resumed run must read the data it started with: put it back, or start a new run with gptg train %s --set train.out=NEW_FOLDER",
+			dir, vm.Vocab, vm.Tokenizer, vm.Path, vm.Data, path, path)
+	}
 	if err != nil {
 		return nil, err
 	}

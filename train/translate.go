@@ -155,7 +155,7 @@ func (tr *translation) loop(ctx context.Context, dir string) (*Result, error) {
 	cfg := tr.cfg.Train
 	total, perEpoch := tr.total(), tr.perEpoch()
 	ml := &metricsLog{path: filepath.Join(dir, MetricsFile)}
-	if err := ml.reset(0, tr.opts.Log); err != nil {
+	if err := ml.reset(0, 0, tr.opts.Log); err != nil {
 		return nil, err
 	}
 	defer ml.close()

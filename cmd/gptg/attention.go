@@ -1,11 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,10 +34,10 @@ as ¶), one colour scale, 0 to 1, for all, and a colour bar.
 Flags:
   --text TEXT             the text to look at (required)
   --out FILE              the picture to write; its extension, .png or .svg,
-                          is its format
+                          is its format (- with --format png|svg: stdout)
   --format text|png|svg   text (the default without --out) prints tables;
                           png or svg without --out writes att.png or att.svg
-` + threadsUsage,
+` + forceUsage + threadsUsage,
 	run: runAttention,
 }
 
@@ -51,6 +50,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	text := fs.String("text", "", "")
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,6 +63,13 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	}
 	if *format, *out, err = pictureOutput(*format, *out, "att"); err != nil {
 		return err
+	}
+	if *out != "" {
+		err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: pos,
+			Own: atomicfile.HasPrefix("\x89PNG", "<?xml", "<svg")})
+		if err != nil {
+			return err
+		}
 	}
 
 	model, err := modelPath(pos[0])
@@ -83,6 +90,15 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	maps, err := attentionMaps(m, ids, backend(*threads))
 	if err != nil {
 		return err
+	}
+	for _, heads := range maps {
+		for _, h := range heads {
+			for _, w := range h.W {
+				if math.IsNaN(w) || math.IsInf(w, 0) {
+					return notFinite(m, "attention weights")
+				}
+			}
+		}
 	}
 	labels := make([]string, len(ids))
 	for i, id := range ids {
@@ -112,16 +128,10 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	}
 	// Encoded in memory first and renamed into place: a failure leaves no
 	// half-written image behind, and an old one stays intact.
-	if err := atomicfile.WriteFile(*out, picture); err != nil {
-		// The path in an *os.PathError is atomicfile's temporary file, a
-		// name the user never asked for; say which file failed instead.
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("writing %s: %w", *out, err)
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d×%d heatmaps (blocks × heads) over %d tokens\n", *out, len(maps), m.Spec.Heads, len(ids))
+	wrote(stdout, *out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
 	return nil
 }
 
@@ -144,6 +154,11 @@ func pictureOutput(format, out, base string) (string, string, error) {
 		return format, base + "." + format, nil
 	case format == "text":
 		return "", "", usagef("--out is for pictures; --format text goes to stdout")
+	case atomicfile.IsStdout(out):
+		if format == "" {
+			return "", "", usagef("--out %s (standard output) needs --format %s", out, strings.Join(pictureFormats, " or "))
+		}
+		return format, out, nil
 	case !slices.Contains(pictureFormats, ext):
 		return "", "", usagef("--out %s: the picture format comes from the extension, which must be .png or .svg", out)
 	case format != "" && format != ext:

@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 var dataCommand = command{
@@ -45,10 +46,12 @@ writes the split and the vocabularies there (train.tsv, test.tsv,
 src.vocab, tgt.vocab), for a reference trainer to read the same data.
 
 Flags:
-  --out FILE       toy: where to write (required; folders are created);
+  --out FILE       toy: where to write (required; folders are created; - for
+                   standard output); an existing file needs --force;
                    pairs: a folder for the split and vocabularies
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
+  --force          replace an existing file
 `,
 	run: runData,
 }
@@ -58,6 +61,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	out := fs.String("out", "", "")
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
 	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
+	force := fs.Bool("force", false, "")
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	pos, err := parseFlags(fs, args)
@@ -81,13 +85,21 @@ func runData(args []string, stdout, _ io.Writer) error {
 	case *n < 1 || *n > 10_000_000:
 		return usagef("--sentences %d must be between 1 and 10000000", *n)
 	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(*out, []byte(corpus.ToySentences(*n, *seed))); err != nil {
-		return fmt.Errorf("writing %s: %w", *out, err)
+	if !atomicfile.IsStdout(*out) {
+		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, *out)
+	text := corpus.ToySentences(*n, *seed)
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+		return err
+	}
+	if !atomicfile.IsStdout(*out) {
+		fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, quote.Name(*out))
+	}
 	return nil
 }
 

@@ -112,7 +112,7 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"graph", "c.toml"}, code: 1, msg: "data file missing.txt does not exist and [data] url is not set"},
 
 		// Flags of sample.
-		{name: "sample --temperature -1", args: []string{"sample", model, "--temperature", "-1"}, code: 2, msg: "--temperature -1 must be a number ≥ 0"},
+		{name: "sample --temperature -1", args: []string{"sample", model, "--temperature", "-1"}, code: 2, msg: "--temperature -1 must be a finite number ≥ 0"},
 		{name: "sample --top-p 2", args: []string{"sample", model, "--top-p", "2"}, code: 2, msg: "--top-p 2 must be between 0 and 1"},
 		{name: "sample --top-k -1", args: []string{"sample", model, "--top-k", "-1"}, code: 2, msg: "--top-k -1 must be ≥ 0"},
 		{name: "sample --tokens -5", args: []string{"sample", model, "--tokens", "-5"}, code: 2, msg: "--tokens -5 must be between 0 and 1000000"},
@@ -260,7 +260,7 @@ func TestBadInputs(t *testing.T) {
 			r := gptg(t, dir, row.args...)
 
 			if r.code != row.code {
-				t.Errorf("exit code %d, want %d; stderr: %s", r.code, row.code, r.stderr)
+				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
 			}
 			if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
 				t.Errorf("stderr is not exactly one line:\n%s", r.stderr)

@@ -156,6 +156,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return notFinite(m, "test loss")
+	}
 	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
 		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
@@ -164,6 +167,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		bar.done()
 		if err != nil {
 			return err
+		}
+		if math.IsNaN(pl) || math.IsInf(pl, 0) {
+			return notFinite(m, "prefix-only test loss")
 		}
 		fmt.Fprintf(stdout, "prefix-only test loss %.6f\n", pl)
 	}

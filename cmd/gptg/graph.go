@@ -28,7 +28,8 @@ Flags:
   --set section.key=value  override a config value (repeatable); also
                            written --section.key=value
   --dot FILE               also write the expression graph as Graphviz DOT
-`,
+                           (- for standard output, instead of the table)
+` + forceUsage,
 	run: runGraph,
 }
 
@@ -37,12 +38,20 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	dot := fs.String("dot", "", "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("graph needs exactly one CONFIG file, got %d arguments", len(pos))
+	}
+	if *dot != "" {
+		err := checkOutput("--dot", *dot, atomicfile.Rules{Force: *force, Inputs: pos,
+			Own: atomicfile.HasPrefix("digraph", "strict digraph", "graph", "//")})
+		if err != nil {
+			return err
+		}
 	}
 	cfg, err := config.Load(pos[0], sets)
 	if err != nil {
@@ -52,10 +61,10 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if *dot == "" {
 			return nil
 		}
-		if err := atomicfile.WriteFile(*dot, []byte(text)); err != nil {
-			return fmt.Errorf("writing %s: %w", *dot, err)
+		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", *dot)
+		wrote(stdout, *dot, "")
 		return nil
 	}
 	if cfg.Model.EncoderDecoder() {
@@ -85,6 +94,9 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer p.Close()
+	if atomicfile.IsStdout(*dot) { // the table would spoil the DOT
+		return writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, m.G.ToDot()); return err })
+	}
 	printParams(stdout, m.Params)
 	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",

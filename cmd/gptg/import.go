@@ -2,10 +2,10 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"io"
 	"strings"
 
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/nanogpt"
 )
 
@@ -30,7 +30,8 @@ Flags:
                 (default: where sample.py finds it: beside CKPT.pt, else
                 data/<dataset>/meta.pkl with <dataset> from the checkpoint's
                 config, here or in the folder above CKPT.pt's)
-  --out FILE    the model file to write (required)
+  --out FILE    the model file to write (required; - for standard output)
+  --force       replace an existing file (a model is not replaced without it)
 `,
 	run: runImport,
 }
@@ -39,6 +40,7 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	meta := fs.String("meta", "", "")
 	out := fs.String("out", "", "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,15 +65,21 @@ func runImport(args []string, stdout, _ io.Writer) error {
 		}
 		*meta = found
 	}
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: []string{ckpt, *meta}}); err != nil {
+		return err
+	}
 	m, err := nanogpt.Import(ckpt, *meta)
 	if err != nil {
 		return err
+	}
+	if atomicfile.IsStdout(*out) {
+		return writeOutput(*out, stdout, m.Encode)
 	}
 	if err := m.Save(*out); err != nil {
 		return err
 	}
 	s := m.Spec
-	fmt.Fprintf(stdout, "wrote %s: %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s\n",
-		*out, s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
+	wrote(stdout, *out, ": %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s",
+		s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gptg/gptg/config"
@@ -80,9 +81,27 @@ func backend(threads int) graph.Backend {
 // unfused reports whether the environment asks for the unfused graph.
 func unfused() bool { return os.Getenv(envUnfused) == "1" }
 
-// threadsFlag adds --threads to a command's flags.
+// threadsFlag adds --threads to a command's flags: 0 (every core) or a
+// count of goroutines, refused when negative or absurd while parsing.
 func threadsFlag(fs *flag.FlagSet) *int {
-	return fs.Int("threads", 0, "")
+	n := new(int)
+	fs.Var((*threadsValue)(n), "threads", "")
+	return n
+}
+
+// maxThreads bounds --threads: far past any machine's cores.
+const maxThreads = 4096
+
+type threadsValue int
+
+func (t *threadsValue) String() string { return strconv.Itoa(int(*t)) }
+func (t *threadsValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > maxThreads {
+		return fmt.Errorf("must be 0 (every core) or a number of threads up to %d", maxThreads)
+	}
+	*t = threadsValue(n)
+	return nil
 }
 
 // threadsUsage is the --threads line of every command's help.

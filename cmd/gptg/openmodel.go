@@ -2,10 +2,14 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -67,4 +71,27 @@ func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmode
 		return nil, err
 	}
 	return m, nil
+}
+
+// notFinite is the error for a model whose forward pass gave NaN or an
+// infinity (what names the numbers: "test loss", "logits"): it says so,
+// and names the largest weight, the usual cause (a corrupt file, or a
+// training that diverged), instead of printing NaN with exit 0.
+func notFinite(m *savedmodel.Model, what string) error {
+	name, largest := "", 0.0
+	for _, n := range slices.Sorted(maps.Keys(m.Tensors)) {
+		t := m.Tensors[n]
+		for _, v := range t.F32 {
+			if a := math.Abs(float64(v)); a > largest {
+				name, largest = n, a
+			}
+		}
+		for _, v := range t.F64 {
+			if a := math.Abs(v); a > largest {
+				name, largest = n, a
+			}
+		}
+	}
+	return fmt.Errorf("%s: the model's %s came out NaN or infinite; its largest weight is %g, in %s: the file is corrupt or its training diverged",
+		quote.Name(m.Path), what, largest, name)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -110,7 +111,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	case *tokens < 0 || *tokens > 1_000_000:
 		return usagef("--tokens %d must be between 0 and 1000000", *tokens)
 	case !(*temperature >= 0) || math.IsInf(*temperature, 0):
-		return usagef("--temperature %v must be a number ≥ 0", *temperature)
+		return usagef("--temperature %v must be a finite number ≥ 0", *temperature)
 	case *topK < 0:
 		return usagef("--top-k %d must be ≥ 0", *topK)
 	case !(*topP >= 0 && *topP <= 1):
@@ -154,6 +155,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 			}
 			return out.Flush() // stream: show each token as it is drawn
 		})
+		if errors.Is(err, sample.ErrNotFinite) {
+			fmt.Fprintln(out) // end the prompt's line: the error goes on its own
+			out.Flush()
+			return notFinite(m, "logits")
+		}
 		if err != nil {
 			return err
 		}

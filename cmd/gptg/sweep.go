@@ -327,13 +327,16 @@ func sweepEmit(args []string, stdout io.Writer) error {
 				return fmt.Errorf("finding the gptg binary: %w", err)
 			}
 		}
+		text, err = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
+			Partition: *partition, Gptg: *gptgPath, Workdir: wd, MemoryMiB: memMiB})
+		if err != nil {
+			return sweepErr(err)
+		}
 		// Slurm does not create the folder of --output: a missing one
 		// makes every task fail before it starts.
 		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 			return fmt.Errorf("sweep folder: %w", err)
 		}
-		text = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, Workdir: wd, MemoryMiB: memMiB})
 		path = filepath.Join(dir, "sweep.sbatch")
 	case "k8s":
 		if *claim == "" {
@@ -355,7 +358,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
 			Entries: len(entries), Parallel: *parallel, CPUs: *cpus, MemoryMiB: memMiB})
 		if err != nil {
-			return err
+			return sweepErr(err)
 		}
 		path = filepath.Join(dir, "job.yaml")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gptg/gptg/internal/quote"
 	"io"
 	"io/fs"
 	"os"
@@ -159,7 +160,7 @@ func checkDataPath(cfg *config.Config) error {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or a different problem that loading reports
 	}
-	msg := fmt.Sprintf("data file %s does not exist and [data] url is not set", path)
+	msg := fmt.Sprintf("data file %s does not exist and [data] url is not set", quote.Name(path))
 	if !filepath.IsAbs(path) {
 		wd, _ := os.Getwd()
 		msg += fmt.Sprintf(" (relative paths are resolved against the current directory %s, not the config's)", wd)
@@ -168,7 +169,7 @@ func checkDataPath(cfg *config.Config) error {
 		}
 	}
 	if filepath.Base(path) == "toy.txt" {
-		msg += fmt.Sprintf("; use the built-in one (data.path = \"builtin:toy\") or make it with: gptg data toy --out %s", path)
+		msg += fmt.Sprintf("; use the built-in one (data.path = \"builtin:toy\") or make it with: gptg data toy --out %s", quote.Name(path))
 	}
 	return errors.New(msg)
 }

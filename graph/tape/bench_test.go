@@ -1,8 +1,13 @@
 package tape
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -93,6 +98,102 @@ func BenchmarkCachedToken(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
+}
+
+// BenchmarkTrainStep is one training step (forward and backward) of a
+// small model (embedding 64, 2 blocks of 4 heads, context 64, batch 8,
+// float32, fused) at the vocabulary sizes of a character corpus (65), of
+// a word or BPE vocabulary (11k) and of GPT-2's (50k): the sizes where
+// how the targets reach the loss shows. It reports bytes allocated per
+// step, the CPU time the process used per step (user + system, all
+// threads: steadier than the wall time on a loaded machine) and the
+// process's peak resident memory (VmHWM), so run one size per process
+// (bench/targets.sh does):
+//
+//	go test ./graph/tape -run XXX -bench 'TrainStep/V50257$' -benchtime 5x
+func BenchmarkTrainStep(b *testing.B) {
+	for _, vocab := range []int{65, 11000, 50257} {
+		b.Run(fmt.Sprintf("V%d", vocab), func(b *testing.B) {
+			spec := config.DefaultModel()
+			spec.Vocab, spec.Context, spec.Embedding, spec.Blocks, spec.Heads = vocab, 64, 64, 2, 4
+			spec.Residual, spec.Norm = true, "pre"
+			const batch = 8
+			m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := Compile(m, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			x, y := graphtest.RandomBatch(rand.New(rand.NewPCG(1, 2)), vocab, batch*spec.Context)
+			for i := 0; i < 2; i++ {
+				if err := p.Run(x, y); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			cpu := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := p.Run(x, y); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if used := cpuTime() - cpu; used > 0 {
+				b.ReportMetric(used.Seconds()*1e3/float64(b.N), "cpu-ms/op")
+			}
+			if hwm := peakRSS(); hwm > 0 {
+				b.ReportMetric(float64(hwm)/(1<<20), "peak-MB")
+			}
+		})
+	}
+}
+
+// peakRSS is the process's peak resident memory in bytes (VmHWM of
+// /proc/self/status), or 0 where there is no such file.
+func peakRSS() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cpuTime is the CPU time (user + system) the process has used, from
+// /proc/self/stat in clock ticks of 10 ms, or 0 where there is no such file.
+func cpuTime() time.Duration {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, may hold spaces):
+	// utime and stime are the 12th and 13th.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat)[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // BenchmarkTranslationStep is one training run (forward and backward, with

@@ -29,8 +29,7 @@ type Program struct {
 	vm      G.VM
 	inPlace func() error  // runs the tape in this goroutine; nil: use vm.RunAll (see tape.go)
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
-	targets *tensor.Dense // one-hot, fed to Model.Targets
-	onehot  []int         // where targets holds its ones, to clear them
+	targets *tensor.Dense // fed to Model.Targets, reused every run
 }
 
 // Compile compiles the graph once for a TapeMachine; every later Run reuses
@@ -53,8 +52,7 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 		p.Grads = grads
 	}
 	if m.Targets != nil {
-		p.targets = tensor.New(tensor.Of(m.Logits.Dtype()), tensor.WithShape(m.Targets.Shape()...))
-		p.onehot = make([]int, m.Targets.Shape()[0])
+		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Targets.Shape()...))
 	}
 	// What is read after a run keeps its buffer; the rest is lent.
 	keep := append([]*G.Node{m.Logits}, p.Grads...)
@@ -97,29 +95,12 @@ func (p *Program) Split(n, work int, f func(lo, hi int)) {
 // Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
 // runs the graph. Outputs stay readable until the next Run.
 func (p *Program) Run(tokens, targets []int) error {
-	V := p.Spec.Vocab
-	dst := p.tokens.Data().([]int)
-	if len(tokens) != len(dst) {
-		return fmt.Errorf("run: %d tokens for a graph of %d", len(tokens), len(dst))
-	}
-	for _, t := range tokens {
-		if t < 0 || t >= V {
-			return fmt.Errorf("run: token id %d outside the vocabulary of %d", t, V)
-		}
-	}
-	copy(dst, tokens)
-	if err := G.Let(p.Model.Tokens, p.tokens); err != nil {
-		return fmt.Errorf("run: feeding tokens: %w", err)
+	if err := feedIDs(p.tokens, p.Model.Tokens, tokens, p.Spec.Vocab, "token"); err != nil {
+		return err
 	}
 	if p.Model.Targets != nil {
-		if len(targets) != len(p.onehot) {
-			return fmt.Errorf("run: %d targets for a graph of %d", len(targets), len(p.onehot))
-		}
-		if err := p.setOneHot(targets); err != nil {
+		if err := feedIDs(p.targets, p.Model.Targets, targets, p.Spec.Vocab, "target"); err != nil {
 			return err
-		}
-		if err := G.Let(p.Model.Targets, p.targets); err != nil {
-			return fmt.Errorf("run: feeding targets: %w", err)
 		}
 	}
 	// Without a Reset first, RunAll silently runs nothing on a second call.
@@ -131,30 +112,6 @@ func (p *Program) Run(tokens, targets []int) error {
 	if err := run(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	return nil
-}
-
-// setOneHot writes 1 at (row i, targets[i]), clearing last run's ones.
-func (p *Program) setOneHot(targets []int) error {
-	V := p.Spec.Vocab
-	for _, t := range targets {
-		if t < 0 || t >= V {
-			return fmt.Errorf("run: target id %d outside the vocabulary of %d", t, V)
-		}
-	}
-	switch d := p.targets.Data().(type) {
-	case []float64:
-		for i, t := range targets {
-			d[i*V+p.onehot[i]] = 0
-			d[i*V+t] = 1
-		}
-	case []float32:
-		for i, t := range targets {
-			d[i*V+p.onehot[i]] = 0
-			d[i*V+t] = 1
-		}
-	}
-	copy(p.onehot, targets)
 	return nil
 }
 

@@ -1,13 +1,137 @@
-// Package atomicfile writes files so that readers and crashes never see half of one.
+// Package atomicfile writes files so that readers and crashes never see half of one,
+// and holds the one rule for where gptg's outputs may go (see Target and Check).
 package atomicfile
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 )
+
+// Error is an output path refused: Problem reads on from the path.
+type Error struct {
+	Path, Problem string
+}
+
+func (e *Error) Error() string { return quote.Name(e.Path) + ": " + e.Problem }
+
+// IsStdout reports whether path asks for standard output: "-" or
+// /dev/stdout. Commands write there themselves (Write would replace the
+// /dev/stdout link, or fail to create a temporary file in /dev).
+func IsStdout(path string) bool {
+	return path == "-" || path == "/dev/stdout"
+}
+
+// Target is the file that writing path replaces: path itself, or, when
+// path is a symbolic link, the file it leads to, so that the link stays a
+// link and the file it names gets the new content (rename would put a
+// regular file where the link was). Anything that exists and is not a
+// regular file (a device such as /dev/full, a FIFO, a directory, a link to
+// nothing) is refused: renaming over it would replace the device or the
+// folder's entry, not write to it.
+func Target(path string) (string, error) {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return "", &Error{path, "is a symbolic link that leads nowhere; gptg writes through links only to files that exist"}
+		}
+		if info, err = os.Stat(resolved); err != nil {
+			return "", err
+		}
+		if !info.Mode().IsRegular() {
+			return "", &Error{path, fmt.Sprintf("is a link to %s, %s; gptg writes only regular files (- for standard output)", quote.Name(resolved), inputfile.Kind(info.Mode()))}
+		}
+		return resolved, nil
+	}
+	if !info.Mode().IsRegular() {
+		return "", &Error{path, fmt.Sprintf("exists and is %s; gptg writes only regular files (- for standard output)", inputfile.Kind(info.Mode()))}
+	}
+	return path, nil
+}
+
+// Rules say which existing files an output may replace without --force.
+type Rules struct {
+	Force bool
+	// Inputs are the files the command reads (a config, a checkpoint, a
+	// vocabulary): replacing one would destroy what the output was made
+	// from.
+	Inputs []string
+	// Own recognises, from its first bytes, a file this command writes
+	// (a picture it drew before, a Graphviz file); it may be replaced.
+	// Anything else (a trained model, a corpus, a config) needs Force.
+	// Nil: every existing file needs Force.
+	Own func(head []byte) bool
+}
+
+// Check settles, before any work, whether a command may write path under
+// the rules: standard output always; otherwise what Target allows, and
+// among existing files only those the rules let it replace.
+func Check(path string, r Rules) error {
+	if IsStdout(path) {
+		return nil
+	}
+	target, err := Target(path)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if r.Force {
+		return nil
+	}
+	for _, in := range r.Inputs {
+		if other, err := os.Stat(in); err == nil && os.SameFile(info, other) {
+			return &Error{path, fmt.Sprintf("is %s, which this command reads; choose another output (--force replaces it)", quote.Name(in))}
+		}
+	}
+	if r.Own != nil {
+		head := make([]byte, 512)
+		f, err := os.Open(target)
+		if err != nil {
+			return err
+		}
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		if r.Own(head[:n]) {
+			return nil
+		}
+	}
+	return &Error{path, "already exists and is not a file this command wrote; choose another output, or give --force to replace it"}
+}
+
+// HasPrefix is an Own for files that start with one of the prefixes,
+// after any leading white space.
+func HasPrefix(prefixes ...string) func([]byte) bool {
+	return func(head []byte) bool {
+		head = bytes.TrimLeft(head, " \t\r\n")
+		for _, p := range prefixes {
+			if bytes.HasPrefix(head, []byte(p)) {
+				return true
+			}
+		}
+		return false
+	}
+}
 
 // syncDir makes a rename in dir durable. A variable so that the test can
 // see it called after the rename; nothing else replaces it.
@@ -24,7 +148,8 @@ var syncDir = func(dir string) error {
 // renames it over path and syncs the directory: a reader, or a crash, sees
 // the old file or the new one, never a mix, and after a power loss the new
 // name is there (the rename lives in the directory, which has its own
-// blocks to flush). On error nothing is left behind.
+// blocks to flush). On error nothing is left behind. Path is first taken
+// through Target: a link is written through, a device or folder refused.
 func WriteFile(path string, data []byte) error {
 	return Write(path, func(w io.Writer) error {
 		_, err := w.Write(data)
@@ -36,6 +161,9 @@ func WriteFile(path string, data []byte) error {
 // of the file is held in memory (a checkpoint of a 10M-parameter model is
 // 200 MB). The writer buffers; write's error aborts and removes the file.
 func Write(path string, write func(w io.Writer) error) (err error) {
+	if path, err = Target(path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -58,16 +58,19 @@
 // then added to C. That order depends on the shape, whether A is
 // transposed and the kernel only: never on the block of C an element
 // falls in nor on the number of threads, so a product is bit-identical
-// for every Workspace.Threads. It does differ between kernels (the
-// assembly rounds each multiply-add once, FMA; Go rounds twice), which
-// the tests bound with stated tolerances.
+// for every Workspace.Threads. The assembly rounds each multiply-add once
+// (FMA); the Go kernel does too where the compiler fuses x*y + s (arm64),
+// giving the assembly's bits, and rounds the product first on amd64: the
+// tests bound that difference with stated tolerances and pin the bits of
+// both (TestTwinBits).
 //
 // # Kernels
 //
 // bestPath is chosen at run time (golang.org/x/sys/cpu): the AVX-512
 // kernels where the CPU has AVX-512F, AVX2+FMA where it has those, else
-// the plain-Go micro-kernel (kernelGo), which is also what `-tags purego`
-// and other architectures run. Products of at most 8 rows use the 6-row
+// the plain-Go micro-kernel (kernelGo: register blocks of 3×2 on amd64,
+// 4×4 elsewhere), which is also what `-tags purego` and other
+// architectures run. Products of at most 8 rows use the 6-row
 // AVX2 tile even on AVX-512 machines (less padding). Every assembly
 // kernel has a Go twin of the same tile shape that the tests compare it
 // with (TestMul), and PeakGFLOPS measures the core's peak for the
@@ -358,22 +361,28 @@ func (j *job[F]) run(wk *worker) {
 					if j.lower {
 						first = max(0, (jc+jr-ic)/mr)
 					}
+					// addTo returns what the kernel adds its sums to for
+					// the tile at c0: nothing, C, or the bias.
+					addTo := func(c0 int) (add []F, ldAdd int) {
+						switch {
+						case acc:
+							return j.c[c0:], j.ldc
+						case j.bias != nil:
+							return j.bias[jc+jr:], 0
+						}
+						return nil, 0
+					}
 					if whole > first {
 						as, aRow, aStep, aNext := stripA(first*mr, mr)
 						c0 := (ic+first*mr)*j.ldc + jc + jr
-						var add []F
-						ldAdd := 0
-						switch {
-						case acc:
-							add, ldAdd = j.c[c0:], j.ldc
-						case j.bias != nil:
-							add = j.bias[jc+jr:]
-						}
+						add, ldAdd := addTo(c0)
 						microKernel(ks, j.asm, kc, whole-first, as, aRow, aStep, aNext, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
 					}
-					// The edge tiles (short of rows or of columns): each
-					// computed whole aside, keeping what exists (the same
-					// sums as in place).
+					// The edge tiles (short of rows or of columns): the
+					// assembly computes each whole aside and what exists is
+					// kept; the Go kernel takes any shape, so it computes
+					// only what exists, in place (the same sums: a product
+					// of one row does not compute mr−1 rows of padding).
 					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
 						if j.lower && ic+ir+rows <= jc+jr {
@@ -381,6 +390,11 @@ func (j *job[F]) run(wk *worker) {
 						}
 						as, aRow, aStep, _ := stripA(ir, rows)
 						c0 := (ic+ir)*j.ldc + jc + jr
+						if !j.asm {
+							add, ldAdd := addTo(c0)
+							kernelGo(rows, cols, kc, as, aRow, aStep, bs, bStep, j.c[c0:], j.ldc, add, ldAdd)
+							continue
+						}
 						microKernel(ks, j.asm, kc, 1, as, aRow, aStep, 0, bs, bStep, tile, nr, nil, 0)
 						for r := 0; r < rows; r++ {
 							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]

@@ -1,7 +1,9 @@
 package gemm
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -445,6 +447,107 @@ func TestMulLower(t *testing.T) {
 						if g != w && (j <= i || g != untouched) {
 							t.Fatalf("%v %dx%dx%d transA %v: C[%d][%d] = %v, want %v", st, m, n, k, tA, i, j, g, w)
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// bitsShapes are products whose every sum is taken in the same order on
+// every kernel path: k within one block of each (k ≤ 256), or A
+// transposed, whose blocks are kc = 256 deep on every path; m ≥ 2, so
+// that no float32 product goes to gemvT.
+var bitsShapes = []struct {
+	m, n, k         int
+	fused, separate string // FNV-1a of C's bits: with FMA, and with products rounded before the add
+}{
+	{2, 300, 40, "1ec77a9fa206b4ad", "9b0ae6b29d17a877"},
+	{16, 16, 16, "dc663be56ff5990b", "0221916a96d2f7cf"},
+	{33, 47, 256, "c11eddceb9645552", "4af9a0b69ab48c97"},
+	{70, 9, 100, "4c5c919b2f5d965f", "da79ae40851de160"},
+	{5, 37, 64, "33b5eca0c9f918a9", "f12a7322ab08a597"},
+	{130, 70, 200, "033c0fc7723b06b9", "7f9e4c03b7a188bd"},
+	{40, 30, 300, "27a76cf090ce4d54", "ca38ba2113eb702a"}, // A transposed only
+}
+
+// twinFuses reports whether this build's Go twin rounds each multiply-add
+// once (the compiler fuses a*b + c into an FMA instruction: arm64,
+// amd64 with GOAMD64=v3) or rounds the product first (amd64 v1). It
+// computes −(1+2⁻¹¹) + (1+2⁻¹²)², whose product needs 2⁻²⁴: fused, the
+// sum is 2⁻²⁴; rounded first, 0.
+func twinFuses() (f32, f64 bool) {
+	defer func(p kernelPath, g bool) { activePath, forceGo = p, g }(activePath, forceGo)
+	activePath, forceGo = pathGo, true
+	var w Workspace
+	c32 := []float32{0}
+	x := float32(1 + 0x1p-12)
+	Mul(&w, false, false, 1, 1, 2, []float32{-(1 + 0x1p-11), x}, 2, []float32{1, x}, 1, c32, 1, false)
+	c64 := []float64{0}
+	y := 1 + 0x1p-27
+	Mul(&w, false, false, 1, 1, 2, []float64{-(1 + 0x1p-26), y}, 2, []float64{1, y}, 1, c64, 1, false)
+	return c32[0] != 0, c64[0] != 0
+}
+
+// bitsOf runs every transpose combination of one shape, with and without
+// accumulation, in both element types, and hashes the bits of every C.
+func bitsOf(m, n, k int) string {
+	rng := rand.New(rand.NewPCG(uint64(m), uint64(n*1000+k)))
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, tA := range []bool{true, false} {
+		for _, tB := range []bool{false, true} {
+			if k > 256 && !tA {
+				continue
+			}
+			for _, acc := range []bool{false, true} {
+				mc := newCase(rng, tA, tB, acc, m, n, k)
+				for _, v := range mul32(&Workspace{}, mc) {
+					binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
+					h.Write(buf[:4])
+				}
+				for _, v := range mul64(&Workspace{}, mc) {
+					binary.LittleEndian.PutUint64(buf[:], math.Float64bits(v))
+					h.Write(buf[:])
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// TestTwinBits pins the bits of the products: the assembly kernels (every
+// one this machine has) give the fused column, and the Go twin gives the
+// fused column where the compiler fuses its multiply-adds (arm64: the Go
+// twin is bit-identical to the assembly there) and the separate column
+// where it does not (amd64), with either of its register blocks. A
+// rewrite of the Go twin that changes the order of any sum fails here on
+// every architecture.
+func TestTwinBits(t *testing.T) {
+	f32, f64 := twinFuses()
+	if f32 != f64 {
+		t.Fatalf("the Go twin fuses float32 %v, float64 %v: want both or neither", f32, f64)
+	}
+	defer func(w bool) { goBlockWide = w }(goBlockWide)
+	for _, s := range bitsShapes {
+		for _, p := range paths() {
+			for _, twin := range []bool{false, true} {
+				goTwin := twin || p == pathGo
+				want, kind := s.separate, "separate"
+				if !goTwin || f32 {
+					want, kind = s.fused, "fused"
+				}
+				// The Go twin with either register block (the other
+				// architecture's too): the same sums.
+				for _, wide := range []bool{false, true} {
+					goBlockWide = wide
+					var got string
+					withPath(p, twin, func() { got = bitsOf(s.m, s.n, s.k) })
+					if got != want {
+						t.Errorf("%dx%dx%d on %v (Go twin %v, 4×4 blocks %v): bits %s, want the %s column's %s", s.m, s.n, s.k, p, goTwin, wide, got, kind, want)
+					}
+					if !goTwin {
+						break
 					}
 				}
 			}
