@@ -3,7 +3,6 @@ package ablate
 import (
 	"fmt"
 	"maps"
-	"github.com/gptg/gptg/internal/quote"
 	"math"
 	"slices"
 	"strconv"
@@ -11,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // Stat summarises one measurement over a variant's seeds.
