@@ -52,13 +52,13 @@ func TestPairedDiff(t *testing.T) {
 }
 
 func TestParseSeeds(t *testing.T) {
-	for in, want := range map[string]string{"": "[]", "3": "[1 2 3]", "1,2,42": "[1 2 42]", " 7 , -3": "[7 -3]"} {
+	for in, want := range map[string]string{"": "[]", "3": "[1 2 3]", "1,2,42": "[1 2 42]", " 7 , 3": "[7 3]"} {
 		got, err := ParseSeeds(in)
 		if err != nil || fmt.Sprint(got) != want {
 			t.Errorf("ParseSeeds(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"0", "-2", "x", "1,1", "1,,2", "1,0", "1001"} {
+	for _, bad := range []string{"0", "-2", "x", "1,1", "1,,2", "1,0", "1,-2", "1001"} {
 		if _, err := ParseSeeds(bad); err == nil {
 			t.Errorf("ParseSeeds(%q) accepted", bad)
 		}

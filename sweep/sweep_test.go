@@ -103,7 +103,7 @@ func TestBadSweeps(t *testing.T) {
 	for name, c := range map[string]struct{ sweep, msg string }{
 		"unknown key":        {"configs = [\"configs/a.toml\"]\nseed = 2\n", "unknown key seed"},
 		"no configs":         {"seeds = 2\n", "name at least one config file"},
-		"bad seeds":          {"configs = [\"configs/a.toml\"]\nseeds = [1, 1]\n", "seeds must be distinct non-zero integers"},
+		"bad seeds":          {"configs = [\"configs/a.toml\"]\nseeds = [1, 1]\n", "seeds must be distinct positive integers"},
 		"seed count 0":       {"configs = [\"configs/a.toml\"]\nseeds = 0\n", "seeds:"},
 		"duplicate value":    {"configs = [\"configs/a.toml\"]\n[set]\n\"train.lr\" = [1e-3, 1e-3]\n", "the value 0.001 appears twice"},
 		"empty value list":   {"configs = [\"configs/a.toml\"]\n[set]\n\"train.lr\" = []\n", "an empty list gives no runs"},
