@@ -53,6 +53,16 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 		"format": Format, "model": string(model),
 		"tokenizer": vocab.Kind(), "vocab": string(tokens),
 	}
+	tensors, err := Tensors(params)
+	if err != nil {
+		return err
+	}
+	return modelfile.Write(path, tensors, meta)
+}
+
+// Tensors views the parameters as the model file's tensors (no copy), for
+// every kind of model file that stores a graph's parameters.
+func Tensors(params []*graph.Param) ([]modelfile.Tensor, error) {
 	tensors := make([]modelfile.Tensor, len(params))
 	for i, p := range params {
 		tensors[i] = modelfile.Tensor{Name: p.Name, Shape: p.Shape}
@@ -62,10 +72,10 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 		case []float64:
 			tensors[i].F64 = d
 		default:
-			return fmt.Errorf("%s: unsupported dtype %T", p.Name, d)
+			return nil, fmt.Errorf("%s: unsupported dtype %T", p.Name, d)
 		}
 	}
-	return modelfile.Write(path, tensors, meta)
+	return tensors, nil
 }
 
 // Load reads a model file and checks its metadata: a gptg format, a

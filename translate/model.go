@@ -74,17 +74,9 @@ func Save(path string, m config.Model, src, tgt *pairs.Vocab, maxSource, maxTarg
 		"src_vocab": string(sv), "tgt_vocab": string(tv),
 		"max_source": strconv.Itoa(maxSource), "max_target": strconv.Itoa(maxTarget),
 	}
-	tensors := make([]modelfile.Tensor, len(params))
-	for i, p := range params {
-		tensors[i] = modelfile.Tensor{Name: p.Name, Shape: p.Shape}
-		switch d := p.Value().Data().(type) {
-		case []float32:
-			tensors[i].F32 = d
-		case []float64:
-			tensors[i].F64 = d
-		default:
-			return fmt.Errorf("%s: unsupported dtype %T", p.Name, d)
-		}
+	tensors, err := savedmodel.Tensors(params)
+	if err != nil {
+		return err
 	}
 	return modelfile.Write(path, tensors, meta)
 }
