@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/pairs"
 )
 
@@ -23,7 +26,7 @@ import (
 // target text, tab-separated; words are space-separated and read back with
 // the vocabularies, UNK where missing) and src.vocab and tgt.vocab (one
 // word per line, in id order: PAD, SOS, EOS, UNK first).
-func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) error {
+func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout io.Writer) error {
 	cfg, err := config.Load(cfgPath, sets)
 	if err != nil {
 		return err
@@ -31,6 +34,11 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 	d := cfg.Data
 	if d.Format != "pairs" {
 		return usagef("%s: data.format is %q: gptg data pairs reads a translation config (data.format = \"pairs\")", cfgPath, d.Format)
+	}
+	if out != "" {
+		if err := checkPairsOut(out, pairsOutFiles, atomicfile.Rules{Force: force, Inputs: []string{cfgPath, d.Path}}); err != nil {
+			return err
+		}
 	}
 	c, err := pairs.LoadFor(cfg)
 	if err != nil {
@@ -74,13 +82,61 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 		"src.vocab": []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
 		"tgt.vocab": []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
 	}
-	for _, name := range []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"} {
+	for _, name := range pairsOutFiles {
 		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}
 	fmt.Fprintf(stdout, "wrote train.tsv, test.tsv, src.vocab and tgt.vocab to %s\n", out)
 	return nil
+}
+
+// pairsOutFiles are the files data pairs --out writes, in order.
+var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"}
+
+// checkPairsOut settles, before any work, whether data pairs may write
+// names into the folder out, under the rule of every output flag
+// (checkOutput): a folder, not standard output or a file; and in it, an
+// existing file of one of those names is replaced only when it is one
+// data pairs wrote before (or with --force), never an input.
+func checkPairsOut(out string, names []string, r atomicfile.Rules) error {
+	if atomicfile.IsStdout(out) {
+		return usagef("--out %s: data pairs writes a folder of files (%s), not standard output", out, strings.Join(names, ", "))
+	}
+	if info, err := os.Stat(out); err == nil && !info.IsDir() {
+		return usagef("--out %s: exists and is not a folder; data pairs writes a folder of files (%s)", quote.Name(out), strings.Join(names, ", "))
+	}
+	for _, name := range names {
+		rules := r
+		rules.Own = ownPairsFile(name)
+		if err := checkOutput("--out", filepath.Join(out, name), rules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownPairsFile recognises, from its first bytes, a file of data pairs
+// --out: the split's rows start with a line number and a tab, the
+// vocabularies with <pad>; an empty file holds nothing to lose.
+func ownPairsFile(name string) func(head []byte) bool {
+	return func(head []byte) bool {
+		if len(head) == 0 {
+			return true
+		}
+		switch filepath.Ext(name) {
+		case ".vocab":
+			return bytes.HasPrefix(head, []byte(pairs.Specials[0]+"\n"))
+		case ".tsv":
+			i := bytes.IndexByte(head, '\t')
+			if i < 1 {
+				return false
+			}
+			_, err := strconv.Atoi(string(head[:i]))
+			return err == nil
+		}
+		return false
+	}
 }
 
 // pairsTSV writes pairs as "line, source words, target words, source text,

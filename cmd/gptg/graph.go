@@ -57,6 +57,12 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// With --dot to standard output the table would spoil the DOT: only
+	// the DOT goes there.
+	table := stdout
+	if atomicfile.IsStdout(*dot) {
+		table = io.Discard
+	}
 	writeDot := func(text string) error {
 		if *dot == "" {
 			return nil
@@ -68,13 +74,13 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		return nil
 	}
 	if cfg.Model.EncoderDecoder() {
-		return graphTranslation(cfg, stdout, writeDot)
+		return graphTranslation(cfg, table, writeDot)
 	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		data, err := corpus.LoadFor(*cfg, stdout, nil)
+		data, err := corpus.LoadFor(*cfg, table, nil)
 		if err != nil {
 			return err
 		}
@@ -94,12 +100,9 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer p.Close()
-	if atomicfile.IsStdout(*dot) { // the table would spoil the DOT
-		return writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, m.G.ToDot()); return err })
-	}
-	printParams(stdout, m.Params)
-	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
-	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
+	printParams(table, m.Params)
+	fmt.Fprintf(table, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
+	fmt.Fprintf(table, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
 	return writeDot(m.G.ToDot())
 }
