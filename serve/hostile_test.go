@@ -130,4 +130,3 @@ func TestGenerateUnusableModel(t *testing.T) {
 		t.Errorf("attention on a damaged model: %d %s, want 422", w.Code, w.Body)
 	}
 }
-
