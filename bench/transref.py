@@ -470,7 +470,7 @@ def cmd_train(a):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if t["clip"] > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), t["clip"], foreach=True)
+            nn.utils.clip_grad_norm_(model.parameters(), t["clip"])
         opt.step()
         train_secs += time.perf_counter() - start
         tokens += n
@@ -484,7 +484,8 @@ def cmd_train(a):
     final = dict(final=True, steps=total, test_loss=row["test_loss"], tokens_per_sec=tokens / train_secs,
                  train_secs=train_secs, threads=a.threads, torch=torch.__version__)
     if not a.no_bleu:
-        final["bleu"], hyps = test_bleu(model, data, B)
+        b, _ = test_bleu(model, data, B)
+        final["bleu"] = 100 * b  # as gptg eval prints it
     final["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(final), flush=True)
 
