@@ -51,7 +51,7 @@ one() {
 		local loss bleu tps
 		loss=$(sed -n 's/^test loss \([0-9.]*\).*/\1/p' "$out/gptg-$s.eval")
 		bleu=$(sed -n 's/.*BLEU = \([0-9.]*\).*/\1/p' "$out/gptg-$s.eval")
-		tps=$(tail -1 "$out/gptg-$s/metrics.jsonl" | sed -n 's/.*"tokens_per_sec":\([0-9.e+]*\).*/\1/p')
+		tps=$(tail -1 "$out/gptg-$s/metrics.jsonl" | sed -n 's/.*"tokens_per_s":\([0-9.e+]*\).*/\1/p')
 		echo "{\"test_loss\": $loss, \"bleu\": $bleu, \"tokens_per_sec\": $tps}" >"$res.tmp"
 		;;
 	ref)
