@@ -13,6 +13,7 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
 
 // runDataPairs reads a translation config's pairs corpus the way training
@@ -24,8 +25,10 @@ import (
 // reference trainer in another language to read the very same data:
 // train.tsv and test.tsv (line, source words, target words, source text,
 // target text, tab-separated; words are space-separated and read back with
-// the vocabularies, UNK where missing) and src.vocab and tgt.vocab (one
-// word per line, in id order: PAD, SOS, EOS, UNK first).
+// the vocabularies, UNK where missing), src.vocab and tgt.vocab (one
+// word per line, in id order: PAD, SOS, EOS, UNK first), batches.tsv (the
+// training run's batches, step by step) and config.toml (the config as
+// resolved, --set included): bench/transref.py trains on them.
 func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout io.Writer) error {
 	cfg, err := config.Load(cfgPath, sets)
 	if err != nil {
@@ -77,22 +80,28 @@ func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	resolved, err := cfg.TOML()
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
-		"src.vocab": []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
-		"tgt.vocab": []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+		"src.vocab":   []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
+		"tgt.vocab":   []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+		"batches.tsv": batchesTSV(cfg, b),
+		"config.toml": resolved,
 	}
 	for _, name := range pairsOutFiles {
 		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}
-	fmt.Fprintf(stdout, "wrote train.tsv, test.tsv, src.vocab and tgt.vocab to %s\n", out)
+	fmt.Fprintf(stdout, "wrote %s to %s\n", strings.Join(pairsOutFiles, ", "), out)
 	return nil
 }
 
 // pairsOutFiles are the files data pairs --out writes, in order.
-var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"}
+var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", "batches.tsv", "config.toml"}
 
 // checkPairsOut settles, before any work, whether data pairs may write
 // names into the folder out, under the rule of every output flag
@@ -118,7 +127,8 @@ func checkPairsOut(out string, names []string, r atomicfile.Rules) error {
 
 // ownPairsFile recognises, from its first bytes, a file of data pairs
 // --out: the split's rows start with a line number and a tab, the
-// vocabularies with <pad>; an empty file holds nothing to lose.
+// vocabularies with <pad>, the batches with "# shapes", the config with
+// the line config.TOML writes first; an empty file holds nothing to lose.
 func ownPairsFile(name string) func(head []byte) bool {
 	return func(head []byte) bool {
 		if len(head) == 0 {
@@ -128,15 +138,50 @@ func ownPairsFile(name string) func(head []byte) bool {
 		case ".vocab":
 			return bytes.HasPrefix(head, []byte(pairs.Specials[0]+"\n"))
 		case ".tsv":
+			if bytes.HasPrefix(head, []byte("# shapes ")) {
+				return true
+			}
 			i := bytes.IndexByte(head, '\t')
 			if i < 1 {
 				return false
 			}
 			_, err := strconv.Atoi(string(head[:i]))
 			return err == nil
+		case ".toml":
+			return bytes.HasPrefix(head, []byte("# gptg config resolved from "))
 		}
 		return false
 	}
+}
+
+// batchesTSV is the training run's batches in the order gptg train takes
+// them: a header line "# shapes S×T …" (the buckets' shapes, smallest
+// first), then one line per step: step (from 1), bucket, the indices of
+// the batch's pairs (0-based rows of train.tsv, space-separated).
+func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
+	var w strings.Builder
+	w.WriteString("# shapes")
+	for _, s := range b.Shapes() {
+		fmt.Fprintf(&w, " %d×%d", s.S, s.T)
+	}
+	w.WriteString("\n")
+	perEpoch := len(b.Epoch(0, 0))
+	var plans []pairs.Plan
+	for step := range train.TranslationSteps(cfg, perEpoch) {
+		if step%perEpoch == 0 {
+			plans = b.Epoch(uint64(cfg.Train.Seed), step/perEpoch)
+		}
+		p := plans[step%perEpoch]
+		fmt.Fprintf(&w, "%d\t%d\t", step+1, p.Bucket)
+		for i, k := range p.Pairs {
+			if i > 0 {
+				w.WriteByte(' ')
+			}
+			w.WriteString(strconv.Itoa(k))
+		}
+		w.WriteByte('\n')
+	}
+	return []byte(w.String())
 }
 
 // pairsTSV writes pairs as "line, source words, target words, source text,
