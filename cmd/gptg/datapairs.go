@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -77,6 +78,11 @@ func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout 
 	if out == "" {
 		return nil
 	}
+	// batches.tsv has a line per training step: bounded, as a config
+	// may ask for a million epochs.
+	if steps := train.TranslationSteps(cfg, len(b.Epoch(0, 0))); steps > maxBatchesSteps {
+		return usagef("batches.tsv would list %d training steps, one line each; at most %d: lower train.max_steps or train.epochs (--set) for the reference run", steps, maxBatchesSteps)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -84,21 +90,28 @@ func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout 
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{
-		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
-		"src.vocab":   []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
-		"tgt.vocab":   []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
-		"batches.tsv": batchesTSV(cfg, b),
-		"config.toml": resolved,
+	bytesOf := func(b []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(b); return err }
+	}
+	files := map[string]func(io.Writer) error{
+		"train.tsv": bytesOf(pairsTSV(c.Train, c)), "test.tsv": bytesOf(pairsTSV(c.Test, c)),
+		"src.vocab":   bytesOf([]byte(strings.Join(c.Src.Words(), "\n") + "\n")),
+		"tgt.vocab":   bytesOf([]byte(strings.Join(c.Tgt.Words(), "\n") + "\n")),
+		"batches.tsv": func(w io.Writer) error { return batchesTSV(w, cfg, b) }, // streamed: up to hundreds of MB
+		"config.toml": bytesOf(resolved),
 	}
 	for _, name := range pairsOutFiles {
-		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
+		if err := atomicfile.Write(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}
 	fmt.Fprintf(stdout, "wrote %s to %s\n", strings.Join(pairsOutFiles, ", "), out)
 	return nil
 }
+
+// maxBatchesSteps bounds the lines of batches.tsv (about 200 bytes each
+// at batch 32).
+const maxBatchesSteps = 1_000_000
 
 // pairsOutFiles are the files data pairs --out writes, in order.
 var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", "batches.tsv", "config.toml"}
@@ -158,13 +171,13 @@ func ownPairsFile(name string) func(head []byte) bool {
 // them: a header line "# shapes S×T …" (the buckets' shapes, smallest
 // first), then one line per step: step (from 1), bucket, the indices of
 // the batch's pairs (0-based rows of train.tsv, space-separated).
-func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
-	var w strings.Builder
-	w.WriteString("# shapes")
+func batchesTSV(w io.Writer, cfg *config.Config, b *pairs.Batcher) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("# shapes")
 	for _, s := range b.Shapes() {
-		fmt.Fprintf(&w, " %d×%d", s.S, s.T)
+		fmt.Fprintf(bw, " %d×%d", s.S, s.T)
 	}
-	w.WriteString("\n")
+	bw.WriteString("\n")
 	perEpoch := len(b.Epoch(0, 0))
 	var plans []pairs.Plan
 	for step := range train.TranslationSteps(cfg, perEpoch) {
@@ -172,16 +185,16 @@ func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
 			plans = b.Epoch(uint64(cfg.Train.Seed), step/perEpoch)
 		}
 		p := plans[step%perEpoch]
-		fmt.Fprintf(&w, "%d\t%d\t", step+1, p.Bucket)
+		fmt.Fprintf(bw, "%d\t%d\t", step+1, p.Bucket)
 		for i, k := range p.Pairs {
 			if i > 0 {
-				w.WriteByte(' ')
+				bw.WriteByte(' ')
 			}
-			w.WriteString(strconv.Itoa(k))
+			bw.WriteString(strconv.Itoa(k))
 		}
-		w.WriteByte('\n')
+		bw.WriteByte('\n')
 	}
-	return []byte(w.String())
+	return bw.Flush()
 }
 
 // pairsTSV writes pairs as "line, source words, target words, source text,

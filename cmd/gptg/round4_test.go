@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -106,6 +108,9 @@ func round4Inputs(t *testing.T) []badInput {
 			args: []string{"data", "pairs", "c.toml", "--out", "."}, code: 2, msg: "is train.tsv, which this command reads"},
 		{name: "data pairs --out -", files: pairsFiles(nil),
 			args: []string{"data", "pairs", "toy.toml", "--out", "-"}, code: 2, msg: "data pairs writes a folder of files"},
+		{name: "data pairs --out with a million epochs (batches.tsv of 23 million lines)", files: pairsFiles(nil),
+			args: []string{"data", "pairs", "toy.toml", "--out", "d", "--set", "train.max_steps=0", "--set", "train.epochs=1000000"},
+			code: 2, maxMB: 200, msg: "batches.tsv would list 23000000 training steps, one line each; at most 1000000"},
 		{name: "plot --out an existing file that is no picture", files: map[string]string{"notes.png": "mine\n"},
 			args: []string{"plot", filepath.Dir(causalModel), "--out", "notes.png"}, code: 2, msg: "--out notes.png: already exists and is not a file this command wrote"},
 		{name: "train --cpuprofile the config it reads", files: cfg,
@@ -116,6 +121,35 @@ func round4Inputs(t *testing.T) []badInput {
 			args: []string{"train", "c.toml", "--cpuprofile", "-"}, code: 2, msg: "--cpuprofile -: a profile is binary"},
 		{name: "train --cpuprofile with a missing config: no profile left", args: []string{"train", "nope.toml", "--cpuprofile", "p.prof"},
 			code: 2, msg: "config nope.toml: no such file"},
+
+		// A zip naming one storage twice, the second all zeros: which one a
+		// reader takes is not defined, so neither is the model.
+		{name: "import: a checkpoint holding one entry twice", setup: func(t *testing.T, dir string) {
+			nanoMeta(t, dir)
+			zr, err := zip.OpenReader("../../testdata/nanogpt/ckpt.pt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer zr.Close()
+			var buf bytes.Buffer
+			zw := zip.NewWriter(&buf)
+			for i, f := range append(slices.Clone(zr.File), zr.File[1]) {
+				r, err := f.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(r)
+				if i == len(zr.File) {
+					b = make([]byte, len(b))
+				}
+				w, _ := zw.CreateHeader(&zip.FileHeader{Name: f.Name, Method: zip.Store})
+				w.Write(b)
+			}
+			zw.Close()
+			if err := os.WriteFile(filepath.Join(dir, "ckpt.pt"), buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "ckpt.pt: holds the entry ckpt/data/0 twice"},
 
 		// eval of a translation model: flags it cannot honour are refused.
 		{name: "eval a translation run with --data", files: translationFiles(), setup: translationRun,
