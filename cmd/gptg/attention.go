@@ -14,17 +14,26 @@ import (
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
+	"github.com/gptg/gptg/translate"
 )
 
 var attentionCommand = command{
 	summary: "show the attention weights of every block and head over a text",
-	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--out FILE.png|FILE.svg] [--format text|png|svg]
+	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--target TEXT] [--out FILE.png|FILE.svg] [--format text|png|svg]
 
 Runs the model on TEXT (at most the context; a longer text keeps its last
 context tokens) and shows, for every block and head, the attention weights:
 row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
 A run folder stands for its model.safetensors.
+
+For a translation model (encoder–decoder), TEXT is a source sentence and
+the figure has three kinds of maps per block and head: the encoder's
+self-attention over the source words (and <eos>), the decoder's causal
+self-attention over <sos> and the translation's words, and the
+cross-attention alignment: one row per target word being written, one
+column per source word. The translation is the model's own greedy one,
+or --target's.
 
 As text, every block and head is a table printed to stdout. As a picture
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
@@ -33,6 +42,8 @@ as ¶), one colour scale, 0 to 1, for all, and a colour bar.
 
 Flags:
   --text TEXT             the text to look at (required)
+  --target TEXT           a translation model's target sentence (default:
+                          its own greedy translation of --text)
   --out FILE              the picture to write; its extension, .png or .svg,
                           is its format (- with --format png|svg: stdout)
   --format text|png|svg   text (the default without --out) prints tables;
@@ -48,6 +59,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
+	target := fs.String("target", "", "")
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
@@ -75,6 +87,15 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
+	}
+	if translate.IsTranslationFile(model) {
+		if flagGiven(fs, "target") && strings.TrimSpace(*target) == "" {
+			return usagef("--target is empty; leave it out to see the model's own translation")
+		}
+		return translationAttention(model, *text, *target, *format, *out, backend(*threads), stdout)
+	}
+	if flagGiven(fs, "target") {
+		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "running") })
 	if err != nil {
@@ -112,7 +133,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		for b := range maps {
 			for h, mat := range maps[b] {
 				fmt.Fprintf(stdout, "block %d, head %d\n", b, h)
-				printMatrix(stdout, labels, mat)
+				printMatrix(stdout, labels, labels, mat)
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -122,7 +143,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		labels[i] = tokenLabel(l)
 	}
 	shown := m.Vocab.Decode(ids) // what the heatmaps show: the last context tokens
-	picture, err := attentionPicture(maps, labels, figureTitle{model: m.Path, text: shown}, *format)
+	picture, err := attentionPicture(squarePanels(maps, labels), figureTitle{model: m.Path, text: shown}, *format)
 	if err != nil {
 		return err
 	}
@@ -178,19 +199,21 @@ func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix
 	return s.Attention(ids)
 }
 
-func printMatrix(w io.Writer, labels []string, m matrix) {
+// printMatrix prints a head's weights as a table, rows labelled by the
+// positions looking, columns by the positions looked at.
+func printMatrix(w io.Writer, rows, cols []string, m matrix) {
 	width := 5
-	for _, l := range labels {
+	for _, l := range append(append([]string(nil), rows...), cols...) {
 		width = max(width, len(l))
 	}
 	fmt.Fprintf(w, "%*s", width, "")
-	for _, l := range labels {
+	for _, l := range cols {
 		fmt.Fprintf(w, " %*s", width, l)
 	}
 	fmt.Fprintln(w)
-	for i, l := range labels {
+	for i, l := range rows {
 		var row strings.Builder
-		for j := range labels {
+		for j := range cols {
 			fmt.Fprintf(&row, " %*.3f", width, m.At(i, j))
 		}
 		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
