@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 )
@@ -26,7 +28,8 @@ row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
 A run folder stands for its model.safetensors.
 
-As text, every block and head is a table printed to stdout. As a picture
+As text, every block and head is a table printed to stdout, its columns
+in bands that fit the terminal (80 columns on a pipe). As a picture
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
 column per head, with the tokens on both axes (a space shows as ·, a newline
 as ¶), one colour scale, 0 to 1, for all, and a colour bar.
@@ -112,7 +115,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		for b := range maps {
 			for h, mat := range maps[b] {
 				fmt.Fprintf(stdout, "block %d, head %d\n", b, h)
-				printMatrix(stdout, labels, mat)
+				printMatrix(stdout, labels, mat, terminal.Width(stdout))
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -178,21 +181,35 @@ func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix
 	return s.Attention(ids)
 }
 
-func printMatrix(w io.Writer, labels []string, m matrix) {
-	width := 5
+// printMatrix prints one head's weights, row i the position that looks,
+// column j the one it looks at, in bands of columns narrower than width (a
+// terminal's, 80 on a pipe): a 25-character text, 155 columns in one
+// piece, is two bands at 80. Every band repeats the row labels.
+func printMatrix(w io.Writer, labels []string, m matrix, width int) {
+	cell := 5 // "0.123"
 	for _, l := range labels {
-		width = max(width, len(l))
+		cell = max(cell, utf8.RuneCountInString(l))
 	}
-	fmt.Fprintf(w, "%*s", width, "")
-	for _, l := range labels {
-		fmt.Fprintf(w, " %*s", width, l)
-	}
-	fmt.Fprintln(w)
-	for i, l := range labels {
-		var row strings.Builder
-		for j := range labels {
-			fmt.Fprintf(&row, " %*.3f", width, m.At(i, j))
+	pad := func(s string) string { return strings.Repeat(" ", cell-utf8.RuneCountInString(s)) + s }
+	per := max(1, (width-1-cell)/(cell+1)) // columns per band, the last terminal column left free
+	for lo := 0; lo < len(labels); lo += per {
+		hi := min(len(labels), lo+per)
+		if lo > 0 || hi < len(labels) {
+			fmt.Fprintf(w, "columns %d–%d of %d\n", lo+1, hi, len(labels))
 		}
-		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
+		var line strings.Builder
+		line.WriteString(strings.Repeat(" ", cell))
+		for _, l := range labels[lo:hi] {
+			line.WriteString(" " + pad(l))
+		}
+		fmt.Fprintln(w, line.String())
+		for i, l := range labels {
+			line.Reset()
+			line.WriteString(pad(l))
+			for j := lo; j < hi; j++ {
+				line.WriteString(" " + pad(fmt.Sprintf("%.3f", m.At(i, j))))
+			}
+			fmt.Fprintln(w, line.String())
+		}
 	}
 }
