@@ -105,9 +105,14 @@ type Translation struct {
 	// CrossAttention holds each decoder block's cross-attention weights,
 	// (B·heads, T, S).
 	CrossAttention []*G.Node
-	Params         []*Param
-	Dropout        []*G.Node // masks filled by SetDropout; see Model.Dropout
-	dropoutP       float64
+	// CrossKeys and CrossValues are, in an encoder graph built with
+	// TranslationOptions.CrossKeys, each decoder block's cross-attention
+	// keys and values of the encoder's output, rows (B·S, C): what the
+	// decoder's step graph (translatestep.go) reads for every word.
+	CrossKeys, CrossValues []*G.Node
+	Params                 []*Param
+	Dropout                []*G.Node // masks filled by SetDropout; see Model.Dropout
+	dropoutP               float64
 	// Fused is the fused emitter of the decoder's rows, which a program
 	// running the graph asks for its team and memory; nil unfused.
 	Fused *fused.Emitter
@@ -124,6 +129,9 @@ type TranslationOptions struct {
 	// (B·S, C): translation runs the encoder once per sentence and the
 	// decoder once per word.
 	Part string
+	// CrossKeys adds to an encoder graph each decoder block's
+	// cross-attention keys and values of its output (Translation.CrossKeys).
+	CrossKeys bool
 	// Memory lends the fused ops' buffers (see Options.Memory).
 	Memory *fused.Memory
 	Backend
@@ -212,6 +220,14 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 		m.Memory = t.layerNorm("encoder.norm", x)
 	}
 	if o.Part == "encoder" {
+		if o.CrossKeys {
+			C := spec.Embedding
+			for i := 0; i < spec.DecoderBlocks; i++ {
+				name := fmt.Sprintf("decoder.%d.cross", i)
+				m.CrossKeys = append(m.CrossKeys, t.linear(name+".k", m.Memory, C, C))
+				m.CrossValues = append(m.CrossValues, t.linear(name+".v", m.Memory, C, C))
+			}
+		}
 		m.Params, m.Dropout = b.params, b.masks
 		return m, nil
 	}

@@ -67,6 +67,10 @@ out = "runs/toy"
 	}
 	out = ok(t, dir, "translate", run, "--text", "a1 a2 zzz", "--beam", "3", "--verbose")
 	contains("translate --beam 3", out, "# source: a1 a2 <unk>")
+	// Without the cache: the same translations, to the digits printed.
+	if nc := ok(t, dir, "translate", run, "--text", "a1 a2 zzz", "--beam", "3", "--verbose", "--no-cache"); nc != out {
+		t.Errorf("translate --no-cache gave\n%s\nwith the cache:\n%s", nc, out)
+	}
 	contains("eval", ok(t, dir, "eval", run, "--show", "1"), "test loss ", "source:", "reference:", "greedy:", "BLEU = ")
 	contains("inspect", ok(t, dir, "inspect", run), "arch: encoder-decoder", "tgt_tok.weight", "decoder.0.cross.q.weight")
 	contains("graph", ok(t, dir, "graph", "toy.toml"), "encoder.0.att.q.weight", "graph nodes")

@@ -64,6 +64,7 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 		keep = append(keep, m.Loss)
 	}
 	keep = append(keep, m.CrossAttention...)
+	keep = append(append(keep, m.CrossKeys...), m.CrossValues...)
 	fused.PlanMemory(m.G, keep)
 	var opts []G.VMOpt
 	if m.Fused != nil {
