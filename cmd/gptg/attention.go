@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/translate"
@@ -27,6 +29,7 @@ row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
 A run folder stands for its model.safetensors.
 
+<<<<<<< HEAD
 For a translation model (encoder–decoder), TEXT is a source sentence and
 the figure has three kinds of maps per block and head: the encoder's
 self-attention over the source words (and <eos>), the decoder's causal
@@ -36,6 +39,10 @@ column per source word. The translation is the model's own greedy one,
 or --target's.
 
 As text, every block and head is a table printed to stdout. As a picture
+=======
+As text, every block and head is a table printed to stdout, its columns
+in bands that fit the terminal (80 columns on a pipe). As a picture
+>>>>>>> main
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
 column per head, with the tokens on both axes (a space shows as ·, a newline
 as ¶), one colour scale, 0 to 1, for all, and a colour bar.
@@ -133,7 +140,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		for b := range maps {
 			for h, mat := range maps[b] {
 				fmt.Fprintf(stdout, "block %d, head %d\n", b, h)
-				printMatrix(stdout, labels, labels, mat)
+				printMatrix(stdout, labels, labels, mat, terminal.Width(stdout))
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -199,23 +206,36 @@ func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix
 	return s.Attention(ids)
 }
 
-// printMatrix prints a head's weights as a table, rows labelled by the
-// positions looking, columns by the positions looked at.
-func printMatrix(w io.Writer, rows, cols []string, m matrix) {
-	width := 5
+// printMatrix prints one head's weights, row i the position that looks
+// (rows[i]), column j the one it looks at (cols[j]), in bands of columns
+// narrower than width (a terminal's, 80 on a pipe): a 25-character text,
+// 155 columns in one piece, is two bands at 80. Every band repeats the row
+// labels.
+func printMatrix(w io.Writer, rows, cols []string, m matrix, width int) {
+	cell := 5 // "0.123"
 	for _, l := range append(append([]string(nil), rows...), cols...) {
-		width = max(width, len(l))
+		cell = max(cell, utf8.RuneCountInString(l))
 	}
-	fmt.Fprintf(w, "%*s", width, "")
-	for _, l := range cols {
-		fmt.Fprintf(w, " %*s", width, l)
-	}
-	fmt.Fprintln(w)
-	for i, l := range rows {
-		var row strings.Builder
-		for j := range cols {
-			fmt.Fprintf(&row, " %*.3f", width, m.At(i, j))
+	pad := func(s string) string { return strings.Repeat(" ", cell-utf8.RuneCountInString(s)) + s }
+	per := max(1, (width-1-cell)/(cell+1)) // columns per band, the last terminal column left free
+	for lo := 0; lo < len(cols); lo += per {
+		hi := min(len(cols), lo+per)
+		if lo > 0 || hi < len(cols) {
+			fmt.Fprintf(w, "columns %d–%d of %d\n", lo+1, hi, len(cols))
 		}
-		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
+		var line strings.Builder
+		line.WriteString(strings.Repeat(" ", cell))
+		for _, l := range cols[lo:hi] {
+			line.WriteString(" " + pad(l))
+		}
+		fmt.Fprintln(w, line.String())
+		for i, l := range rows {
+			line.Reset()
+			line.WriteString(pad(l))
+			for j := lo; j < hi; j++ {
+				line.WriteString(" " + pad(fmt.Sprintf("%.3f", m.At(i, j))))
+			}
+			fmt.Fprintln(w, line.String())
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -49,7 +50,7 @@ func translationAttention(path, text, target, format, out string, be graph.Backe
 		for _, row := range panels {
 			for _, p := range row {
 				fmt.Fprintf(stdout, "%s (rows: %s; columns: %s)\n", p.title, p.yName, p.xName)
-				printMatrix(stdout, p.rows, p.cols, p.m)
+				printMatrix(stdout, p.rows, p.cols, p.m, terminal.Width(stdout))
 				fmt.Fprintln(stdout)
 			}
 		}
