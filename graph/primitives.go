@@ -9,8 +9,9 @@ import (
 
 // primitives is the emitter that composes every layer from Gorgonia's own
 // operations, differentiated by Gorgonia: the readable specification of
-// what the fused kernels compute (see emitter.go). The traps it steps
-// around are in ../shared/docs/gorgonia-notes.md and the comments below.
+// what the fused kernels compute (see emitter.go). The Gorgonia traps it
+// steps around are listed in docs/architecture.md and explained in the
+// comments below.
 type primitives struct {
 	g              *G.ExprGraph
 	dt             tensor.Dtype
@@ -119,7 +120,8 @@ func (e *primitives) LayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 // CrossEntropy gathers each row's log-probability of its target from the
 // log-probabilities flattened to one column (N·V, 1), at r·V + target
 // (targetIndex): ByIndices along the last axis differentiates wrongly
-// (../shared/docs/gorgonia-notes.md, trap 3), along the first it is right.
+// (a Gorgonia v0.9.18 trap, docs/architecture.md), along the first it is
+// right.
 func (e *primitives) CrossEntropy(logits, targets *G.Node) *G.Node {
 	N, V := logits.Shape()[0], logits.Shape()[1]
 	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
