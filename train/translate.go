@@ -141,11 +141,17 @@ func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, 
 func (tr *translation) perEpoch() int { return len(tr.train.Epoch(0, 0)) }
 
 // total is the number of steps: train.max_steps, or train.epochs passes.
-func (tr *translation) total() int {
-	if tr.cfg.Train.MaxSteps > 0 {
-		return tr.cfg.Train.MaxSteps
+func (tr *translation) total() int { return TranslationSteps(tr.cfg, tr.perEpoch()) }
+
+// TranslationSteps is the number of steps a translation run of cfg takes
+// when an epoch is perEpoch batches: train.max_steps, or train.epochs
+// passes. Step s trains on batch s % perEpoch of
+// Batcher.Epoch(train.seed, s / perEpoch).
+func TranslationSteps(cfg *config.Config, perEpoch int) int {
+	if cfg.Train.MaxSteps > 0 {
+		return cfg.Train.MaxSteps
 	}
-	return max(1, int(math.Round(tr.cfg.Train.Epochs*float64(tr.perEpoch()))))
+	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch))))
 }
 
 // loop trains for total steps, logging every log_every steps, evaluating

@@ -42,13 +42,15 @@ The defaults' output is built into gptg as data.path = "builtin:toy"
 prints what the length filter left out, the train/test split, the
 vocabularies, the share of UNK words and how much of a padded batch is
 padding. A malformed line is reported as FILE:LINE. With --out DIR it also
-writes the split and the vocabularies there (train.tsv, test.tsv,
-src.vocab, tgt.vocab), for a reference trainer to read the same data.
+writes the split, the vocabularies, the training run's batches in order and
+the resolved config there (train.tsv, test.tsv, src.vocab, tgt.vocab,
+batches.tsv, config.toml), for a reference trainer (bench/transref.py) to
+train on the same data in the same order.
 
 Flags:
   --out FILE       toy: where to write (required; folders are created; - for
                    standard output); an existing file needs --force;
-                   pairs: a folder for the split and vocabularies
+                   pairs: a folder for the split, vocabularies and batches
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
   --force          replace an existing file

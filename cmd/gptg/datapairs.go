@@ -5,11 +5,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
 
 // runDataPairs reads a translation config's pairs corpus the way training
@@ -21,8 +23,10 @@ import (
 // reference trainer in another language to read the very same data:
 // train.tsv and test.tsv (line, source words, target words, source text,
 // target text, tab-separated; words are space-separated and read back with
-// the vocabularies, UNK where missing) and src.vocab and tgt.vocab (one
-// word per line, in id order: PAD, SOS, EOS, UNK first).
+// the vocabularies, UNK where missing), src.vocab and tgt.vocab (one
+// word per line, in id order: PAD, SOS, EOS, UNK first), batches.tsv (the
+// training run's batches, step by step) and config.toml (the config as
+// resolved, --set included): bench/transref.py trains on them.
 func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) error {
 	cfg, err := config.Load(cfgPath, sets)
 	if err != nil {
@@ -69,18 +73,55 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	resolved, err := cfg.TOML()
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
-		"src.vocab": []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
-		"tgt.vocab": []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+		"src.vocab":   []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
+		"tgt.vocab":   []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
+		"batches.tsv": batchesTSV(cfg, b),
+		"config.toml": resolved,
 	}
-	for _, name := range []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab"} {
+	names := []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", "batches.tsv", "config.toml"}
+	for _, name := range names {
 		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}
-	fmt.Fprintf(stdout, "wrote train.tsv, test.tsv, src.vocab and tgt.vocab to %s\n", out)
+	fmt.Fprintf(stdout, "wrote %s to %s\n", strings.Join(names, ", "), out)
 	return nil
+}
+
+// batchesTSV is the training run's batches in the order gptg train takes
+// them: a header line "# shapes S×T …" (the buckets' shapes, smallest
+// first), then one line per step: step (from 1), bucket, the indices of
+// the batch's pairs (0-based rows of train.tsv, space-separated).
+func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
+	var w strings.Builder
+	w.WriteString("# shapes")
+	for _, s := range b.Shapes() {
+		fmt.Fprintf(&w, " %d×%d", s.S, s.T)
+	}
+	w.WriteString("\n")
+	perEpoch := len(b.Epoch(0, 0))
+	var plans []pairs.Plan
+	for step := range train.TranslationSteps(cfg, perEpoch) {
+		if step%perEpoch == 0 {
+			plans = b.Epoch(uint64(cfg.Train.Seed), step/perEpoch)
+		}
+		p := plans[step%perEpoch]
+		fmt.Fprintf(&w, "%d\t%d\t", step+1, p.Bucket)
+		for i, k := range p.Pairs {
+			if i > 0 {
+				w.WriteByte(' ')
+			}
+			w.WriteString(strconv.Itoa(k))
+		}
+		w.WriteByte('\n')
+	}
+	return []byte(w.String())
 }
 
 // pairsTSV writes pairs as "line, source words, target words, source text,

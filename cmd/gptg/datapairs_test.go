@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,26 @@ func TestDataPairs(t *testing.T) {
 	c, err := pairs.Load("builtin:bible-en-es", pairs.Options{Split: 0.9, MinCount: 2, MinSource: 1, MaxSource: 24, MaxTarget: 32})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// batches.tsv is the run's batches in gptg train's order: 10 epochs of
+	// 369, each epoch the batcher's plan for (seed 42, epoch).
+	batches := read("batches.tsv")
+	b := pairs.NewBatcher(c.Train, 32, 24, 32, 1)
+	if batches[0] != "# shapes 25×33" || len(batches) != 1+3690 {
+		t.Fatalf("batches.tsv: header %q, %d lines; want \"# shapes 25×33\" and 3691", batches[0], len(batches))
+	}
+	for _, step := range []int{0, 1, 368, 369, 2000, 3689} {
+		plan := b.Epoch(42, step/369)[step%369]
+		var idx []string
+		for _, k := range plan.Pairs {
+			idx = append(idx, strconv.Itoa(k))
+		}
+		if want := fmt.Sprintf("%d\t0\t%s", step+1, strings.Join(idx, " ")); batches[1+step] != want {
+			t.Errorf("batches.tsv step %d: %.60q…, want %.60q…", step+1, batches[1+step], want)
+		}
+	}
+	if !slices.Contains(read("config.toml"), `max_target = 32`) || !slices.Contains(read("config.toml"), `schedule = "noam"`) {
+		t.Errorf("config.toml is not the resolved config:\n%s", strings.Join(read("config.toml"), "\n"))
 	}
 	for name, ps := range map[string][]pairs.Pair{"train.tsv": c.Train, "test.tsv": c.Test} {
 		rows := read(name)
