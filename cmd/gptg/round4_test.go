@@ -151,6 +151,9 @@ func round4Inputs(t *testing.T) []badInput {
 			}
 		}, args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "ckpt.pt: holds the entry ckpt/data/0 twice"},
 
+		{name: "sweep emit slurm --memory NaN", files: map[string]string{"sw/manifest.jsonl": ""},
+			args: []string{"sweep", "emit", "slurm", "sw", "--memory", "NaN"}, code: 2, msg: "--memory NaN must be a number of GiB from 0.25 to 1048576"},
+
 		// eval of a translation model: flags it cannot honour are refused.
 		{name: "eval a translation run with --data", files: translationFiles(), setup: translationRun,
 			args: []string{"eval", "runs/toy", "--data", tiny}, code: 2, msg: "--data is for language models: a translation model is evaluated on its run's test pairs"},

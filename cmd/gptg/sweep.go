@@ -299,6 +299,8 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		return usagef("--parallel %d must be positive (or 0 for all)", *parallel)
 	case *cpus < 1 || *cpus > 256:
 		return usagef("--cpus %d must be between 1 and 256", *cpus)
+	case !(*memory == 0 || *memory >= 0.25 && *memory <= 1<<20): // NaN too: it reached the script as --mem=-9223372036854775808M
+		return usagef("--memory %v must be a number of GiB from 0.25 to 1048576 (or 0: from the runs' estimates)", *memory)
 	}
 	entries, err := sweep.Load(dir)
 	if err != nil {
