@@ -291,7 +291,7 @@ func TestAttentionTextFits80Columns(t *testing.T) {
 			m.W[i*n+j] = 1 / float64(i+1)
 		}
 	}
-	printMatrix(&b, labels, m, 80)
+	printMatrix(&b, labels, labels, m, 80)
 	for _, line := range strings.Split(b.String(), "\n") {
 		if n := utf8.RuneCountInString(line); n >= 80 {
 			t.Errorf("a line of %d columns: %q", n, line)
