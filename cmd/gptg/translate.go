@@ -64,6 +64,9 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseLanguageModel(path, "translate"); err != nil {
+		return err
+	}
 	m, err := translate.Load(path)
 	if err != nil {
 		return err
