@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/translate"
 )
 
 // genRequest is the body of POST /api/generate.
@@ -23,6 +25,7 @@ type genRequest struct {
 	TopK        int      `json:"top_k"`
 	TopP        float64  `json:"top_p"`
 	Seed        *uint64  `json:"seed"`
+	Beam        int      `json:"beam"` // a translation run's beam width (0, 1: greedy)
 }
 
 // slot takes one of the model-running slots without waiting; false means
@@ -101,6 +104,10 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if translate.IsTranslationFile(model) {
+		s.translationGenerate(w, r, model, req)
+		return
+	}
 	smp, release, err := s.models.sampler(model, key)
 	if err != nil {
 		fail(w, err)
@@ -173,6 +180,10 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if translate.IsTranslationFile(model) {
+		s.translationAttention(w, model, text, r.URL.Query().Get("target"))
+		return
+	}
 	smp, release, err := s.models.sampler(model, key)
 	if err != nil {
 		fail(w, err)
@@ -193,6 +204,15 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	if T := m.Spec.Context; len(ids) > T { // as gptg attention: the last context tokens
 		cut = len(ids) - T
 		ids = ids[cut:]
+	}
+	// The answer holds blocks × heads × T² weights: bounded, so that one
+	// request cannot make a response of gigabytes (a 12-block, 12-head
+	// model over 1,024 tokens would be 151 million).
+	if per := m.Spec.Blocks * m.Spec.Heads; per*len(ids)*len(ids) > maxAttentionWeights {
+		most := int(math.Sqrt(float64(maxAttentionWeights / per)))
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the attention maps of %d tokens (%d blocks × %d heads × %d² weights) are more than the server answers at once (%d weights): give a text of at most %d tokens",
+			len(ids), m.Spec.Blocks, m.Spec.Heads, len(ids), maxAttentionWeights, most))
+		return
 	}
 	maps, err := smp.Attention(ids)
 	if err != nil {
@@ -236,5 +256,6 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("]}")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write([]byte(b.String()))
+	setWriteDeadline(w)
+	io.WriteString(w, b.String())
 }

@@ -241,6 +241,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, translationInputs(model)...)
 	rows = append(rows, hostileInputs(t)...)
 	rows = append(rows, serveInputs()...)
+	rows = append(rows, round4Inputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
