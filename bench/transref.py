@@ -47,6 +47,8 @@ for _i, _a in enumerate(sys.argv):
         _threads = sys.argv[_i + 1]
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = _threads
+if os.environ.get("TRANSREF_BLAS_THREADS"):  # OpenBLAS's own pool, when it should differ
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["TRANSREF_BLAS_THREADS"]
 # PyTorch as a tuned CPU deployment runs it: jemalloc keeping freed memory
 # (see ../shared/docs/pytorch-notes.md: with glibc's malloc every large
 # activation is handed back to the kernel and faulted in again each step).
