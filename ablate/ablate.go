@@ -384,7 +384,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		args = append(args, "--force")
 	}
 	event(kind)
-	if err := gptg(ctx, opts.Exe, nil, args...); err != nil {
+	if err := gptg(ctx, opts.Exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
 		if ctx.Err() != nil {
 			event("interrupted")
 			if kind == "fresh" && startedWithoutCheckpoint(r.Dir) {
@@ -454,8 +454,11 @@ func changed(dir string, cfg *config.Config) []string {
 	return out
 }
 
-// gptg runs the gptg binary; its last stderr line becomes the error.
-func gptg(ctx context.Context, exe string, stdout io.Writer, args ...string) error {
+// gptg runs the gptg binary. When it fails, its last stderr line (gptg's
+// one-line error) becomes the error; its whole stderr, which may hold more
+// (a panic's trace starts with its cause), is kept in logPath, which the
+// error names. A success removes an earlier failure's log.
+func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, args ...string) error {
 	cmd := exec.CommandContext(ctx, exe, args...)
 	// On Ctrl-C a training must save its checkpoint, not die mid-step:
 	// pass the interrupt on (the terminal may have sent it already) and
@@ -464,15 +467,32 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, args ...string) err
 	cmd.WaitDelay = time.Minute
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		if msg := strings.TrimSpace(lines[len(lines)-1]); msg != "" {
-			return errors.New(msg)
-		}
-		return fmt.Errorf("gptg %s: %v", args[0], err)
+	err := cmd.Run()
+	if err == nil {
+		os.Remove(logPath)
+		return nil
 	}
-	return nil
+	text := strings.TrimSpace(stderr.String())
+	lines := strings.Split(text, "\n")
+	msg := strings.TrimSpace(lines[len(lines)-1])
+	if msg == "" {
+		msg = fmt.Sprintf("gptg %s: %v", args[0], err)
+	}
+	if len(lines) > 1 && ctx.Err() == nil {
+		werr := os.MkdirAll(filepath.Dir(logPath), 0o755)
+		if werr == nil {
+			werr = os.WriteFile(logPath, []byte(text+"\n"), 0o644)
+		}
+		if werr == nil {
+			msg += fmt.Sprintf(" (its %d lines of error output: %s)", len(lines), logPath)
+		}
+	}
+	return errors.New(msg)
 }
+
+// stderrLog is where a failed command's whole error output is kept: beside
+// the run's folder, which the failure may not have made.
+func stderrLog(dir, what string) string { return dir + "." + what + ".stderr.log" }
 
 // measured is what measure keeps in a run folder, so that collecting a
 // table again does not repeat the prefix-only evaluation (half a minute
@@ -532,7 +552,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		var out bytes.Buffer
 		// Without --data, eval cuts the run's own corpus with the run's
 		// split and stride: the same test windows as the plain loss beside.
-		err = gptg(ctx, opts.Exe, &out, "eval", modelPath,
+		err = gptg(ctx, opts.Exe, &out, stderrLog(r.Dir, "eval"), "eval", modelPath,
 			"--batch", strconv.Itoa(cfg.Train.Batch), "--prefix-only")
 		if err != nil {
 			return fmt.Errorf("prefix-only evaluation: %v", err)

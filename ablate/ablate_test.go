@@ -207,3 +207,33 @@ func TestNotStarted(t *testing.T) {
 		t.Error("collect created a run folder")
 	}
 }
+
+// TestFailedRunKeepsItsErrorOutput: a run that fails with several lines
+// on stderr (a panic's trace begins with its cause, far from the last
+// line) gives its last line as the error, and keeps every line in the log
+// the error names; a later success removes that log.
+func TestFailedRunKeepsItsErrorOutput(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "fake-gptg")
+	script := "#!/bin/sh\n[ -e " + filepath.Join(dir, "ok") + " ] && exit 0\n" +
+		"echo 'panic: the cause' >&2\necho 'goroutine 1 [running]:' >&2\necho 'main.main()' >&2\necho 'gptg train: the last line' >&2\nexit 2\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := stderrLog(filepath.Join(dir, "out", "cfg", "seed-1"), "train")
+	err := gptg(context.Background(), exe, nil, log, "train")
+	if err == nil || !strings.HasPrefix(err.Error(), "gptg train: the last line") || !strings.Contains(err.Error(), log) {
+		t.Fatalf("error %v: want the last line and the log's path %s", err, log)
+	}
+	kept, rerr := os.ReadFile(log)
+	if rerr != nil || !strings.Contains(string(kept), "panic: the cause") || !strings.Contains(string(kept), "main.main()") {
+		t.Fatalf("the log holds %q (%v): want the whole error output", kept, rerr)
+	}
+	os.WriteFile(filepath.Join(dir, "ok"), nil, 0o644)
+	if err := gptg(context.Background(), exe, nil, log, "train"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(log); err == nil {
+		t.Error("the log of the earlier failure is still there after a success")
+	}
+}

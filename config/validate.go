@@ -3,12 +3,12 @@ package config
 import (
 	"cmp"
 	"fmt"
-	"github.com/gptg/gptg/internal/quote"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 
-	"github.com/gptg/gptg/corpus/builtin"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // Upper bounds that keep a typo (context = 320000) from turning into a
@@ -46,11 +46,11 @@ func (c *Config) validate(origin func(key string) string) error {
 			v.fail("data.url", "%q is not an http(s) URL (leave it empty to use data.path only)", d.URL)
 		}
 	}
-	if name, ok := builtin.Parse(d.Path); ok {
-		if _, ok := builtin.Lookup(name); !ok {
-			msg := fmt.Sprintf("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
+	if name, ok := parseBuiltin(d.Path); ok {
+		if !slices.Contains(BuiltinCorpora, name) {
+			msg := fmt.Sprintf("there is no built-in corpus %q (built in: %s)", name, strings.Join(BuiltinCorpora, ", "))
 			if g := suggestBuiltin(name); g != "" {
-				msg = fmt.Sprintf("%s; did you mean %q?", msg, builtin.Prefix+g)
+				msg = fmt.Sprintf("%s; did you mean %q?", msg, BuiltinPrefix+g)
 			}
 			v.fail("data.path", "%s", msg)
 		}
@@ -266,10 +266,10 @@ func isHex(s string, n int) bool {
 // suggestBuiltin guesses the built-in corpus a wrong name meant: a close
 // spelling, or a name that contains it ("shakespeare").
 func suggestBuiltin(name string) string {
-	if g := Suggest(name, builtin.Names()); g != "" {
+	if g := Suggest(name, BuiltinCorpora); g != "" {
 		return g
 	}
-	for _, n := range builtin.Names() {
+	for _, n := range BuiltinCorpora {
 		if len(name) >= 3 && strings.Contains(n, strings.ToLower(name)) {
 			return n
 		}

@@ -62,7 +62,9 @@ type Emitter interface {
 	// position (one-element tensor.Int) counts them, and mask (1,
 	// context+1) is the additive row over [cached rows…, the new
 	// position]: 0 for the valid rows and the new position, −1e9 for the
-	// others. Returns y (1, C), the heads side by side.
+	// others. Returns y (1, C), the heads side by side. The translation
+	// decoder's step graph runs B sequences at once: q, k, v (B, C),
+	// caches (B·context, C), y (B, C), every sequence at the same position.
 	CachedAttention(q, k, v, keys, values, position, mask *G.Node, scale float64) *G.Node
 }
 

@@ -9,8 +9,9 @@ import (
 
 // primitives is the emitter that composes every layer from Gorgonia's own
 // operations, differentiated by Gorgonia: the readable specification of
-// what the fused kernels compute (see emitter.go). The traps it steps
-// around are in ../shared/docs/gorgonia-notes.md and the comments below.
+// what the fused kernels compute (see emitter.go). The Gorgonia traps it
+// steps around are listed in docs/architecture.md and explained in the
+// comments below.
 type primitives struct {
 	g              *G.ExprGraph
 	dt             tensor.Dtype
@@ -66,12 +67,22 @@ func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {
 // last row and masks the invalid cached rows with the additive mask row,
 // so the cache rows past the count take no weight (their content is
 // whatever an earlier run left there, always finite).
+// With a batch of B sequences each sequence's caches (context rows) get
+// its own new row.
 func (e *primitives) CachedAttention(q, k, v, keys, values, _, mask *G.Node, scale float64) *G.Node {
-	C := q.Shape()[1]
-	keys = G.Must(G.Concat(0, keys, k)) // (context+1, C)
-	values = G.Must(G.Concat(0, values, v))
-	q, keys, values = e.splitHeads(q), e.splitHeads(keys), e.splitHeads(values) // (H, ·, C/H)
-	scores := G.Must(G.BatchedMatMul(q, keys, false, true))                     // (H, 1, context+1)
+	B, C := q.Shape()[0], q.Shape()[1]
+	T := keys.Shape()[0] / B
+	appendRow := func(cache, row *G.Node) *G.Node {
+		if B == 1 {
+			return G.Must(G.Concat(0, cache, row)) // (context+1, C)
+		}
+		cache = G.Must(G.Reshape(cache, tensor.Shape{B, T, C}))
+		row = G.Must(G.Reshape(row, tensor.Shape{B, 1, C}))
+		return G.Must(G.Reshape(G.Must(G.Concat(1, cache, row)), tensor.Shape{B * (T + 1), C}))
+	}
+	keys, values = appendRow(keys, k), appendRow(values, v)
+	q, keys, values = e.splitHeads(q), e.splitHeads(keys), e.splitHeads(values) // (B·H, ·, C/H)
+	scores := G.Must(G.BatchedMatMul(q, keys, false, true))                     // (B·H, 1, context+1)
 	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
 	scores = G.Must(G.BroadcastAdd(scores, mask, nil, []byte{0}))
 	return e.mergeHeads(G.Must(G.BatchedMatMul(e.softmax(scores), values)), C)
@@ -109,7 +120,8 @@ func (e *primitives) LayerNorm(x, w, bias *G.Node, eps float64) *G.Node {
 // CrossEntropy gathers each row's log-probability of its target from the
 // log-probabilities flattened to one column (N·V, 1), at r·V + target
 // (targetIndex): ByIndices along the last axis differentiates wrongly
-// (../shared/docs/gorgonia-notes.md, trap 3), along the first it is right.
+// (a Gorgonia v0.9.18 trap, docs/architecture.md), along the first it is
+// right.
 func (e *primitives) CrossEntropy(logits, targets *G.Node) *G.Node {
 	N, V := logits.Shape()[0], logits.Shape()[1]
 	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))

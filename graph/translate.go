@@ -103,11 +103,18 @@ type Translation struct {
 	Logits                             *G.Node // (B·T, V)
 	Loss                               *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
-	// (B·heads, T, S).
-	CrossAttention []*G.Node
-	Params         []*Param
-	Dropout        []*G.Node // masks filled by SetDropout; see Model.Dropout
-	dropoutP       float64
+	// (B·heads, T, S); EncoderAttention each encoder block's
+	// self-attention weights (B·heads, S, S) and DecoderAttention each
+	// decoder block's (B·heads, T, T): what gptg attention draws.
+	CrossAttention, EncoderAttention, DecoderAttention []*G.Node
+	// CrossKeys and CrossValues are, in an encoder graph built with
+	// TranslationOptions.CrossKeys, each decoder block's cross-attention
+	// keys and values of the encoder's output, rows (B·S, C): what the
+	// decoder's step graph (translatestep.go) reads for every word.
+	CrossKeys, CrossValues []*G.Node
+	Params                 []*Param
+	Dropout                []*G.Node // masks filled by SetDropout; see Model.Dropout
+	dropoutP               float64
 	// Fused is the fused emitter of the decoder's rows, which a program
 	// running the graph asks for its team and memory; nil unfused.
 	Fused *fused.Emitter
@@ -124,6 +131,9 @@ type TranslationOptions struct {
 	// (B·S, C): translation runs the encoder once per sentence and the
 	// decoder once per word.
 	Part string
+	// CrossKeys adds to an encoder graph each decoder block's
+	// cross-attention keys and values of its output (Translation.CrossKeys).
+	CrossKeys bool
 	// Memory lends the fused ops' buffers (see Options.Memory).
 	Memory *fused.Memory
 	Backend
@@ -207,11 +217,21 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 		m.Src = G.NewVector(g, tensor.Int, G.WithShape(B*S), G.WithName("src"))
 		x := t.dropout(t.embedding("src", m.Src, S))
 		for i := 0; i < spec.EncoderBlocks; i++ {
-			x = t.encoderBlock(fmt.Sprintf("encoder.%d", i), x, m.SrcMask)
+			var w *G.Node
+			x, w = t.encoderBlock(fmt.Sprintf("encoder.%d", i), x, m.SrcMask)
+			m.EncoderAttention = append(m.EncoderAttention, w)
 		}
 		m.Memory = t.layerNorm("encoder.norm", x)
 	}
 	if o.Part == "encoder" {
+		if o.CrossKeys {
+			C := spec.Embedding
+			for i := 0; i < spec.DecoderBlocks; i++ {
+				name := fmt.Sprintf("decoder.%d.cross", i)
+				m.CrossKeys = append(m.CrossKeys, t.linear(name+".k", m.Memory, C, C))
+				m.CrossValues = append(m.CrossValues, t.linear(name+".v", m.Memory, C, C))
+			}
+		}
 		m.Params, m.Dropout = b.params, b.masks
 		return m, nil
 	}
@@ -219,9 +239,10 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	m.DecIn = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_in"))
 	y := t.dropout(t.embedding("tgt", m.DecIn, T))
 	for i := 0; i < spec.DecoderBlocks; i++ {
-		var w *G.Node
-		y, w = t.decoderBlock(fmt.Sprintf("decoder.%d", i), y, m.Memory, m.SrcMask)
-		m.CrossAttention = append(m.CrossAttention, w)
+		var self, cross *G.Node
+		y, self, cross = t.decoderBlock(fmt.Sprintf("decoder.%d", i), y, m.Memory, m.SrcMask)
+		m.DecoderAttention = append(m.DecoderAttention, self)
+		m.CrossAttention = append(m.CrossAttention, cross)
 	}
 	y = t.layerNorm("decoder.norm", y)
 	m.Logits = t.output(y)
@@ -285,22 +306,25 @@ func Sinusoidal(T, C int) []float64 {
 }
 
 // encoderBlock: self-attention over the source (PAD keys masked), then
-// the feed-forward layer, each wrapped by sub.
-func (t *translator) encoderBlock(name string, x, srcMask *G.Node) *G.Node {
+// the feed-forward layer, each wrapped by sub. It returns the block's
+// output and the self-attention weights.
+func (t *translator) encoderBlock(name string, x, srcMask *G.Node) (out, self *G.Node) {
 	x = t.sub(name+".norm1", x, func(in *G.Node) *G.Node {
-		y, _ := t.attention(name+".att", in, in, srcMask)
+		var y *G.Node
+		y, self = t.attention(name+".att", in, in, srcMask)
 		return y
 	})
-	return t.sub(name+".norm2", x, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) })
+	return t.sub(name+".norm2", x, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), self
 }
 
 // decoderBlock: causal self-attention over the target, cross-attention
 // from the target to the encoder's output (PAD sources masked), then the
-// feed-forward layer. It returns the block's output and the cross-attention
-// weights.
-func (t *translator) decoderBlock(name string, y, memory, srcMask *G.Node) (out, cross *G.Node) {
+// feed-forward layer. It returns the block's output and the self- and
+// cross-attention weights.
+func (t *translator) decoderBlock(name string, y, memory, srcMask *G.Node) (out, self, cross *G.Node) {
 	y = t.sub(name+".norm1", y, func(in *G.Node) *G.Node {
-		a, _ := t.attention(name+".att", in, in, nil)
+		var a *G.Node
+		a, self = t.attention(name+".att", in, in, nil)
 		return a
 	})
 	y = t.sub(name+".norm2", y, func(in *G.Node) *G.Node {
@@ -308,7 +332,7 @@ func (t *translator) decoderBlock(name string, y, memory, srcMask *G.Node) (out,
 		a, cross = t.attention(name+".cross", in, memory, srcMask)
 		return a
 	})
-	return t.sub(name+".norm3", y, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), cross
+	return t.sub(name+".norm3", y, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), self, cross
 }
 
 // sub wraps a sub-layer f with its residual connection, its LayerNorm

@@ -60,3 +60,24 @@ func Float64sInto(dst []float64, v G.Value) []float64 {
 	}
 	return append(dst[:0], Float64s(v)...)
 }
+
+// Matrix is one head's n×n attention weights, row-major: row i is the
+// position that looks, column j the position it looks at. A translation
+// model's cross-attention is N rows (target positions) by K columns
+// (source positions); K = 0 means square.
+type Matrix struct {
+	N int
+	K int
+	W []float64
+}
+
+// Cols is the number of columns: the positions looked at.
+func (m Matrix) Cols() int {
+	if m.K == 0 {
+		return m.N
+	}
+	return m.K
+}
+
+// At is the weight position i gives position j.
+func (m Matrix) At(i, j int) float64 { return m.W[i*m.Cols()+j] }

@@ -2,15 +2,8 @@ package sample
 
 import "github.com/gptg/gptg/graph"
 
-// Matrix is one head's n×n attention weights, row-major: row i is the
-// position that looks, column j the position it looks at.
-type Matrix struct {
-	N int
-	W []float64
-}
-
-// At is the weight position i gives position j.
-func (m Matrix) At(i, j int) float64 { return m.W[i*m.N+j] }
+// Matrix is one head's attention weights (graph.Matrix).
+type Matrix = graph.Matrix
 
 // Attention runs the model on ids (at most the context; the caller keeps
 // the last ones) and returns maps[b][h], the weights of block b, head h

@@ -124,7 +124,13 @@ func TestSIGTERMWhileLoading(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // well inside the load of 96 MB
+	// The signal goes when gptg is reading the corpus, however busy the
+	// machine: a fixed delay landed before the signal handler or after the
+	// load when the machine was loaded.
+	if err := waitReading(cmd.Process.Pid, data, time.Minute); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("%v; stderr %q", err, stderr.String())
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -137,11 +143,34 @@ func TestSIGTERMWhileLoading(t *testing.T) {
 		if !strings.Contains(stderr.String(), "interrupted while loading") {
 			t.Errorf("stderr %q", stderr.String())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // the whole load takes ~1 s on an idle core
 		cmd.Process.Kill()
-		t.Fatal("still running 5 s after SIGTERM")
+		t.Fatal("still running 30 s after SIGTERM")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run")); err == nil {
 		t.Error("the run folder was made")
 	}
+}
+
+// waitReading waits until process pid holds path open with its offset past
+// the start: it is inside the corpus loader, which keeps the file open from
+// its first read to its last.
+func waitReading(pid int, path string, limit time.Duration) error {
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		entries, err := os.ReadDir(fds)
+		if err != nil {
+			return fmt.Errorf("gptg ended before reading %s: %v", path, err)
+		}
+		for _, e := range entries {
+			if target, _ := os.Readlink(filepath.Join(fds, e.Name())); target != path {
+				continue
+			}
+			info, _ := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, e.Name()))
+			if pos, ok := strings.CutPrefix(string(info), "pos:"); ok && strings.TrimSpace(strings.SplitN(pos, "\n", 2)[0]) != "0" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("gptg did not start reading %s within %v", path, limit)
 }

@@ -13,19 +13,28 @@ import (
 
 // Translator decodes sentences with a Model: the encoder runs once per
 // sentence, then the decoder once per target word over every beam at once.
-// Graphs are static, so one is built per source length (and beam width)
-// the first time it is needed and kept.
+// By default the decoder is the step graph (graph.TranslationStep): the
+// encoder also gives the cross-attention keys and values of its output,
+// and each word costs the decoder one position, its self-attention keys
+// and values cached. With Recompute it is the whole decoder graph, rerun
+// over every word so far for each new one: the same translations (a
+// test), for comparison. Graphs are static, so one is built per source
+// length (and number of rows) the first time it is needed and kept.
 type Translator struct {
 	*Model
 	Backend graph.Backend
-	enc     map[[2]int]*tape.TranslationProgram // by (rows, source length S)
-	dec     map[[2]int]*tape.TranslationProgram // by (rows, S): beams, or sentences
+	// Recompute decodes without the cache.
+	Recompute bool
+	enc       map[[2]int]*tape.TranslationProgram     // by (rows, source length S)
+	dec       map[[2]int]*tape.TranslationProgram     // by (rows, S): beams, or sentences
+	step      map[[2]int]*tape.TranslationStepProgram // by (rows, S)
 }
 
 // NewTranslator prepares m for decoding.
 func NewTranslator(m *Model, be graph.Backend) *Translator {
 	return &Translator{Model: m, Backend: be,
-		enc: map[[2]int]*tape.TranslationProgram{}, dec: map[[2]int]*tape.TranslationProgram{}}
+		enc: map[[2]int]*tape.TranslationProgram{}, dec: map[[2]int]*tape.TranslationProgram{},
+		step: map[[2]int]*tape.TranslationStepProgram{}}
 }
 
 // Options of one translation.
@@ -42,6 +51,7 @@ type Options struct {
 type Result struct {
 	Source  []string // the source words as the model read them (<unk> for unknown ones)
 	Words   []string // the translation's words, without EOS
+	IDs     []int    // the translation's target ids, without EOS
 	Text    string   // the words joined back into a sentence
 	LogProb float64  // log p of the words and EOS under the model
 }
@@ -50,8 +60,9 @@ type Result struct {
 // than its positions hold): the caller's input, not a failure.
 var ErrInput = errors.New("cannot translate")
 
-// Translate decodes one sentence.
-func (tr *Translator) Translate(text string, o Options) (*Result, error) {
+// SourceIDs turns a sentence into the encoder's ids (its words, EOS),
+// refusing one the model cannot read.
+func (tr *Translator) SourceIDs(text string) ([]int, error) {
 	words := pairs.Tokenize(text)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("%w: the sentence has no words", ErrInput)
@@ -60,12 +71,21 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 	if tr.Spec.Positions == "learned" && len(src) > tr.Spec.MaxLen {
 		return nil, fmt.Errorf("%w: the sentence has %d words; this model (learned positions) reads at most %d", ErrInput, len(words), tr.Spec.MaxLen-1)
 	}
-	beam := max(1, o.Beam)
-	memory, err := tr.encode(1, src)
+	return src, nil
+}
+
+// Translate decodes one sentence.
+func (tr *Translator) Translate(text string, o Options) (*Result, error) {
+	src, err := tr.SourceIDs(text)
 	if err != nil {
 		return nil, err
 	}
-	hyp, err := tr.search(src, memory, beam, o.Alpha)
+	beam := max(1, o.Beam)
+	d, err := tr.decoding(src, 1, beam)
+	if err != nil {
+		return nil, err
+	}
+	hyp, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, beam, o.Alpha)
 	if err != nil {
 		return nil, err
 	}
@@ -73,14 +93,19 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 	for _, id := range src[:len(src)-1] {
 		r.Source = append(r.Source, tr.Src.Words()[id])
 	}
+	r.IDs = hyp.ids
+	if n := len(r.IDs); n > 0 && r.IDs[n-1] == pairs.EOS {
+		r.IDs = r.IDs[:n-1]
+	}
 	r.Words = tr.Tgt.Decode(hyp.ids)
 	r.Text = pairs.Detokenize(r.Words)
 	return r, nil
 }
 
 // encode runs the encoder over rows sentences' ids (EOS included, PAD
-// after it), rows·S ids, and returns its output rows (rows·S, C).
-func (tr *Translator) encode(rows int, src []int) ([]float64, error) {
+// after it), rows·S ids, and returns its program, whose Memory (and,
+// cached, CrossKeys and CrossValues) hold the results.
+func (tr *Translator) encode(rows int, src []int) (*tape.TranslationProgram, error) {
 	S := len(src) / rows
 	p, ok := tr.enc[[2]int{rows, S}]
 	if !ok {
@@ -93,7 +118,7 @@ func (tr *Translator) encode(rows int, src []int) ([]float64, error) {
 	if err := p.Run(src, nil, nil); err != nil {
 		return nil, err
 	}
-	return graph.Float64s(p.Memory.Value()), nil
+	return p, nil
 }
 
 // targetLen is the decoder graph's length: the longest translation the
@@ -109,7 +134,8 @@ func (tr *Translator) targetLen() int {
 // build compiles one forward graph of the model and loads its weights.
 func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram, error) {
 	m, err := graph.BuildTranslation(tr.Spec, graph.TranslationOptions{
-		Batch: batch, SrcLen: S, TgtLen: tr.targetLen(), Part: part, Backend: tr.Backend})
+		Batch: batch, SrcLen: S, TgtLen: tr.targetLen(), Part: part, Backend: tr.Backend,
+		CrossKeys: part == "encoder" && !tr.Recompute})
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +145,149 @@ func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram
 	return tape.CompileTranslation(m, false)
 }
 
+// decoding runs the encoder over src, the ids of sentences sentences of
+// equal length S (EOS, PAD after), and returns the decoder ready for the
+// first word of rows rows: one per sentence, or rows beams of one
+// sentence.
+func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error) {
+	enc, err := tr.encode(sentences, src)
+	if err != nil {
+		return nil, err
+	}
+	// Each beam row reads its sentence's encoder output.
+	repeat := func(x []float64) []float64 {
+		if sentences == rows {
+			return x
+		}
+		out := make([]float64, 0, rows*len(x))
+		for range rows {
+			out = append(out, x...)
+		}
+		return out
+	}
+	rowsSrc := src
+	if sentences != rows {
+		rowsSrc = make([]int, 0, rows*len(src))
+		for range rows {
+			rowsSrc = append(rowsSrc, src...)
+		}
+	}
+	S, T := len(src)/sentences, tr.targetLen()
+	key := [2]int{rows, S}
+	if tr.Recompute {
+		p, ok := tr.dec[key]
+		if !ok {
+			if p, err = tr.build(rows, S, "decoder"); err != nil {
+				return nil, err
+			}
+			tr.dec[key] = p
+		}
+		if err := p.SetMemory(repeat(graph.Float64s(enc.Memory.Value()))); err != nil {
+			return nil, err
+		}
+		return &recomputed{p: p, src: rowsSrc, decIn: make([]int, rows*T), T: T}, nil
+	}
+	p, ok := tr.step[key]
+	if !ok {
+		m, err := graph.BuildTranslationStep(tr.Spec, rows, S, T, tr.Backend)
+		if err != nil {
+			return nil, err
+		}
+		if err := tr.Apply(m.Params); err != nil {
+			return nil, err
+		}
+		if p, err = tape.CompileTranslationStep(m); err != nil {
+			return nil, err
+		}
+		tr.step[key] = p
+	}
+	var keys, values [][]float64
+	for i := range enc.CrossKeys {
+		keys = append(keys, repeat(graph.Float64s(enc.CrossKeys[i].Value())))
+		values = append(values, repeat(graph.Float64s(enc.CrossValues[i].Value())))
+	}
+	if err := p.Start(rowsSrc, keys, values); err != nil {
+		return nil, err
+	}
+	return &cached{p: p, tokens: make([]int, rows)}, nil
+}
+
+// decoding is the decoder's side of a search over rows hypotheses, all
+// of the same length: next returns the logits (rows, V) of the word after
+// each row's words. Row r's words are row parents[r]'s of the previous
+// call and one more word, last[r] (parents nil: every row continues
+// itself; on the first call there are no words yet).
+type decoding interface {
+	next(words [][]int, parents []int) ([]float64, error)
+}
+
+// cached decodes with the step graph: one position per word.
+type cached struct {
+	p      *tape.TranslationStepProgram
+	tokens []int
+}
+
+func (c *cached) next(words [][]int, parents []int) ([]float64, error) {
+	if parents != nil {
+		if err := c.p.Reorder(parents); err != nil {
+			return nil, err
+		}
+	}
+	for r := range c.tokens {
+		c.tokens[r] = pairs.SOS
+		if r < len(words) && len(words[r]) > 0 {
+			c.tokens[r] = words[r][len(words[r])-1]
+		}
+	}
+	if err := c.p.Step(c.tokens); err != nil {
+		return nil, err
+	}
+	return graph.Float64s(c.p.Logits.Value()), nil
+}
+
+// recomputed decodes with the whole decoder graph, rerun over every word
+// so far: each row is SOS and its words, PAD after them (the causal mask
+// keeps the PAD from mattering), and the row's logits at its last
+// position give the next word.
+type recomputed struct {
+	p     *tape.TranslationProgram
+	src   []int
+	decIn []int
+	T, at int // the decoder's length; the position of the next word's logits
+}
+
+func (d *recomputed) next(words [][]int, _ []int) ([]float64, error) {
+	rows, at := len(d.decIn)/d.T, d.at
+	if at >= d.T {
+		return nil, fmt.Errorf("decode: the decoder holds %d positions", d.T)
+	}
+	d.at++
+	clear(d.decIn)
+	for r := range rows {
+		d.decIn[r*d.T] = pairs.SOS
+		if r < len(words) {
+			copy(d.decIn[r*d.T+1:], words[r])
+		}
+	}
+	if err := d.p.Run(d.src, d.decIn, nil); err != nil {
+		return nil, err
+	}
+	logits := graph.Float64s(d.p.Logits.Value())
+	V := len(logits) / (rows * d.T)
+	out := make([]float64, 0, rows*V)
+	for r := range rows {
+		out = append(out, logits[(r*d.T+at)*V:(r*d.T+at+1)*V]...)
+	}
+	return out, nil
+}
+
 // hypothesis is one partial or finished translation: its ids after SOS
 // and the sum of their log-probabilities.
 type hypothesis struct {
-	ids  []int
-	logp float64
-	done bool // ends with EOS
+	ids    []int
+	logp   float64
+	done   bool // ends with EOS
+	parent int  // the live hypothesis it continues
 }
 
 // score ranks finished hypotheses: log p over the length penalty
@@ -133,56 +296,40 @@ func (h hypothesis) score(alpha float64) float64 {
 	return h.logp / math.Pow((5+float64(len(h.ids)))/6, alpha)
 }
 
-// search is beam search over the decoder (beam 1: greedy). At each step
-// every live hypothesis is one row of the decoder's batch: SOS and its
-// ids, PAD after them (the causal mask keeps the PAD from mattering); the
-// row's logits at its last position give the next word. The best beam
-// continuations by log p stay live; one that ends in EOS is finished. The
-// search stops when beam hypotheses are finished or the decoder's length
-// is reached; the best finished one (by score) wins, or, if none
-// finished, the best live one.
-func (tr *Translator) search(src []int, memory []float64, beam int, alpha float64) (hypothesis, error) {
-	S, T, V := len(src), tr.targetLen(), tr.Spec.TgtVocab
-	p, err := tr.decoder(beam, S)
-	if err != nil {
-		return hypothesis{}, err
-	}
-	rowsSrc := make([]int, 0, beam*S)
-	rowsMem := make([]float64, 0, beam*len(memory))
-	for range beam {
-		rowsSrc = append(rowsSrc, src...)
-		rowsMem = append(rowsMem, memory...)
-	}
-	if err := p.SetMemory(rowsMem); err != nil {
-		return hypothesis{}, err
-	}
+// search is beam search over the decoder (beam 1: greedy) for at most T
+// words. At each step every live hypothesis is one row of the decoder's
+// batch, whose logits give its next word. The best beam continuations by
+// log p stay live; one that ends in EOS is finished. The search stops
+// when beam hypotheses are finished or T words are written; the best
+// finished one (by score) wins, or, if none finished, the best live one.
+func search(d decoding, T, V, beam int, alpha float64) (hypothesis, error) {
 	live := []hypothesis{{}}
 	var finished []hypothesis
-	decIn := make([]int, beam*T)
+	var parents []int
 	logp := make([]float64, V)
+	words := make([][]int, beam)
 	for step := 0; step < T && len(live) > 0 && len(finished) < beam; step++ {
-		clear(decIn)
-		for k := range beam {
-			decIn[k*T] = pairs.SOS
+		for k := range words {
+			words[k] = nil
 			if k < len(live) {
-				copy(decIn[k*T+1:], live[k].ids)
+				words[k] = live[k].ids
 			}
 		}
-		if err := p.Run(rowsSrc, decIn, nil); err != nil {
+		logits, err := d.next(words, parents)
+		if err != nil {
 			return hypothesis{}, err
 		}
-		logits := graph.Float64s(p.Logits.Value())
 		var next []hypothesis
 		for k, h := range live {
-			row := logits[(k*T+step)*V : (k*T+step+1)*V]
-			logSoftmax(logp, row)
+			logSoftmax(logp, logits[k*V:(k+1)*V])
 			for _, id := range topK(logp, beam) {
 				ids := append(append([]int(nil), h.ids...), id)
-				next = append(next, hypothesis{ids: ids, logp: h.logp + logp[id], done: id == pairs.EOS || step == T-1})
+				next = append(next, hypothesis{ids: ids, logp: h.logp + logp[id], done: id == pairs.EOS || step == T-1, parent: k})
 			}
 		}
 		sort.SliceStable(next, func(i, j int) bool { return next[i].logp > next[j].logp })
 		live = live[:0]
+		parents = make([]int, beam)
 		for _, h := range next {
 			if len(live)+len(finished) >= beam {
 				break
@@ -190,6 +337,7 @@ func (tr *Translator) search(src []int, memory []float64, beam int, alpha float6
 			if h.done {
 				finished = append(finished, h)
 			} else {
+				parents[len(live)] = h.parent
 				live = append(live, h)
 			}
 		}
@@ -207,55 +355,29 @@ func (tr *Translator) search(src []int, memory []float64, beam int, alpha float6
 	return best, nil
 }
 
-// decoder returns the decoder graph of rows rows over sources of length S.
-func (tr *Translator) decoder(rows, S int) (*tape.TranslationProgram, error) {
-	key := [2]int{rows, S}
-	if p, ok := tr.dec[key]; ok {
-		return p, nil
-	}
-	p, err := tr.build(rows, S, "decoder")
-	if err != nil {
-		return nil, err
-	}
-	tr.dec[key] = p
-	return p, nil
-}
-
 // GreedyBatch translates a batch of sentences at once, greedily: rows·S
 // source ids (each row the sentence's ids, EOS, PAD after), as a
 // pairs.Batch holds them. It returns each row's translation ids, without
 // EOS.
 func (tr *Translator) GreedyBatch(rows int, src []int) ([][]int, error) {
-	S, T, V := len(src)/rows, tr.targetLen(), tr.Spec.TgtVocab
-	memory, err := tr.encode(rows, src)
+	T, V := tr.targetLen(), tr.Spec.TgtVocab
+	d, err := tr.decoding(src, rows, rows)
 	if err != nil {
-		return nil, err
-	}
-	p, err := tr.decoder(rows, S)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.SetMemory(memory); err != nil {
 		return nil, err
 	}
 	out := make([][]int, rows)
 	done := make([]bool, rows)
-	decIn := make([]int, rows*T)
-	for r := range rows {
-		decIn[r*T] = pairs.SOS
-	}
 	left := rows
 	for step := 0; step < T && left > 0; step++ {
-		if err := p.Run(src, decIn, nil); err != nil {
+		logits, err := d.next(out, nil)
+		if err != nil {
 			return nil, err
 		}
-		logits := graph.Float64s(p.Logits.Value())
 		for r := range rows {
 			if done[r] {
 				continue
 			}
-			row := logits[(r*T+step)*V : (r*T+step+1)*V]
-			id := topK(row, 1)[0]
+			id := topK(logits[r*V:(r+1)*V], 1)[0]
 			if id == pairs.EOS || step == T-1 {
 				done[r], left = true, left-1
 				if id != pairs.EOS {
@@ -264,9 +386,6 @@ func (tr *Translator) GreedyBatch(rows int, src []int) ([][]int, error) {
 				continue
 			}
 			out[r] = append(out[r], id)
-			if step+1 < T {
-				decIn[r*T+step+1] = id
-			}
 		}
 	}
 	return out, nil

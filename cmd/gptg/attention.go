@@ -8,17 +8,20 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
+	"github.com/gptg/gptg/translate"
 )
 
 var attentionCommand = command{
 	summary: "show the attention weights of every block and head over a text",
-	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--out FILE.png|FILE.svg] [--format text|png|svg]
+	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--target TEXT] [--out FILE.png|FILE.svg] [--format text|png|svg]
 
 Runs the model on TEXT (at most the context; a longer text keeps its last
 context tokens) and shows, for every block and head, the attention weights:
@@ -26,13 +29,28 @@ row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
 A run folder stands for its model.safetensors.
 
+<<<<<<< HEAD
+For a translation model (encoder–decoder), TEXT is a source sentence and
+the figure has three kinds of maps per block and head: the encoder's
+self-attention over the source words (and <eos>), the decoder's causal
+self-attention over <sos> and the translation's words, and the
+cross-attention alignment: one row per target word being written, one
+column per source word. The translation is the model's own greedy one,
+or --target's.
+
 As text, every block and head is a table printed to stdout. As a picture
+=======
+As text, every block and head is a table printed to stdout, its columns
+in bands that fit the terminal (80 columns on a pipe). As a picture
+>>>>>>> main
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
 column per head, with the tokens on both axes (a space shows as ·, a newline
 as ¶), one colour scale, 0 to 1, for all, and a colour bar.
 
 Flags:
   --text TEXT             the text to look at (required)
+  --target TEXT           a translation model's target sentence (default:
+                          its own greedy translation of --text)
   --out FILE              the picture to write; its extension, .png or .svg,
                           is its format (- with --format png|svg: stdout)
   --format text|png|svg   text (the default without --out) prints tables;
@@ -48,6 +66,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
+	target := fs.String("target", "", "")
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
@@ -75,6 +94,15 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
+	}
+	if translate.IsTranslationFile(model) {
+		if flagGiven(fs, "target") && strings.TrimSpace(*target) == "" {
+			return usagef("--target is empty; leave it out to see the model's own translation")
+		}
+		return translationAttention(model, *text, *target, *format, *out, backend(*threads), stdout)
+	}
+	if flagGiven(fs, "target") {
+		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "running") })
 	if err != nil {
@@ -112,7 +140,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		for b := range maps {
 			for h, mat := range maps[b] {
 				fmt.Fprintf(stdout, "block %d, head %d\n", b, h)
-				printMatrix(stdout, labels, mat)
+				printMatrix(stdout, labels, labels, mat, terminal.Width(stdout))
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -122,7 +150,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 		labels[i] = tokenLabel(l)
 	}
 	shown := m.Vocab.Decode(ids) // what the heatmaps show: the last context tokens
-	picture, err := attentionPicture(maps, labels, figureTitle{model: m.Path, text: shown}, *format)
+	picture, err := attentionPicture(squarePanels(maps, labels), figureTitle{model: m.Path, text: shown}, *format)
 	if err != nil {
 		return err
 	}
@@ -178,21 +206,36 @@ func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix
 	return s.Attention(ids)
 }
 
-func printMatrix(w io.Writer, labels []string, m matrix) {
-	width := 5
-	for _, l := range labels {
-		width = max(width, len(l))
+// printMatrix prints one head's weights, row i the position that looks
+// (rows[i]), column j the one it looks at (cols[j]), in bands of columns
+// narrower than width (a terminal's, 80 on a pipe): a 25-character text,
+// 155 columns in one piece, is two bands at 80. Every band repeats the row
+// labels.
+func printMatrix(w io.Writer, rows, cols []string, m matrix, width int) {
+	cell := 5 // "0.123"
+	for _, l := range append(append([]string(nil), rows...), cols...) {
+		cell = max(cell, utf8.RuneCountInString(l))
 	}
-	fmt.Fprintf(w, "%*s", width, "")
-	for _, l := range labels {
-		fmt.Fprintf(w, " %*s", width, l)
-	}
-	fmt.Fprintln(w)
-	for i, l := range labels {
-		var row strings.Builder
-		for j := range labels {
-			fmt.Fprintf(&row, " %*.3f", width, m.At(i, j))
+	pad := func(s string) string { return strings.Repeat(" ", cell-utf8.RuneCountInString(s)) + s }
+	per := max(1, (width-1-cell)/(cell+1)) // columns per band, the last terminal column left free
+	for lo := 0; lo < len(cols); lo += per {
+		hi := min(len(cols), lo+per)
+		if lo > 0 || hi < len(cols) {
+			fmt.Fprintf(w, "columns %d–%d of %d\n", lo+1, hi, len(cols))
 		}
-		fmt.Fprintf(w, "%*s%s\n", width, l, row.String())
+		var line strings.Builder
+		line.WriteString(strings.Repeat(" ", cell))
+		for _, l := range cols[lo:hi] {
+			line.WriteString(" " + pad(l))
+		}
+		fmt.Fprintln(w, line.String())
+		for i, l := range rows {
+			line.Reset()
+			line.WriteString(pad(l))
+			for j := lo; j < hi; j++ {
+				line.WriteString(" " + pad(fmt.Sprintf("%.3f", m.At(i, j))))
+			}
+			fmt.Fprintln(w, line.String())
+		}
 	}
 }

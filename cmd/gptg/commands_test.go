@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/sample"
 )
 
 // ok runs gptg and requires exit 0 and an empty stderr.
@@ -51,8 +53,42 @@ func TestGraphShakespeare(t *testing.T) {
 	if !bytes.HasPrefix(dot, []byte("digraph")) {
 		t.Errorf("g.dot starts with %q, want digraph", dot[:min(len(dot), 40)])
 	}
+	if bytes.Contains(dot, []byte("%!")) || bytes.Contains(dot, []byte("NIL")) {
+		t.Errorf("g.dot holds unformatted values (%%!s(NIL), Ptr: NIL): Gorgonia's runtime rows were not left out")
+	}
+	if regexp.MustCompile(`Node_0x[0-9a-f]+:Node_0x`).Match(dot) || !bytes.Contains(dot, []byte(":anchor->")) {
+		t.Errorf("g.dot's edges do not end at each node's anchor port (node:node:anchor makes Graphviz warn once per edge)")
+	}
+	if !strings.Contains(out, "dot -Tsvg g.dot") {
+		t.Errorf("the output does not say how to draw g.dot:\n%s", out)
+	}
 	if files := listFiles(t, dir); !slices.Equal(files, []string{"g.dot"}) {
 		t.Errorf("files written: %v, want only g.dot", files)
+	}
+
+	// --forward: the forward graph alone, fewer nodes, no gradient nodes.
+	nodes := func(out string) int {
+		for _, line := range strings.Split(out, "\n") {
+			if rest, ok := strings.CutPrefix(line, "graph nodes ("); ok {
+				n, err := strconv.Atoi(rest[strings.LastIndex(rest, " ")+1:])
+				if err == nil {
+					return n
+				}
+			}
+		}
+		t.Fatalf("no node count in:\n%s", out)
+		return 0
+	}
+	fwd := ok(t, dir, "graph", cfg, "--set", "model.vocab=65", "--dot", "f.dot", "--forward")
+	if !strings.Contains(fwd, "graph nodes (forward, batch 4)") || nodes(fwd) >= nodes(out) {
+		t.Errorf("--forward: %d nodes against %d for the whole graph:\n%s", nodes(fwd), nodes(out), fwd)
+	}
+	fdot, err := os.ReadFile(filepath.Join(dir, "f.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(fdot, []byte("digraph")) || len(fdot) >= len(dot) {
+		t.Errorf("f.dot: %d bytes against %d for the whole graph", len(fdot), len(dot))
 	}
 }
 
@@ -189,7 +225,10 @@ type table struct {
 	rows   [][]float64
 }
 
-// parseTables reads the output of gptg attention --format text.
+// parseTables reads the output of gptg attention --format text: after
+// each "block B, head H" title, one or more bands of columns ("columns
+// a–b of n" before each when there are several), each a line of labels and
+// a row per label.
 func parseTables(t *testing.T, out string) []table {
 	t.Helper()
 	var tables []table
@@ -198,24 +237,80 @@ func parseTables(t *testing.T, out string) []table {
 		if !strings.HasPrefix(lines[i], "block ") {
 			continue
 		}
-		tab := table{title: lines[i], labels: quotedPrefixes(t, lines[i+1])}
-		for _, line := range lines[i+2 : i+2+len(tab.labels)] {
-			// The row's label is quoted and may hold a space; the weights
-			// are the last fields.
-			f := strings.Fields(line)
-			var row []float64
-			for _, s := range f[len(f)-len(tab.labels):] {
-				w, err := strconv.ParseFloat(s, 64)
-				if err != nil {
-					t.Fatalf("row %q: %v", line, err)
-				}
-				row = append(row, w)
+		tab := table{title: lines[i]}
+		for i++; i < len(lines) && lines[i] != ""; {
+			if strings.HasPrefix(lines[i], "columns ") {
+				i++
 			}
-			tab.rows = append(tab.rows, row)
+			band := quotedPrefixes(t, lines[i])
+			tab.labels = append(tab.labels, band...)
+			for r := 0; ; r++ {
+				i++
+				if i >= len(lines) || lines[i] == "" || strings.HasPrefix(lines[i], "columns ") {
+					break
+				}
+				// The row's label is quoted and may hold a space; the
+				// weights are the last fields.
+				f := strings.Fields(lines[i])
+				if r == len(tab.rows) {
+					tab.rows = append(tab.rows, nil)
+				}
+				for _, s := range f[len(f)-len(band):] {
+					w, err := strconv.ParseFloat(s, 64)
+					if err != nil {
+						t.Fatalf("row %q: %v", lines[i], err)
+					}
+					tab.rows[r] = append(tab.rows[r], w)
+				}
+			}
+		}
+		if len(tab.rows) != len(tab.labels) {
+			t.Fatalf("%s: %d rows for %d columns", tab.title, len(tab.rows), len(tab.labels))
 		}
 		tables = append(tables, tab)
 	}
 	return tables
+}
+
+// TestAttentionTextFits80Columns: on a pipe (or an 80-column terminal) no
+// line of the tables reaches the 80th column, however long the text; the
+// columns go into bands and read back whole.
+func TestAttentionTextFits80Columns(t *testing.T) {
+	out := ok(t, t.TempDir(), "attention", causalModel, "--text", "Citizen")
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n >= 80 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	var b strings.Builder
+	labels := []string{`"a"`, `"b"`, `"c"`, `"d"`, `"e"`, `"f"`, `"g"`, `"h"`, `"i"`, `"j"`, `"k"`, `"l"`, `"m"`, `"n"`, `"o"`, `"p"`}
+	n := len(labels)
+	m := sample.Matrix{N: n, W: make([]float64, n*n)}
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			m.W[i*n+j] = 1 / float64(i+1)
+		}
+	}
+	printMatrix(&b, labels, labels, m, 80)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n >= 80 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+	tabs := parseTables(t, "block 0, head 0\n"+b.String())
+	if len(tabs) != 1 || !slices.Equal(tabs[0].labels, labels) {
+		t.Fatalf("read back %+v from:\n%s", tabs, b.String())
+	}
+	for i, row := range tabs[0].rows {
+		for j, w := range row {
+			if math.Abs(w-m.At(i, j)) > 0.0005+1e-12 { // printed with 3 decimals
+				t.Errorf("(%d, %d): %v, want %v", i, j, w, m.At(i, j))
+			}
+		}
+	}
+	if !strings.Contains(b.String(), "columns 13–16 of 16") {
+		t.Errorf("16 columns of 6 at 80: want a second band from column 13:\n%s", b.String())
+	}
 }
 
 // TestAttentionPNG checks that the image is a PNG laid out as blocks ×

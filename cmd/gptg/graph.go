@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 
 var graphCommand = command{
 	summary: "print a config's parameter table and graph size; --dot writes Graphviz",
-	usage: `Usage: gptg graph CONFIG.toml [--set section.key=value]... [--dot FILE]
+	usage: `Usage: gptg graph CONFIG.toml [--set section.key=value]... [--dot FILE [--forward]]
 
 Builds the training graph CONFIG describes (the vocabulary size comes from
 the data file unless model.vocab is set) and prints every parameter with its
@@ -28,7 +29,11 @@ Flags:
   --set section.key=value  override a config value (repeatable); also
                            written --section.key=value
   --dot FILE               also write the expression graph as Graphviz DOT
-                           (- for standard output, instead of the table)
+                           (- for standard output, instead of the table);
+                           draw it with Graphviz: dot -Tsvg FILE -o graph.svg
+  --forward                the forward graph only (embedding to loss), without
+                           the backward nodes gorgonia.Grad adds: a third of
+                           the nodes, and the one to read first
 ` + forceUsage,
 	run: runGraph,
 }
@@ -38,6 +43,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	dot := fs.String("dot", "", "")
+	forward := fs.Bool("forward", false, "")
 	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -61,14 +67,17 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if *dot == "" {
 			return nil
 		}
-		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, cleanDot(text)); return err }); err != nil {
 			return err
 		}
 		wrote(stdout, *dot, "")
+		if !atomicfile.IsStdout(*dot) {
+			fmt.Fprintf(stdout, "draw it with Graphviz (apt-get install graphviz): dot -Tsvg %s -o graph.svg\n", *dot)
+		}
 		return nil
 	}
 	if cfg.Model.EncoderDecoder() {
-		return graphTranslation(cfg, stdout, writeDot)
+		return graphTranslation(cfg, stdout, *forward, writeDot)
 	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
@@ -89,19 +98,41 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := tape.Compile(m, true)
-	if err != nil {
-		return err
+	nodes := "forward"
+	if !*forward { // Compile adds the backward nodes (gorgonia.Grad)
+		p, err := tape.Compile(m, true)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		nodes = "forward + backward"
 	}
-	defer p.Close()
 	if atomicfile.IsStdout(*dot) { // the table would spoil the DOT
-		return writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, m.G.ToDot()); return err })
+		return writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, cleanDot(m.G.ToDot())); return err })
 	}
 	printParams(stdout, m.Params)
-	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d): %d\n", cfg.Train.Batch, len(m.G.AllNodes()))
+	fmt.Fprintf(stdout, "graph nodes (%s, batch %d): %d\n", nodes, cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
 	return writeDot(m.G.ToDot())
+}
+
+// runtimeRows matches the rows Gorgonia's ToDot ends every node's table
+// with: its value, gradient and their pointers, which a graph that has not
+// run does not have ("%!s(NIL)", "Ptr: NIL") and which say nothing about
+// the graph's shape when it has.
+var runtimeRows = regexp.MustCompile(`(?s)<TR><TD>Value</TD>.*?</TABLE>`)
+
+// edgeEnds matches the ends of Gorgonia's edges, written node:node:anchor,
+// which Graphviz reads as a port named after the node (there is none: one
+// warning per edge) and a compass point "anchor"; the port is "anchor".
+var edgeEnds = regexp.MustCompile(`(Node_0x[0-9a-f]+):Node_0x[0-9a-f]+:anchor`)
+
+// cleanDot is Gorgonia's DOT of a graph without the runtime rows, its
+// edges attached to the port each node's table declares.
+func cleanDot(dot string) string {
+	dot = runtimeRows.ReplaceAllLiteralString(dot, "</TABLE>")
+	return edgeEnds.ReplaceAllString(dot, "${1}:anchor")
 }
 
 func printParams(w io.Writer, params []*graph.Param) {

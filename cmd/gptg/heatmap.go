@@ -56,16 +56,39 @@ func attentionColors() palette.ColorMap {
 // pictureFormats are the formats attention can draw, by file extension.
 var pictureFormats = []string{"png", "svg"}
 
-// attentionPicture draws maps[b][h], the n×n attention weights of block b
-// and head h, as a grid of heatmaps (rows = blocks, columns = heads) with
-// the tokens as tick labels, one colour scale for all and title on top, and
-// returns it encoded as format ("png" or "svg").
+// panel is one heatmap of the attention figure: a head's weights, the
+// labels of its rows (the positions looking) and columns (the positions
+// looked at), its title and its axes' names.
+type panel struct {
+	m            matrix
+	rows, cols   []string
+	title        string
+	xName, yName string
+}
+
+// squarePanels are the panels of a decoder-only model: maps[b][h] over
+// one sequence of tokens, labels on both axes.
+func squarePanels(maps [][]matrix, labels []string) [][]panel {
+	grid := make([][]panel, len(maps))
+	for b := range maps {
+		for h, m := range maps[b] {
+			grid[b] = append(grid[b], panel{m: m, rows: labels, cols: labels, title: fmt.Sprintf("block %d, head %d", b, h),
+				xName: "key: the position looked at", yName: "query: the position looking"})
+		}
+	}
+	return grid
+}
+
+// attentionPicture draws a grid of heatmaps (for a decoder-only model,
+// rows = blocks, columns = heads, squarePanels) with the tokens as tick
+// labels, one colour scale for all and title on top, and returns it
+// encoded as format ("png" or "svg").
 //
 // Every heatmap uses the fixed range 0..1 rather than its own min and max:
 // weights are probabilities, and a shared scale lets heads be compared at a
 // glance (a head that spreads its attention looks pale next to one that
 // locks onto a single token).
-func attentionPicture(maps [][]matrix, labels []string, title figureTitle, format string) (picture []byte, err error) {
+func attentionPicture(panels [][]panel, title figureTitle, format string) (picture []byte, err error) {
 	// gonum/plot reports some drawing problems by panicking; a figure that
 	// cannot be drawn is a run-time error, never a crash of the CLI.
 	defer func() {
@@ -73,9 +96,9 @@ func attentionPicture(maps [][]matrix, labels []string, title figureTitle, forma
 			picture, err = nil, fmt.Errorf("drawing the attention heatmaps: %v", r)
 		}
 	}()
-	rows, cols := len(maps), 0
+	rows, cols := len(panels), 0
 	if rows > 0 {
-		cols = len(maps[0])
+		cols = len(panels[0])
 	}
 	if rows == 0 || cols == 0 {
 		return nil, fmt.Errorf("the model has no attention to draw (%d blocks)", rows)
@@ -85,18 +108,19 @@ func attentionPicture(maps [][]matrix, labels []string, title figureTitle, forma
 	pal := colors.Palette(256)
 
 	plots := make([][]*plot.Plot, rows)
-	for b := range maps {
+	longest, most := 0, 0
+	for b := range panels {
 		plots[b] = make([]*plot.Plot, cols)
-		for h, m := range maps[b] {
-			plots[b][h] = heatmapPlot(m, labels, pal, fmt.Sprintf("block %d, head %d", b, h))
+		for h, pn := range panels[b] {
+			plots[b][h] = heatmapPlot(pn, pal)
+			for _, l := range append(append([]string(nil), pn.rows...), pn.cols...) {
+				longest = max(longest, len([]rune(l)))
+			}
+			most = max(most, len(pn.rows), len(pn.cols))
 		}
 	}
 
-	longest := 0
-	for _, l := range labels {
-		longest = max(longest, len([]rune(l)))
-	}
-	tile := max(minTile, tileMargin+perLabelRune*vg.Length(longest)+tilePerToken*vg.Length(len(labels)))
+	tile := max(minTile, tileMargin+perLabelRune*vg.Length(longest)+tilePerToken*vg.Length(most))
 	width, height := tile*vg.Length(cols)+colorBarW, tile*vg.Length(rows)+titleH
 	var canvas vg.CanvasWriterTo
 	switch format {
@@ -188,26 +212,29 @@ func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
 // heatmapPlot is one head's heatmap: the x axis is the position looked at,
 // the y axis the position that looks, read from the top as in the text
 // tables, so a causal model shows a lower-left triangle.
-func heatmapPlot(m matrix, labels []string, pal palette.Palette, title string) *plot.Plot {
+func heatmapPlot(pn panel, pal palette.Palette) *plot.Plot {
 	// hm.Rasterized stays false: it would scale a tiny n×n image up with
 	// interpolation and blur the cells into each other. Drawn as
 	// rectangles, each cell stays sharp and the seams read as a grid.
+	m := pn.m
 	hm := plotter.NewHeatMap(flipped{m}, pal)
 	hm.Min, hm.Max = 0, 1
 	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "key: the position looked at"
-	p.Y.Label.Text = "query: the position looking"
+	p.Title.Text = pn.title
+	p.X.Label.Text = pn.xName
+	p.Y.Label.Text = pn.yName
 	p.X.Padding, p.Y.Padding = 0, 0
 	p.Add(hm)
 
 	n := m.N
-	xt, yt := make(plot.ConstantTicks, n), make(plot.ConstantTicks, n)
+	xt, yt := make(plot.ConstantTicks, len(pn.cols)), make(plot.ConstantTicks, len(pn.rows))
 	rotate := false
-	for i, l := range labels {
-		xt[i] = plot.Tick{Value: float64(i), Label: l}
-		yt[i] = plot.Tick{Value: float64(n - 1 - i), Label: l}
+	for j, l := range pn.cols {
+		xt[j] = plot.Tick{Value: float64(j), Label: l}
 		rotate = rotate || len([]rune(l)) > 2
+	}
+	for i, l := range pn.rows {
+		yt[i] = plot.Tick{Value: float64(n - 1 - i), Label: l}
 	}
 	p.X.Tick.Marker, p.Y.Tick.Marker = xt, yt
 	if rotate { // words would overlap side by side; stand them up
@@ -259,7 +286,7 @@ func (colorBar) DataRange() (xmin, xmax, ymin, ymax float64) { return 0, 1, 0, 1
 // top, where a reader of the table expects it.
 type flipped struct{ m matrix }
 
-func (f flipped) Dims() (c, r int)   { return f.m.N, f.m.N }
+func (f flipped) Dims() (c, r int)   { return f.m.Cols(), f.m.N }
 func (f flipped) Z(c, r int) float64 { return f.m.At(f.m.N-1-r, c) }
 func (f flipped) X(c int) float64    { return float64(c) }
 func (f flipped) Y(r int) float64    { return float64(r) }

@@ -53,7 +53,7 @@ func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
 // graphTranslation is `gptg graph` of an encoder–decoder config: the
 // vocabularies come from the pairs file; the training graph of the
 // largest batch shape is built and counted.
-func graphTranslation(cfg *config.Config, stdout io.Writer, dot func(string) error) error {
+func graphTranslation(cfg *config.Config, stdout io.Writer, forward bool, dot func(string) error) error {
 	c, err := pairs.LoadFor(cfg)
 	if err != nil {
 		return err
@@ -65,14 +65,18 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, dot func(string) err
 	if err != nil {
 		return err
 	}
-	p, err := tape.CompileTranslation(m, true)
-	if err != nil {
-		return err
+	nodes := "forward"
+	if !forward { // Compile adds the backward nodes (gorgonia.Grad)
+		p, err := tape.CompileTranslation(m, true)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		nodes = "forward + backward"
 	}
-	defer p.Close()
 	printParams(stdout, m.Params)
-	fmt.Fprintf(stdout, "graph nodes (forward + backward, batch %d, source length %d, target length %d): %d\n",
-		cfg.Train.Batch, S, T, len(m.G.AllNodes()))
+	fmt.Fprintf(stdout, "graph nodes (%s, batch %d, source length %d, target length %d): %d\n",
+		nodes, cfg.Train.Batch, S, T, len(m.G.AllNodes()))
 	return dot(m.G.ToDot())
 }
 

@@ -9,22 +9,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gptg/gptg/internal/progress"
 	"github.com/gptg/gptg/internal/terminal"
 )
 
 // status shows the progress of a long step (an evaluation over thousands
 // of batches) on one line of a terminal, redrawn in place and cleared at
-// the end; on a file or a pipe it shows nothing. It also catches Ctrl-C
+// the end (internal/progress, the line gptg train draws too); on a file or
+// a pipe it shows nothing. It also catches Ctrl-C
 // and SIGTERM during the step, so that the step stops with a message that
 // says what was interrupted (exit 130) instead of a silent death.
 type status struct {
-	w     io.Writer
-	tty   bool
-	what  string
-	start time.Time
-	drawn time.Time
-	ctx   context.Context
-	stop  context.CancelFunc
+	what string
+	line *progress.Line
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
 // redrawEvery throttles the redraws: a line per batch would cost more than
@@ -33,34 +32,34 @@ const redrawEvery = 200 * time.Millisecond
 
 func newStatus(w io.Writer, what string) *status {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	return &status{w: w, tty: terminal.Is(w), what: what, start: time.Now(), ctx: ctx, stop: stop}
+	return &status{what: what, line: progress.New(w, terminal.Is(w), 0, 0), ctx: ctx, stop: stop}
 }
 
 // update is an eval.Progress: done of total batches are finished.
 func (s *status) update(done, total int) error {
 	if s.ctx.Err() != nil {
-		s.clear()
+		s.line.Clear()
 		return interruptedError{fmt.Errorf("interrupted during the %s, after %d of %d batches", s.what, done, total)}
 	}
-	if !s.tty || time.Since(s.drawn) < redrawEvery {
+	s.line.SetTotal(total)
+	s.line.Set(done)
+	if !s.line.Due(redrawEvery) {
 		return nil
 	}
-	s.drawn = time.Now()
-	elapsed := time.Since(s.start)
-	left := time.Duration(float64(elapsed) / float64(done) * float64(total-done)).Round(time.Second)
-	line := fmt.Sprintf("%s: %d/%d batches (%d%%), %s left", s.what, done, total, 100*done/total, left)
-	fmt.Fprint(s.w, "\r"+terminal.Fit(line, terminal.Width(s.w))+"\x1b[K")
+	fields := []progress.Field{
+		{Text: fmt.Sprintf("%s: %d/%d batches", s.what, done, total), Rank: 0},
+		{Bar: true, Rank: 3},
+		{Text: fmt.Sprintf("%d%%", 100*done/max(1, total)), Rank: 1},
+	}
+	if left, ok := s.line.Left(); ok {
+		fields = append(fields, progress.Field{Text: progress.FormatLeft(left) + " left", Rank: 2})
+	}
+	s.line.Draw(fields)
 	return nil
 }
 
 // done clears the line and stops catching signals.
 func (s *status) done() {
-	s.clear()
+	s.line.Clear()
 	s.stop()
-}
-
-func (s *status) clear() {
-	if s.tty && !s.drawn.IsZero() {
-		fmt.Fprint(s.w, "\r\x1b[K")
-	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,35 +15,12 @@ import (
 	"github.com/gptg/gptg/internal/testmodel"
 )
 
-// gptgEnv runs the binary in dir with extra environment variables.
+// gptgEnv runs the binary in dir with extra environment variables; a
+// sweep trains several runs in one process, so it may use four times a
+// command's CPU.
 func gptgEnv(t *testing.T, dir string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*commandTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gptgBin, args...)
-	cmd.Dir = dir
-	// The test may itself run as a Slurm or Kubernetes task.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SLURM_ARRAY_TASK_ID=") && !strings.HasPrefix(kv, "JOB_COMPLETION_INDEX=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("gptg %s: still running after %v", strings.Join(args, " "), 4*commandTimeout)
-	}
-	code := 0
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return runGptg(t, dir, env, 4*commandCPU, args...)
 }
 
 // sweepProject writes two tiny configs (steps steps each) and a sweep of

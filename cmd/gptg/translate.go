@@ -18,7 +18,9 @@ var translateCommand = command{
 
 Translates --text, or else every line of stdin, one translation per line.
 The encoder runs once per sentence; the decoder then writes the
-translation word by word: the most likely word each time (--beam 1,
+translation word by word, one position per word (the keys and values of
+the words before are cached, as are those of the encoder's output):
+the most likely word each time (--beam 1,
 greedy), or by beam search, keeping the K most likely partial
 translations and choosing among the finished ones by log p over the
 length penalty ((5 + length)/6)^A, as the paper's setup does (K = 4,
@@ -28,6 +30,9 @@ Flags:
   --text SENTENCE   the sentence to translate (default: read lines from stdin)
   --beam K          beam width, 1 = greedy (default 1)
   --alpha A         length penalty exponent, 0 = none (default 0.6)
+  --no-cache        rerun the decoder over the whole translation for each
+                    word instead of caching (the same translations,
+                    slower: for comparison)
   --verbose         also print the source words as the model read them
                     (<unk> for unknown words) and the translation's log p
 ` + threadsUsage,
@@ -41,6 +46,7 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	beam := fs.Int("beam", 1, "")
 	alpha := fs.Float64("alpha", 0.6, "")
 	verbose := fs.Bool("verbose", false, "")
+	noCache := fs.Bool("no-cache", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -63,6 +69,7 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	tr := translate.NewTranslator(m, backend(*threads))
+	tr.Recompute = *noCache
 	opts := translate.Options{Beam: *beam, Alpha: *alpha}
 	one := func(line string) error {
 		r, err := tr.Translate(line, opts)

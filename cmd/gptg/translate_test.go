@@ -2,10 +2,16 @@ package main
 
 import (
 	"fmt"
+	"image/png"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/translate"
 )
 
 // TestTranslationCommands trains a tiny encoder–decoder with gptg train
@@ -67,6 +73,11 @@ out = "runs/toy"
 	}
 	out = ok(t, dir, "translate", run, "--text", "a1 a2 zzz", "--beam", "3", "--verbose")
 	contains("translate --beam 3", out, "# source: a1 a2 <unk>")
+	// Without the cache: the same translations, to the digits printed.
+	if nc := ok(t, dir, "translate", run, "--text", "a1 a2 zzz", "--beam", "3", "--verbose", "--no-cache"); nc != out {
+		t.Errorf("translate --no-cache gave\n%s\nwith the cache:\n%s", nc, out)
+	}
+	checkTranslationAttention(t, dir, run)
 	contains("eval", ok(t, dir, "eval", run, "--show", "1"), "test loss ", "source:", "reference:", "greedy:", "BLEU = ")
 	contains("inspect", ok(t, dir, "inspect", run), "arch: encoder-decoder", "tgt_tok.weight", "decoder.0.cross.q.weight")
 	contains("graph", ok(t, dir, "graph", "toy.toml"), "encoder.0.att.q.weight", "graph nodes")
@@ -75,5 +86,92 @@ out = "runs/toy"
 		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("gptg %s: exit %d, stderr %q; want exit 2 and one line", strings.Join(args, " "), r.code, r.stderr)
 		}
+	}
+}
+
+// checkTranslationAttention runs gptg attention on a translation run and
+// compares every number it prints with the weights of the model's graph
+// (translate.Translator.Attention, whose test compares them with a padded
+// batch's), for the model's own translation and a given target; the PNG
+// of a given target must decode.
+func checkTranslationAttention(t *testing.T, dir, run string) {
+	t.Helper()
+	m, err := translate.Load(filepath.Join(run, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := translate.NewTranslator(m, graph.Backend{})
+	for _, target := range []string{"", "b2 b0 b1"} {
+		args := []string{"attention", run, "--text", "a1 a2 a0", "--format", "text"}
+		if target != "" {
+			args = append(args, "--target", target)
+		}
+		out := ok(t, dir, args...)
+		a, err := tr.Attention("a1 a2 a0", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]matrix{}
+		for b := range a.Encoder {
+			for h := range a.Encoder[b] {
+				want[fmt.Sprintf("encoder block %d, head %d", b, h)] = a.Encoder[b][h]
+			}
+		}
+		for b := range a.Decoder {
+			for h := range a.Decoder[b] {
+				want[fmt.Sprintf("decoder block %d, head %d: self", b, h)] = a.Decoder[b][h]
+				want[fmt.Sprintf("decoder block %d, head %d: cross", b, h)] = a.Cross[b][h]
+			}
+		}
+		tables := strings.Split(out, "\n\n")[1:] // after the source and target lines
+		if len(tables) < len(want) {
+			t.Fatalf("gptg %s printed %d tables, want %d:\n%s", strings.Join(args, " "), len(tables), len(want), out)
+		}
+		seen := 0
+		for _, tab := range tables {
+			lines := strings.Split(strings.TrimSpace(tab), "\n")
+			if len(lines) < 3 {
+				continue
+			}
+			title, _, _ := strings.Cut(lines[0], " (rows:")
+			mat, found := want[title]
+			if !found {
+				t.Fatalf("unexpected table %q", lines[0])
+			}
+			seen++
+			if rows := len(lines) - 2; rows != mat.N {
+				t.Fatalf("%s: %d rows printed, the graph has %d", title, rows, mat.N)
+			}
+			for i, line := range lines[2:] {
+				f := strings.Fields(line)
+				cells := f[len(f)-mat.Cols():]
+				for j, c := range cells {
+					x, err := strconv.ParseFloat(c, 64)
+					if err != nil || math.Abs(x-mat.At(i, j)) > 0.0005 {
+						t.Fatalf("%s (%d, %d): printed %q, the graph's weight %.6f", title, i, j, c, mat.At(i, j))
+					}
+				}
+			}
+		}
+		if seen != len(want) {
+			t.Errorf("%d of %d maps printed", seen, len(want))
+		}
+		if target != "" && !strings.Contains(out, "target (given): b2 b0 b1") {
+			t.Errorf("no given target in:\n%.300s", out)
+		}
+	}
+	ok(t, dir, "attention", run, "--text", "a1 a2 a0", "--target", "b2 b0 b1", "--out", "align.png")
+	f, err := os.Open(filepath.Join(dir, "align.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three rows of maps (encoder, decoder self, cross) by two heads.
+	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 600 {
+		t.Errorf("align.png is %v; want room for 3×2 heatmaps", b)
 	}
 }

@@ -4,8 +4,9 @@
 // without its extension. README.md beside this file says where each one
 // comes from and under which licence.
 //
-// Adding a corpus: put the file here, add one //go:embed line below, and
-// a row to README.md (a test insists on the row).
+// Adding a corpus: put the file here, add one //go:embed line below, a
+// row to README.md and its name to config.BuiltinCorpora (tests insist on
+// both; config keeps its own list so as not to link the embedded text).
 package builtin
 
 import (

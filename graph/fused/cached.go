@@ -31,21 +31,34 @@ func embeddingAtForward[F gemm.Float](a *args[F]) {
 // cachedAttention: one node computing, per head, the new position's
 // scores against the valid cached keys and its own key, their softmax and
 // the weighted sum of the values. It reads the count of valid rows and
-// never touches the others (the mask row is for the primitives).
+// never touches the others (the mask row is for the primitives). With a
+// batch of B sequences (the translation decoder's beams), q, k, v are
+// (B, C) and the caches (B·context, C), sequence after sequence.
 func (f *Emitter) CachedAttention(q, k, v, keys, values, position, _ *G.Node, scale float64) *G.Node {
 	p := f.dims
 	p.Scale, p.Mask = scale, true
 	op := f.newOp("CachedAttention", p, kernelOf(cachedAttentionForward[float32], cachedAttentionForward[float64]),
-		[]argKind{2, 2, 2, 2, 2, intVector}, tensor.Shape{1, p.Width})
+		[]argKind{2, 2, 2, 2, 2, intVector}, tensor.Shape{p.Batch, p.Width})
 	return G.Must(G.ApplyOp(op, q, k, v, keys, values, position))
 }
 
-// cachedAttentionForward: for each head h, with n cached positions,
-// s_j = q_h·key_j,h for j < n and s_n = q_h·k_h, w = softmax(s·scale),
-// y_h = Σ_{j<n} w_j·value_j,h + w_n·v_h. in: q, k, v (1, C), keys, values
-// (context, C); ids: n. The sums run in float64, as softmaxScaled's.
+// cachedAttentionForward: for each sequence and head h, with n cached
+// positions, s_j = q_h·key_j,h for j < n and s_n = q_h·k_h,
+// w = softmax(s·scale), y_h = Σ_{j<n} w_j·value_j,h + w_n·v_h. in: q, k, v
+// (B, C), keys, values (B·context, C); ids: n. The sums run in float64, as
+// softmaxScaled's.
 func cachedAttentionForward[F gemm.Float](a *args[F]) {
-	q, k, v, keys, values := a.in[0], a.in[1], a.in[2], a.in[3], a.in[4]
+	C, T := a.p.Width, a.p.Context
+	for b := range a.p.Batch {
+		rows := [5][]F{a.in[0][b*C:], a.in[1][b*C:], a.in[2][b*C:], a.in[3][b*T*C:], a.in[4][b*T*C:]}
+		cachedAttentionRow(a, rows, a.out[b*C:(b+1)*C])
+	}
+}
+
+// cachedAttentionRow is cachedAttentionForward for one sequence: rows
+// holds its q, k, v and its caches.
+func cachedAttentionRow[F gemm.Float](a *args[F], rows [5][]F, out []F) {
+	q, k, v, keys, values := rows[0], rows[1], rows[2], rows[3], rows[4]
 	n, C, hs := a.ids[0], a.p.Width, a.p.Width/a.p.Heads
 	if len(a.scratch) != a.p.Context+1+hs {
 		a.scratch = make([]float64, a.p.Context+1+hs) // one head's scores and sums
@@ -69,7 +82,7 @@ func cachedAttentionForward[F gemm.Float](a *args[F]) {
 			}
 		}
 		for i, x := range acc {
-			a.out[h0+i] = F(x)
+			out[h0+i] = F(x)
 		}
 	}
 }

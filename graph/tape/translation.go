@@ -63,7 +63,8 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
-	keep = append(keep, m.CrossAttention...)
+	keep = append(append(append(keep, m.CrossAttention...), m.EncoderAttention...), m.DecoderAttention...)
+	keep = append(append(keep, m.CrossKeys...), m.CrossValues...)
 	fused.PlanMemory(m.G, keep)
 	var opts []G.VMOpt
 	if m.Fused != nil {
