@@ -223,6 +223,9 @@ func (c *Config) resolve(given func(key string) bool) {
 		c.Data.Tokenizer = "word" // pairs are read word by word
 	}
 	if m := &c.Model; m.EncoderDecoder() {
+		if !given("model.norm") {
+			m.Norm = "post" // the paper's; the decoder-only default "none" has no encoder-decoder
+		}
 		if m.EncoderBlocks == 0 {
 			m.EncoderBlocks = m.Blocks
 		}

@@ -72,6 +72,23 @@ func TestTranslateConfigs(t *testing.T) {
 		}
 	}
 
+	// An encoder-decoder without a norm key gets the paper's post-norm
+	// (the decoder-only default, none, it cannot have); a given one stays.
+	for _, tc := range []struct{ norm, want string }{{"", "post"}, {"norm = \"pre\"\n", "pre"}} {
+		p := filepath.Join(t.TempDir(), "x.toml")
+		text := "[data]\nformat = \"pairs\"\n[model]\narch = \"encoder-decoder\"\n" + tc.norm
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Load(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Model.Norm != tc.want {
+			t.Errorf("%q: model.norm %q, want %q", text, d.Model.Norm, tc.want)
+		}
+	}
+
 	// The resolved config round-trips through TOML, as a run folder keeps it.
 	text, err := c.TOML()
 	if err != nil {
@@ -106,7 +123,7 @@ func TestTranslateConfigErrors(t *testing.T) {
 			`x.toml: data.format: "pair" is not allowed; did you mean "pairs"? (allowed: text, pairs)`},
 		{"char tokens for pairs", pairs + "tokenizer = \"char\"\n" + encdec, nil,
 			`x.toml: data.tokenizer: "char" cannot read a pairs corpus (pairs are read word by word`},
-		{"no norm", pairs + "[model]\narch = \"encoder-decoder\"\n", nil,
+		{"norm none", pairs + "[model]\narch = \"encoder-decoder\"\nnorm = \"none\"\n", nil,
 			`x.toml: model.norm: "none" is not allowed with arch = "encoder-decoder" (allowed: post, the paper's; pre)`},
 		{"mask off", pairs + encdec + "mask = false\n", nil,
 			`x.toml: model.mask: cannot be false with model.arch = "encoder-decoder"`},

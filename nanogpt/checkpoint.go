@@ -191,6 +191,9 @@ func readCheckpoint(path string, r io.ReaderAt, size int64) (*checkpoint, error)
 	var pkl *zip.File
 	c.entries = make(map[string]*zip.File, len(z.File))
 	for _, f := range z.File {
+		if c.entries[f.Name] != nil { // which of the two a reader takes is anyone's guess
+			return fail("holds the entry %s twice: a checkpoint names each once", quote.Name(f.Name))
+		}
 		c.entries[f.Name] = f
 		if dir, ok := strings.CutSuffix(f.Name, "data.pkl"); ok && strings.Count(dir, "/") == 1 && strings.HasSuffix(dir, "/") {
 			if pkl != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -194,6 +195,15 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		cut = len(ids) - T
 		ids = ids[cut:]
 	}
+	// The answer holds blocks × heads × T² weights: bounded, so that one
+	// request cannot make a response of gigabytes (a 12-block, 12-head
+	// model over 1,024 tokens would be 151 million).
+	if per := m.Spec.Blocks * m.Spec.Heads; per*len(ids)*len(ids) > maxAttentionWeights {
+		most := int(math.Sqrt(float64(maxAttentionWeights / per)))
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the attention maps of %d tokens (%d blocks × %d heads × %d² weights) are more than the server answers at once (%d weights): give a text of at most %d tokens",
+			len(ids), m.Spec.Blocks, m.Spec.Heads, len(ids), maxAttentionWeights, most))
+		return
+	}
 	maps, err := smp.Attention(ids)
 	if err != nil {
 		fail(w, err)
@@ -236,5 +246,6 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("]}")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write([]byte(b.String()))
+	setWriteDeadline(w)
+	io.WriteString(w, b.String())
 }

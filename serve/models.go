@@ -66,6 +66,11 @@ func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(),
 		c.entries[id] = e
 		c.mu.Unlock()
 		m, err := c.open(path) // slow: without the lock
+		if err != nil {
+			// The request is fine; the run's model cannot be run (damaged,
+			// too large, a translation model): 422, not a server fault.
+			err = &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
+		}
 		c.mu.Lock()
 		if err == nil {
 			err = c.admitLocked(e, m)

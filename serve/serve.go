@@ -75,6 +75,26 @@ const (
 	heartbeat     = 15 * time.Second
 )
 
+// Bounds of what clients can hold; variables so that the tests can lower
+// them.
+var (
+	// A client that takes none of an event's bytes for this long (a page
+	// that stopped reading, a client that never reads) is dropped: its
+	// unsent events would otherwise stay in memory for as long as it
+	// keeps the connection.
+	writeTimeout = 30 * time.Second
+	// maxStreams bounds the live metrics streams at once (a page holds
+	// one per run it shows); more are answered 429.
+	maxStreams = 64
+	// maxReads bounds the whole-file reads of metrics at once
+	// (/api/metrics): each holds its rows, up to maxMetricsBytes' worth;
+	// more wait their turn.
+	maxReads = 2
+	// maxAttentionWeights bounds one /api/attention answer (about 9
+	// bytes of JSON a weight).
+	maxAttentionWeights = 16 << 20
+)
+
 // Server answers the pages and the API. It is safe for concurrent use.
 type Server struct {
 	opts  Options
@@ -92,6 +112,8 @@ type Server struct {
 	summaries sync.Map // model path → summaryResult of its latest version
 	models    *modelCache
 	slots     chan struct{}
+	streams   chan struct{} // live metrics streams (maxStreams)
+	reads     chan struct{} // whole metrics reads (maxReads)
 }
 
 // New opens the folders and prepares the server.
@@ -117,7 +139,8 @@ func New(opts Options) (*Server, error) {
 	if opts.OpenModel == nil {
 		opts.OpenModel = savedmodel.Load
 	}
-	s := &Server{opts: opts, caches: map[string]*runCache{}, slots: make(chan struct{}, opts.Generations)}
+	s := &Server{opts: opts, caches: map[string]*runCache{}, slots: make(chan struct{}, opts.Generations),
+		streams: make(chan struct{}, maxStreams), reads: make(chan struct{}, maxReads)}
 	for _, d := range opts.Dirs {
 		r, err := openRoot(d)
 		if err != nil {
@@ -216,7 +239,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	setWriteDeadline(w)
 	w.Write(b)
+}
+
+// setWriteDeadline gives the answer writeTimeout to be taken: a client
+// that does not read is dropped instead of holding the answer in memory
+// (and, for /api/metrics, one of the few reads at a time).
+func setWriteDeadline(w http.ResponseWriter) {
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 }
 
 // requestError is a bad request: its message is for the user, status 4xx.
@@ -317,10 +348,25 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
+		setWriteDeadline(w)
 		w.Write(b)
 		return
 	}
-	defer s.mu.Unlock()
+	b, err := s.runsAnswer()
+	s.mu.Unlock() // before writing: a client that reads slowly must not hold every request up
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	setWriteDeadline(w)
+	w.Write(b)
+}
+
+// runsAnswer makes the /api/runs answer and keeps it for scanEvery.
+// Callers hold s.mu.
+func (s *Server) runsAnswer() ([]byte, error) {
 	s.rescan(false)
 	list := runsList{Runs: []runInfo{}, Comparisons: []comparison{}, Problems: append([]string{}, s.problems...)}
 	for _, root := range s.roots {
@@ -343,13 +389,10 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	fillDiffers(list.Runs)
 	b, err := json.Marshal(list)
 	if err != nil {
-		httpError(w, http.StatusInternalServerError, err.Error())
-		return
+		return nil, err
 	}
 	s.runsJSON, s.runsAt = b, time.Now()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(b)
+	return b, nil
 }
 
 // runPage is the answer of /api/run: the table's row and the config.
@@ -466,6 +509,12 @@ func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	select { // a few at a time: each holds a whole file's rows
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	case <-r.Context().Done():
+		return
+	}
 	rows, err := readAllRows(f)
 	if err != nil {
 		fail(w, err)
@@ -504,6 +553,14 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 	f, _, err := s.lookup(r, kindRun)
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		w.Header().Set("Retry-After", "5")
+		httpError(w, http.StatusTooManyRequests, fmt.Sprintf("busy: %d live metrics streams already open, the server's limit; close some pages", maxStreams))
 		return
 	}
 	ev, ok := newEventStream(w)
@@ -585,18 +642,25 @@ func newEventStream(w http.ResponseWriter) (*eventStream, bool) {
 
 // send writes one event; data must hold no newline (JSON from Marshal).
 func (e *eventStream) send(event, data string) error {
-	if _, err := io.WriteString(e.w, "event: "+event+"\ndata: "+data+"\n\n"); err != nil {
-		return err
-	}
-	e.f.Flush()
-	return nil
+	return e.write("event: " + event + "\ndata: " + data + "\n\n")
 }
 
 func (e *eventStream) comment(text string) error {
-	if _, err := io.WriteString(e.w, ": "+text+"\n\n"); err != nil {
+	return e.write(": " + text + "\n\n")
+}
+
+// write sends text at once, within writeTimeout: a client that does not
+// read is dropped (the error ends the handler) instead of holding the
+// server's memory.
+func (e *eventStream) write(text string) error {
+	rc := http.NewResponseController(e.w)
+	setWriteDeadline(e.w)
+	if _, err := io.WriteString(e.w, text); err != nil {
 		return err
 	}
-	e.f.Flush()
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
 	return nil
 }
 

@@ -61,11 +61,7 @@ func BenchmarkTrainStep(b *testing.B) {
 
 // newBenchStepper builds a training step of spec and a source of random batches.
 func newBenchStepper(t testing.TB, spec config.Model, batch int, be graph.Backend) (*Stepper, func() ([]int, []int), func()) {
-	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Backend: be})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := tape.Compile(m, true)
+	prog, err := tape.CompileTraining(spec, graph.Options{Batch: batch, Loss: true, Seed: 1, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}

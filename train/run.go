@@ -495,13 +495,12 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	// Training and evaluation never run at once: one Memory serves both,
 	// so evaluation costs no memory beyond the training step's.
 	mem := fused.NewMemory()
-	m, err := graph.Build(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be})
-	if err != nil {
+	// The training step: one graph, or shards of the batch side by side
+	// (tape.CompileTraining).
+	if t.prog, err = tape.CompileTraining(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be}); err != nil {
 		return nil, err
 	}
-	if t.prog, err = tape.Compile(m, true); err != nil {
-		return nil, err
-	}
+	m := t.prog.Model
 	// The evaluation graphs: one at the training batch, which the test
 	// loss is defined over, and one at a multiple of it that covers
 	// several batches per run where that is faster (config's EvalBatch,

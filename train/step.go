@@ -58,7 +58,7 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	accum := max(1, s.Accum)
 	n := len(tokens) / accum
 	for k := 0; k < accum; k++ {
-		s.Prog.Model.SetDropout(s.Seed, uint64(step*accum+k))
+		s.Prog.SetDropout(s.Seed, uint64(step*accum+k))
 		if err := s.Prog.Run(tokens[k*n:(k+1)*n], targets[k*n:(k+1)*n]); err != nil {
 			return r, err
 		}

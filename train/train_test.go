@@ -266,28 +266,34 @@ func TestDivergenceStopsAndKeepsCheckpoint(t *testing.T) {
 // the run must be the same bits (issue #10: numbers never depend on the
 // thread count), and so must the metrics.
 func TestThreadsGiveSameWeights(t *testing.T) {
-	var want map[string]modelfile.Tensor
-	var wantRows []map[string]any
-	for _, threads := range []int{1, 2, 3} {
-		dir := t.TempDir()
-		c := tinyConfig(t, dir)
-		c.Model.Context, c.Model.Embedding, c.Model.Dtype = 32, 128, "float32" // 256 rows × 128: above graph.minParallelActivation
-		c.Data.Stride = 16
-		c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = 8, 12, 6
-		c.Train.Threads = threads
-		if _, err := Run(context.Background(), c, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		got, gotRows := params(t, dir), rows(t, dir)
-		if threads == 1 {
-			want, wantRows = got, gotRows
-			continue
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%d threads: the weights differ from 1 thread's", threads)
-		}
-		if !reflect.DeepEqual(gotRows, wantRows) {
-			t.Errorf("%d threads: the metrics differ from 1 thread's:\n%v\n%v", threads, gotRows, wantRows)
+	// Batch 8: one graph, its ops split over the threads (256 rows × 128:
+	// above fused's minParallelActivation). Batch 16: two shards of 8
+	// sequences side by side (tape.Shards), their ops split further at 4
+	// threads.
+	for _, batch := range []int{8, 16} {
+		var want map[string]modelfile.Tensor
+		var wantRows []map[string]any
+		for _, threads := range []int{1, 2, 3, 4} {
+			dir := t.TempDir()
+			c := tinyConfig(t, dir)
+			c.Model.Context, c.Model.Embedding, c.Model.Dtype, c.Model.Dropout = 32, 128, "float32", 0.1
+			c.Data.Stride = 16
+			c.Train.Batch, c.Train.MaxSteps, c.Train.EvalEvery = batch, 12, 6
+			c.Train.Threads = threads
+			if _, err := Run(context.Background(), c, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			got, gotRows := params(t, dir), rows(t, dir)
+			if threads == 1 {
+				want, wantRows = got, gotRows
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("batch %d, %d threads: the weights differ from 1 thread's", batch, threads)
+			}
+			if !reflect.DeepEqual(gotRows, wantRows) {
+				t.Errorf("batch %d, %d threads: the metrics differ from 1 thread's:\n%v\n%v", batch, threads, gotRows, wantRows)
+			}
 		}
 	}
 }

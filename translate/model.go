@@ -6,6 +6,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -157,6 +158,11 @@ func (m *Model) Apply(params []*graph.Param) error {
 			data = make([]float64, len(t.F32))
 			for i, v := range t.F32 {
 				data[i] = float64(v)
+			}
+		}
+		for i, v := range data { // as savedmodel.Apply: NaN would only show as garbage
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, p.Name, v, i)
 			}
 		}
 		if err := p.SetFloat64s(data); err != nil {

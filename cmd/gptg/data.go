@@ -53,7 +53,8 @@ Flags:
                    pairs: a folder for the split, vocabularies and batches
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
-  --force          replace an existing file
+  --force          replace an existing file (toy, export) or the files of
+                   an existing folder (pairs)
 `,
 	run: runData,
 }
@@ -71,13 +72,13 @@ func runData(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
-		return runDataBuiltin(pos, *out, stdout)
+		return runDataBuiltin(pos, *out, *force, stdout)
 	}
 	if len(pos) >= 1 && pos[0] == "pairs" {
 		if len(pos) != 2 {
 			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
 		}
-		return runDataPairs(pos[1], sets, *out, stdout)
+		return runDataPairs(pos[1], sets, *out, *force, stdout)
 	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
@@ -106,7 +107,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 }
 
 // runDataBuiltin lists the built-in corpora, or writes one out as a file.
-func runDataBuiltin(pos []string, out string, stdout io.Writer) error {
+func runDataBuiltin(pos []string, out string, force bool, stdout io.Writer) error {
 	if pos[0] == "list" {
 		if len(pos) != 1 {
 			return usagef("data list takes no arguments")
@@ -129,12 +130,19 @@ func runDataBuiltin(pos []string, out string, stdout io.Writer) error {
 	if err != nil {
 		return usagef("there is no built-in corpus %q (built in: %s)", name, strings.Join(builtin.Names(), ", "))
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	// The rule of every output flag (checkOutput): standard output for -,
+	// and an existing file is replaced only with --force.
+	if err := checkOutput("--out", out, atomicfile.Rules{Force: force}); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(out, text); err != nil {
-		return fmt.Errorf("writing %s: %w", out, err)
+	if !atomicfile.IsStdout(out) {
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes) to %s\n", builtin.Prefix+name, len(text), out)
+	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(text); return err }); err != nil {
+		return err
+	}
+	wrote(stdout, out, " (%s, %d bytes)", builtin.Prefix+name, len(text))
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 )
@@ -27,7 +30,7 @@ import (
 // word per line, in id order: PAD, SOS, EOS, UNK first), batches.tsv (the
 // training run's batches, step by step) and config.toml (the config as
 // resolved, --set included): bench/transref.py trains on them.
-func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) error {
+func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout io.Writer) error {
 	cfg, err := config.Load(cfgPath, sets)
 	if err != nil {
 		return err
@@ -35,6 +38,11 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 	d := cfg.Data
 	if d.Format != "pairs" {
 		return usagef("%s: data.format is %q: gptg data pairs reads a translation config (data.format = \"pairs\")", cfgPath, d.Format)
+	}
+	if out != "" {
+		if err := checkPairsOut(out, pairsOutFiles, atomicfile.Rules{Force: force, Inputs: []string{cfgPath, d.Path}}); err != nil {
+			return err
+		}
 	}
 	c, err := pairs.LoadFor(cfg)
 	if err != nil {
@@ -70,6 +78,11 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 	if out == "" {
 		return nil
 	}
+	// batches.tsv has a line per training step: bounded, as a config
+	// may ask for a million epochs.
+	if steps := train.TranslationSteps(cfg, len(b.Epoch(0, 0))); steps > maxBatchesSteps {
+		return usagef("batches.tsv would list %d training steps, one line each; at most %d: lower train.max_steps or train.epochs (--set) for the reference run", steps, maxBatchesSteps)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -77,34 +90,94 @@ func runDataPairs(cfgPath string, sets []string, out string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{
-		"train.tsv": pairsTSV(c.Train, c), "test.tsv": pairsTSV(c.Test, c),
-		"src.vocab":   []byte(strings.Join(c.Src.Words(), "\n") + "\n"),
-		"tgt.vocab":   []byte(strings.Join(c.Tgt.Words(), "\n") + "\n"),
-		"batches.tsv": batchesTSV(cfg, b),
-		"config.toml": resolved,
+	bytesOf := func(b []byte) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := w.Write(b); return err }
 	}
-	names := []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", "batches.tsv", "config.toml"}
-	for _, name := range names {
-		if err := atomicfile.WriteFile(filepath.Join(out, name), files[name]); err != nil {
+	files := map[string]func(io.Writer) error{
+		"train.tsv": bytesOf(pairsTSV(c.Train, c)), "test.tsv": bytesOf(pairsTSV(c.Test, c)),
+		"src.vocab":   bytesOf([]byte(strings.Join(c.Src.Words(), "\n") + "\n")),
+		"tgt.vocab":   bytesOf([]byte(strings.Join(c.Tgt.Words(), "\n") + "\n")),
+		"batches.tsv": func(w io.Writer) error { return batchesTSV(w, cfg, b) }, // streamed: up to hundreds of MB
+		"config.toml": bytesOf(resolved),
+	}
+	for _, name := range pairsOutFiles {
+		if err := atomicfile.Write(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}
-	fmt.Fprintf(stdout, "wrote %s to %s\n", strings.Join(names, ", "), out)
+	fmt.Fprintf(stdout, "wrote %s to %s\n", strings.Join(pairsOutFiles, ", "), out)
 	return nil
+}
+
+// maxBatchesSteps bounds the lines of batches.tsv (about 200 bytes each
+// at batch 32).
+const maxBatchesSteps = 1_000_000
+
+// pairsOutFiles are the files data pairs --out writes, in order.
+var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", "batches.tsv", "config.toml"}
+
+// checkPairsOut settles, before any work, whether data pairs may write
+// names into the folder out, under the rule of every output flag
+// (checkOutput): a folder, not standard output or a file; and in it, an
+// existing file of one of those names is replaced only when it is one
+// data pairs wrote before (or with --force), never an input.
+func checkPairsOut(out string, names []string, r atomicfile.Rules) error {
+	if atomicfile.IsStdout(out) {
+		return usagef("--out %s: data pairs writes a folder of files (%s), not standard output", out, strings.Join(names, ", "))
+	}
+	if info, err := os.Stat(out); err == nil && !info.IsDir() {
+		return usagef("--out %s: exists and is not a folder; data pairs writes a folder of files (%s)", quote.Name(out), strings.Join(names, ", "))
+	}
+	for _, name := range names {
+		rules := r
+		rules.Own = ownPairsFile(name)
+		if err := checkOutput("--out", filepath.Join(out, name), rules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownPairsFile recognises, from its first bytes, a file of data pairs
+// --out: the split's rows start with a line number and a tab, the
+// vocabularies with <pad>, the batches with "# shapes", the config with
+// the line config.TOML writes first; an empty file holds nothing to lose.
+func ownPairsFile(name string) func(head []byte) bool {
+	return func(head []byte) bool {
+		if len(head) == 0 {
+			return true
+		}
+		switch filepath.Ext(name) {
+		case ".vocab":
+			return bytes.HasPrefix(head, []byte(pairs.Specials[0]+"\n"))
+		case ".tsv":
+			if bytes.HasPrefix(head, []byte("# shapes ")) {
+				return true
+			}
+			i := bytes.IndexByte(head, '\t')
+			if i < 1 {
+				return false
+			}
+			_, err := strconv.Atoi(string(head[:i]))
+			return err == nil
+		case ".toml":
+			return bytes.HasPrefix(head, []byte("# gptg config resolved from "))
+		}
+		return false
+	}
 }
 
 // batchesTSV is the training run's batches in the order gptg train takes
 // them: a header line "# shapes S×T …" (the buckets' shapes, smallest
 // first), then one line per step: step (from 1), bucket, the indices of
 // the batch's pairs (0-based rows of train.tsv, space-separated).
-func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
-	var w strings.Builder
-	w.WriteString("# shapes")
+func batchesTSV(w io.Writer, cfg *config.Config, b *pairs.Batcher) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("# shapes")
 	for _, s := range b.Shapes() {
-		fmt.Fprintf(&w, " %d×%d", s.S, s.T)
+		fmt.Fprintf(bw, " %d×%d", s.S, s.T)
 	}
-	w.WriteString("\n")
+	bw.WriteString("\n")
 	perEpoch := len(b.Epoch(0, 0))
 	var plans []pairs.Plan
 	for step := range train.TranslationSteps(cfg, perEpoch) {
@@ -112,16 +185,16 @@ func batchesTSV(cfg *config.Config, b *pairs.Batcher) []byte {
 			plans = b.Epoch(uint64(cfg.Train.Seed), step/perEpoch)
 		}
 		p := plans[step%perEpoch]
-		fmt.Fprintf(&w, "%d\t%d\t", step+1, p.Bucket)
+		fmt.Fprintf(bw, "%d\t%d\t", step+1, p.Bucket)
 		for i, k := range p.Pairs {
 			if i > 0 {
-				w.WriteByte(' ')
+				bw.WriteByte(' ')
 			}
-			w.WriteString(strconv.Itoa(k))
+			bw.WriteString(strconv.Itoa(k))
 		}
-		w.WriteByte('\n')
+		bw.WriteByte('\n')
 	}
-	return []byte(w.String())
+	return bw.Flush()
 }
 
 // pairsTSV writes pairs as "line, source words, target words, source text,

@@ -43,7 +43,7 @@ func pairsInputs() []badInput {
 			args: []string{"data", "pairs", "c.toml"}, code: 2, msg: `c.toml: data.format is "text": gptg data pairs reads a translation config (data.format = "pairs")`},
 		{name: "pairs: the decoder-only model", files: map[string]string{"c.toml": "[data]\nformat = \"pairs\"\n"},
 			args: []string{"graph", "c.toml"}, code: 2, msg: `c.toml: model.arch: "decoder-only" cannot read a pairs corpus (data.format = "pairs"): set arch = "encoder-decoder"`},
-		{name: "encoder-decoder without a norm", files: map[string]string{"c.toml": "[data]\nformat = \"pairs\"\n[model]\narch = \"encoder-decoder\"\n"},
+		{name: "encoder-decoder with norm none", files: map[string]string{"c.toml": "[data]\nformat = \"pairs\"\n[model]\narch = \"encoder-decoder\"\nnorm = \"none\"\n"},
 			args: []string{"graph", "c.toml"}, code: 2, msg: `c.toml: model.norm: "none" is not allowed with arch = "encoder-decoder" (allowed: post, the paper's; pre)`},
 		{name: "noam schedule without warmup", files: map[string]string{"c.toml": "[train]\nschedule = \"noam\"\nwarmup = 0\n"},
 			args: []string{"train", "c.toml"}, code: 2, msg: `c.toml: train.warmup: 0 is invalid with schedule = "noam" (must be >= 1`},

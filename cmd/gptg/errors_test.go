@@ -238,8 +238,10 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, hardenedInputs(t)...)
 	rows = append(rows, corpusInputs(t)...)
 	rows = append(rows, pairsInputs()...)
+	rows = append(rows, translationInputs(model)...)
 	rows = append(rows, hostileInputs(t)...)
 	rows = append(rows, serveInputs()...)
+	rows = append(rows, round4Inputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {

@@ -24,7 +24,7 @@ per target word over the run's test pairs, translates them greedily and
 prints the corpus BLEU of those translations (4-grams, brevity penalty,
 lower-cased 13a tokens);
 --data, --batch, --split, --stride and --prefix-only are the language
-models' and are ignored.
+models' and are refused.
 
 For a language model, prints the test loss as the seed defines it: the mean, over the whole
 batches of the corpus's test split (the last 1−split of its tokens, cut
@@ -70,16 +70,28 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *show < 0 || *show > 1_000_000 {
+		return usagef("--show %d must be between 0 and 1000000", *show)
+	}
 	if len(pos) == 1 {
 		if path, err := modelPath(pos[0]); err == nil && translate.IsTranslationFile(path) {
+			// A flag that would be ignored would print a loss the user
+			// did not ask for: it is refused instead.
+			for _, name := range []string{"data", "batch", "split", "stride", "prefix-only"} {
+				if set[name] {
+					return usagef("--%s is for language models: a translation model is evaluated on its run's test pairs (the config.toml beside it names them)", name)
+				}
+			}
 			return evalTranslation(path, *threads, *show, stdout, stderr)
 		}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case len(pos) != 1:
 		return usagef("eval needs exactly one MODEL file, got %d arguments", len(pos))
+	case set["show"]:
+		return usagef("--show is for translation models (it prints test pairs with their translations)")
 	case *batch < 1 || *batch > 4096:
 		return usagef("--batch %d must be between 1 and 4096", *batch)
 	case !(*split > 0 && *split < 1):

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/gptg/gptg/bleu"
@@ -61,6 +62,9 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	bar.done()
 	if err != nil {
 		return err
+	}
+	if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		return notFiniteIn(m.Path, m.Tensors, "test loss")
 	}
 	fmt.Fprintf(stdout, "test loss %.6f (per target word, %d test pairs)\n", loss, len(c.Test))
 

@@ -63,6 +63,12 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// With --dot to standard output the table would spoil the DOT: only
+	// the DOT goes there.
+	table := stdout
+	if atomicfile.IsStdout(*dot) {
+		table = io.Discard
+	}
 	writeDot := func(text string) error {
 		if *dot == "" {
 			return nil
@@ -77,13 +83,13 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		return nil
 	}
 	if cfg.Model.EncoderDecoder() {
-		return graphTranslation(cfg, stdout, *forward, writeDot)
+		return graphTranslation(cfg, table, *forward, writeDot)
 	}
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		data, err := corpus.LoadFor(*cfg, stdout, nil)
+		data, err := corpus.LoadFor(*cfg, table, nil)
 		if err != nil {
 			return err
 		}
@@ -107,12 +113,9 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		defer p.Close()
 		nodes = "forward + backward"
 	}
-	if atomicfile.IsStdout(*dot) { // the table would spoil the DOT
-		return writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, cleanDot(m.G.ToDot())); return err })
-	}
-	printParams(stdout, m.Params)
-	fmt.Fprintf(stdout, "graph nodes (%s, batch %d): %d\n", nodes, cfg.Train.Batch, len(m.G.AllNodes()))
-	fmt.Fprintf(stdout, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
+	printParams(table, m.Params)
+	fmt.Fprintf(table, "graph nodes (%s, batch %d): %d\n", nodes, cfg.Train.Batch, len(m.G.AllNodes()))
+	fmt.Fprintf(table, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
 	return writeDot(m.G.ToDot())
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
@@ -85,6 +86,17 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, forward bool, dot fu
 func refuseTranslation(path, doing string) error {
 	if translate.IsTranslationFile(path) {
 		return usagef("%s is a translation model (encoder-decoder), and %s needs a language model: use gptg translate, eval or inspect", path, doing)
+	}
+	return nil
+}
+
+// refuseLanguageModel is refuseTranslation the other way round: a model
+// file that reads but holds a language model, given to a command that
+// needs a translation model.
+func refuseLanguageModel(path, doing string) error {
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	if err == nil && !translate.IsTranslation(f.Meta) {
+		return usagef("%s is a language model (decoder-only), and %s needs a translation model (encoder-decoder): use gptg sample or attention", path, doing)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -78,9 +79,15 @@ func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmode
 // and names the largest weight, the usual cause (a corrupt file, or a
 // training that diverged), instead of printing NaN with exit 0.
 func notFinite(m *savedmodel.Model, what string) error {
+	return notFiniteIn(m.Path, m.Tensors, what)
+}
+
+// notFiniteIn is notFinite for the tensors of any model file (a
+// translation model's too).
+func notFiniteIn(path string, tensors map[string]modelfile.Tensor, what string) error {
 	name, largest := "", 0.0
-	for _, n := range slices.Sorted(maps.Keys(m.Tensors)) {
-		t := m.Tensors[n]
+	for _, n := range slices.Sorted(maps.Keys(tensors)) {
+		t := tensors[n]
 		for _, v := range t.F32 {
 			if a := math.Abs(float64(v)); a > largest {
 				name, largest = n, a
@@ -93,5 +100,5 @@ func notFinite(m *savedmodel.Model, what string) error {
 		}
 	}
 	return fmt.Errorf("%s: the model's %s came out NaN or infinite; its largest weight is %g, in %s: the file is corrupt or its training diverged",
-		quote.Name(m.Path), what, largest, name)
+		quote.Name(path), what, largest, name)
 }

@@ -31,13 +31,14 @@ gptg ablate draws several configs over seeds (its loss.png).
 
 Flags:
   --out FILE   the picture to write, .png or .svg (default RUN_DIR/loss.png)
-`,
+` + forceUsage,
 	run: runPlot,
 }
 
 func runPlot(args []string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
 	out := fs.String("out", "", "")
+	force := fs.Bool("force", false, "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -53,6 +54,12 @@ func runPlot(args []string, stdout, _ io.Writer) error {
 	if ext != ".png" && ext != ".svg" {
 		return usagef("--out %s: the picture is .png or .svg", *out)
 	}
+	// The rule of every output flag (checkOutput): an existing picture
+	// (PNG, SVG) may be replaced; anything else needs --force.
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force,
+		Own: atomicfile.HasPrefix("\x89PNG", "<?xml", "<svg")}); err != nil {
+		return err
+	}
 	rows, err := train.ReadMetrics(dir)
 	if err != nil {
 		return err
@@ -64,7 +71,7 @@ func runPlot(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(*out, pic); err != nil {
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := w.Write(pic); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d rows, up to step %d)\n", *out, len(rows), rows[len(rows)-1].Step)

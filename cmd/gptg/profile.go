@@ -3,30 +3,54 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 
 	"github.com/gptg/gptg/internal/atomicfile"
 )
 
-// startCPUProfile starts Go's CPU profiler writing to path; the returned
-// function stops it and closes the file. The profile is what
-// bench/NOTES.md's "where the time goes" tables are read from.
-func startCPUProfile(path string) (stop func(), err error) {
-	// Through atomicfile's rule for outputs: not over a device or a link.
-	if path, err = atomicfile.Target(path); err != nil {
+// startCPUProfile starts Go's CPU profiler for the command's run; the
+// profile is what bench/NOTES.md's "where the time goes" tables are read
+// from. It obeys the rule of every output flag (checkOutput): not over a
+// device, a folder or an input, and over an existing file only when that
+// is a profile (gzip) already, or with --force. The profile is written to a temporary file
+// beside path; the returned stop puts it in place when keep is true (the
+// command ran: it finished or was interrupted) and removes it otherwise,
+// so that a command refused before any work leaves no file behind.
+func startCPUProfile(path string, force bool, inputs []string) (stop func(keep bool) error, err error) {
+	if atomicfile.IsStdout(path) {
+		return nil, usagef("--cpuprofile %s: a profile is binary and standard output is the command's log; give a file name", path)
+	}
+	if err := checkOutput("--cpuprofile", path, atomicfile.Rules{Force: force, Inputs: inputs, Own: atomicfile.HasPrefix("\x1f\x8b")}); err != nil {
+		return nil, err
+	}
+	target, err := atomicfile.Target(path)
+	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		os.Remove(path)
+		os.Remove(f.Name())
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	return func() {
+	return func(keep bool) error {
 		pprof.StopCPUProfile()
-		f.Close()
+		err := f.Close()
+		if err == nil && keep {
+			if err = os.Chmod(f.Name(), 0o644); err == nil {
+				err = os.Rename(f.Name(), target)
+			}
+		}
+		if err != nil || !keep {
+			os.Remove(f.Name())
+		}
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
 	}, nil
 }

@@ -93,7 +93,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		Dirs: dirs, Generations: *generations, MaxTokens: *maxTokens, TimeLimit: *timeLimit,
 		ModelMemory: int64(*memory * config.GiB), Backend: backend(max(*threads, 0)),
 		OpenModel: func(path string) (*savedmodel.Model, error) {
-			return openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
+			m, err := openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
+			var ue usageError
+			if errors.As(err, &ue) { // an answer to a request, not a command line: no "(see --help)"
+				return nil, errors.New(ue.msg)
+			}
+			return m, err
 		},
 		Summary: func(path string) (string, error) {
 			var b bytes.Buffer
@@ -117,8 +122,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// A request's body (at most 64 KiB) must arrive within ReadTimeout
+		// of its start; streams' writes have their own deadline
+		// (serve.writeTimeout). Idle keep-alive connections are closed.
+		ReadTimeout:    30 * time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		BaseContext:    func(net.Listener) context.Context { return ctx },
 	}
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "gptg serve: %s on %s (Ctrl-C stops)\n", joinDirs(dirs), url)

@@ -74,7 +74,7 @@ Flags:
 	run: runTrain,
 }
 
-func runTrain(args []string, stdout, _ io.Writer) error {
+func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	var sets setFlags
@@ -89,11 +89,19 @@ func runTrain(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	if *cpuprofile != "" {
-		stopProfile, err := startCPUProfile(*cpuprofile)
+		inputs := append([]string{*resume, *initFrom}, pos...)
+		stopProfile, err := startCPUProfile(*cpuprofile, *force, inputs)
 		if err != nil {
 			return err
 		}
-		defer stopProfile()
+		defer func() {
+			// The profile of a run that trained (finished or interrupted)
+			// stays; a refused command leaves none.
+			keep := retErr == nil || errors.Is(retErr, train.ErrInterrupted) || errors.As(retErr, new(interruptedError))
+			if perr := stopProfile(keep); perr != nil && retErr == nil {
+				retErr = perr
+			}
+		}()
 	}
 	// --threads 0 (unset) leaves the choice to train.threads, then to every core.
 	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -64,6 +65,9 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseLanguageModel(path, "translate"); err != nil {
+		return err
+	}
 	m, err := translate.Load(path)
 	if err != nil {
 		return err
@@ -78,6 +82,9 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 		}
 		if err != nil {
 			return err
+		}
+		if math.IsNaN(r.LogProb) || math.IsInf(r.LogProb, 0) {
+			return notFiniteIn(m.Path, m.Tensors, "translation scores (log p)")
 		}
 		if *verbose {
 			fmt.Fprintf(stdout, "# source: %s\n# log p: %.4f\n", strings.Join(r.Source, " "), r.LogProb)

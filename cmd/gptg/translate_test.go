@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -173,5 +175,71 @@ func checkTranslationAttention(t *testing.T, dir, run string) {
 	// Three rows of maps (encoder, decoder self, cross) by two heads.
 	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 600 {
 		t.Errorf("align.png is %v; want room for 3×2 heatmaps", b)
+	}
+}
+
+// translationModelFile is where translationInputs' setup writes a
+// translation model (random weights): sources of at most 4 words.
+const translationModelFile = "runs/tr/model.safetensors"
+
+// writeTranslationModel writes a small encoder–decoder of random weights,
+// learned positions (6 rows), to dir/translationModelFile.
+func writeTranslationModel(t *testing.T, dir string) {
+	t.Helper()
+	mc := config.DefaultModel()
+	mc.Arch, mc.Embedding, mc.Heads, mc.Blocks = config.ArchEncoderDecoder, 8, 2, 1
+	mc.EncoderBlocks, mc.DecoderBlocks, mc.FFHidden = 1, 1, 16
+	mc.Norm, mc.Positions, mc.Context = "post", "learned", 6
+	vocab := func(prefix string) *pairs.Vocab {
+		words := append([]string(nil), pairs.Specials...)
+		for i := range 6 {
+			words = append(words, fmt.Sprintf("%s%d", prefix, i))
+		}
+		v, err := pairs.NewVocab(words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	src, tgt := vocab("a"), vocab("b")
+	g, err := graph.BuildTranslation(translate.Spec(mc, src.Size(), tgt.Size()), graph.TranslationOptions{Batch: 1, SrcLen: 2, TgtLen: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, translationModelFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := translate.Save(path, mc, src, tgt, 4, 4, g.Params); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// translationInputs are TestBadInputs' rows for translate and attention
+// on translation models.
+func translationInputs(languageModel string) []badInput {
+	tm := translationModelFile
+	with := writeTranslationModel
+	return []badInput{
+		{name: "translate: no model", args: []string{"translate"}, code: 2,
+			msg: "translate needs exactly one MODEL file or run folder, got 0"},
+		{name: "translate: beam 0", setup: with, args: []string{"translate", tm, "--text", "a1", "--beam", "0"}, code: 2,
+			msg: "--beam 0: give a beam width from 1 to 64"},
+		{name: "translate: negative length penalty", setup: with, args: []string{"translate", tm, "--text", "a1", "--alpha", "-1"}, code: 2,
+			msg: "--alpha -1: give a length penalty exponent from 0 to 10"},
+		{name: "translate: a sentence of no words", setup: with, args: []string{"translate", tm, "--text", "   "}, code: 2,
+			msg: "cannot translate: the sentence has no words"},
+		{name: "translate: a sentence longer than the positions", setup: with, args: []string{"translate", tm, "--text", "a1 a2 a3 a4 a5 a1"}, code: 2,
+			msg: "cannot translate: the sentence has 6 words; this model (learned positions) reads at most 5"},
+		{name: "translate: a language model", args: []string{"translate", languageModel, "--text", "a1"}, code: 2,
+			msg: "is a language model (decoder-only), and translate needs a translation model (encoder-decoder)"},
+		{name: "attention: --target on a language model", args: []string{"attention", languageModel, "--text", "ab", "--target", "b1"}, code: 2,
+			msg: "--target is for translation models"},
+		{name: "attention: an empty --target", setup: with, args: []string{"attention", tm, "--text", "a1", "--target", " "}, code: 2,
+			msg: "--target is empty; leave it out to see the model's own translation"},
+		{name: "attention: a target longer than the decoder", setup: with, args: []string{"attention", tm, "--text", "a1", "--target", "b1 b2 b3 b4 b5"}, code: 2,
+			msg: "cannot translate: the target has 5 words; this model writes at most 4"},
+		{name: "attention: a translation source of no words", setup: with, args: []string{"attention", tm, "--text", "  "}, code: 2,
+			msg: "cannot translate: the sentence has no words"},
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
+	"github.com/gptg/gptg/graph/internal/pool"
 )
 
 // Program is a built model compiled for a TapeMachine: one run computes the
@@ -30,6 +31,24 @@ type Program struct {
 	inPlace func() error  // runs the tape in this goroutine; nil: use vm.RunAll (see tape.go)
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
 	targets *tensor.Dense // fed to Model.Targets, reused every run
+
+	// A sharded training program (CompileTraining, shards.go): shards[0]
+	// is this program, the others its shards' graphs; nil for one graph.
+	shards       []*Program
+	workers      *pool.Pool // one goroutine per shard
+	runShard     func(k int)
+	shardErrs    []error
+	batchTokens  []int // the batch under way, split over the shards
+	batchTargets []int
+	loss         float64 // the last run's mean over the shards
+	gradData     [][]any // gradData[k][i]: shard k's gradient i, as a slice
+	gradOffsets  []int
+	dropoutSet   bool // SetDropout was called: each shard draws its masks
+	dropoutSeed  int64
+	dropoutRun   uint64
+	splitF       func(lo, hi int)
+	splitN       int
+	splitParts   int
 }
 
 // Compile compiles the graph once for a TapeMachine; every later Run reuses
@@ -85,6 +104,10 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 // unfused program. f must compute each item independently of the range it
 // lands in, and must not call Split or Run.
 func (p *Program) Split(n, work int, f func(lo, hi int)) {
+	if p.shards != nil {
+		p.splitShards(n, work, f)
+		return
+	}
 	if p.Fused == nil {
 		f(0, n)
 		return
@@ -92,9 +115,34 @@ func (p *Program) Split(n, work int, f func(lo, hi int)) {
 	p.Fused.Split(n, work, f)
 }
 
+// SetDropout draws the dropout masks of the next runs from (seed, run),
+// as graph.Model.SetDropout does; a sharded program's shards draw theirs
+// from (seed, run·S + shard), each on its own goroutine.
+func (p *Program) SetDropout(seed int64, run uint64) {
+	if p.shards == nil {
+		p.Model.SetDropout(seed, run)
+		return
+	}
+	p.dropoutSet, p.dropoutSeed, p.dropoutRun = true, seed, run
+}
+
+// Shards is the number of graphs a run splits its batch over (1: one graph).
+func (p *Program) Shards() int { return max(1, len(p.shards)) }
+
 // Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
-// runs the graph. Outputs stay readable until the next Run.
+// runs the graph. Outputs stay readable until the next Run. A sharded
+// program runs its shards side by side and leaves the mean loss and the
+// mean gradients where one graph would (Loss, Grads); the other outputs
+// (Logits, Attention) are the first shard's.
 func (p *Program) Run(tokens, targets []int) error {
+	if p.shards != nil {
+		return p.runShards(tokens, targets)
+	}
+	return p.runOne(tokens, targets)
+}
+
+// runOne runs this program's own graph on one batch.
+func (p *Program) runOne(tokens, targets []int) error {
 	if err := feedIDs(p.tokens, p.Model.Tokens, tokens, p.Spec.Vocab, "token"); err != nil {
 		return err
 	}
@@ -116,10 +164,28 @@ func (p *Program) Run(tokens, targets []int) error {
 }
 
 // Loss is the last run's mean cross-entropy.
-func (p *Program) Loss() float64 { return scalarOf(p.Model.Loss.Value()) }
+func (p *Program) Loss() float64 {
+	if p.shards != nil {
+		return p.loss
+	}
+	return scalarOf(p.Model.Loss.Value())
+}
 
-// Close releases the machine.
-func (p *Program) Close() error { return p.vm.Close() }
+// Close releases the machine (a sharded program's machines and goroutines).
+func (p *Program) Close() error {
+	if p.shards == nil {
+		return p.vm.Close()
+	}
+	p.workers.Close()
+	var first error
+	for _, sh := range p.shards {
+		sh.shards = nil
+		if err := sh.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 func scalarOf(v G.Value) float64 {
 	switch x := v.Data().(type) {

@@ -30,13 +30,15 @@ type kernels struct {
 }
 
 // maxTile is the largest mr·nr of any kernel (the edge tile's size).
-const maxTile = 16 * 16
+const maxTile = 12 * 32
 
 // kernelTable holds the kernels per family, float32 then float64, with
-// their blocking sizes for this machine's caches (L1d 32 KiB, L2 1 MiB per
-// core) and typical ones: kc·nr·size ≈ 16 KiB (a B panel fills half of
-// L1), mc·kc·size ≈ 256 KiB (the A block in L2), nc·kc·size ≈ 4 MiB (the
-// B block in a share of L3). Measured with BenchmarkMul; see bench/NOTES.md.
+// blocking sizes for the caches of the CPUs measured (L1d 32 KiB on Zen 4,
+// 48 KiB on Zen 5, L2 1 MiB per core): kc·nr·size ≈ 16–32 KiB (a B panel
+// fills half of L1 or more), mc·kc·size ≈ 256 KiB (the A block in L2),
+// nc·kc·size ≈ 4 MiB (the B block in a share of L3). Measured with
+// BenchmarkMul; see bench/NOTES.md. The AVX-512 float32 tile is 12×32,
+// two registers a row: see kernel_amd64.s for why not 16×16.
 // kcRows, the depth when A is read along its rows, is deeper for the
 // AVX-512 float32 kernel, whose large products measured 3–4 % faster with
 // C's tiles read and written once per 1536 steps instead of per 256 (G12).
@@ -50,7 +52,7 @@ var kernelTable = [...][2]kernels{
 		{path: pathAVX2, mr: 6, nr: 8, mc: 96, kc: 256, kcRows: 256, nc: 2048, run: avx2F64},
 	},
 	pathAVX512: {
-		{path: pathAVX512, mr: 16, nr: 16, mc: 256, kc: 256, kcRows: 1536, nc: 4096, run: avx512F32},
+		{path: pathAVX512, mr: 12, nr: 32, mc: 252, kc: 256, kcRows: 1536, nc: 4096, run: avx512F32},
 		{path: pathAVX512, mr: 16, nr: 8, mc: 128, kc: 256, kcRows: 256, nc: 2048, run: avx512F64},
 	},
 }

@@ -7,10 +7,20 @@
 // a panel of B (row p at b[p·bStep], nr numbers), the tile held in
 // registers for the whole loop over p.
 //
-// AVX-512 (16 rows): each row of the tile is one zmm register (16 float32
-// or 8 float64), Z0–Z15. Each step loads B's row into Z16 and does one
-// FMA per row with A's entry broadcast from memory (the .BCST form), so a
-// step is 1 vector load, 16 broadcast loads and 16 FMAs.
+// AVX-512 float32 (12 rows × 32 columns): each row of the tile is two zmm
+// registers, Z0–Z23. Each step loads B's row into Z24/Z25, broadcasts A's
+// twelve entries in turn into Z26–Z29 and does two FMAs per row (2 + 12
+// loads, 24 FMAs). The 16×16 tile it replaces did one broadcast load per
+// FMA (1 + 16 loads, 16 FMAs): on a core with two full-width FMA pipes
+// and two 512-bit loads a cycle (Zen 5) the loads, not the FMAs, set its
+// pace — 73–80 % of peak on the model's products, 79–91 % with this tile
+// (bench/NOTES.md K1). A core that splits a 512-bit FMA in two (Zen 4) is
+// bound by its FMAs either way.
+//
+// AVX-512 float64 (16 rows): each row of the tile is one zmm register (8
+// float64), Z0–Z15. Each step loads B's row into Z16 and does one FMA per
+// row with A's entry broadcast from memory (the .BCST form): 1 vector
+// load, 16 broadcast loads and 16 FMAs.
 //
 // AVX2 (6 rows): each row is two ymm registers, Y0–Y11; each step loads
 // B's row into Y12/Y13, broadcasts A's six entries in turn into Y14/Y15
@@ -27,231 +37,14 @@
 // top with the same panel of B.
 //
 // The AVX-512 float32 kernel (the one large products run) first prefetches
-// the 16 rows of its C tile: a tile of a product with thousands of rows
+// the 12 rows of its C tile: a tile of a product with thousands of rows
 // comes from L3 or memory, and by the end of the loop it is in L1 (4096-row
 // products 92–95 → 100–104 GFLOP/s; bench/NOTES.md G8).
 //
 // Registers: CX = steps left; SI, R11, R12, R13 = &a[p·aStep] of rows 0,
-// 4, 8, 12, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[p·bStep], BX =
+// 4, 8, 12 (the float32 kernel: rows 0, 4, 8 in SI, R11, R12), R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[p·bStep], BX =
 // bStep; DX = &c's current row, R8 = ldc (all strides in bytes); in the
 // epilogue SI = the current row at add, R9 = ldAdd.
-
-// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
-TEXT ·avx512F32(SB), NOSPLIT, $0-104
-avx512F32strip:
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ aRow+16(FP), R9
-	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10
-	MOVQ aStep+24(FP), R14
-	SHLQ $2, R14
-	MOVQ b+32(FP), DI
-	MOVQ bStep+40(FP), BX
-	SHLQ $2, BX
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $2, R8
-	LEAQ (SI)(R9*4), R11
-	LEAQ (R11)(R9*4), R12
-	LEAQ (R12)(R9*4), R13
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	MOVQ DX, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-
-avx512F32loop:
-	VMOVUPS (DI), Z16
-	VFMADD231PS.BCST (SI), Z16, Z0
-	VFMADD231PS.BCST (SI)(R9*1), Z16, Z1
-	VFMADD231PS.BCST (SI)(R9*2), Z16, Z2
-	VFMADD231PS.BCST (SI)(R10*1), Z16, Z3
-	VFMADD231PS.BCST (R11), Z16, Z4
-	VFMADD231PS.BCST (R11)(R9*1), Z16, Z5
-	VFMADD231PS.BCST (R11)(R9*2), Z16, Z6
-	VFMADD231PS.BCST (R11)(R10*1), Z16, Z7
-	VFMADD231PS.BCST (R12), Z16, Z8
-	VFMADD231PS.BCST (R12)(R9*1), Z16, Z9
-	VFMADD231PS.BCST (R12)(R9*2), Z16, Z10
-	VFMADD231PS.BCST (R12)(R10*1), Z16, Z11
-	VFMADD231PS.BCST (R13), Z16, Z12
-	VFMADD231PS.BCST (R13)(R9*1), Z16, Z13
-	VFMADD231PS.BCST (R13)(R9*2), Z16, Z14
-	VFMADD231PS.BCST (R13)(R10*1), Z16, Z15
-	ADDQ R14, SI
-	ADDQ R14, R11
-	ADDQ R14, R12
-	ADDQ R14, R13
-	ADDQ BX, DI
-	DECQ CX
-	JNZ  avx512F32loop
-	MOVBLZX accumulate+80(FP), AX
-	TESTL   AX, AX
-	JZ      avx512F32write
-	MOVQ add+64(FP), SI
-	MOVQ ldAdd+72(FP), R9
-	SHLQ $2, R9
-	VADDPS (SI), Z0, Z0
-	VMOVUPS Z0, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z1, Z1
-	VMOVUPS Z1, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z2, Z2
-	VMOVUPS Z2, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z3, Z3
-	VMOVUPS Z3, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z4, Z4
-	VMOVUPS Z4, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z5, Z5
-	VMOVUPS Z5, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z6, Z6
-	VMOVUPS Z6, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z7, Z7
-	VMOVUPS Z7, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z8, Z8
-	VMOVUPS Z8, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z9, Z9
-	VMOVUPS Z9, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z10, Z10
-	VMOVUPS Z10, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z11, Z11
-	VMOVUPS Z11, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z12, Z12
-	VMOVUPS Z12, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z13, Z13
-	VMOVUPS Z13, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z14, Z14
-	VMOVUPS Z14, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z15, Z15
-	VMOVUPS Z15, (DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	JMP  avx512F32next
-
-avx512F32write:
-	VMOVUPS Z0, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z1, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z2, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z3, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z4, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z5, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z6, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z7, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z8, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z9, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z10, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z11, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z12, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z13, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z14, (DX)
-	ADDQ R8, DX
-	VMOVUPS Z15, (DX)
-	ADDQ R8, DX
-
-avx512F32next:
-	DECQ strips+96(FP)
-	JZ   avx512F32done
-	MOVQ aNext+88(FP), AX
-	SHLQ $2, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+56(FP), AX
-	IMUL3Q $64, AX, AX
-	ADDQ AX, c+48(FP)
-	MOVQ ldAdd+72(FP), AX
-	IMUL3Q $64, AX, AX
-	ADDQ AX, add+64(FP)
-	JMP  avx512F32strip
-
-avx512F32done:
-	VZEROUPPER
-	RET
 
 // func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·avx512F64(SB), NOSPLIT, $0-104
@@ -948,5 +741,265 @@ add8loop:
 	JNZ     add8loop
 
 adddone:
+	VZEROUPPER
+	RET
+
+// func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·avx512F32(SB), NOSPLIT, $0-104
+avx512F32strip:
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ aRow+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $2, R14
+	MOVQ b+32(FP), DI
+	MOVQ bStep+40(FP), BX
+	SHLQ $2, BX
+	MOVQ c+48(FP), DX
+	MOVQ ldc+56(FP), R8
+	SHLQ $2, R8
+	LEAQ (SI)(R9*4), R11
+	LEAQ (R11)(R9*4), R12
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ DX, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	ADDQ R8, AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+
+avx512F32loop:
+	VMOVUPS (DI), Z24
+	VMOVUPS 64(DI), Z25
+	VBROADCASTSS (SI), Z26
+	VFMADD231PS Z24, Z26, Z0
+	VFMADD231PS Z25, Z26, Z1
+	VBROADCASTSS (SI)(R9*1), Z27
+	VFMADD231PS Z24, Z27, Z2
+	VFMADD231PS Z25, Z27, Z3
+	VBROADCASTSS (SI)(R9*2), Z28
+	VFMADD231PS Z24, Z28, Z4
+	VFMADD231PS Z25, Z28, Z5
+	VBROADCASTSS (SI)(R10*1), Z29
+	VFMADD231PS Z24, Z29, Z6
+	VFMADD231PS Z25, Z29, Z7
+	VBROADCASTSS (R11), Z26
+	VFMADD231PS Z24, Z26, Z8
+	VFMADD231PS Z25, Z26, Z9
+	VBROADCASTSS (R11)(R9*1), Z27
+	VFMADD231PS Z24, Z27, Z10
+	VFMADD231PS Z25, Z27, Z11
+	VBROADCASTSS (R11)(R9*2), Z28
+	VFMADD231PS Z24, Z28, Z12
+	VFMADD231PS Z25, Z28, Z13
+	VBROADCASTSS (R11)(R10*1), Z29
+	VFMADD231PS Z24, Z29, Z14
+	VFMADD231PS Z25, Z29, Z15
+	VBROADCASTSS (R12), Z26
+	VFMADD231PS Z24, Z26, Z16
+	VFMADD231PS Z25, Z26, Z17
+	VBROADCASTSS (R12)(R9*1), Z27
+	VFMADD231PS Z24, Z27, Z18
+	VFMADD231PS Z25, Z27, Z19
+	VBROADCASTSS (R12)(R9*2), Z28
+	VFMADD231PS Z24, Z28, Z20
+	VFMADD231PS Z25, Z28, Z21
+	VBROADCASTSS (R12)(R10*1), Z29
+	VFMADD231PS Z24, Z29, Z22
+	VFMADD231PS Z25, Z29, Z23
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ R14, R12
+	ADDQ BX, DI
+	DECQ CX
+	JNZ  avx512F32loop
+	MOVBLZX accumulate+80(FP), AX
+	TESTL   AX, AX
+	JZ      avx512F32write
+	MOVQ add+64(FP), SI
+	MOVQ ldAdd+72(FP), R9
+	SHLQ $2, R9
+	VADDPS (SI), Z0, Z0
+	VADDPS 64(SI), Z1, Z1
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z2, Z2
+	VADDPS 64(SI), Z3, Z3
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z4, Z4
+	VADDPS 64(SI), Z5, Z5
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z6, Z6
+	VADDPS 64(SI), Z7, Z7
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z8, Z8
+	VADDPS 64(SI), Z9, Z9
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z10, Z10
+	VADDPS 64(SI), Z11, Z11
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z12, Z12
+	VADDPS 64(SI), Z13, Z13
+	VMOVUPS Z12, (DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z14, Z14
+	VADDPS 64(SI), Z15, Z15
+	VMOVUPS Z14, (DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z16, Z16
+	VADDPS 64(SI), Z17, Z17
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z18, Z18
+	VADDPS 64(SI), Z19, Z19
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z20, Z20
+	VADDPS 64(SI), Z21, Z21
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z22, Z22
+	VADDPS 64(SI), Z23, Z23
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	JMP  avx512F32next
+
+avx512F32write:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z12, (DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z14, (DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
+	ADDQ R8, DX
+
+avx512F32next:
+	DECQ strips+96(FP)
+	JZ   avx512F32done
+	MOVQ aNext+88(FP), AX
+	SHLQ $2, AX
+	ADDQ AX, a+8(FP)
+	MOVQ ldc+56(FP), AX
+	IMUL3Q $48, AX, AX
+	ADDQ AX, c+48(FP)
+	MOVQ ldAdd+72(FP), AX
+	IMUL3Q $48, AX, AX
+	ADDQ AX, add+64(FP)
+	JMP  avx512F32strip
+
+avx512F32done:
 	VZEROUPPER
 	RET
