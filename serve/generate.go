@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/translate"
 )
 
 // genRequest is the body of POST /api/generate.
@@ -24,6 +25,7 @@ type genRequest struct {
 	TopK        int      `json:"top_k"`
 	TopP        float64  `json:"top_p"`
 	Seed        *uint64  `json:"seed"`
+	Beam        int      `json:"beam"` // a translation run's beam width (0, 1: greedy)
 }
 
 // slot takes one of the model-running slots without waiting; false means
@@ -102,6 +104,10 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if translate.IsTranslationFile(model) {
+		s.translationGenerate(w, r, model, req)
+		return
+	}
 	smp, release, err := s.models.sampler(model, key)
 	if err != nil {
 		fail(w, err)
@@ -172,6 +178,10 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	model, key, err := s.modelPath(f)
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	if translate.IsTranslationFile(model) {
+		s.translationAttention(w, model, text, r.URL.Query().Get("target"))
 		return
 	}
 	smp, release, err := s.models.sampler(model, key)

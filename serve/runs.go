@@ -46,6 +46,7 @@ type runInfo struct {
 	Rows       int      `json:"rows"`
 	BadRows    int      `json:"bad_rows,omitempty"`
 	Mask       bool     `json:"mask"`
+	Arch       string   `json:"arch"` // model.arch: "decoder-only", or "encoder-decoder" (a translation run)
 
 	settings []string // config.Diff against the defaults, for Differs
 }
@@ -98,6 +99,7 @@ func (c *runCache) info(f *folder) runInfo {
 		}
 		ri.settings = settingsOf(c.cfg)
 		ri.Mask = c.cfg.Model.Mask
+		ri.Arch = c.cfg.Model.Arch
 		if c.cfg.Train.MaxSteps > 0 {
 			ri.Total = c.cfg.Train.MaxSteps
 		}
@@ -171,6 +173,12 @@ func (c *runCache) info(f *folder) runInfo {
 		ri.State = stateInterrupted
 	case haveCk:
 		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d without saving it; the last checkpoint is at step %d (gptg train --resume goes on from there)", lastRow, c.step)
+	case ri.Arch == config.ArchEncoderDecoder && ri.HasModel && (ri.Total == 0 || lastRow >= ri.Total):
+		// A translation run writes no checkpoint (it cannot be resumed
+		// yet): its model file is saved at every evaluation and at the end.
+		ri.State = stateFinished
+	case ri.Arch == config.ArchEncoderDecoder && ri.HasModel:
+		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d of %d; its model file is from its last evaluation or the stop (a translation run cannot be resumed yet)", lastRow, ri.Total)
 	default:
 		ri.State, ri.Problem = stateFailed, "stopped before its first checkpoint"
 	}
