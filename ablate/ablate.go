@@ -535,13 +535,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range model.Tensors {
-		n := 1
-		for _, d := range t.Shape {
-			n *= d
-		}
-		r.Params += n
-	}
+	r.Params = int(model.Spec.ParamCount())
 	if model.Spec.Mask {
 		r.PrefixLoss, r.PrefixIsPlain = r.TestLoss, true
 	} else {

@@ -13,10 +13,13 @@
 #   training steps, and /usr/bin/time the process's peak RSS.
 # translate: greedy translation, batch 1, of the first SENTENCES (default 50)
 #   test sources of a trained seed-setting model (MODEL=RUN_DIR, or a 1,200-step
-#   training made here first): `gptg translate RUN --threads T` (the whole
-#   process's wall time, start-up included) against `transref.py translate`
-#   (its loop's time: a greedy loop recomputing the decoder over the prefix for
-#   every word, no cache), and how many translations are equal.
+#   training made here first), against `transref.py translate` (a greedy loop
+#   recomputing the decoder over the prefix for every word, no cache):
+#   warm: translate.BenchmarkGreedy (gptg's Translator with its key/value cache,
+#   after a pass that builds every source length's graphs) against the
+#   reference's second pass (--warm); cold: the whole `gptg translate RUN
+#   --threads T` process, start-up included, against the reference's first
+#   pass; and how many translations are equal.
 # Each pair runs gptg and the reference back to back, who goes first
 # alternating; a line per pair gives both figures and the ratio, the summary
 # the median ratio. On a shared machine run it under a lock that keeps other
@@ -119,30 +122,43 @@ for part in $parts; do
 		fi
 		cut -f4 "$data/test.tsv" | head -n "$sentences" >"$tmp/sentences.txt"
 		n=$(wc -l <"$tmp/sentences.txt")
+		[ -x "$tmp/translate.test" ] || go test -c -o "$tmp/translate.test" ./translate
 		for t in $threads_list; do
 			: >"$tmp/ratios"
+			: >"$tmp/warm-ratios"
 			for i in $(seq "$pairs"); do
+				# cold: the whole gptg process (start-up, one graph per source
+				# length) against the reference's loop alone
 				gt() {
 					local s e
 					s=$(date +%s.%N)
 					/usr/bin/time -f %M -o "$tmp/rss-g" "$gptg" translate "$run" --threads "$t" <"$tmp/sentences.txt" >"$tmp/gptg.txt"
 					e=$(date +%s.%N)
 					gsps=$(awk -v n="$n" -v s="$s" -v e="$e" 'BEGIN {printf "%.2f", n / (e - s)}')
+					# warm: translate.BenchmarkGreedy times passes after one that builds the graphs
+					gwarm=$(cd translate && GPTG_BENCH_MODEL="$run/model.safetensors" GPTG_BENCH_SENTENCES="$tmp/sentences.txt" \
+						GPTG_BENCH_THREADS="$t" "$tmp/translate.test" -test.run XXX -test.bench Greedy -test.benchtime 3x |
+						sed -n 's/.* \([0-9.]*\) sentences\/s.*/\1/p')
 				}
 				rt() {
 					/usr/bin/time -f %M -o "$tmp/rss-r" "$python" bench/transref.py translate "$data" --model "$run/model.safetensors" \
 						--threads "$t" <"$tmp/sentences.txt" >"$tmp/ref.txt" 2>"$tmp/ref.err"
 					rsps=$(sed -n 's/.*"sentences_per_sec": \([0-9.e+]*\).*/\1/p' "$tmp/ref.err")
+					"$python" bench/transref.py translate "$data" --model "$run/model.safetensors" --warm \
+						--threads "$t" <"$tmp/sentences.txt" >/dev/null 2>"$tmp/ref.err"
+					rwarm=$(sed -n 's/.*"sentences_per_sec": \([0-9.e+]*\).*/\1/p' "$tmp/ref.err")
 				}
 				if [ $((i % 2)) = 1 ]; then gt; rt; else rt; gt; fi
 				q=$(ratio "$gsps" "$rsps")
+				w=$(ratio "$gwarm" "$rwarm")
 				echo "$q" >>"$tmp/ratios"
+				echo "$w" >>"$tmp/warm-ratios"
 				same=$(paste -d '\n' "$tmp/gptg.txt" "$tmp/ref.txt" | awk 'NR % 2 {a = $0; next} $0 == a {n++} END {print n + 0}')
-				printf 'translate threads %s pair %s: gptg %s sentences/s %s MB, reference %.2f sentences/s %s MB: %s× (%s of %s translations equal)\n' \
-					"$t" "$i" "$gsps" "$(awk '{printf "%.0f", $1 / 1024}' "$tmp/rss-g")" "$rsps" \
-					"$(awk '{printf "%.0f", $1 / 1024}' "$tmp/rss-r")" "$q" "$same" "$n"
+				printf 'translate threads %s pair %s: warm gptg %s, reference %.2f sentences/s: %s×; cold (gptg process incl. start-up) %s vs %.2f: %s×; peak RSS gptg %s MB, reference %s MB; %s of %s translations equal\n' \
+					"$t" "$i" "$gwarm" "$rwarm" "$w" "$gsps" "$rsps" "$q" "$(awk '{printf "%.0f", $1 / 1024}' "$tmp/rss-g")" \
+					"$(awk '{printf "%.0f", $1 / 1024}' "$tmp/rss-r")" "$same" "$n"
 			done
-			echo "RESULT translate threads $t: median speed ratio $(median <"$tmp/ratios")× over $pairs pairs ($n sentences, greedy, batch 1)"
+			echo "RESULT translate threads $t: median speed ratio warm $(median <"$tmp/warm-ratios")×, cold $(median <"$tmp/ratios")× over $pairs pairs ($n sentences, greedy, batch 1)"
 		done
 		;;
 	*) echo "translate.sh: unknown part $part (train, translate)" >&2; exit 2 ;;

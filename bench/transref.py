@@ -47,6 +47,8 @@ for _i, _a in enumerate(sys.argv):
         _threads = sys.argv[_i + 1]
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = _threads
+if os.environ.get("TRANSREF_BLAS_THREADS"):  # OpenBLAS's own pool, when it should differ
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["TRANSREF_BLAS_THREADS"]
 # PyTorch as a tuned CPU deployment runs it: jemalloc keeping freed memory
 # (see ../shared/docs/pytorch-notes.md: with glibc's malloc every large
 # activation is handed back to the kernel and faulted in again each step).
@@ -531,12 +533,19 @@ def cmd_translate(a):
     model.eval()
     T = data.cfg["data"]["max_target"] + 1
     lines = [l.rstrip("\n") for l in sys.stdin if l.strip()]
+
+    def run():
+        out = []
+        for line in lines:
+            src = torch.tensor([data.encode_src(tokenize(line)) + [EOS]])
+            ids = greedy(model, src, T)[0]
+            out.append(detokenize([data.tgt_words[i] for i in ids]))
+        return out
+
+    if a.warm:
+        run()  # PyTorch's first calls are slower: time a second pass
     start = time.perf_counter()
-    out = []
-    for line in lines:
-        src = torch.tensor([data.encode_src(tokenize(line)) + [EOS]])
-        ids = greedy(model, src, T)[0]
-        out.append(detokenize([data.tgt_words[i] for i in ids]))
+    out = run()
     secs = time.perf_counter() - start
     sys.stdout.write("".join(l + "\n" for l in out))
     print(json.dumps(dict(sentences=len(lines), secs=secs, sentences_per_sec=len(lines) / secs,
@@ -662,6 +671,7 @@ def main():
     p.add_argument("dir")
     p.add_argument("--model", required=True)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warm", action="store_true", help="translate every line once before the timed pass")
     p.set_defaults(f=cmd_translate)
     p = sub.add_parser("check")
     p.add_argument("--gptg", help="a gptg binary: also compare the schedule and translations with a short run")

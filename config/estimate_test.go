@@ -35,14 +35,7 @@ func TestParamCountMatchesTheGraph(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", m, err)
 		}
-		var n int64
-		for _, p := range g.Params {
-			size := int64(1)
-			for _, d := range p.Shape {
-				size *= int64(d)
-			}
-			n += size
-		}
+		n := int64(graph.CountParams(g.Params))
 		if got := m.ParamCount(); got != n {
 			t.Errorf("%+v: ParamCount %d, graph %d", m, got, n)
 		}

@@ -32,7 +32,7 @@ func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, clien
 	if _, err := os.Stat(d.Path); errors.Is(err, fs.ErrNotExist) && d.URL != "" && !isBuiltin(d.Path) {
 		fmt.Fprintf(log, "%s is missing: downloading %s\n", d.Path, d.URL)
 	}
-	if err := Ensure(d.Path, d.URL, d.SHA256, client); err != nil {
+	if err := EnsureContext(ctx, d.Path, d.URL, d.SHA256, client); err != nil {
 		return nil, err
 	}
 	data, err := LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)

@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,13 @@ const downloadTimeout = 5 * time.Minute
 // run would trust. Ensure prints nothing; every failure is one error line
 // that says what to do.
 func Ensure(path, rawURL, sum string, client *http.Client) error {
+	return EnsureContext(context.Background(), path, rawURL, sum, client)
+}
+
+// EnsureContext is Ensure that stops when ctx is done (Ctrl-C during a
+// download, or while a large file is checked against sum), returning an
+// error that wraps ctx's; nothing is written then.
+func EnsureContext(ctx context.Context, path, rawURL, sum string, client *http.Client) error {
 	sum = strings.ToLower(strings.TrimSpace(sum))
 	if sum != "" {
 		if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
@@ -63,7 +71,7 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 		}
 		return err
 	case err == nil:
-		return verifyFile(path, sum)
+		return verifyFile(ctx, path, sum)
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("data file %s: %w", quote.Name(path), pathless(err))
 	case rawURL == "":
@@ -74,7 +82,10 @@ func Ensure(path, rawURL, sum string, client *http.Client) error {
 		// silently would otherwise hang gptg with no word.
 		client = &http.Client{Timeout: downloadTimeout}
 	}
-	if err := download(path, rawURL, sum, client); err != nil {
+	if err := download(ctx, path, rawURL, sum, client); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("downloading %s: %w", rawURL, ctx.Err())
+		}
 		return fmt.Errorf("downloading %s failed: %v; put the file at %s", rawURL, err, path)
 	}
 	return nil
@@ -95,15 +106,33 @@ func Digest(path string) (sum string, size int64, err error) {
 	return hex.EncodeToString(h.Sum(nil)), size, nil
 }
 
-// verifyFile checks an existing file against sum (when set).
-func verifyFile(path, sum string) error {
+// verifyFile checks an existing file against sum (when set), stopping
+// between chunks when ctx is done.
+func verifyFile(ctx context.Context, path, sum string) error {
 	if sum == "" {
 		return nil
 	}
-	got, _, err := Digest(path)
+	f, _, err := openText(path)
 	if err != nil {
 		return err
 	}
+	defer f.Close()
+	h := sha256.New()
+	buf := make([]byte, chunkSize)
+	for {
+		if err := ctx.Err(); err != nil {
+			return dataError(path, err)
+		}
+		n, err := f.Read(buf)
+		h.Write(buf[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("data file %s: %w", quote.Name(path), err)
+		}
+	}
+	got := hex.EncodeToString(h.Sum(nil))
 	if got != sum {
 		return fmt.Errorf("data file %s has sha256 %s, but [data] sha256 expects %s", quote.Name(path), got, sum)
 	}
@@ -118,8 +147,12 @@ const maxDownload = 1 << 30
 // matches, saves it at path through a temporary file renamed into place
 // (internal/atomicfile), so a failed download leaves nothing behind. A corpus
 // is read whole by Load anyway, so holding it in memory costs nothing extra.
-func download(path, rawURL, sum string, client *http.Client) error {
-	resp, err := client.Get(rawURL)
+func download(ctx context.Context, path, rawURL, sum string, client *http.Client) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		// *url.Error repeats the method and URL, which the caller says already.
 		var ue *url.Error

@@ -1,14 +1,17 @@
 package corpus
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const body = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
@@ -147,4 +150,45 @@ func TestEnsureMissingWithoutURL(t *testing.T) {
 
 func TestEnsureBadChecksumSetting(t *testing.T) {
 	wantError(t, Ensure(writeText(t, body), "", "abc", nil), `[data] sha256 "abc" is not 64 hex digits`)
+}
+
+// TestEnsureStopsWhenCancelled: Ctrl-C during a download that stalls (a
+// slow mirror, a dropped network) stops it at once, not after the
+// download's five-minute bound, with ctx's error and nothing written.
+func TestEnsureStopsWhenCancelled(t *testing.T) {
+	started := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.Write([]byte("First Citizen:\n"))
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done() // and never the rest
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "data", "input.txt")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	start := time.Now()
+	err := EnsureContext(ctx, path, srv.URL+"/data.txt", "", &http.Client{Timeout: time.Hour})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want one wrapping context.Canceled", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("stopped after %v", took)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("a file was written")
+	}
+
+	// A large existing file checked against its sha256 stops too.
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, make([]byte, 4*chunkSize), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	if err := EnsureContext(done, big, "", strings.Repeat("0", 64), nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("checking a file with a cancelled context: %v, want context.Canceled", err)
+	}
 }

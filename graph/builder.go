@@ -21,6 +21,28 @@ type Param struct {
 	Node  *G.Node
 }
 
+// Size is the number of values the parameter holds.
+func (p *Param) Size() int { return shapeSize(p.Shape) }
+
+// CountParams is the number of values of all the parameters: the model's
+// parameter count (config.Model.ParamCount computes it from a config
+// alone, and a test holds the two equal).
+func CountParams(params []*Param) int {
+	n := 0
+	for _, p := range params {
+		n += p.Size()
+	}
+	return n
+}
+
+func shapeSize(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
 // Value is the parameter's current value; training updates it in place.
 func (p *Param) Value() *tensor.Dense { return p.Node.Value().(*tensor.Dense) }
 
@@ -110,11 +132,7 @@ func checkSpec(s config.Model, batch int) error {
 // Parameters are drawn in the order model.go asks for them, whichever
 // emitter runs, so both graphs of a seed start from the same values.
 func (b *builder) param(name string, init initializer, shape ...int) *G.Node {
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	data := make([]float64, n)
+	data := make([]float64, shapeSize(shape))
 	for i := range data {
 		data[i] = init(b.rng)
 	}

@@ -72,6 +72,27 @@ func runGolden(t *testing.T, dir string) {
 	}
 }
 
+// setGoldenParams gives every parameter of a graph its value in a golden
+// file, which must hold the same parameters with the same shapes.
+func setGoldenParams(t *testing.T, params []*graph.Param, want map[string]golden.Tensor) {
+	t.Helper()
+	if len(params) != len(want) {
+		t.Fatalf("graph has %d parameters, golden file %d", len(params), len(want))
+	}
+	for _, prm := range params {
+		w, ok := want[prm.Name]
+		if !ok {
+			t.Fatalf("parameter %s is not in the golden file", prm.Name)
+		}
+		if !slices.Equal(prm.Shape, w.Shape) {
+			t.Fatalf("%s: shape %v, golden %v", prm.Name, prm.Shape, w.Shape)
+		}
+		if err := prm.SetFloat64s(w.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	tol := 1e-9
 	if dtype == "float32" {
@@ -88,21 +109,7 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if len(m.Params) != len(c.Params) {
-		t.Fatalf("graph has %d parameters, golden file %d", len(m.Params), len(c.Params))
-	}
-	for _, prm := range m.Params {
-		want, ok := c.Params[prm.Name]
-		if !ok {
-			t.Fatalf("parameter %s is not in the golden file", prm.Name)
-		}
-		if !slices.Equal(prm.Shape, want.Shape) {
-			t.Fatalf("%s: shape %v, golden %v", prm.Name, prm.Shape, want.Shape)
-		}
-		if err := prm.SetFloat64s(want.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setGoldenParams(t, m.Params, c.Params)
 	if err := p.Run(golden.Flat(c.Inputs), golden.Flat(c.Targets)); err != nil {
 		t.Fatal(err)
 	}

@@ -85,21 +85,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be g
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if len(m.Params) != len(c.Params) {
-		t.Fatalf("graph has %d parameters, golden file %d", len(m.Params), len(c.Params))
-	}
-	for _, prm := range m.Params {
-		want, ok := c.Params[prm.Name]
-		if !ok {
-			t.Fatalf("parameter %s is not in the golden file", prm.Name)
-		}
-		if !slices.Equal(prm.Shape, want.Shape) {
-			t.Fatalf("%s: shape %v, golden %v", prm.Name, prm.Shape, want.Shape)
-		}
-		if err := prm.SetFloat64s(want.Data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setGoldenParams(t, m.Params, c.Params)
 	if err := p.Run(golden.Flat(c.Src), golden.Flat(c.DecIn), golden.Flat(c.DecTgt)); err != nil {
 		t.Fatal(err)
 	}

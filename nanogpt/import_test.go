@@ -78,28 +78,12 @@ func TestImportLayout(t *testing.T) {
 	}
 }
 
-// pickled builds a torch.save-like zip holding data.pkl = pkl and the given
-// storages.
+// pickled writes a torch.save-like zip holding data.pkl = pkl and the
+// given storages (zipCheckpoint) to a file, and returns its path.
 func pickled(t *testing.T, pkl []byte, storages map[string][]byte) string {
 	t.Helper()
-	var buf bytes.Buffer
-	z := zip.NewWriter(&buf)
-	add := func(name string, data []byte) {
-		w, err := z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(data)
-	}
-	add("archive/data.pkl", pkl)
-	for k, v := range storages {
-		add("archive/data/"+k, v)
-	}
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "ckpt.pt")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, zipCheckpoint(t, pkl, storages), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -3,6 +3,7 @@ package translate
 import (
 	"bufio"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/gptg/gptg/graph"
@@ -11,7 +12,7 @@ import (
 // BenchmarkGreedy translates the lines of $GPTG_BENCH_SENTENCES with the
 // model $GPTG_BENCH_MODEL, one sentence at a time, greedily: one
 // iteration is every line. Skipped without them. GPTG_BENCH_NOCACHE=1
-// decodes without the cache.
+// decodes without the cache; GPTG_BENCH_THREADS=N runs on N threads.
 func BenchmarkGreedy(b *testing.B) {
 	model, text := os.Getenv("GPTG_BENCH_MODEL"), os.Getenv("GPTG_BENCH_SENTENCES")
 	if model == "" || text == "" {
@@ -30,7 +31,11 @@ func BenchmarkGreedy(b *testing.B) {
 		lines = append(lines, sc.Text())
 	}
 	f.Close()
-	tr := NewTranslator(m, graph.Backend{Threads: 1})
+	threads := 1 // GPTG_BENCH_THREADS=N: N threads
+	if n, err := strconv.Atoi(os.Getenv("GPTG_BENCH_THREADS")); err == nil && n > 0 {
+		threads = n
+	}
+	tr := NewTranslator(m, graph.Backend{Threads: threads})
 	tr.Recompute = os.Getenv("GPTG_BENCH_NOCACHE") == "1"
 	for _, l := range lines { // build every graph once
 		if _, err := tr.Translate(l, Options{Beam: 1}); err != nil {

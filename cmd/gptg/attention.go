@@ -29,7 +29,6 @@ row i is the position that looks, column j the position it looks at, each
 row sums to 1. With the causal mask, everything right of the diagonal is 0.
 A run folder stands for its model.safetensors.
 
-<<<<<<< HEAD
 For a translation model (encoder–decoder), TEXT is a source sentence and
 the figure has three kinds of maps per block and head: the encoder's
 self-attention over the source words (and <eos>), the decoder's causal
@@ -38,11 +37,8 @@ cross-attention alignment: one row per target word being written, one
 column per source word. The translation is the model's own greedy one,
 or --target's.
 
-As text, every block and head is a table printed to stdout. As a picture
-=======
 As text, every block and head is a table printed to stdout, its columns
 in bands that fit the terminal (80 columns on a pipe). As a picture
->>>>>>> main
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
 column per head, with the tokens on both axes (a space shows as ·, a newline
 as ¶), one colour scale, 0 to 1, for all, and a colour bar.

@@ -139,17 +139,13 @@ func cleanDot(dot string) string {
 }
 
 func printParams(w io.Writer, params []*graph.Param) {
-	total := 0
 	fmt.Fprintf(w, "%-28s %-12s %10s\n", "parameter", "shape", "count")
 	for _, p := range params {
-		n := 1
 		dims := make([]string, len(p.Shape))
 		for i, d := range p.Shape {
-			n *= d
 			dims[i] = fmt.Sprint(d)
 		}
-		total += n
-		fmt.Fprintf(w, "%-28s %-12s %10d\n", p.Name, "["+strings.Join(dims, ", ")+"]", n)
+		fmt.Fprintf(w, "%-28s %-12s %10d\n", p.Name, "["+strings.Join(dims, ", ")+"]", p.Size())
 	}
-	fmt.Fprintf(w, "%-28s %-12s %10d\n", "total", "", total)
+	fmt.Fprintf(w, "%-28s %-12s %10d\n", "total", "", graph.CountParams(params))
 }

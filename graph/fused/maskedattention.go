@@ -7,6 +7,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"github.com/gptg/gptg/graph/internal/expf"
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
@@ -94,6 +95,17 @@ func maskedAttentionForward[F gemm.Float](a *args[F]) {
 		m := mask[b*Tk : (b+1)*Tk]
 		for i := 0; i < Tq; i++ {
 			row := w[i*Tk : (i+1)*Tk]
+			if row32, ok := any(row).([]float32); ok {
+				// float32: the causal attention's softmax (expf, eight at a
+				// time) over the masked scores; a masked key's e^(−1e9 − max)
+				// is 0 there too.
+				m32, sc := any(m).([]float32), float32(p.Scale)
+				for j, s := range row32 {
+					row32[j] = s*sc + m32[j]
+				}
+				expf.Softmax(row32, 1)
+				continue
+			}
 			maxv := math.Inf(-1)
 			for j, s := range row {
 				maxv = max(maxv, float64(s)*p.Scale+float64(m[j]))

@@ -23,6 +23,7 @@ func (f *Emitter) SmoothedCrossEntropy(logits, targets *G.Node, eps float64, ign
 	p.Ignore = ignore
 	op := f.newOp("SmoothedCrossEntropy", p, kernelOf(smoothedCEForward[float32], smoothedCEForward[float64]),
 		[]argKind{2, intVector}, tensor.Shape{}, true, false)
+	op.stats = new([]float64) // each row's log-sum-exp, for the backward kernel
 	op.grad = func(op *fusedOp, in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 		dx, err := op.derive("SmoothedCrossEntropyGrad", kernelOf(smoothedCEBackward[float32], smoothedCEBackward[float64]),
 			[]argKind{2, intVector, 0}, in[0].Shape().Clone(), in[0], in[1], g)
@@ -51,6 +52,10 @@ func smoothedCEForward[F gemm.Float](a *args[F]) {
 	if len(a.scratch) != n {
 		a.scratch = make([]float64, n)
 	}
+	if len(*a.stats) != n {
+		*a.stats = make([]float64, n)
+	}
+	lses := *a.stats
 	rows(a, n, 3*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			if tgt[r] == a.p.Ignore {
@@ -59,13 +64,10 @@ func smoothedCEForward[F gemm.Float](a *args[F]) {
 			}
 			xr := x[r*V : (r+1)*V]
 			lse := logSumExp(xr)
+			lses[r] = lse
 			term := (1 - eps) * (lse - float64(xr[tgt[r]]))
 			if eps > 0 {
-				sum := 0.0
-				for _, v := range xr {
-					sum += float64(v)
-				}
-				term += eps * (lse - sum/float64(V))
+				term += eps * (lse - rowSum(xr)/float64(V))
 			}
 			a.scratch[r] = term
 		}
@@ -84,19 +86,21 @@ func smoothedCEBackward[F gemm.Float](a *args[F]) {
 	x, tgt, V, n := a.in[0], a.ids, a.p.Vocab, a.p.Rows
 	eps := a.p.Scale
 	g := float64(a.in[1][0]) / float64(max(1, counted(tgt, a.p.Ignore)))
-	rows(a, n, 4*len(x), func(lo, hi int) {
+	lses := *a.stats // the forward kernel's, over the same logits
+	rows(a, n, 2*len(x), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, out := x[r*V:(r+1)*V], a.out[r*V:(r+1)*V]
 			if tgt[r] == a.p.Ignore {
 				clear(out)
 				continue
 			}
-			lse := logSumExp(xr)
+			lse := lses[r]
 			if out32, ok := any(out).([]float32); ok {
 				// As crossEntropyBackward: p in float32 from lse rounded to float32.
 				expf.Exps(out32, any(xr).([]float32), float32(lse))
-				for j, p := range out {
-					out[j] = F(g * (float64(p) - eps/float64(V)))
+				gs, off := float32(g), float32(g*eps/float64(V))
+				for j, p := range out32 {
+					out32[j] = p*gs - off
 				}
 			} else {
 				for j, v := range xr {
@@ -106,4 +110,21 @@ func smoothedCEBackward[F gemm.Float](a *args[F]) {
 			out[tgt[r]] -= F(g * (1 - eps))
 		}
 	})
+}
+
+// rowSum is Σx in float64, in four partial sums added in a fixed order:
+// four independent additions per round instead of one chain.
+func rowSum[F gemm.Float](x []F) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i])
+		s1 += float64(x[i+1])
+		s2 += float64(x[i+2])
+		s3 += float64(x[i+3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }

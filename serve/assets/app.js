@@ -276,27 +276,32 @@ async function runPage(id) {
 // POST, read with fetch), with a stop button.
 function playground(run) {
   const s = run.sample || {};
+  // A translation run translates its prompt (greedy, or beam search)
+  // instead of sampling a continuation.
+  const translating = run.arch === "encoder-decoder";
   const prompt = el("textarea", { id: "gen-prompt" });
-  prompt.value = s.prompt || "\n";
+  prompt.value = translating ? "In the beginning God created the heavens and the earth." : s.prompt || "\n";
   const num = (id, v, step, min, max) => el("input", { type: "number", id, value: v, step, min, max });
   const temp = num("gen-temperature", s.temperature ?? 1, "0.1", "0", "100");
   const topk = num("gen-topk", s.top_k || 0, "1", "0");
   const topp = num("gen-topp", s.top_p || 0, "0.05", "0", "1");
   const seed = num("gen-seed", 42, "1", "0");
   const tokens = num("gen-tokens", Math.min(s.tokens || 200, run.max_tokens), "1", "1", run.max_tokens);
+  const beam = num("gen-beam", 1, "1", "1", "8");
   const out = el("pre", { id: "gen-output" });
   const stats = el("div", { id: "gen-stats", class: "muted" });
-  const go = el("button", { class: "primary", id: "gen-go" }, "Generate");
+  const go = el("button", { class: "primary", id: "gen-go" }, translating ? "Translate" : "Generate");
   const stop = el("button", { id: "gen-stop", disabled: true }, "Stop");
   let ctl = null;
   go.addEventListener("click", async () => {
     ctl = new AbortController();
     go.disabled = true; stop.disabled = false;
-    out.replaceChildren(el("span", { class: "prompt" }, prompt.value));
+    out.replaceChildren(el("span", { class: "prompt" }, prompt.value + (translating ? "\n→ " : "")));
     const gen = el("span", { class: "gen" });
     out.append(gen);
     stats.textContent = "generating…";
     const body = { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
+    if (translating) body.beam = +beam.value;
     let n = 0, pending = "", frame = 0;
     // Tokens are shown once per frame: a small model draws thousands a
     // second, more DOM updates than a page can take.
@@ -327,7 +332,8 @@ function playground(run) {
           if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
           else if (ev[1] === "done") {
             flush();
-            stats.textContent = d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
+            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s, log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ") :
+              d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
           }
           else if (ev[1] === "error") throw new Error(d.error);
         }
@@ -341,6 +347,11 @@ function playground(run) {
     }
   });
   stop.addEventListener("click", () => ctl && ctl.abort());
+  if (translating) {
+    return el("div", {}, prompt,
+      el("div", { class: "toolbar" }, el("label", {}, "beam ", beam), el("span", { class: "muted" }, "1 = greedy"), go, stop),
+      out, stats);
+  }
   return el("div", {}, prompt,
     el("div", { class: "toolbar" },
       el("label", {}, "temperature ", temp), el("label", {}, "top-k ", topk), el("label", {}, "top-p ", topp),
@@ -364,65 +375,82 @@ function showToken(t) { return t === " " ? "·" : t === "\n" ? "¶" : t; }
 // head's whole (T, T) map in small with the row of the focused token
 // framed, and that row below as a strip; hovering (or tapping) a token
 // focuses it, clicking a cell draws its map large with the tokens.
+// A translation run has three views, each blocks × heads of (rows, cols)
+// maps: the cross-attention alignment (target words being written ×
+// source words), the encoder's and the decoder's self-attention.
 function explorer(run) {
+  const translating = run.arch === "encoder-decoder";
   const text = el("input", { type: "text", id: "att-text", size: 40 });
   text.value = ((run.sample && run.sample.prompt) || "").trim() ? run.sample.prompt + " " : "";
   text.value = (text.value + "the king is dead").slice(0, run.context || 64);
+  const target = el("input", { type: "text", id: "att-target", size: 30, placeholder: "target (default: the model's own translation)" });
+  const view = el("select", { id: "att-view" }, el("option", { value: "cross" }, "cross-attention (alignment)"),
+    el("option", { value: "encoder" }, "encoder self-attention"), el("option", { value: "decoder" }, "decoder self-attention"));
+  if (translating) text.value = "God saw the light.";
   const go = el("button", { class: "primary", id: "att-go" }, "Show");
   const toks = el("div", { class: "tokens", id: "att-tokens" });
   const grid = el("div", { class: "att-grid", id: "att-grid" });
   const big = el("div", { class: "att-big", id: "att-big" });
   const note = el("div", { class: "muted" });
-  let data = null, focus = 0, chosen = null;
+  // data: rows (the tokens looking), cols (those looked at), maps[b][h]
+  // row-major rows × cols, heads, blocks; raw: the server's answer.
+  let data = null, raw = null, focus = 0, chosen = null;
 
-  function drawCell(canvas, strip, m, n) {
-    const px = Math.max(2, Math.floor(120 / n));
-    canvas.width = canvas.height = n * px;
+  function drawCell(canvas, strip, m, n, k) {
+    const px = Math.max(2, Math.floor(120 / Math.max(n, k)));
+    canvas.width = k * px; canvas.height = n * px;
     const g = canvas.getContext("2d");
-    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { g.fillStyle = viridis(m[i * n + j]); g.fillRect(j * px, i * px, px, px); }
-    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(1, focus * px + 1, n * px - 2, px - 2);
-    strip.width = n * px; strip.height = 10;
+    for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) { g.fillStyle = viridis(m[i * k + j]); g.fillRect(j * px, i * px, px, px); }
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(1, focus * px + 1, k * px - 2, px - 2);
+    strip.width = k * px; strip.height = 10;
     const s = strip.getContext("2d");
-    for (let j = 0; j < n; j++) { s.fillStyle = viridis(m[focus * n + j]); s.fillRect(j * px, 0, px, 10); }
+    for (let j = 0; j < k; j++) { s.fillStyle = viridis(m[focus * k + j]); s.fillRect(j * px, 0, px, 10); }
   }
   function drawGrid() {
-    const n = data.tokens.length;
+    const n = data.rows.length, k = data.cols.length;
     grid.style.gridTemplateColumns = "repeat(" + data.heads + ", minmax(130px, 1fr))";
     grid.dataset.focus = focus;
     grid.querySelectorAll(".att-cell").forEach((cell) => {
       const b = +cell.dataset.block, h = +cell.dataset.head;
-      drawCell(cell.querySelector("canvas.map"), cell.querySelector("canvas.strip"), data.maps[b][h], n);
+      drawCell(cell.querySelector("canvas.map"), cell.querySelector("canvas.strip"), data.maps[b][h], n, k);
     });
     toks.querySelectorAll(".tok").forEach((t, i) => t.classList.toggle("active", i === focus));
     if (chosen) drawBig();
   }
   function drawBig() {
-    const [b, h] = chosen, n = data.tokens.length, m = data.maps[b][h];
-    const cell = Math.max(8, Math.min(24, Math.floor(560 / n))), lab = 28;
+    const [b, h] = chosen, n = data.rows.length, k = data.cols.length, m = data.maps[b][h];
+    const cell = Math.max(8, Math.min(24, Math.floor(560 / Math.max(n, k)))), lab = translating ? 56 : 28;
     const c = el("canvas", { id: "att-big-map" });
-    c.width = lab + n * cell; c.height = lab + n * cell;
+    c.width = lab + k * cell; c.height = lab + n * cell;
     const g = c.getContext("2d");
     g.fillStyle = "#fff"; g.fillRect(0, 0, c.width, c.height);
     g.font = Math.min(12, cell) + "px monospace"; g.fillStyle = "#333"; g.textAlign = "center"; g.textBaseline = "middle";
-    data.tokens.forEach((t, i) => { g.fillText(showToken(t), lab + i * cell + cell / 2, lab / 2); g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2); });
-    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { g.fillStyle = viridis(m[i * n + j]); g.fillRect(lab + j * cell, lab + i * cell, cell, cell); }
-    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, n * cell - 2, cell - 2);
+    data.cols.forEach((t, j) => g.fillText(showToken(t), lab + j * cell + cell / 2, lab / 2));
+    data.rows.forEach((t, i) => g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2));
+    for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) { g.fillStyle = viridis(m[i * k + j]); g.fillRect(lab + j * cell, lab + i * cell, cell, cell); }
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, k * cell - 2, cell - 2);
     c.title = "row: the position that looks; column: the position it looks at";
     c.addEventListener("mousemove", (e) => {
       const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top - lab) / cell), j = Math.floor((e.clientX - r.left - lab) / cell);
-      if (i >= 0 && j >= 0 && i < n && j < n) c.title = JSON.stringify(data.tokens[i]) + " → " + JSON.stringify(data.tokens[j]) + ": " + m[i * n + j].toFixed(4);
+      if (i >= 0 && j >= 0 && i < n && j < k) c.title = JSON.stringify(data.rows[i]) + " → " + JSON.stringify(data.cols[j]) + ": " + m[i * k + j].toFixed(4);
     });
     big.replaceChildren(el("div", {}, el("strong", {}, "block " + b + ", head " + h), el("span", { class: "muted" }, "  rows: the token that looks; columns: the token it looks at; each row sums to 1")), c);
   }
-  async function load() {
-    note.textContent = "running the model…";
-    try {
-      data = await getJSON("/api/attention?id=" + encodeURIComponent(run.id) + "&text=" + encodeURIComponent(text.value));
-    } catch (e) { note.textContent = ""; note.append(el("span", { class: "error" }, e.message)); return; }
-    const n = data.tokens.length;
-    focus = n - 1;
-    note.textContent = data.blocks + " blocks × " + data.heads + " heads over " + n + " tokens" + (data.dropped ? " (the first " + data.dropped + " dropped: the context is " + n + ")" : "") + (data.mask ? ", causal" : ", no mask") + "; hover a token, click a head";
-    toks.replaceChildren(...data.tokens.map((t, i) => el("span", { class: "tok", "data-i": i, title: JSON.stringify(t),
+  // show lays out the chosen view of the last answer.
+  function show() {
+    if (raw.translation) {
+      const v = raw.views[view.value];
+      data = { rows: v.rows, cols: v.cols, maps: v.maps, blocks: v.maps.length, heads: raw.heads };
+      note.textContent = (raw.translated ? "the model's translation: " : "target: ") + raw.target.slice(1).join(" ") + " — " +
+        data.blocks + " blocks × " + data.heads + " heads; rows: " + (view.value === "cross" ? "the target word being written" : "the word looking") +
+        ", columns: the word looked at; hover a row's word, click a head";
+    } else {
+      data = { rows: raw.tokens, cols: raw.tokens, maps: raw.maps, blocks: raw.blocks, heads: raw.heads };
+      const n = raw.tokens.length;
+      note.textContent = raw.blocks + " blocks × " + raw.heads + " heads over " + n + " tokens" + (raw.dropped ? " (the first " + raw.dropped + " dropped: the context is " + n + ")" : "") + (raw.mask ? ", causal" : ", no mask") + "; hover a token, click a head";
+    }
+    focus = data.rows.length - 1;
+    toks.replaceChildren(...data.rows.map((t, i) => el("span", { class: "tok", "data-i": i, title: JSON.stringify(t),
       onmouseenter: () => { focus = i; drawGrid(); }, onclick: () => { focus = i; drawGrid(); } }, showToken(t))));
     const cells = [];
     for (let b = 0; b < data.blocks; b++) for (let h = 0; h < data.heads; h++) {
@@ -437,11 +465,21 @@ function explorer(run) {
     chosen = null; big.replaceChildren();
     drawGrid();
   }
+  async function load() {
+    note.textContent = "running the model…";
+    try {
+      raw = await getJSON("/api/attention?id=" + encodeURIComponent(run.id) + "&text=" + encodeURIComponent(text.value) +
+        (translating && target.value.trim() ? "&target=" + encodeURIComponent(target.value) : ""));
+    } catch (e) { note.textContent = ""; note.append(el("span", { class: "error" }, e.message)); return; }
+    show();
+  }
   go.addEventListener("click", load);
+  view.addEventListener("change", () => { if (raw) show(); });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
+  target.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
   if (run.has_model) setTimeout(load, 0);
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
-  return el("div", {}, el("div", { class: "toolbar" }, text, go), note, toks, grid, big);
+  return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, grid, big);
 }
 
 // ---- compare page -------------------------------------------------------
