@@ -34,6 +34,7 @@ import (
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
+	"github.com/gptg/gptg/translate"
 )
 
 // Spec is one training: a config, its overrides and seed, and its folder.
@@ -346,6 +347,11 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		}
 	}
 	finished := err == nil && step == total
+	if errors.Is(err, fs.ErrNotExist) && !opts.Force && translationFinished(r.Dir, r.cfg) {
+		// A translation run keeps no checkpoint (it cannot be resumed
+		// yet): its model file and last metrics row say it is done.
+		err, finished = nil, true
+	}
 	if !training {
 		switch {
 		case finished:
@@ -494,6 +500,30 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 // the run's folder, which the failure may not have made.
 func stderrLog(dir, what string) string { return dir + "." + what + ".stderr.log" }
 
+// translationFinished reports whether dir holds a finished encoder–decoder
+// run of cfg: its model file, and a last metrics row at the run's length
+// (train.max_steps, or train.epochs passes over the data).
+func translationFinished(dir string, cfg *config.Config) bool {
+	if cfg == nil || cfg.Model.Arch != config.ArchEncoderDecoder {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(dir, train.ModelFile)); err != nil {
+		return false
+	}
+	if d := changed(dir, cfg); len(d) > 0 {
+		return false
+	}
+	rows, err := train.ReadMetrics(dir)
+	if err != nil || len(rows) == 0 {
+		return false
+	}
+	last := rows[len(rows)-1]
+	if cfg.Train.MaxSteps > 0 {
+		return last.Step >= cfg.Train.MaxSteps
+	}
+	return last.Epoch >= cfg.Train.Epochs-1e-9
+}
+
 // measured is what measure keeps in a run folder, so that collecting a
 // table again does not repeat the prefix-only evaluation (half a minute
 // for an unmasked model on the whole corpus) or the sample.
@@ -531,6 +561,26 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		}
 		return nil
 	}
+	if translate.IsTranslationFile(modelPath) {
+		err = measureTranslation(r, opts, modelPath)
+	} else {
+		err = measureLanguageModel(ctx, r, opts, modelPath)
+	}
+	if err != nil {
+		return err
+	}
+	m = measured{ModelSize: st.Size(), ModelModTime: st.ModTime().UnixNano(), SamplePrompt: opts.SamplePrompt,
+		Params: r.Params, PrefixLoss: r.PrefixLoss, PrefixIsPlain: r.PrefixIsPlain, Sample: r.Sample}
+	if b, err := json.Marshal(m); err == nil {
+		// Only a cache: a failure to write it costs time next time, nothing else.
+		atomicfile.WriteFile(cachePath, b)
+	}
+	return nil
+}
+
+// measureLanguageModel counts a GPT's parameters, evaluates its
+// prefix-only loss when it has no causal mask, and samples from it.
+func measureLanguageModel(ctx context.Context, r *Result, opts Options, modelPath string) error {
 	model, err := savedmodel.Load(modelPath)
 	if err != nil {
 		return err
@@ -555,15 +605,42 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 			return err
 		}
 	}
-	if r.Sample, err = sampleText(model, opts.SamplePrompt, r.Dir, opts.Backend); err != nil {
+	r.Sample, err = sampleText(model, opts.SamplePrompt, r.Dir, opts.Backend)
+	return err
+}
+
+// TranslationPrompt is what an encoder–decoder translates for its row of
+// the table when the ablation gives no prompt: a fixed sentence, so the
+// rows are comparable.
+const TranslationPrompt = "In the beginning, God created the heavens and the earth."
+
+// measureTranslation fills the row of an encoder–decoder run: its
+// parameters, its test loss as the plain one (there is no prefix-only
+// loss without a causal language model) and, as its sample, the greedy
+// translation of the prompt.
+func measureTranslation(r *Result, opts Options, modelPath string) error {
+	model, err := translate.Load(modelPath)
+	if err != nil {
 		return err
 	}
-	m = measured{ModelSize: st.Size(), ModelModTime: st.ModTime().UnixNano(), SamplePrompt: opts.SamplePrompt,
-		Params: r.Params, PrefixLoss: r.PrefixLoss, PrefixIsPlain: r.PrefixIsPlain, Sample: r.Sample}
-	if b, err := json.Marshal(m); err == nil {
-		// Only a cache: a failure to write it costs time next time, nothing else.
-		atomicfile.WriteFile(cachePath, b)
+	r.Params = 0
+	for _, t := range model.Tensors {
+		n := 1
+		for _, d := range t.Shape {
+			n *= d
+		}
+		r.Params += n
 	}
+	r.PrefixLoss, r.PrefixIsPlain = r.TestLoss, true
+	prompt := opts.SamplePrompt
+	if prompt == "" {
+		prompt = TranslationPrompt
+	}
+	res, err := translate.NewTranslator(model, opts.Backend).Translate(prompt, translate.Options{Beam: 1})
+	if err != nil {
+		return fmt.Errorf("translating %q: %w", prompt, err)
+	}
+	r.Sample = prompt + " → " + res.Text
 	return nil
 }
 

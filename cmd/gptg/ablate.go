@@ -30,7 +30,9 @@ with --seeds; up to N at once, each its own gptg process), then writes into DIR:
                            over seed pairs; "includes 0" when the seeds cannot
                            tell them apart), and 80 tokens sampled from
                            the config's [sample] prompt with seed 42 (the
-                           first seed's model)
+                           first seed's model); for an encoder–decoder, the
+                           greedy translation of a fixed verse instead, and
+                           its test loss in the prefix-only column
   runs.csv                 every run's own figures
   loss.png                 each config's mean training loss with a ±1 sd
                            band, mean test losses as points
