@@ -87,7 +87,7 @@ shape() {
 }
 
 gptg_train() {
-	"$tmp/gptg" train configs/shakespeare.toml "${gflags[@]}" --set data.path="$file" --set data.sha256= --set train.max_steps="$steps" \
+	"$tmp/gptg" train configs/shakespeare.toml "${gflags[@]}" --set data.path="$file" --set data.sha256= --set data.size=0 --set train.max_steps="$steps" \
 		--set train.eval_every=0 --set train.out="$tmp/run" --threads "$threads" --force --quiet |
 		sed -n 's/.*(\([0-9.]*\) tokens\/s).*/\1/p'
 }
