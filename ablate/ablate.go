@@ -625,11 +625,7 @@ func measureTranslation(r *Result, opts Options, modelPath string) error {
 	}
 	r.Params = 0
 	for _, t := range model.Tensors {
-		n := 1
-		for _, d := range t.Shape {
-			n *= d
-		}
-		r.Params += n
+		r.Params += t.Len()
 	}
 	r.PrefixLoss, r.PrefixIsPlain = r.TestLoss, true
 	prompt := opts.SamplePrompt

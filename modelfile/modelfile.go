@@ -24,6 +24,9 @@ type Tensor struct {
 	F64   []float64
 }
 
+// Len is the number of values the tensor holds (of whichever type it has).
+func (t Tensor) Len() int { return len(t.F32) + len(t.F64) }
+
 // DType is "F32" or "F64", as named in the file's header.
 func (t Tensor) DType() string {
 	if t.F32 != nil {

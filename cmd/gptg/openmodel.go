@@ -53,7 +53,7 @@ func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmode
 	}
 	held := int64(0)
 	for _, t := range m.Tensors {
-		held += int64(len(t.F32) + len(t.F64))
+		held += int64(t.Len())
 	}
 	// A small mismatch is left to Apply, which names the missing or extra
 	// tensor; a model far larger than its file is refused here, unbuilt.
