@@ -371,10 +371,12 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		}
 		return NotStarted, false, nil
 	}
-	args := []string{"train", r.Config, "--quiet", "--set", "train.out=" + r.Dir}
+	args := []string{"train", r.Config, "--quiet"}
 	for _, s := range r.sets(opts.Sets) {
 		args = append(args, "--set", s)
 	}
+	// Last, so that no override can send the run outside its folder.
+	args = append(args, "--set", "train.out="+r.Dir)
 	kind := "fresh"
 	switch {
 	case opts.Force:

@@ -157,6 +157,9 @@ func Parse(path string) (*Plan, error) {
 		}
 	}
 	for _, key := range p.Keys {
+		if key == "train.out" {
+			return nil, errorf("sweep file %s: set.%q: the sweep gives every run its own folder under out; train.out cannot be set", path, key)
+		}
 		vals, err := setValues(raw.Set[key])
 		if err != nil {
 			return nil, errorf("sweep file %s: set.%q: %v", path, key, err)

@@ -242,6 +242,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, hostileInputs(t)...)
 	rows = append(rows, serveInputs()...)
 	rows = append(rows, round4Inputs(t)...)
+	rows = append(rows, round5Inputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {

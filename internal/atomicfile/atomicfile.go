@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
@@ -38,9 +40,15 @@ func IsStdout(path string) bool {
 // nothing) is refused: renaming over it would replace the device or the
 // folder's entry, not write to it.
 func Target(path string) (string, error) {
+	if strings.HasSuffix(path, "/") {
+		return "", &Error{path, "ends in /, which names a folder; give the name of the file to write"}
+	}
 	info, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return path, nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return "", &Error{path, "a part of its path before the file name is a file, not a folder"}
 	}
 	if err != nil {
 		return "", err
