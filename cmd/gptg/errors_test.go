@@ -305,6 +305,13 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	b.WriteString("file is left behind. The test regenerates this table and fails when it differs;\n")
 	b.WriteString("`GPTG_UPDATE_ERRORS=1 go test ./cmd/gptg -run TestBadInputs` rewrites it.\n")
 	b.WriteString("`runs/causal` and `runs/unmasked` stand for two tiny trained models, `runs/words` for a word-level one, `data/tiny.txt` for a small corpus.\n\n")
+	b.WriteString("Exit codes follow one rule. **2**: the command line asks for something wrong — a flag's value, a config,\n")
+	b.WriteString("an input named on it that does not exist, a file or folder of another kind than the command takes (a config or a corpus\n")
+	b.WriteString("for a model, a translation model for a language model, a file for a folder output, the filesystem root),\n")
+	b.WriteString("a FIFO or device named as an input. **1**: what was named is of the right kind but damaged (a model file's\n")
+	b.WriteString("header or tensors, a corpus that changed), or the run fails. **130**: interrupted after saving.\n")
+	b.WriteString("`TestWrongArgumentExitCodes` (cmd/gptg/round5_test.go) holds every command to the first half;\n")
+	b.WriteString("`python3 testdata/hostile/probe.py GPTG_BINARY` reruns the hostile-input probes of issue #24.\n\n")
 	b.WriteString("| # | bad input | command | exit | message (stderr) |\n|---|---|---|---|---|\n")
 	cell := strings.NewReplacer("|", `\|`, "\n", " ", "`", "'")
 	for i, d := range table {

@@ -249,3 +249,19 @@ func TestForceInitKeepsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestAblateShortTranslation: an ablation of a translation model trained
+// on sentences shorter than the verse its row translates is a finished
+// run with no sample, not a failed one.
+func TestAblateShortTranslation(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range translationFiles() {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := gptg(t, dir, "ablate", "toy.toml", "--out", "ab")
+	if r.code != 0 || !strings.Contains(r.stdout, "(no sample: cannot translate: the sentence has 12 words") {
+		t.Fatalf("exit %d, stderr %q, stdout ends %q; want a finished row without a sample", r.code, r.stderr, r.stdout[max(0, len(r.stdout)-600):])
+	}
+}

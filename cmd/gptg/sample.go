@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
 	"time"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sample"
 )
 
@@ -121,6 +123,9 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	}
 	if *promptFile != "" {
 		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return usagef("--prompt-file %s: no such file", quote.Name(*promptFile))
+		}
 		if err != nil {
 			return fmt.Errorf("prompt file: %w", err)
 		}
