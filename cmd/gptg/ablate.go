@@ -94,16 +94,6 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			return usagef("config %s: no such file", p)
 		}
-		// Every config is read before anything is made: a broken one among
-		// many stops the ablation here, not after an empty folder exists.
-		if _, err := config.Load(p, sets); err != nil {
-			return err
-		}
-	}
-	if *base != "" {
-		if _, err := config.Load(*base, sets); err != nil {
-			return fmt.Errorf("--base: %w", err)
-		}
 	}
 	if *out == "" {
 		*out = filepath.Join("runs", "ablate-"+time.Now().Format("20060102-150405"))
@@ -114,6 +104,18 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 	specs, err := ablate.Plan(pos, seeds, *out)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	// Every config is read before anything is made: a broken one among
+	// many stops the ablation here, not after an empty folder exists.
+	for _, p := range pos {
+		if _, err := config.Load(p, sets); err != nil {
+			return err
+		}
+	}
+	if *base != "" {
+		if _, err := config.Load(*base, sets); err != nil {
+			return fmt.Errorf("--base: %w", err)
+		}
 	}
 	if *baseline != "" {
 		if _, err := ablate.RunName(*baseline + ".toml"); err != nil || !slices.ContainsFunc(specs, func(s ablate.Spec) bool { return s.Variant == *baseline }) {
