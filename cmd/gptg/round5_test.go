@@ -122,6 +122,24 @@ func round5Inputs(t *testing.T) []badInput {
 		{name: "graph a model file as its config", setup: func(t *testing.T, dir string) { copyFile(t, causalModel, filepath.Join(dir, "m.safetensors")) },
 			args: []string{"graph", "m.safetensors"}, code: 2, msg: "is a safetensors model file (give it to sample, eval or inspect), not a TOML config"},
 
+		// A meta.pkl whose parts disagree: the imported model would decode
+		// its tokens to other characters than nanoGPT does.
+		{name: "import: meta.pkl's vocab_size is not its itos's size", setup: func(t *testing.T, dir string) {
+			nanoCheckpoint(t, dir)
+			editMeta(t, dir, func(b []byte) []byte { return bytes.Replace(b, []byte("I55\n"), []byte("I56\n"), 1) })
+		}, args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "meta.pkl: vocab_size is 56, but itos holds 55 characters"},
+		{name: "import: meta.pkl's stoi is not the inverse of itos", setup: func(t *testing.T, dir string) {
+			nanoCheckpoint(t, dir)
+			editMeta(t, dir, func(b []byte) []byte {
+				i := bytes.Index(b, []byte("Vstoi\n"))
+				j := i + bytes.Index(b[i:], []byte("I0\n"))
+				return append(append(append([]byte(nil), b[:j]...), "I1\n"...), b[j+3:]...)
+			})
+		}, args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "meta.pkl: stoi is not the inverse of itos (it maps \"\\n\" to 1, itos does not)"},
+
+		{name: "translation config: data.sampling = \"random\" (silently ignored before)", files: map[string]string{"toy.toml": strings.Replace(tr["toy.toml"], "max_target = 4", "max_target = 4\nsampling = \"random\"", 1)},
+			args: []string{"graph", "toy.toml"}, code: 2, msg: `data.sampling: "random" is for a text corpus`},
+
 		// Damaged tokenizer metadata of translation models: refused, never
 		// a translation with its words shifted.
 		{name: "translate: a source word the tokenizer never makes", files: tr, setup: translationWords("t.safetensors", "src_vocab", func(w []string) []string {
@@ -266,5 +284,18 @@ func TestAblateShortTranslation(t *testing.T) {
 	r := gptg(t, dir, "ablate", "toy.toml", "--out", "ab")
 	if r.code != 0 || !strings.Contains(r.stdout, "(no sample: cannot translate: the sentence has 12 words") {
 		t.Fatalf("exit %d, stderr %q, stdout ends %q; want a finished row without a sample", r.code, r.stderr, r.stdout[max(0, len(r.stdout)-600):])
+	}
+}
+
+// editMeta writes testdata's protocol-0 meta.pkl (text) as dir/meta.pkl
+// after change.
+func editMeta(t *testing.T, dir string, change func([]byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "nanogpt", "meta-protocol0.pkl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "meta.pkl"), change(b), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
