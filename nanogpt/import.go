@@ -175,8 +175,10 @@ func readMeta(path string, data []byte) (*corpus.Vocab, error) {
 		}
 	}
 	if raw, ok := d["vocab_size"]; ok && raw != nil {
-		if n, ok := intOf(raw); !ok || n != len(tokens) {
-			return nil, inputErr("%s: vocab_size is %s, but itos holds %d characters", path, quote.Value(fmt.Sprint(raw)), len(tokens))
+		if n, ok := intOf(raw); !ok {
+			return nil, inputErr("%s: vocab_size is %s, not a number", path, quote.Value(fmt.Sprint(raw)))
+		} else if n != len(tokens) {
+			return nil, inputErr("%s: vocab_size is %d, but itos holds %d characters", path, n, len(tokens))
 		}
 	}
 	vocab, err := corpus.NewVocab(corpus.Char, tokens)
