@@ -276,16 +276,24 @@ func (t *translator) embedding(side string, ids *G.Node, T int) *G.Node {
 	if side == "tgt" {
 		t.tgt = tok
 	}
-	var pos *G.Node
-	if t.ts.Positions == "learned" {
-		table := t.param(side+"_pos.weight", normal, t.ts.MaxLen, C)
-		pos = G.Must(G.Reshape(G.Must(G.Slice(table, G.S(0, T))), tensor.Shape{T, C}))
+	learned := t.ts.Positions == "learned"
+	var pos *G.Node // the learned table (MaxLen, C), or the sinusoidal one (T, C)
+	if learned {
+		pos = t.param(side+"_pos.weight", normal, t.ts.MaxLen, C)
 	} else {
 		pos = G.NewMatrix(t.g, t.dt, G.WithShape(T, C), G.WithName(side+"_sinusoidal"),
 			G.WithValue(dense(t.dt, Sinusoidal(T, C), T, C)))
 	}
+	scale := math.Sqrt(float64(C))
+	if t.fused != nil {
+		f, _ := t.on(ids).(*fused.Emitter) // ids has the rows' count: the encoder's or the decoder's
+		return f.ScaledEmbedding(ids, tok, pos, scale, learned)
+	}
+	if learned {
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	}
 	x := G.Must(G.ByIndices(tok, ids, 0))
-	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", math.Sqrt(float64(C)))))
+	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", scale)))
 	x = G.Must(G.Reshape(x, tensor.Shape{t.batch, T, C}))
 	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
 	return G.Must(G.Reshape(x, tensor.Shape{t.batch * T, C}))

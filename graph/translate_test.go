@@ -175,7 +175,7 @@ func TestTranslationPartsEqualWhole(t *testing.T) {
 // TestTranslationFusedOps checks that the fused graph runs the fused
 // kernels the golden tests are meant to cover: one masked attention per
 // encoder block and per cross-attention, the fused causal attention per
-// decoder block, and the fused loss.
+// decoder block, the fused loss and both embeddings.
 func TestTranslationFusedOps(t *testing.T) {
 	c := loadTranslationCases(t)[0]
 	spec := c.Model
@@ -194,6 +194,7 @@ func TestTranslationFusedOps(t *testing.T) {
 		"MaskedAttentionWeights": spec.EncoderBlocks + spec.DecoderBlocks,
 		"AttentionWeights":       spec.DecoderBlocks,
 		"SmoothedCrossEntropy":   1,
+		"ScaledEmbedding":        2,
 	}
 	for kind, n := range want {
 		if count[kind] != n {
