@@ -76,7 +76,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be g
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Logits: true, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +184,9 @@ func TestTranslationFusedOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.Logits != nil {
+		t.Error("the fused loss graph computes the logits of every row; only the loss's rows were wanted")
+	}
 	count := map[string]int{}
 	for _, n := range m.G.AllNodes() {
 		if n.Op() != nil {
@@ -193,7 +196,7 @@ func TestTranslationFusedOps(t *testing.T) {
 	want := map[string]int{
 		"MaskedAttentionWeights": spec.EncoderBlocks + spec.DecoderBlocks,
 		"AttentionWeights":       spec.DecoderBlocks,
-		"SmoothedCrossEntropy":   1,
+		"OutputLoss":             1,
 		"ScaledEmbedding":        2,
 	}
 	for kind, n := range want {
