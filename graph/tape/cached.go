@@ -76,8 +76,7 @@ func CompileCached(m *graph.CachedModel) (*CachedProgram, error) {
 			return nil, fmt.Errorf("feeding %s: %w", l.node.Name(), err)
 		}
 	}
-	p.vm = G.NewTapeMachine(m.G)
-	p.inPlace = runInPlace(p.vm)
+	p.vm, p.inPlace = newMachine(m.G, nil)
 	return p, nil
 }
 

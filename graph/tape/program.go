@@ -60,15 +60,10 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
 	}
 	if withGrads {
-		nodes := make(G.Nodes, len(m.Params))
-		for i, prm := range m.Params {
-			nodes[i] = prm.Node
+		var err error
+		if p.Grads, err = gradients(m.Loss, m.Params); err != nil {
+			return nil, err
 		}
-		grads, err := G.Grad(m.Loss, nodes...)
-		if err != nil {
-			return nil, fmt.Errorf("differentiating the graph: %w", err)
-		}
-		p.Grads = grads
 	}
 	if m.Targets != nil {
 		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Targets.Shape()...))
@@ -87,13 +82,34 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 	}
 	fused.PlanMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
-	var opts []G.VMOpt
-	if m.Fused != nil {
-		opts = append(opts, G.WithEngine(m.Fused.Engine()))
-	}
-	p.vm = G.NewTapeMachine(m.G, opts...)
-	p.inPlace = runInPlace(p.vm)
+	p.vm, p.inPlace = newMachine(m.G, m.Fused)
 	return p, nil
+}
+
+// gradients differentiates loss symbolically with respect to each
+// parameter, in order.
+func gradients(loss *G.Node, params []*graph.Param) ([]*G.Node, error) {
+	nodes := make(G.Nodes, len(params))
+	for i, prm := range params {
+		nodes[i] = prm.Node
+	}
+	grads, err := G.Grad(loss, nodes...)
+	if err != nil {
+		return nil, fmt.Errorf("differentiating the graph: %w", err)
+	}
+	return grads, nil
+}
+
+// newMachine makes g's TapeMachine, whose fused ops run on f's engine
+// (nil for a graph of Gorgonia's primitives alone), and the function that
+// runs its tape in the calling goroutine (tape.go).
+func newMachine(g *G.ExprGraph, f *fused.Emitter) (G.VM, func() error) {
+	var opts []G.VMOpt
+	if f != nil {
+		opts = append(opts, G.WithEngine(f.Engine()))
+	}
+	vm := G.NewTapeMachine(g, opts...)
+	return vm, runInPlace(vm)
 }
 
 // Split calls f on contiguous ranges [lo, hi) that cover [0, n), on the

@@ -33,15 +33,10 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	}
 	p := &TranslationProgram{Translation: m}
 	if withGrads {
-		nodes := make(G.Nodes, len(m.Params))
-		for i, prm := range m.Params {
-			nodes[i] = prm.Node
+		var err error
+		if p.Grads, err = gradients(m.Loss, m.Params); err != nil {
+			return nil, err
 		}
-		grads, err := G.Grad(m.Loss, nodes...)
-		if err != nil {
-			return nil, fmt.Errorf("differentiating the graph: %w", err)
-		}
-		p.Grads = grads
 	}
 	B, S, T := m.Batch, m.SrcLen, m.TgtLen
 	p.src = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*S))
@@ -66,12 +61,7 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	keep = append(append(append(keep, m.CrossAttention...), m.EncoderAttention...), m.DecoderAttention...)
 	keep = append(append(keep, m.CrossKeys...), m.CrossValues...)
 	fused.PlanMemory(m.G, keep)
-	var opts []G.VMOpt
-	if m.Fused != nil {
-		opts = append(opts, G.WithEngine(m.Fused.Engine()))
-	}
-	p.vm = G.NewTapeMachine(m.G, opts...)
-	p.inPlace = runInPlace(p.vm)
+	p.vm, p.inPlace = newMachine(m.G, m.Fused)
 	return p, nil
 }
 

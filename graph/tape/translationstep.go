@@ -57,8 +57,7 @@ func CompileTranslationStep(m *graph.TranslationStep) (*TranslationStepProgram, 
 			return nil, fmt.Errorf("feeding %s: %w", f.node.Name(), err)
 		}
 	}
-	p.vm = G.NewTapeMachine(m.G)
-	p.inPlace = runInPlace(p.vm)
+	p.vm, p.inPlace = newMachine(m.G, nil)
 	return p, nil
 }
 
