@@ -43,9 +43,7 @@ func (f *Emitter) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G
 	// to differentiate instead of losing that part of its gradient.
 	wOp := f.newOp("AttentionWeights", p, kernelOf(attentionForward[float32], attentionForward[float64]), wKinds, weights,
 		[]bool{true, true, true, false}[:len(wIns)]...)
-	wOp.grad = func(*fusedOp, G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
-		return nil, fmt.Errorf("attention weights: a loss may read them only through y = w·v")
-	}
+	wOp.grad = refuseWeightsGrad
 	wOp.attn = state
 	w = G.Must(G.ApplyOp(wOp, wIns...))
 	ins[0] = w
@@ -61,18 +59,10 @@ func (f *Emitter) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G
 		if err != nil {
 			return nil, err
 		}
-		// ∂q and ∂k are written by AttentionGrad's kernel into the outputs
-		// of these two ops, whose own kernels do nothing: taking dv as input
-		// orders them after it.
-		dq, err := op.derive("AttentionGradQ", kernelOf(written[float32], written[float64]), rank(2), rows.Clone(), dv)
+		dq, dk, err := op.queryKeyGrads("Attention", rows, rows, dv)
 		if err != nil {
 			return nil, err
 		}
-		dk, err := op.derive("AttentionGradK", kernelOf(written[float32], written[float64]), rank(2), rows.Clone(), dv)
-		if err != nil {
-			return nil, err
-		}
-		state.dq, state.dk = dq.Op().(*fusedOp), dk.Op().(*fusedOp)
 		grads := G.Nodes{nil, dv, dq, dk}
 		if drop != nil {
 			grads = append(grads, nil)
@@ -81,6 +71,28 @@ func (f *Emitter) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G
 	}
 	y = G.Must(G.ApplyOp(yOp, ins...))
 	return y, w
+}
+
+// refuseWeightsGrad is the weights op's gradient: the op is
+// differentiable in name only, so that a loss reading w directly fails to
+// differentiate instead of losing that part of its gradient.
+func refuseWeightsGrad(*fusedOp, G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
+	return nil, fmt.Errorf("attention weights: a loss may read them only through y = w·v")
+}
+
+// queryKeyGrads makes the two ops that hold ∂q (rows like q) and ∂k (rows
+// like k), named after the layer's kind. The backward kernel writes both
+// into their outputs, and their own kernels do nothing: taking dv, the
+// backward op's output, as input orders them after it.
+func (op *fusedOp) queryKeyGrads(kind string, qRows, kRows tensor.Shape, dv *G.Node) (dq, dk *G.Node, err error) {
+	if dq, err = op.derive(kind+"GradQ", kernelOf(written[float32], written[float64]), rank(2), qRows.Clone(), dv); err != nil {
+		return nil, nil, err
+	}
+	if dk, err = op.derive(kind+"GradK", kernelOf(written[float32], written[float64]), rank(2), kRows.Clone(), dv); err != nil {
+		return nil, nil, err
+	}
+	op.attn.dq, op.attn.dk = dq.Op().(*fusedOp), dk.Op().(*fusedOp)
+	return dq, dk, nil
 }
 
 // attentionState is what the attention ops of one layer share.

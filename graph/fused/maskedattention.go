@@ -1,13 +1,9 @@
 package fused
 
 import (
-	"fmt"
-	"math"
-
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/gptg/gptg/graph/internal/expf"
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
@@ -32,9 +28,7 @@ func (f *Emitter) MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, w
 
 	wOp := f.newOp("MaskedAttentionWeights", p, kernelOf(maskedAttentionForward[float32], maskedAttentionForward[float64]),
 		rank(2, 2, 2, 2), weights, true, true, true, false)
-	wOp.grad = func(*fusedOp, G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
-		return nil, fmt.Errorf("attention weights: a loss may read them only through y = w·v")
-	}
+	wOp.grad = refuseWeightsGrad
 	wOp.attn = state
 	w = G.Must(G.ApplyOp(wOp, q, k, v, keyMask))
 
@@ -49,15 +43,10 @@ func (f *Emitter) MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, w
 		if err != nil {
 			return nil, err
 		}
-		dq, err := op.derive("MaskedAttentionGradQ", kernelOf(written[float32], written[float64]), rank(2), qRows.Clone(), dv)
+		dq, dk, err := op.queryKeyGrads("MaskedAttention", qRows, kRows, dv)
 		if err != nil {
 			return nil, err
 		}
-		dk, err := op.derive("MaskedAttentionGradK", kernelOf(written[float32], written[float64]), rank(2), kRows.Clone(), dv)
-		if err != nil {
-			return nil, err
-		}
-		state.dq, state.dk = dq.Op().(*fusedOp), dk.Op().(*fusedOp)
 		return G.Nodes{nil, dv, dq, dk, nil}, nil
 	}
 	y = G.Must(G.ApplyOp(yOp, w, v, q, k, keyMask))
@@ -95,31 +84,12 @@ func maskedAttentionForward[F gemm.Float](a *args[F]) {
 		m := mask[b*Tk : (b+1)*Tk]
 		for i := 0; i < Tq; i++ {
 			row := w[i*Tk : (i+1)*Tk]
-			if row32, ok := any(row).([]float32); ok {
-				// float32: the causal attention's softmax (expf, eight at a
-				// time) over the masked scores; a masked key's e^(−1e9 − max)
-				// is 0 there too.
-				m32, sc := any(m).([]float32), float32(p.Scale)
-				for j, s := range row32 {
-					row32[j] = s*sc + m32[j]
-				}
-				expf.Softmax(row32, 1)
-				continue
-			}
-			maxv := math.Inf(-1)
+			// The masked scores, then the causal attention's softmax over
+			// them (scale 1: they are scaled already).
 			for j, s := range row {
-				maxv = max(maxv, float64(s)*p.Scale+float64(m[j]))
+				row[j] = s*F(p.Scale) + m[j]
 			}
-			sum := 0.0
-			for j, s := range row {
-				e := math.Exp(float64(s)*p.Scale + float64(m[j]) - maxv)
-				row[j] = F(e)
-				sum += e
-			}
-			inv := 1 / sum
-			for j, e := range row {
-				row[j] = F(float64(e) * inv)
-			}
+			softmaxScaled(row, 1)
 		}
 		gemm.Mul(ws, false, false, Tq, hs, Tk, w, Tk, headOf(v, Tk, C, hs, b, h), C, headOf(y, Tq, C, hs, b, h), C, false)
 	})
