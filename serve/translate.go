@@ -21,33 +21,23 @@ type matrixT = graph.Matrix
 // playground translates and its explorer shows the encoder's and the
 // decoder's self-attention and the cross-attention alignment. These
 // handlers take over apiGenerate and apiAttention for such runs, inside
-// the same model-running slot and time limit. The model file is loaded
-// for the request (a translation model is small, and the slots bound how
-// many are loaded at once).
+// the same model-running slot and time limit. The model and its
+// translators come from the server's model cache, as samplers do.
 
 // maxBeam bounds a playground translation's beam width.
 const maxBeam = 8
 
-// translator loads a translation model file for one request.
-func (s *Server) translator(model string) (*translate.Translator, error) {
-	m, err := translate.Load(model)
-	if err != nil {
-		return nil, &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
-	}
-	return translate.NewTranslator(m, s.opts.Backend), nil
-}
-
 // translationGenerate translates req.Prompt (greedily, or by beam search
 // with req.Beam) and streams the translation's words as "token" events,
 // then "done", as apiGenerate streams tokens.
-func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, req genRequest) {
+func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, key fileKey, req genRequest) {
 	if req.Beam < 0 || req.Beam > maxBeam {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("beam %d must be between 1 and %d (0: greedy)", req.Beam, maxBeam))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.TimeLimit)
 	defer cancel()
-	tr, err := s.translator(model)
+	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
 		return
@@ -61,6 +51,7 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 	// its end, and the time limit answers the request if it does not.
 	ch := make(chan result, 1)
 	go func() {
+		defer release() // when it ends, even past the time limit: the translator is in use until then
 		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6})
 		ch <- result{res, err}
 	}()
@@ -106,17 +97,18 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 // on a sentence and its translation (the model's own greedy one, or
 // target): translate.Translator.Attention's numbers, which gptg attention
 // draws.
-func (s *Server) translationAttention(w http.ResponseWriter, model, text, target string) {
+func (s *Server) translationAttention(w http.ResponseWriter, model string, key fileKey, text, target string) {
 	if len(target) > maxTextBytes {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("the target is longer than %d bytes", maxTextBytes))
 		return
 	}
-	tr, err := s.translator(model)
+	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	a, err := tr.Attention(text, target)
+	release()
 	if errors.Is(err, translate.ErrInput) {
 		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return

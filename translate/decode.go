@@ -427,3 +427,23 @@ func logSoftmax(dst, x []float64) {
 		dst[i] = v - lse
 	}
 }
+
+// Programs is the number of compiled graphs the translator keeps (one
+// encoder and one decoder per sentence length and number of rows met).
+func (tr *Translator) Programs() int { return len(tr.enc) + len(tr.dec) + len(tr.step) }
+
+// Close releases the compiled graphs.
+func (tr *Translator) Close() {
+	for _, p := range tr.enc {
+		p.Close()
+	}
+	for _, p := range tr.dec {
+		p.Close()
+	}
+	for _, p := range tr.step {
+		p.Close()
+	}
+	clear(tr.enc)
+	clear(tr.dec)
+	clear(tr.step)
+}
