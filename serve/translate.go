@@ -29,7 +29,9 @@ const maxBeam = 8
 
 // translationGenerate translates req.Prompt (greedily, or by beam search
 // with req.Beam) and streams the translation's words as "token" events,
-// then "done", as apiGenerate streams tokens.
+// then "done", as apiGenerate streams tokens: a greedy translation word
+// by word as the decoder writes them, a beam search's at its end.
+// Closing the connection (the page's stop) or the time limit stops it.
 func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, key fileKey, req genRequest) {
 	if req.Beam < 0 || req.Beam > maxBeam {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("beam %d must be between 1 and %d (0: greedy)", req.Beam, maxBeam))
@@ -42,34 +44,10 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 		fail(w, err)
 		return
 	}
-	start := time.Now()
-	type result struct {
-		r   *translate.Result
-		err error
-	}
-	// A translation is at most the model's max_target words: it runs to
-	// its end, and the time limit answers the request if it does not.
-	ch := make(chan result, 1)
-	go func() {
-		defer release() // when it ends, even past the time limit: the translator is in use until then
-		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6})
-		ch <- result{res, err}
-	}()
-	var res result
-	select {
-	case res = <-ch:
-	case <-ctx.Done():
-		if r.Context().Err() == nil {
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("the translation took longer than the time limit (%s)", s.opts.TimeLimit))
-		}
-		return
-	}
-	if errors.Is(res.err, translate.ErrInput) {
-		httpError(w, http.StatusBadRequest, oneLine(res.err.Error()))
-		return
-	}
-	if res.err != nil {
-		fail(w, res.err)
+	defer release()
+	// A sentence the model cannot read is a 400 before the stream starts.
+	if _, err := tr.SourceIDs(req.Prompt); err != nil {
+		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return
 	}
 	ev, ok := newEventStream(w)
@@ -77,19 +55,42 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	for i, word := range res.r.Words {
-		if i > 0 {
+	start := time.Now()
+	n := 0
+	send := func(word string) error {
+		if n > 0 {
 			word = " " + word
 		}
+		n++
 		b, _ := json.Marshal(word)
-		if ev.send("token", string(b)) != nil {
-			return
+		return ev.send("token", string(b))
+	}
+	res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: send, Context: ctx})
+	stopped := ""
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		stopped = fmt.Sprintf("time limit (%s) reached", s.opts.TimeLimit)
+	case r.Context().Err() != nil:
+		return // the page went away or pressed stop: nobody to tell
+	case err != nil:
+		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+		ev.send("error", string(b))
+		return
+	}
+	done := map[string]any{"stopped": stopped}
+	if res != nil {
+		if req.Beam > 1 { // its words, now that the search is over
+			for _, word := range res.Words {
+				if send(word) != nil {
+					return
+				}
+			}
 		}
+		done["text"], done["log_p"], done["source"] = res.Text, res.LogProb, res.Source
 	}
 	secs := time.Since(start).Seconds()
-	n := len(res.r.Words)
-	b, _ := json.Marshal(map[string]any{"tokens": n, "seconds": secs, "tokens_per_s": float64(n) / math.Max(secs, 1e-9),
-		"stopped": "", "text": res.r.Text, "log_p": res.r.LogProb, "source": res.r.Source})
+	done["tokens"], done["seconds"], done["tokens_per_s"] = n, secs, float64(n)/math.Max(secs, 1e-9)
+	b, _ := json.Marshal(done)
 	ev.send("done", string(b))
 }
 

@@ -336,7 +336,8 @@ function playground(run) {
           if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
           else if (ev[1] === "done") {
             flush();
-            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s, log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ") :
+            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s" +
+              (d.stopped ? ": " + d.stopped : ", log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ")) :
               d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
           }
           else if (ev[1] === "error") throw new Error(d.error);
