@@ -94,19 +94,23 @@ func tensorBytes(ts map[string]modelfile.Tensor) int64 {
 // width it meets, so one that met many is closed after its request.
 const maxTranslatorPrograms = 6
 
-// translatorMemory estimates one translator's graphs: up to
-// maxTranslatorPrograms kept, and the whole-model graph of an attention
-// request, each a copy of the weights (in float64, the graphs' widest
-// type) with its activations, for maxBeam rows of the longest sentences:
-// per position and block about 12 values of the embedding's width, the
-// feed-forward's hidden layer, the attention weights of every head, and
-// the target vocabulary's logits.
+// translatorMemory estimates one translator's graphs, each a copy of the
+// weights with its activations: up to maxTranslatorPrograms kept
+// encoders and decoder steps, for maxBeam rows of one position (the
+// decoder's keys and values cached over the longest translation), and
+// the whole-model graph of an attention request over the longest source
+// and translation. Per position and block a graph holds about 12 values
+// of the embedding's width, the feed-forward's hidden layer and a row of
+// attention weights per head; per row, the target vocabulary's logits.
 func translatorMemory(m *translate.Model, weights int64) int64 {
 	s := m.Spec
-	rows := int64(maxBeam) * int64(s.MaxLen)
-	perRow := int64(12*s.Embedding+s.FFHidden+s.Heads*s.MaxLen)*int64(s.EncoderBlocks+2*s.DecoderBlocks) + int64(s.TgtVocab)
-	perGraph := 2*weights + 8*rows*perRow
-	return (maxTranslatorPrograms + 1) * perGraph
+	S, T := int64(m.MaxSource+1), int64(m.MaxTarget+1)
+	E, H, V, blocks := int64(s.Embedding), int64(s.Heads), int64(s.TgtVocab), int64(s.EncoderBlocks+2*s.DecoderBlocks)
+	beam := int64(maxBeam)
+	perPosition := func(seen int64) int64 { return (12*E + int64(s.FFHidden) + H*seen) * blocks }
+	step := weights + 8*((beam+S)*perPosition(max(S, T))+beam*T*2*E*int64(s.DecoderBlocks)+beam*V)
+	whole := weights + 8*((S+T)*perPosition(S+T)+T*V)
+	return maxTranslatorPrograms*step + whole
 }
 
 type modelEntry struct {
