@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
@@ -24,37 +25,14 @@ import (
 // checks the learning.
 func TestTranslationCommands(t *testing.T) {
 	dir := t.TempDir()
-	var tsv strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&tsv, "a%d a%d a%d\tb%d b%d b%d\n", i%7, (i/7)%7, i%5, i%5, (i/7)%7, i%7)
+	files := map[string]string{
+		"toy.tsv":  toypairs.Counted(200),
+		"toy.toml": toypairs.Config("toy.tsv", "runs/toy", 20, "norm = \"pre\"\npositions = \"learned\"\ntie_embeddings = true\n", ""),
 	}
-	if err := os.WriteFile(filepath.Join(dir, "toy.tsv"), []byte(tsv.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := `[data]
-format = "pairs"
-path = "toy.tsv"
-max_source = 4
-max_target = 4
-
-[model]
-arch = "encoder-decoder"
-embedding = 8
-heads = 2
-encoder_blocks = 1
-decoder_blocks = 1
-ff_hidden = 16
-norm = "pre"
-positions = "learned"
-tie_embeddings = true
-
-[train]
-batch = 8
-max_steps = 20
-out = "runs/toy"
-`
-	if err := os.WriteFile(filepath.Join(dir, "toy.toml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out := ok(t, dir, "train", "toy.toml", "--quiet"); !strings.Contains(out, "done: 20 steps") {
 		t.Fatalf("gptg train: %s", out)
