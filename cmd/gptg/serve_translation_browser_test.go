@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
 )
@@ -168,14 +169,10 @@ func lastLine(out string) string {
 func TestServeTranslationInBrowser(t *testing.T) {
 	b := newBrowser(t, 150*time.Second)
 	dir := t.TempDir()
-	// Three-word sentences, each translated to its words in another order
-	// and language: a model of a few hundred steps learns it.
-	var tsv strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&tsv, "a%d a%d a%d\tb%d b%d b%d\n", i%7, (i/7)%7, i%5, i%5, (i/7)%7, i%7)
-	}
+	// Three-word sentences, each translated to its words reversed in
+	// another language: a model of a few hundred steps learns it.
 	files := map[string]string{
-		"toy.tsv": tsv.String(),
+		"toy.tsv": toypairs.Counted(200),
 		"toy.toml": `[data]
 format = "pairs"
 path = "toy.tsv"
