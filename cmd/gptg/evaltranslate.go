@@ -28,7 +28,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 		return err
 	}
 	if cfg == nil {
-		return fmt.Errorf("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
+		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
 	}
 	c, err := pairs.LoadFor(cfg)
 	if err != nil {

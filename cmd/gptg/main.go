@@ -21,6 +21,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
@@ -165,10 +166,11 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var ne *nanogpt.InputError
 	var pe *pairs.Error
+	var fe *inputfile.Error // a FIFO, device or /proc file named as an input
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &fe):
 		return 2
 	}
 	return 1
