@@ -162,9 +162,9 @@ func corpusInputs(t *testing.T) []badInput {
 	gone := trained(func(string) (string, bool) { return "", false })
 	return []badInput{
 		{name: "eval: the run's corpus was edited", files: files, setup: edited,
-			args: []string{"eval", "runs/c"}, code: 1, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
+			args: []string{"eval", "runs/c"}, code: 2, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
 		{name: "train --resume: the run's corpus was edited", files: files, setup: edited,
-			args: []string{"train", "--resume", "runs/c", "--set", "train.max_steps=8"}, code: 1, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
+			args: []string{"train", "--resume", "runs/c", "--set", "train.max_steps=8"}, code: 2, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
 		{name: "eval: the run's corpus is gone", files: files, setup: gone,
 			args: []string{"eval", "runs/c"}, code: 1, msg: "is not found: it is not at t.txt, runs/c/t.txt, nor under the folder of "},
 		{name: "train: a misspelt built-in corpus", files: map[string]string{"c.toml": "[data]\npath = \"builtin:shakespeare\"\n"},

@@ -24,6 +24,7 @@ import (
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -165,10 +166,11 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var ne *nanogpt.InputError
 	var pe *pairs.Error
+	var cc *train.CorpusChangedError
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc):
 		return 2
 	}
 	return 1
