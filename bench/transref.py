@@ -496,8 +496,11 @@ def cmd_train(a):
     final = dict(final=True, steps=total, test_loss=row["test_loss"], tokens_per_sec=tokens / train_secs,
                  train_secs=train_secs, threads=a.threads, torch=torch.__version__)
     if not a.no_bleu:
-        b, _ = test_bleu(model, data, B)
+        b, hyps = test_bleu(model, data, B)
         final["bleu"] = 100 * b  # as gptg eval prints it
+        # BLEU's length ratio (gptg eval's "ratio ="): hypothesis over reference 13a tokens
+        refs = [p["tgt_text"] for plan in data.in_order(data.test, B) for p in (data.test[r] for r in plan[1])]
+        final["bleu_ratio"] = sum(len(tok13a(h.lower())) for h in hyps) / sum(len(tok13a(r.lower())) for r in refs)
     final["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(final), flush=True)
 
