@@ -229,35 +229,69 @@ func describe(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// convert maps the checkpoint's state_dict to gptg's tensors.
+// convert maps the checkpoint's state_dict to gptg's tensors: the model's
+// settings from model_args, then each tensor of nanoGPT's GPT by name, then
+// a check that nothing was left over, then one dtype for all.
 func convert(c *checkpoint, vocab *corpus.Vocab) (*Model, error) {
-	_, root, ok := dictOf(c.root)
-	if !ok {
-		return nil, fmt.Errorf("the pickled object is not a dictionary: not a nanoGPT checkpoint")
-	}
-	if root["model"] == nil || root["model_args"] == nil {
-		return nil, fmt.Errorf("no \"model\" and \"model_args\" entries: not a checkpoint written by nanoGPT's train.py")
-	}
-	args, err := readModelArgs(root["model_args"])
+	args, sd, keys, err := readStateDict(c)
 	if err != nil {
 		return nil, err
 	}
+	if args.vocab != vocab.Size() {
+		return nil, fmt.Errorf("the model has a vocabulary of %d tokens, meta.pkl has %d", args.vocab, vocab.Size())
+	}
+	spec, err := gptSpec(args)
+	if err != nil {
+		return nil, err
+	}
+	cv := &converter{c: c, sd: sd, args: args, used: map[string]bool{}}
+	if err := cv.takeAll(); err != nil {
+		return nil, err
+	}
+	if err := cv.checkHeadTied(); err != nil {
+		return nil, err
+	}
+	if err := cv.checkAllUsed(keys); err != nil {
+		return nil, err
+	}
+	m := &Model{Spec: spec, Vocab: vocab, Tensors: cv.tensors}
+	m.setDtype(cv.double)
+	return m, nil
+}
+
+// readStateDict finds train.py's model_args and the model's state_dict
+// (its keys in the pickle's order, for messages).
+func readStateDict(c *checkpoint) (modelArgs, map[string]*tensorRef, []string, error) {
+	_, root, ok := dictOf(c.root)
+	if !ok {
+		return modelArgs{}, nil, nil, fmt.Errorf("the pickled object is not a dictionary: not a nanoGPT checkpoint")
+	}
+	if root["model"] == nil || root["model_args"] == nil {
+		return modelArgs{}, nil, nil, fmt.Errorf("no \"model\" and \"model_args\" entries: not a checkpoint written by nanoGPT's train.py")
+	}
+	args, err := readModelArgs(root["model_args"])
+	if err != nil {
+		return modelArgs{}, nil, nil, err
+	}
 	keys, entries, ok := dictOf(root["model"])
 	if !ok {
-		return nil, fmt.Errorf("\"model\" is not a state_dict")
+		return modelArgs{}, nil, nil, fmt.Errorf("\"model\" is not a state_dict")
 	}
 	// torch.compile wraps the model, and its state_dict keys, in _orig_mod.
 	sd := map[string]*tensorRef{}
 	for _, k := range keys {
 		t, ok := entries[k].(*tensorRef)
 		if !ok {
-			return nil, fmt.Errorf("state_dict entry %s is not a tensor", k)
+			return modelArgs{}, nil, nil, fmt.Errorf("state_dict entry %s is not a tensor", k)
 		}
 		sd[strings.TrimPrefix(k, "_orig_mod.")] = t
 	}
-	if args.vocab != vocab.Size() {
-		return nil, fmt.Errorf("the model has a vocabulary of %d tokens, meta.pkl has %d", args.vocab, vocab.Size())
-	}
+	return args, sd, keys, nil
+}
+
+// gptSpec is gptg's model of nanoGPT's GPT with the checkpoint's
+// model_args: pre-norm blocks, exact GELU, tied embeddings, GPT-2's init.
+func gptSpec(args modelArgs) (config.Model, error) {
 	spec := config.DefaultModel()
 	spec.Vocab, spec.Context, spec.Embedding = args.vocab, args.context, args.embedding
 	spec.Blocks, spec.Heads = args.layers, args.heads
@@ -268,131 +302,186 @@ func convert(c *checkpoint, vocab *corpus.Vocab) (*Model, error) {
 	check := config.Default()
 	check.Model = spec
 	if err := check.Validate(); err != nil {
-		return nil, fmt.Errorf("model_args: %v", strings.TrimPrefix(err.Error(), "config: "))
+		return spec, fmt.Errorf("model_args: %v", strings.TrimPrefix(err.Error(), "config: "))
 	}
+	return spec, nil
+}
 
-	m := &Model{Spec: spec, Vocab: vocab}
-	used := map[string]bool{}
-	double := false
-	V, T, C := args.vocab, args.context, args.embedding
-	// take copies sd[name] (rows [from, to) of its first axis when to > 0)
-	// into the gptg tensor called as.
-	take := func(as, name string, shape []int, from, to int) error {
-		t, ok := sd[name]
-		if !ok {
-			return fmt.Errorf("state_dict has no %s", name)
-		}
-		used[name] = true
-		full := shape
-		if to > 0 {
-			full = append([]int{3 * C}, shape[1:]...) // only c_attn is cut
-		}
-		if !equalShape(t.shape, full) {
-			return fmt.Errorf("%s has shape %v, model_args say %v", name, t.shape, full)
-		}
-		data, isDouble, err := c.readFloats(t)
-		if err != nil {
+// converter copies state_dict tensors into gptg's, in gptg's order,
+// remembering which it used and whether any was float64.
+type converter struct {
+	c       *checkpoint
+	sd      map[string]*tensorRef // state_dict by name, _orig_mod. trimmed
+	args    modelArgs
+	used    map[string]bool
+	double  bool
+	tensors []modelfile.Tensor
+}
+
+// takeAll takes every tensor of nanoGPT's GPT: the embeddings, each
+// block, the final norm.
+func (cv *converter) takeAll() error {
+	V, T, C := cv.args.vocab, cv.args.context, cv.args.embedding
+	if err := cv.take("tok.weight", "transformer.wte.weight", []int{V, C}, 0, 0); err != nil {
+		return err
+	}
+	if err := cv.take("pos.weight", "transformer.wpe.weight", []int{T, C}, 0, 0); err != nil {
+		return err
+	}
+	for i := 0; i < cv.args.layers; i++ {
+		if err := cv.block(i); err != nil {
 			return err
 		}
-		double = double || isDouble
-		if to > 0 {
-			row := len(data) / full[0]
-			data = data[from*row : to*row]
+	}
+	return cv.norm("final_norm", "transformer.ln_f")
+}
+
+// block takes block i's tensors: transformer.h.i in nanoGPT, blocks.i in
+// gptg.
+func (cv *converter) block(i int) error {
+	C := cv.args.embedding
+	h, b := fmt.Sprintf("transformer.h.%d", i), fmt.Sprintf("blocks.%d", i)
+	// The causal mask buffer of PyTorch < 2 (attn.bias, lower-triangular
+	// ones) is not a parameter; gptg's mask switch is the same thing.
+	cv.used[h+".attn.bias"] = true
+	if err := cv.norm(b+".norm1", h+".ln_1"); err != nil {
+		return err
+	}
+	if err := cv.attentionInputs(b, h); err != nil {
+		return err
+	}
+	if err := cv.linear(b+".att.o", h+".attn.c_proj", C, C); err != nil {
+		return err
+	}
+	if err := cv.norm(b+".norm2", h+".ln_2"); err != nil {
+		return err
+	}
+	if err := cv.linear(b+".ff.up", h+".mlp.c_fc", 4*C, C); err != nil {
+		return err
+	}
+	return cv.linear(b+".ff.down", h+".mlp.c_proj", C, 4*C)
+}
+
+// attentionInputs cuts c_attn, which is q, k and v stacked along the
+// output axis, into gptg's three projections.
+func (cv *converter) attentionInputs(b, h string) error {
+	C := cv.args.embedding
+	for j, part := range []string{"q", "k", "v"} {
+		if err := cv.take(b+".att."+part+".weight", h+".attn.c_attn.weight", []int{C, C}, j*C, (j+1)*C); err != nil {
+			return err
 		}
-		for i, v := range data {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s holds %v at entry %d", name, v, i)
+		if cv.args.bias {
+			if err := cv.take(b+".att."+part+".bias", h+".attn.c_attn.bias", []int{C}, j*C, (j+1)*C); err != nil {
+				return err
 			}
 		}
-		m.Tensors = append(m.Tensors, modelfile.Tensor{Name: as, Shape: shape, F64: data})
+	}
+	return nil
+}
+
+// linear takes a linear layer's weight, and its bias when the model has
+// biases.
+func (cv *converter) linear(as, name string, out, in int) error {
+	if err := cv.take(as+".weight", name+".weight", []int{out, in}, 0, 0); err != nil {
+		return err
+	}
+	if cv.args.bias {
+		return cv.take(as+".bias", name+".bias", []int{out}, 0, 0)
+	}
+	return nil
+}
+
+// norm takes a layer norm's gain, and its bias when the model has biases.
+func (cv *converter) norm(as, name string) error {
+	C := cv.args.embedding
+	if err := cv.take(as+".weight", name+".weight", []int{C}, 0, 0); err != nil {
+		return err
+	}
+	if cv.args.bias {
+		return cv.take(as+".bias", name+".bias", []int{C}, 0, 0)
+	}
+	return nil
+}
+
+// take copies sd[name] (rows [from, to) of its first axis when to > 0)
+// into the gptg tensor called as, refusing a wrong shape and any value
+// that is not finite.
+func (cv *converter) take(as, name string, shape []int, from, to int) error {
+	t, ok := cv.sd[name]
+	if !ok {
+		return fmt.Errorf("state_dict has no %s", name)
+	}
+	cv.used[name] = true
+	full := shape
+	if to > 0 {
+		full = append([]int{3 * cv.args.embedding}, shape[1:]...) // only c_attn is cut
+	}
+	if !equalShape(t.shape, full) {
+		return fmt.Errorf("%s has shape %v, model_args say %v", name, t.shape, full)
+	}
+	data, isDouble, err := cv.c.readFloats(t)
+	if err != nil {
+		return err
+	}
+	cv.double = cv.double || isDouble
+	if to > 0 {
+		row := len(data) / full[0]
+		data = data[from*row : to*row]
+	}
+	for i, v := range data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s holds %v at entry %d", name, v, i)
+		}
+	}
+	cv.tensors = append(cv.tensors, modelfile.Tensor{Name: as, Shape: shape, F64: data})
+	return nil
+}
+
+// checkHeadTied accepts lm_head only as wte's own storage (weight tying):
+// gptg stores it once.
+func (cv *converter) checkHeadTied() error {
+	head, ok := cv.sd["lm_head.weight"]
+	if !ok {
 		return nil
 	}
-	linear := func(as, name string, out, in int) error {
-		if err := take(as+".weight", name+".weight", []int{out, in}, 0, 0); err != nil {
-			return err
-		}
-		if args.bias {
-			return take(as+".bias", name+".bias", []int{out}, 0, 0)
-		}
-		return nil
+	cv.used["lm_head.weight"] = true
+	wte := cv.sd["transformer.wte.weight"]
+	if head.storage != wte.storage || head.offset != wte.offset || !equalShape(head.shape, wte.shape) {
+		return fmt.Errorf("lm_head.weight is not tied to transformer.wte.weight; only tied models (nanoGPT's GPT) are imported")
 	}
-	norm := func(as, name string) error {
-		if err := take(as+".weight", name+".weight", []int{C}, 0, 0); err != nil {
-			return err
-		}
-		if args.bias {
-			return take(as+".bias", name+".bias", []int{C}, 0, 0)
-		}
-		return nil
-	}
-	steps := []func() error{
-		func() error { return take("tok.weight", "transformer.wte.weight", []int{V, C}, 0, 0) },
-		func() error { return take("pos.weight", "transformer.wpe.weight", []int{T, C}, 0, 0) },
-	}
-	for i := 0; i < args.layers; i++ {
-		h, b := fmt.Sprintf("transformer.h.%d", i), fmt.Sprintf("blocks.%d", i)
-		steps = append(steps,
-			func() error { return norm(b+".norm1", h+".ln_1") },
-			// c_attn is q, k and v stacked along the output axis.
-			func() error {
-				for j, part := range []string{"q", "k", "v"} {
-					if err := take(b+".att."+part+".weight", h+".attn.c_attn.weight", []int{C, C}, j*C, (j+1)*C); err != nil {
-						return err
-					}
-					if args.bias {
-						if err := take(b+".att."+part+".bias", h+".attn.c_attn.bias", []int{C}, j*C, (j+1)*C); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			},
-			func() error { return linear(b+".att.o", h+".attn.c_proj", C, C) },
-			func() error { return norm(b+".norm2", h+".ln_2") },
-			func() error { return linear(b+".ff.up", h+".mlp.c_fc", 4*C, C) },
-			func() error { return linear(b+".ff.down", h+".mlp.c_proj", C, 4*C) },
-		)
-		// The causal mask buffer of PyTorch < 2 (attn.bias, lower-triangular
-		// ones) is not a parameter; gptg's mask switch is the same thing.
-		used[h+".attn.bias"] = true
-	}
-	steps = append(steps, func() error { return norm("final_norm", "transformer.ln_f") })
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return nil, err
-		}
-	}
-	// lm_head shares wte's storage (weight tying); gptg stores it once.
-	if head, ok := sd["lm_head.weight"]; ok {
-		used["lm_head.weight"] = true
-		wte := sd["transformer.wte.weight"]
-		if head.storage != wte.storage || head.offset != wte.offset || !equalShape(head.shape, wte.shape) {
-			return nil, fmt.Errorf("lm_head.weight is not tied to transformer.wte.weight; only tied models (nanoGPT's GPT) are imported")
-		}
-	}
+	return nil
+}
+
+// checkAllUsed refuses a state_dict with entries nanoGPT's GPT does not
+// have: a changed model.py whose extra weights would be silently dropped.
+func (cv *converter) checkAllUsed(keys []string) error {
 	var extra []string
 	for _, k := range keys {
-		if name := strings.TrimPrefix(k, "_orig_mod."); !used[name] {
+		if name := strings.TrimPrefix(k, "_orig_mod."); !cv.used[name] {
 			extra = append(extra, k)
 		}
 	}
 	if len(extra) > 0 {
-		return nil, fmt.Errorf("state_dict has entries nanoGPT's GPT does not: %s", strings.Join(extra, ", "))
+		return fmt.Errorf("state_dict has entries nanoGPT's GPT does not: %s", strings.Join(extra, ", "))
 	}
-	if !double {
-		spec.Dtype = "float32"
-		for i, t := range m.Tensors {
-			m.Tensors[i].F32 = make([]float32, len(t.F64))
-			for j, v := range t.F64 {
-				m.Tensors[i].F32[j] = float32(v)
-			}
-			m.Tensors[i].F64 = nil
+	return nil
+}
+
+// setDtype keeps float64 when any tensor of the checkpoint was float64,
+// else stores every tensor as float32, the checkpoint's own precision.
+func (m *Model) setDtype(double bool) {
+	if double {
+		m.Spec.Dtype = "float64"
+		return
+	}
+	m.Spec.Dtype = "float32"
+	for i, t := range m.Tensors {
+		m.Tensors[i].F32 = make([]float32, len(t.F64))
+		for j, v := range t.F64 {
+			m.Tensors[i].F32[j] = float32(v)
 		}
-	} else {
-		spec.Dtype = "float64"
+		m.Tensors[i].F64 = nil
 	}
-	m.Spec = spec
-	return m, nil
 }
 
 func equalShape(a, b []int) bool {

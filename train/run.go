@@ -418,9 +418,10 @@ type trainer struct {
 	pendingEval bool
 
 	perEpoch, total int
-	step            int     // steps done
-	trainSecs       float64 // training time of earlier processes of this run
-	lossSum         float64 // since the last metrics row
+	step            int       // steps done
+	trainSecs       float64   // training time up to the clock's last pause, earlier processes' included
+	segment         time.Time // when the training clock last started (startClock)
+	lossSum         float64   // since the last metrics row
 	lossCount       int
 	lastGradNorm    float64
 	lastTrainLoss   float64
@@ -432,17 +433,53 @@ type trainer struct {
 }
 
 // newTrainer loads the corpus from dataPath (cfg's data.path, or where a
-// resumed run found it: FindCorpus) and builds the graphs.
+// resumed run found it: FindCorpus) and builds the graphs. Its steps, in
+// order: the corpus and the vocabulary it gives the model, the run's
+// length, the graphs, the optimizer.
 func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*trainer, error) {
+	opts = withDefaults(opts, cfg.Train)
+	data, err := loadCorpus(ctx, cfg, dataPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1}
+	if err := t.planLength(); err != nil {
+		return nil, err
+	}
+	// Again now that the vocabulary is known: it sizes the embedding, the
+	// output layer and the logits.
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return nil, err
+	}
+	if err := t.compileGraphs(threads(opts.Backend, cfg.Train)); err != nil {
+		return nil, err
+	}
+	t.newStepper()
+	n := t.windowsPerStep() * cfg.Model.Context
+	t.x, t.y = make([]int, n), make([]int, n)
+	t.metrics = &metricsLog{path: filepath.Join(t.dir, MetricsFile)}
+	return t, nil
+}
+
+// withDefaults fills in what opts leaves unset: no log, and the config's
+// checkpoint interval (1000 for a Config built in code, not loaded).
+func withDefaults(opts Options, tr config.Train) Options {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
 	if opts.CheckpointEvery <= 0 {
-		opts.CheckpointEvery = cfg.Train.CheckpointEvery
+		opts.CheckpointEvery = tr.CheckpointEvery
 	}
-	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
+	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = 1000
 	}
+	return opts
+}
+
+// loadCorpus reads (or downloads) the corpus at dataPath and sets the
+// model's vocabulary from it. An interrupt while it loads is
+// ErrInterrupted: nothing has been written yet.
+func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*corpus.Dataset, error) {
 	from := *cfg
 	from.Data.Path = dataPath
 	data, err := corpus.LoadForContext(ctx, from, opts.Log, opts.Client)
@@ -455,89 +492,108 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err
 	}
-	d, tr := cfg.Data, cfg.Train
-	t := &trainer{cfg: cfg, opts: opts, dir: tr.Out, data: data, epoch: -1, savedStep: -1}
-	accum := max(1, tr.GradAccum)
-	perStep := tr.Batch * accum // windows per step
+	return data, nil
+}
+
+// windowsPerStep is how many context windows one step consumes:
+// grad_accum batches of them.
+func (t *trainer) windowsPerStep() int {
+	return t.cfg.Train.Batch * max(1, t.cfg.Train.GradAccum)
+}
+
+// planLength sets the steps per epoch and the run's length, refusing a
+// corpus too small for one step or one test batch now, not when the first
+// evaluation finds it after hours.
+func (t *trainer) planLength() error {
+	d, tr, data := t.cfg.Data, t.cfg.Train, t.data
+	perStep := t.windowsPerStep()
 	if d.Sampling == "random" {
 		// An epoch is as many tokens as the training split holds.
-		t.perEpoch = data.TrainTokens() / (perStep * cfg.Model.Context)
-		if data.TrainTokens() <= cfg.Model.Context {
-			return nil, fmt.Errorf("%s has a training split of %d tokens, not more than context %d", d.Path, data.TrainTokens(), cfg.Model.Context)
+		t.perEpoch = data.TrainTokens() / (perStep * t.cfg.Model.Context)
+		if data.TrainTokens() <= t.cfg.Model.Context {
+			return fmt.Errorf("%s has a training split of %d tokens, not more than context %d", d.Path, data.TrainTokens(), t.cfg.Model.Context)
 		}
 		t.perEpoch = max(1, t.perEpoch)
 	} else if t.perEpoch = data.NumTrain() / perStep; t.perEpoch == 0 {
-		return nil, fmt.Errorf("%s has %d training windows, fewer than one step's %d (train.batch × train.grad_accum)", d.Path, data.NumTrain(), perStep)
+		return fmt.Errorf("%s has %d training windows, fewer than one step's %d (train.batch × train.grad_accum)", d.Path, data.NumTrain(), perStep)
 	}
-	// Checked now, not when the first evaluation finds it after hours.
 	if data.TestBatches(tr.Batch) == 0 {
-		return nil, fmt.Errorf("%s has %d test windows, fewer than one batch of %d: lower train.batch or data.split",
+		return fmt.Errorf("%s has %d test windows, fewer than one batch of %d: lower train.batch or data.split",
 			d.Path, data.NumTest(), tr.Batch)
 	}
 	t.total = RunLength(tr, t.perEpoch)
 	if t.total < 1 {
-		return nil, fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
+		return fmt.Errorf("train.epochs = %v gives no step (%d steps per epoch)", tr.Epochs, t.perEpoch)
 	}
+	return nil
+}
 
-	// Threads: the command line's, else the config's, else every core.
-	be := opts.Backend
+// threads is the backend with its thread count settled: the command
+// line's, else the config's, else every core.
+func threads(be graph.Backend, tr config.Train) graph.Backend {
 	if be.Threads == 0 {
 		be.Threads = tr.Threads
 	}
 	if be.Threads == 0 {
 		be.Threads = runtime.GOMAXPROCS(0)
 	}
-	// Again now that the vocabulary is known: it sizes the embedding, the
-	// output layer and the logits.
-	if err := cfg.CheckTrainMemory(); err != nil {
-		return nil, err
-	}
-	// Training and evaluation never run at once: one Memory serves both,
-	// so evaluation costs no memory beyond the training step's.
+	return be
+}
+
+// compileGraphs builds the training step's graph and the evaluation
+// graphs. Training and evaluation never run at once: one Memory serves
+// both, so evaluation costs no memory beyond the training step's.
+func (t *trainer) compileGraphs(be graph.Backend) error {
+	cfg, tr := t.cfg, t.cfg.Train
 	mem := fused.NewMemory()
 	// The training step: one graph, or shards of the batch side by side
 	// (tape.CompileTraining).
+	var err error
 	if t.prog, err = tape.CompileTraining(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be}); err != nil {
-		return nil, err
+		return err
 	}
-	m := t.prog.Model
 	// The evaluation graphs: one at the training batch, which the test
 	// loss is defined over, and one at a multiple of it that covers
 	// several batches per run where that is faster (config's EvalBatch,
 	// eval.Graphs).
-	evalGraph := func(batch int) (*tape.Program, error) {
-		em, err := graph.Build(cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: tr.Seed, Memory: mem, Backend: be})
-		if err != nil {
-			return nil, err
-		}
-		// It reads the training graph's parameter tensors themselves, so
-		// it always sees the current weights without copying.
-		for i, p := range em.Params {
-			if err := G.Let(p.Node, m.Params[i].Value()); err != nil {
-				return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
-			}
-		}
-		return tape.Compile(em, false)
-	}
-	if t.tests.Batch, err = evalGraph(tr.Batch); err != nil {
-		return nil, err
+	if t.tests.Batch, err = t.evalGraph(tr.Batch, mem, be); err != nil {
+		return err
 	}
 	if e := cfg.Model.EvalBatch(tr.Batch, t.testBatches()); e > tr.Batch {
-		if t.tests.Chunk, err = evalGraph(e); err != nil {
-			return nil, err
+		if t.tests.Chunk, err = t.evalGraph(e, mem, be); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// evalGraph compiles the model without gradients at batch size batch. It
+// reads the training graph's parameter tensors themselves, so it always
+// sees the current weights without copying.
+func (t *trainer) evalGraph(batch int, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
+	em, err := graph.Build(t.cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: t.cfg.Train.Seed, Memory: mem, Backend: be})
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range em.Params {
+		if err := G.Let(p.Node, t.prog.Model.Params[i].Value()); err != nil {
+			return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
+		}
+	}
+	return tape.Compile(em, false)
+}
+
+// newStepper sets up AdamW, the learning-rate schedule over the run's
+// length and the Stepper that applies them after each step's gradients.
+func (t *trainer) newStepper() {
+	tr := t.cfg.Train
 	t.opt = &AdamW{Beta1: tr.Beta1, Beta2: tr.Beta2, Eps: tr.Eps, WeightDecay: tr.WeightDecay}
 	if tr.Decay == "matrices" {
-		t.opt.SkipDecay = SkipDecayBelow2D(m.Params)
+		t.opt.SkipDecay = SkipDecayBelow2D(t.prog.Model.Params)
 	}
-	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: cfg.Model.Embedding}
+	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: t.cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
-	t.stepper.Accum, t.stepper.Seed = accum, tr.Seed
-	n := perStep * cfg.Model.Context
-	t.x, t.y = make([]int, n), make([]int, n)
-	t.metrics = &metricsLog{path: filepath.Join(t.dir, MetricsFile)}
-	return t, nil
+	t.stepper.Accum, t.stepper.Seed = max(1, tr.GradAccum), tr.Seed
 }
 
 func (t *trainer) close() {
@@ -601,93 +657,30 @@ func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 	return loss, n, nil
 }
 
-// loop trains from t.step to t.total.
+// loop trains from t.step to t.total. Each turn: stop and save if ctx is
+// done; take a step; when a metrics row is due, evaluate (if due) and
+// write it. A row whose evaluation an interrupt cut short stays pending:
+// it is saved in the checkpoint and is the resumed run's first turn.
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
-	cfg := t.cfg.Train
-	// A step consumes grad_accum batches of windows.
-	tokensPerStep := float64(cfg.Batch * max(1, cfg.GradAccum) * t.cfg.Model.Context)
 	bar := newProgress(t.opts, t.total, t.step)
 	defer bar.finish()
-	segment := time.Now() // training time since the last pause (eval, checkpoint)
-	secs := func() float64 { return t.trainSecs + time.Since(segment).Seconds() }
-	pause := func() { t.trainSecs += time.Since(segment).Seconds() }
-	resume := func() { segment = time.Now() }
-
+	t.startClock()
 	for t.step < t.total || t.pending != nil {
-		if err := ctx.Err(); err != nil {
-			pause()
-			if err := t.saveAll(); err != nil {
-				return nil, fmt.Errorf("interrupted, and saving failed: %w", err)
-			}
-			bar.finish()
-			fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
-				t.step, t.total, t.dir, t.dir)
-			return nil, ErrInterrupted
+		if ctx.Err() != nil {
+			return nil, t.stopInterrupted(bar)
 		}
 		if t.pending == nil {
-			t.batch(t.step)
-			r, err := t.stepper.Step(t.step, t.x, t.y)
-			if err != nil {
-				return nil, fmt.Errorf("%w; %s", err, t.lastCheckpoint())
-			}
-			t.step++
-			t.lossSum += r.Loss
-			t.lossCount++
-			t.lastGradNorm = r.GradNorm
-
-			last := t.step == t.total
-			evalNow := last || (cfg.EvalEvery > 0 && t.step%cfg.EvalEvery == 0)
-			if evalNow || t.step%cfg.LogEvery == 0 {
-				elapsed := secs()
-				t.pending = &MetricsRow{
-					Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
-					Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
-					TokensPerSec: float64(t.step) * tokensPerStep / elapsed, ElapsedSecs: elapsed,
-					HeapMB: heapMB(), RSSMB: rssMB(),
-				}
-				t.pendingEval = evalNow
-				t.lastTrainLoss = t.pending.Loss
-				t.lossSum, t.lossCount = 0, 0
-			} else {
-				bar.step(t.step, r)
-			}
-			if !evalNow && t.step%t.opts.CheckpointEvery == 0 {
-				pause()
-				if err := t.saveAll(); err != nil {
-					return nil, err
-				}
-				resume()
+			if err := t.trainStep(bar); err != nil {
+				return nil, err
 			}
 		}
 		if t.pending != nil {
-			row := t.pending
-			if t.pendingEval {
-				pause()
-				if t.opts.beforeEval != nil {
-					t.opts.beforeEval(t.step)
-				}
-				bar.evaluating(t.step)
-				tl, _, err := t.testLoss(ctx)
-				if ctx.Err() != nil {
-					resume()
-					continue // saved with the row still pending, at the top of the loop
-				}
-				if err != nil {
-					return nil, err
-				}
-				row.TestLoss = &tl
-				t.lastTest = tl
-			}
-			if err := t.metrics.append(*row); err != nil {
+			interrupted, err := t.writeRow(ctx, bar)
+			if err != nil {
 				return nil, err
 			}
-			t.pending = nil
-			bar.row(*row, t.total)
-			if t.pendingEval {
-				if err := t.saveAll(); err != nil {
-					return nil, err
-				}
-				resume()
+			if interrupted {
+				continue // saved with the row still pending, at the top of the loop
 			}
 		}
 		if t.opts.AfterStep != nil {
@@ -695,13 +688,125 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		}
 	}
 	bar.finish()
-	res := &Result{
+	return &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
 		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
-		TokensPerSec: float64(t.step) * tokensPerStep / t.trainSecs,
-	}
-	return res, nil
+		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs,
+	}, nil
 }
+
+// tokensPerStep is what tokens/s counts: a step consumes grad_accum
+// batches of windows.
+func (t *trainer) tokensPerStep() float64 {
+	return float64(t.windowsPerStep() * t.cfg.Model.Context)
+}
+
+// stopInterrupted saves the checkpoint and the model when ctx is done and
+// says how to resume.
+func (t *trainer) stopInterrupted(bar *trainProgress) error {
+	t.pauseClock()
+	if err := t.saveAll(); err != nil {
+		return fmt.Errorf("interrupted, and saving failed: %w", err)
+	}
+	bar.finish()
+	fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
+		t.step, t.total, t.dir, t.dir)
+	return ErrInterrupted
+}
+
+// trainStep takes step t.step. When a metrics row is due it is left in
+// t.pending for writeRow; between evaluations a checkpoint is saved every
+// opts.CheckpointEvery steps.
+func (t *trainer) trainStep(bar *trainProgress) error {
+	t.batch(t.step)
+	r, err := t.stepper.Step(t.step, t.x, t.y)
+	if err != nil {
+		return fmt.Errorf("%w; %s", err, t.lastCheckpoint())
+	}
+	t.step++
+	t.lossSum += r.Loss
+	t.lossCount++
+	t.lastGradNorm = r.GradNorm
+
+	cfg := t.cfg.Train
+	evalNow := t.step == t.total || (cfg.EvalEvery > 0 && t.step%cfg.EvalEvery == 0)
+	if evalNow || t.step%cfg.LogEvery == 0 {
+		t.holdRow(r, evalNow)
+	} else {
+		bar.step(t.step, r)
+	}
+	if !evalNow && t.step%t.opts.CheckpointEvery == 0 {
+		t.pauseClock()
+		if err := t.saveAll(); err != nil {
+			return err
+		}
+		t.startClock()
+	}
+	return nil
+}
+
+// holdRow makes the metrics row of the step just taken, its training loss
+// the mean since the last row, and holds it in t.pending until writeRow
+// has evaluated (if evalNow) and written it.
+func (t *trainer) holdRow(r StepResult, evalNow bool) {
+	elapsed := t.trainedSecs()
+	t.pending = &MetricsRow{
+		Step: t.step, Epoch: float64(t.step) / float64(t.perEpoch), LR: r.LR,
+		Loss: t.lossSum / float64(t.lossCount), GradNorm: r.GradNorm,
+		TokensPerSec: float64(t.step) * t.tokensPerStep() / elapsed, ElapsedSecs: elapsed,
+		HeapMB: heapMB(), RSSMB: rssMB(),
+	}
+	t.pendingEval = evalNow
+	t.lastTrainLoss = t.pending.Loss
+	t.lossSum, t.lossCount = 0, 0
+}
+
+// writeRow evaluates the pending row's test loss if it asks for one,
+// appends the row to metrics.jsonl and, after an evaluation, saves the
+// checkpoint and the model. interrupted means ctx stopped the evaluation:
+// the row stays pending, to be saved with the checkpoint.
+func (t *trainer) writeRow(ctx context.Context, bar *trainProgress) (interrupted bool, err error) {
+	row := t.pending
+	if t.pendingEval {
+		t.pauseClock()
+		if t.opts.beforeEval != nil {
+			t.opts.beforeEval(t.step)
+		}
+		bar.evaluating(t.step)
+		tl, _, err := t.testLoss(ctx)
+		if ctx.Err() != nil {
+			t.startClock()
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		row.TestLoss = &tl
+		t.lastTest = tl
+	}
+	if err := t.metrics.append(*row); err != nil {
+		return false, err
+	}
+	t.pending = nil
+	bar.row(*row, t.total)
+	if t.pendingEval {
+		if err := t.saveAll(); err != nil {
+			return false, err
+		}
+		t.startClock()
+	}
+	return false, nil
+}
+
+// startClock starts (or restarts) the training clock: t.trainSecs counts
+// training alone, not evaluations or saves.
+func (t *trainer) startClock() { t.segment = time.Now() }
+
+// pauseClock adds the training time since the clock started to t.trainSecs.
+func (t *trainer) pauseClock() { t.trainSecs += time.Since(t.segment).Seconds() }
+
+// trainedSecs is the run's training time so far, the running segment included.
+func (t *trainer) trainedSecs() float64 { return t.trainSecs + time.Since(t.segment).Seconds() }
 
 // lastCheckpoint says where training can be picked up again after a
 // failure, naming only a checkpoint that exists.
