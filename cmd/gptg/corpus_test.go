@@ -112,8 +112,8 @@ func TestEvalFromAnywhere(t *testing.T) {
 	r := gptg(t, elsewhere, "eval", run)
 	msg := fmt.Sprintf("it has sha256 %x, %d bytes, the run's has sha256 %x, %d bytes",
 		sha256.Sum256([]byte(edited)), len(edited), sha256.Sum256([]byte(files["t.txt"])), len(files["t.txt"]))
-	if r.code != 1 || !strings.Contains(r.stderr, msg) || strings.Count(r.stderr, "\n") != 1 {
-		t.Errorf("gptg eval on an edited corpus: exit %d, %s\nwant exit 1 and one line with %q", r.code, r.stderr, msg)
+	if r.code != 2 || !strings.Contains(r.stderr, msg) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("gptg eval on an edited corpus: exit %d, %s\nwant exit 2 and one line with %q", r.code, r.stderr, msg)
 	}
 	// --data still evaluates the run on any corpus.
 	if r := gptg(t, elsewhere, "eval", run, "--data", filepath.Join(moved, "t.txt")); r.code != 0 {
