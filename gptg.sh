@@ -11,8 +11,13 @@ root=$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)
 bin=$root/bin/gptg
 tty=false
 [ -t 2 ] && tty=true
+# The commit goes into the binary (`gptg version`) whenever git can read
+# the checkout, even where GOFLAGS says -buildvcs=false; elsewhere (a
+# tarball, a checkout git refuses) the build goes on without it.
+vcs=-buildvcs=false
+git -C "$root" status --porcelain >/dev/null 2>&1 && vcs=-buildvcs=auto
 n=0
-(cd "$root" && go build -v -o "$bin" ./cmd/gptg 2>&1) | while IFS= read -r line; do
+(cd "$root" && go build "$vcs" -v -o "$bin" ./cmd/gptg 2>&1) | while IFS= read -r line; do
 	case $line in
 	*' '* | '') # go: downloading …, compiler errors: as they are
 		$tty && [ "$n" -gt 0 ] && printf '\r\033[K' >&2

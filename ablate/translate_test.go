@@ -2,12 +2,13 @@ package ablate
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/internal/toypairs"
 )
 
 // TestAblationTranslation runs two encoder–decoder variants (post and pre
@@ -19,18 +20,8 @@ func TestAblationTranslation(t *testing.T) {
 	exe := gptgBinary(t)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 4))
-	var tsv strings.Builder
-	for range 200 {
-		var src, tgt []string
-		for range 3 + rng.IntN(3) {
-			w := rng.IntN(10)
-			src = append(src, fmt.Sprintf("a%d", w))
-			tgt = append([]string{fmt.Sprintf("b%d", w)}, tgt...)
-		}
-		fmt.Fprintf(&tsv, "%s\t%s\n", strings.Join(src, " "), strings.Join(tgt, " "))
-	}
 	data := filepath.Join(dir, "toy.tsv")
-	if err := os.WriteFile(data, []byte(tsv.String()), 0o644); err != nil {
+	if err := os.WriteFile(data, []byte(toypairs.Random(rng, 200, 10, 3, 5)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	base := writeConfig(t, dir, "post", `

@@ -72,21 +72,9 @@ func (s *tokenStore) copyTo(dst []int, start int) {
 // It reads the file in chunks, twice (once for the vocabulary, once for
 // the ids), so memory stays at the token ids plus one chunk.
 func LoadContext(ctx context.Context, path, kind string, context, stride int, split float64) (*Dataset, error) {
-	if context < 1 {
-		return nil, fmt.Errorf("context must be at least 1, got %d", context)
-	}
-	if stride < 0 {
-		return nil, fmt.Errorf("stride must not be negative, got %d", stride)
-	}
-	if stride == 0 {
-		stride = max(1, context/2)
-	}
-	// The negated form also rejects NaN.
-	if !(split > 0 && split < 1) {
-		return nil, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
-	}
-	if kind != Char && kind != Word {
-		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
+	stride, err := checkWindows(path, kind, context, stride, split)
+	if err != nil {
+		return nil, err
 	}
 	f, size, err := openText(path)
 	if err != nil {
@@ -94,91 +82,20 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	}
 	defer f.Close()
 
-	// Pass 1: check the encoding, collect the vocabulary, count the tokens,
-	// and take the text's digest, which a run records (Dataset.SHA256).
-	// Characters below U+10000 are noted in a table: a map lookup per
-	// character would make this pass several times slower.
-	var bmp [1 << 16]bool
-	rare := map[rune]bool{}
-	words := map[string]bool{}
-	n := 0
-	var err2 error
+	// Pass 1: the vocabulary, the number of tokens, and the text's digest,
+	// which a run records (Dataset.SHA256).
 	digest := sha256.New()
-	pass1 := io.TeeReader(f, digest)
-	if kind == Char {
-		err2 = eachChunk(ctx, pass1, func(chunk []byte) error {
-			for i := 0; i < len(chunk); {
-				if c := chunk[i]; c < utf8.RuneSelf { // most of any corpus: no decoding
-					bmp[c] = true
-					i++
-				} else {
-					r, size := utf8.DecodeRune(chunk[i:])
-					if r < 1<<16 {
-						bmp[r] = true
-					} else {
-						rare[r] = true
-					}
-					i += size
-				}
-				n++
-			}
-			return nil
-		})
-	} else {
-		err2 = eachWord(ctx, pass1, func(w []byte) {
-			n++
-			if !words[string(w)] { // the lookup does not allocate
-				words[string(w)] = true
-			}
-		})
-	}
-	if err2 != nil {
-		return nil, dataError(path, err2)
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("data file %s: text has no %s tokens to build a vocabulary from", quote.Name(path), kind)
-	}
-	var tokens []string
-	for r, ok := range bmp {
-		if ok {
-			tokens = append(tokens, string(rune(r)))
-		}
-	}
-	for r := range rare {
-		tokens = append(tokens, string(r))
-	}
-	for w := range words {
-		tokens = append(tokens, w)
-	}
-	words, rare = nil, nil
-	sort.Strings(tokens)
-	vocab, err := NewVocab(kind, tokens)
+	vocab, n, err := readVocab(ctx, io.TeeReader(f, digest), path, kind)
 	if err != nil {
-		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
+		return nil, err
 	}
-
 	// Pass 2: the ids.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
 	}
-	store := newTokenStore(n, vocab.Size())
-	if kind == Char {
-		err = eachChunk(ctx, f, func(chunk []byte) error {
-			for i := 0; i < len(chunk); {
-				r, size := rune(chunk[i]), 1
-				if r >= utf8.RuneSelf {
-					r, size = utf8.DecodeRune(chunk[i:])
-				}
-				store.append(vocab.id(nil, r))
-				i += size
-			}
-			return nil
-		})
-	} else {
-		err = eachWord(ctx, f, func(w []byte) { store.append(vocab.id(w, -1)) })
-	}
+	store, err := readIDs(ctx, f, path, vocab, n)
 	if err != nil {
-		return nil, dataError(path, err)
+		return nil, err
 	}
 	if store.len() != n {
 		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
@@ -197,6 +114,138 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 			path, n, kind, context, split, minTokens(context, split))
 	}
 	return d, nil
+}
+
+// checkWindows refuses settings that make no windows, before the file is
+// opened, and returns the stride (0 means half the context).
+func checkWindows(path, kind string, context, stride int, split float64) (int, error) {
+	if context < 1 {
+		return 0, fmt.Errorf("context must be at least 1, got %d", context)
+	}
+	if stride < 0 {
+		return 0, fmt.Errorf("stride must not be negative, got %d", stride)
+	}
+	if stride == 0 {
+		stride = max(1, context/2)
+	}
+	// The negated form also rejects NaN.
+	if !(split > 0 && split < 1) {
+		return 0, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
+	}
+	if kind != Char && kind != Word {
+		return 0, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
+	}
+	return stride, nil
+}
+
+// readVocab reads the text once: it checks the encoding, collects the
+// sorted vocabulary and counts the tokens.
+func readVocab(ctx context.Context, r io.Reader, path, kind string) (*Vocab, int, error) {
+	var tokens []string
+	var n int
+	var err error
+	if kind == Char {
+		tokens, n, err = charTokens(ctx, r)
+	} else {
+		tokens, n, err = wordTokens(ctx, r)
+	}
+	if err != nil {
+		return nil, 0, dataError(path, err)
+	}
+	if n == 0 {
+		return nil, 0, fmt.Errorf("data file %s: text has no %s tokens to build a vocabulary from", quote.Name(path), kind)
+	}
+	sort.Strings(tokens)
+	vocab, err := NewVocab(kind, tokens)
+	if err != nil {
+		return nil, 0, fmt.Errorf("data file %s: %w", quote.Name(path), err)
+	}
+	return vocab, n, nil
+}
+
+// charTokens lists the distinct characters of r and counts them all.
+// Characters below U+10000 are noted in a table: a map lookup per
+// character would make this pass several times slower.
+func charTokens(ctx context.Context, r io.Reader) ([]string, int, error) {
+	var bmp [1 << 16]bool
+	rare := map[rune]bool{}
+	n := 0
+	err := eachChunk(ctx, r, func(chunk []byte) error {
+		for i := 0; i < len(chunk); {
+			if c := chunk[i]; c < utf8.RuneSelf { // most of any corpus: no decoding
+				bmp[c] = true
+				i++
+			} else {
+				r, size := utf8.DecodeRune(chunk[i:])
+				if r < 1<<16 {
+					bmp[r] = true
+				} else {
+					rare[r] = true
+				}
+				i += size
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var tokens []string
+	for r, ok := range bmp {
+		if ok {
+			tokens = append(tokens, string(rune(r)))
+		}
+	}
+	for r := range rare {
+		tokens = append(tokens, string(r))
+	}
+	return tokens, n, nil
+}
+
+// wordTokens lists the distinct words of r and counts them all.
+func wordTokens(ctx context.Context, r io.Reader) ([]string, int, error) {
+	words := map[string]bool{}
+	n := 0
+	err := eachWord(ctx, r, func(w []byte) {
+		n++
+		if !words[string(w)] { // the lookup does not allocate
+			words[string(w)] = true
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	tokens := make([]string, 0, len(words))
+	for w := range words {
+		tokens = append(tokens, w)
+	}
+	return tokens, n, nil
+}
+
+// readIDs reads the text again, as the ids of vocab's n tokens.
+func readIDs(ctx context.Context, r io.Reader, path string, vocab *Vocab, n int) (tokenStore, error) {
+	store := newTokenStore(n, vocab.Size())
+	var err error
+	if vocab.kind == Char {
+		err = eachChunk(ctx, r, func(chunk []byte) error {
+			for i := 0; i < len(chunk); {
+				r, size := rune(chunk[i]), 1
+				if r >= utf8.RuneSelf {
+					r, size = utf8.DecodeRune(chunk[i:])
+				}
+				store.append(vocab.id(nil, r))
+				i += size
+			}
+			return nil
+		})
+	} else {
+		err = eachWord(ctx, r, func(w []byte) { store.append(vocab.id(w, -1)) })
+	}
+	if err != nil {
+		return tokenStore{}, dataError(path, err)
+	}
+	return store, nil
 }
 
 // textFile is an open corpus: a file, or a corpus built into gptg.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
@@ -22,32 +23,12 @@ import (
 // runs/tr under dir and returns the runs folder.
 func trainTranslationRun(t *testing.T, dir string) string {
 	t.Helper()
-	var tsv strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&tsv, "a%d a%d a%d\tb%d b%d b%d\n", i%7, (i/7)%7, i%5, i%5, (i/7)%7, i%7)
-	}
 	runs := filepath.Join(dir, "runs")
-	toml := fmt.Sprintf(`[data]
-format = "pairs"
-path = %q
-max_source = 4
-max_target = 4
-
-[model]
-arch = "encoder-decoder"
-embedding = 8
-heads = 2
-encoder_blocks = 1
-decoder_blocks = 1
-ff_hidden = 16
-
-[train]
-batch = 8
-max_steps = 20
-eval_every = 10
-out = %q
-`, filepath.Join(dir, "toy.tsv"), filepath.Join(runs, "tr"))
-	for name, text := range map[string]string{"toy.tsv": tsv.String(), "toy.toml": toml} {
+	files := map[string]string{
+		"toy.tsv":  toypairs.Counted(200),
+		"toy.toml": toypairs.Config(filepath.Join(dir, "toy.tsv"), filepath.Join(runs, "tr"), 20, "", "eval_every = 10\n"),
+	}
+	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}

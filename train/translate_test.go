@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -27,19 +28,8 @@ func TestTranslationLearnsToy(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
-	var tsv strings.Builder
-	for range 3000 {
-		n := 3 + rng.IntN(5)
-		var src, tgt []string
-		for range n {
-			w := rng.IntN(20)
-			src = append(src, fmt.Sprintf("a%d", w))
-			tgt = append([]string{fmt.Sprintf("b%d", w)}, tgt...)
-		}
-		fmt.Fprintf(&tsv, "%s\t%s\n", strings.Join(src, " "), strings.Join(tgt, " "))
-	}
 	data := filepath.Join(dir, "toy.tsv")
-	if err := os.WriteFile(data, []byte(tsv.String()), 0o644); err != nil {
+	if err := os.WriteFile(data, []byte(toypairs.Random(rng, 3000, 20, 3, 7)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	toml := fmt.Sprintf(`[data]

@@ -3,7 +3,6 @@ package main
 import (
 	"archive/zip"
 	"bytes"
-	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -26,31 +26,10 @@ import (
 // translationFiles are a tiny pairs corpus and an encoder–decoder config
 // that trains on it in a fraction of a second (toy.toml → runs/toy).
 func translationFiles() map[string]string {
-	var tsv strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&tsv, "a%d a%d a%d\tb%d b%d b%d\n", i%7, (i/7)%7, i%5, i%5, (i/7)%7, i%7)
+	return map[string]string{
+		"toy.tsv":  toypairs.Counted(200),
+		"toy.toml": toypairs.Config("toy.tsv", "runs/toy", 5, "norm = \"pre\"\npositions = \"learned\"\n", ""),
 	}
-	return map[string]string{"toy.tsv": tsv.String(), "toy.toml": `[data]
-format = "pairs"
-path = "toy.tsv"
-max_source = 4
-max_target = 4
-
-[model]
-arch = "encoder-decoder"
-embedding = 8
-heads = 2
-encoder_blocks = 1
-decoder_blocks = 1
-ff_hidden = 16
-norm = "pre"
-positions = "learned"
-
-[train]
-batch = 8
-max_steps = 5
-out = "runs/toy"
-`}
 }
 
 // translationRun trains toy.toml (translationFiles) into dir/runs/toy.

@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 )
 
 var sampleCommand = command{
@@ -51,105 +52,162 @@ Flags:
 // prompt reach the model, and the prompt is echoed whole.
 const maxPromptFile = 1 << 20
 
+// runSample is `gptg sample`: the request, the model, then the samples
+// streamed to stdout.
 func runSample(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
-	threads := threadsFlag(fs)
-	prompt := fs.String("prompt", "", "")
-	promptFile := fs.String("prompt-file", "", "")
-	tokens := fs.Int("tokens", 0, "")
-	temperature := fs.Float64("temperature", 0, "")
-	topK := fs.Int("top-k", 0, "")
-	topP := fs.Float64("top-p", 0, "")
-	seed := fs.Uint64("seed", 42, "")
-	samples := fs.Int("samples", 1, "")
-	stats := fs.Bool("stats", false, "")
-	pos, err := parseFlags(fs, args)
+	req, err := parseSample(args)
 	if err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	switch {
-	case len(pos) != 1:
-		return usagef("sample needs exactly one MODEL file, got %d arguments", len(pos))
-	case set["prompt"] && set["prompt-file"]:
-		return usagef("give --prompt or --prompt-file, not both")
-	}
-	model, err := modelPath(pos[0])
-	if err != nil {
-		return err
-	}
-
-	// Flags the user left out take the run's [sample] table, so that
-	// `gptg sample runs/x` samples as the config says. The config.toml
-	// is read only when some default is needed: with every flag given, a
-	// broken or foreign config.toml beside the model does not matter.
-	set["prompt"] = set["prompt"] || set["prompt-file"]
-	if !(set["prompt"] && set["tokens"] && set["temperature"] && set["top-k"] && set["top-p"]) {
-		defaults, err := sampleDefaults(model)
-		if err != nil {
-			return err
-		}
-		if !set["prompt"] {
-			*prompt = defaults.Prompt
-		}
-		if !set["tokens"] {
-			*tokens = defaults.Tokens
-		}
-		if !set["temperature"] {
-			*temperature = defaults.Temperature
-		}
-		if !set["top-k"] {
-			*topK = defaults.TopK
-		}
-		if !set["top-p"] {
-			*topP = defaults.TopP
-		}
-	}
-	// Checked after the merge: a run's config.toml may be edited by hand.
-	switch {
-	case *tokens < 0 || *tokens > 1_000_000:
-		return usagef("--tokens %d must be between 0 and 1000000", *tokens)
-	case !(*temperature >= 0) || math.IsInf(*temperature, 0):
-		return usagef("--temperature %v must be a finite number ≥ 0", *temperature)
-	case *topK < 0:
-		return usagef("--top-k %d must be ≥ 0", *topK)
-	case !(*topP >= 0 && *topP <= 1):
-		return usagef("--top-p %v must be between 0 and 1", *topP)
-	case *samples < 1 || *samples > 1000:
-		return usagef("--samples %d must be between 1 and 1000", *samples)
-	}
-	if *promptFile != "" {
-		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
-		if err != nil {
-			return fmt.Errorf("prompt file: %w", err)
-		}
-		*prompt = string(b)
-	}
-	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "sampling") })
+	m, err := openModel(req.model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "sampling") })
 	if err != nil {
 		return err
 	}
 	// The prompt is echoed before the first token is drawn: check it first,
 	// so that a bad one prints nothing but its error.
-	if _, err := sample.EncodePrompt(m.Vocab, *prompt); err != nil {
+	if _, err := sample.EncodePrompt(m.Vocab, req.prompt); err != nil {
 		return err
 	}
-	s, err := sample.New(m, backend(*threads))
+	s, err := sample.New(m, backend(req.threads))
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	start := time.Now()
+	if err := writeSamples(stdout, s, m, req); err != nil {
+		return err
+	}
+	if req.stats {
+		secs := time.Since(start).Seconds()
+		n := req.opts.Tokens * req.samples
+		fmt.Fprintf(stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
+	}
+	return nil
+}
+
+// sampleRequest is what `gptg sample` was asked for, its flags merged with
+// the run's [sample] table and checked.
+type sampleRequest struct {
+	model   string // the model file
+	prompt  string // the prompt itself, --prompt-file read
+	opts    sample.Options
+	samples int
+	stats   bool
+	threads int
+}
+
+// parseSample reads the command line: the flags given, the run's [sample]
+// table for those left out, then the checks of the merged values and the
+// prompt file.
+func parseSample(args []string) (sampleRequest, error) {
+	var req sampleRequest
+	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
+	threads := threadsFlag(fs)
+	fs.StringVar(&req.prompt, "prompt", "", "")
+	promptFile := fs.String("prompt-file", "", "")
+	fs.IntVar(&req.opts.Tokens, "tokens", 0, "")
+	fs.Float64Var(&req.opts.Temperature, "temperature", 0, "")
+	fs.IntVar(&req.opts.TopK, "top-k", 0, "")
+	fs.Float64Var(&req.opts.TopP, "top-p", 0, "")
+	fs.Uint64Var(&req.opts.Seed, "seed", 42, "")
+	fs.IntVar(&req.samples, "samples", 1, "")
+	fs.BoolVar(&req.stats, "stats", false, "")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return req, err
+	}
+	req.threads = *threads
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case len(pos) != 1:
+		return req, usagef("sample needs exactly one MODEL file, got %d arguments", len(pos))
+	case set["prompt"] && set["prompt-file"]:
+		return req, usagef("give --prompt or --prompt-file, not both")
+	}
+	if req.model, err = modelPath(pos[0]); err != nil {
+		return req, err
+	}
+	set["prompt"] = set["prompt"] || set["prompt-file"]
+	if err := req.takeRunDefaults(set); err != nil {
+		return req, err
+	}
+	if err := req.check(); err != nil {
+		return req, err
+	}
+	if *promptFile != "" {
+		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
+		if err != nil {
+			return req, fmt.Errorf("prompt file: %w", err)
+		}
+		req.prompt = string(b)
+	}
+	return req, nil
+}
+
+// takeRunDefaults gives the flags the user left out the run's [sample]
+// table, so that `gptg sample runs/x` samples as the config says. The
+// config.toml is read only when some default is needed: with every flag
+// given, a broken or foreign config.toml beside the model does not matter.
+func (req *sampleRequest) takeRunDefaults(set map[string]bool) error {
+	if set["prompt"] && set["tokens"] && set["temperature"] && set["top-k"] && set["top-p"] {
+		return nil
+	}
+	defaults, err := sampleDefaults(req.model)
+	if err != nil {
+		return err
+	}
+	if !set["prompt"] {
+		req.prompt = defaults.Prompt
+	}
+	if !set["tokens"] {
+		req.opts.Tokens = defaults.Tokens
+	}
+	if !set["temperature"] {
+		req.opts.Temperature = defaults.Temperature
+	}
+	if !set["top-k"] {
+		req.opts.TopK = defaults.TopK
+	}
+	if !set["top-p"] {
+		req.opts.TopP = defaults.TopP
+	}
+	return nil
+}
+
+// check refuses values out of range, after the merge: a run's config.toml
+// may be edited by hand.
+func (req *sampleRequest) check() error {
+	o := req.opts
+	switch {
+	case o.Tokens < 0 || o.Tokens > 1_000_000:
+		return usagef("--tokens %d must be between 0 and 1000000", o.Tokens)
+	case !(o.Temperature >= 0) || math.IsInf(o.Temperature, 0):
+		return usagef("--temperature %v must be a finite number ≥ 0", o.Temperature)
+	case o.TopK < 0:
+		return usagef("--top-k %d must be ≥ 0", o.TopK)
+	case !(o.TopP >= 0 && o.TopP <= 1):
+		return usagef("--top-p %v must be between 0 and 1", o.TopP)
+	case req.samples < 1 || req.samples > 1000:
+		return usagef("--samples %d must be between 1 and 1000", req.samples)
+	}
+	return nil
+}
+
+// writeSamples streams each sample to stdout, the prompt first and then
+// each token as it is drawn, samples apart by a blank line; sample i
+// draws with seed + i.
+func writeSamples(stdout io.Writer, s *sample.Sampler, m *savedmodel.Model, req sampleRequest) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
-	start := time.Now()
-	for i := 0; i < *samples; i++ {
+	for i := 0; i < req.samples; i++ {
 		if i > 0 {
 			fmt.Fprint(out, "\n\n")
 		}
-		fmt.Fprint(out, *prompt)
-		o := sample.Options{Tokens: *tokens, Temperature: *temperature, TopK: *topK, TopP: *topP, Seed: *seed + uint64(i)}
-		err := s.Generate(*prompt, o, func(tok string) error {
+		fmt.Fprint(out, req.prompt)
+		o := req.opts
+		o.Seed += uint64(i)
+		err := s.Generate(req.prompt, o, func(tok string) error {
 			if _, err := out.WriteString(tok); err != nil {
 				return err
 			}
@@ -165,15 +223,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintln(out)
-	if err := out.Flush(); err != nil {
-		return err
-	}
-	if *stats {
-		secs := time.Since(start).Seconds()
-		n := *tokens * *samples
-		fmt.Fprintf(stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
-	}
-	return nil
+	return out.Flush()
 }
 
 // sampleDefaults returns the [sample] table of the config.toml beside the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
@@ -63,32 +64,10 @@ func TestTranslationCommands(t *testing.T) {
 // toyTranslation is a pairs file and a config that trains a tiny
 // encoder–decoder on it in a second (20 steps into runs/toy).
 func toyTranslation() map[string]string {
-	var tsv strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&tsv, "a%d a%d a%d\tb%d b%d b%d\n", i%7, (i/7)%7, i%5, i%5, (i/7)%7, i%7)
+	return map[string]string{
+		"toy.tsv":  toypairs.Counted(200),
+		"toy.toml": toypairs.Config("toy.tsv", "runs/toy", 20, "norm = \"pre\"\npositions = \"learned\"\ntie_embeddings = true\n", ""),
 	}
-	return map[string]string{"toy.tsv": tsv.String(), "toy.toml": `[data]
-format = "pairs"
-path = "toy.tsv"
-max_source = 4
-max_target = 4
-
-[model]
-arch = "encoder-decoder"
-embedding = 8
-heads = 2
-encoder_blocks = 1
-decoder_blocks = 1
-ff_hidden = 16
-norm = "pre"
-positions = "learned"
-tie_embeddings = true
-
-[train]
-batch = 8
-max_steps = 20
-out = "runs/toy"
-`}
 }
 
 // checkTranslationAttention runs gptg attention on a translation run and
