@@ -348,6 +348,21 @@ func readConfigFile(path string) ([]byte, error) {
 	return raw, err
 }
 
+// binaryKind names the files a config is most often mistaken for — a
+// model file, a nanoGPT checkpoint or pickle — which the TOML parser would
+// only call "NULL bytes; probably using UTF-16".
+func binaryKind(text string) string {
+	switch {
+	case len(text) > 9 && text[8] == '{' && strings.IndexByte(text[:8], 0) >= 0:
+		return "a safetensors model file (give it to sample, eval or inspect)"
+	case strings.HasPrefix(text, "PK\x03\x04"):
+		return "a zip archive (a PyTorch checkpoint? gptg import nanogpt reads those)"
+	case strings.HasPrefix(text, "\x80") && len(text) > 1 && text[1] <= 5:
+		return "a Python pickle"
+	}
+	return ""
+}
+
 // sameFile compares an entry of the chain (as given) with an absolute path.
 func sameFile(given, abs string) bool {
 	a, err := filepath.Abs(given)
@@ -357,6 +372,9 @@ func sameFile(given, abs string) bool {
 // parseFile decodes one TOML file and checks every key and type in it. It
 // returns the values keyed by "section.key" and the extends target, if any.
 func parseFile(path, text string) (map[string]any, string, error) {
+	if kind := binaryKind(text); kind != "" {
+		return nil, "", &Error{File: path, Msg: "is " + kind + ", not a TOML config"}
+	}
 	var doc map[string]any
 	md, err := toml.Decode(text, &doc)
 	if err != nil {

@@ -75,6 +75,9 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.Format == "pairs" && d.Tokenizer != "word" {
 		v.fail("data.tokenizer", "%q cannot read a pairs corpus (pairs are read word by word, lower-cased, punctuation split off: use \"word\" or leave it out)", d.Tokenizer)
 	}
+	if d.Format == "pairs" && d.Sampling == "random" {
+		v.fail("data.sampling", "%q is for a text corpus: a pairs corpus is batched by sentence length (data.buckets)", d.Sampling)
+	}
 	v.intIn("data.min_count", d.MinCount, 1, 1<<30)
 	v.intIn("data.min_source", d.MinSource, 1, maxContext-1)
 	v.intIn("data.max_source", d.MaxSource, max(1, d.MinSource), maxContext-1)

@@ -49,19 +49,27 @@ func trainTiny(t *testing.T, mask bool, steps int, lr float64, edits ...func(*co
 	return m
 }
 
+// plainAndPrefixOnly is m's test loss on data in batches of 4, plainly and
+// prefix-only, each with the number of batches it averages.
+func plainAndPrefixOnly(t *testing.T, m *savedmodel.Model, data *corpus.Dataset) (plain float64, n int, prefix float64, np int) {
+	t.Helper()
+	plain, n, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, np, err = eval.PrefixOnly(m, data, 4, graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, n, prefix, np
+}
+
 // TestPrefixOnlyOnACausalModel: a causal model never sees what follows a
 // position, so scoring each position on its prefix alone changes nothing.
 func TestPrefixOnlyOnACausalModel(t *testing.T) {
 	m := trainTiny(t, true, 30, 1e-3)
 	data := tinyData(t)
-	plain, n, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix, np, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, n, prefix, np := plainAndPrefixOnly(t, m, data)
 	if n != data.NumTest()/4 || np != n {
 		t.Errorf("batches: plain %d, prefix-only %d, want %d", n, np, data.NumTest()/4)
 	}
@@ -80,15 +88,7 @@ func TestPrefixOnlyOnACausalModel(t *testing.T) {
 // learn the copy well; after 200 steps the gap is still under 0.1.
 func TestPrefixOnlyExposesAnUnmaskedModel(t *testing.T) {
 	m := trainTiny(t, false, 1300, 1e-2)
-	data := tinyData(t)
-	plain, _, err := eval.ModelTestLoss(m, data, 4, graph.Backend{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix, _, err := eval.PrefixOnly(m, data, 4, graph.Backend{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, _, prefix, _ := plainAndPrefixOnly(t, m, tinyData(t))
 	t.Logf("unmasked model: test loss %.4f, prefix-only %.4f", plain, prefix)
 	if !(prefix > plain+1) {
 		t.Errorf("prefix-only loss %.4f is not clearly above the plain test loss %.4f", prefix, plain)

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // entry is one tensor as the header describes it.
@@ -24,6 +25,19 @@ type entry struct {
 // parseHeader decodes and checks the JSON header. It returns the tensors in
 // header order and the metadata (empty, not nil, when absent).
 func parseHeader(header []byte, limits Limits) ([]entry, map[string]string, error) {
+	// The JSON decoder would turn invalid UTF-8 into U+FFFD without a word,
+	// and a vocabulary's token into another one: a header is UTF-8 or refused.
+	if !utf8.Valid(header) {
+		at := 0
+		for at < len(header) {
+			r, n := utf8.DecodeRune(header[at:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			at += n
+		}
+		return nil, nil, fmt.Errorf("header is not valid UTF-8 (byte 0x%02x at offset %d of the header): the file is damaged", header[at], at)
+	}
 	var syntax *json.SyntaxError
 	if err := json.Unmarshal(header, new(json.RawMessage)); errors.As(err, &syntax) {
 		return nil, nil, fmt.Errorf("header is not valid JSON: %v (after %d bytes of the header)", err, syntax.Offset)

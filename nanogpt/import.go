@@ -154,6 +154,33 @@ func readMeta(path string, data []byte) (*corpus.Vocab, error) {
 		}
 		tokens[i] = s
 	}
+	// nanoGPT encodes with stoi and decodes with itos: the two must be one
+	// map read both ways, and vocab_size its size, or the imported model
+	// would decode its own tokens to the wrong characters.
+	if raw, ok := d["stoi"]; ok && raw != nil {
+		stoi, ok := raw.(*types.Dict)
+		if !ok || stoi.Len() != len(tokens) {
+			return nil, inputErr("%s: stoi is not the inverse of itos (%d characters)", path, len(tokens))
+		}
+		for _, e := range *stoi {
+			s, isStr := e.Key.(string)
+			i, ok := intOf(e.Value)
+			if !isStr || !ok || i < 0 || i >= len(tokens) || tokens[i] != s {
+				to := quote.Value(fmt.Sprint(e.Value))
+				if ok {
+					to = fmt.Sprint(i)
+				}
+				return nil, inputErr("%s: stoi is not the inverse of itos (it maps %s to %s, itos does not)", path, quote.Value(fmt.Sprint(e.Key)), to)
+			}
+		}
+	}
+	if raw, ok := d["vocab_size"]; ok && raw != nil {
+		if n, ok := intOf(raw); !ok {
+			return nil, inputErr("%s: vocab_size is %s, not a number", path, quote.Value(fmt.Sprint(raw)))
+		} else if n != len(tokens) {
+			return nil, inputErr("%s: vocab_size is %d, but itos holds %d characters", path, n, len(tokens))
+		}
+	}
 	vocab, err := corpus.NewVocab(corpus.Char, tokens)
 	if err != nil {
 		return nil, inputErr("%s: %v", path, err)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // Vocab maps one side's words to ids: the four Specials first, then every
@@ -93,4 +95,21 @@ func (v *Vocab) Decode(ids []int) []string {
 		words = append(words, v.words[id])
 	}
 	return words
+}
+
+// CheckWords checks a vocabulary read from a file (a model's metadata):
+// after the Specials, every word must be one Tokenize makes — lower case,
+// one run of letters and digits or one other character, no space — since
+// no other word can ever be looked up, and a damaged list would give ids
+// to the wrong words without a sign.
+func CheckWords(words []string) error {
+	for i, w := range words {
+		if i < len(Specials) {
+			continue
+		}
+		if got := Tokenize(w); len(got) != 1 || got[0] != w {
+			return fmt.Errorf("word %d, %s, is not one the tokenizer makes (lower case, one word, no spaces): the list is damaged", i, quote.Value(w))
+		}
+	}
+	return nil
 }

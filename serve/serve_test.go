@@ -577,29 +577,51 @@ func TestModelMemory(t *testing.T) {
 		t.Errorf("a model over the budget: %d %s", w.Code, w.Body)
 	}
 	// A newer model file (train saves at each evaluation) is loaded anew.
-	b, _ := os.ReadFile(unmaskedMF)
-	os.WriteFile(filepath.Join(runs, "a", train.ModelFile+".tmp"), b, 0o644)
-	os.Rename(filepath.Join(runs, "a", train.ModelFile+".tmp"), filepath.Join(runs, "a", train.ModelFile))
+	replaceModel(t, filepath.Join(runs, "a"), unmaskedMF)
 	w = get(t, s, "/api/attention?id=runs/a&text=First")
 	if w.Code != 200 || !strings.Contains(w.Body.String(), `"mask":false`) {
 		t.Errorf("after the model file was replaced: %d %.100s", w.Code, w.Body)
 	}
 }
 
-// TestLive: the stream sends the rows there are, then each row once it is
-// whole, and a reset when the file is rewritten.
-func TestLive(t *testing.T) {
+// openLive serves a copy of the causal run as runs/c and opens its live
+// stream; the server and the stream close when the test ends.
+func openLive(t *testing.T) (runs string, resp *http.Response) {
+	t.Helper()
 	fixtures(t)
-	runs := filepath.Join(t.TempDir(), "runs")
+	runs = filepath.Join(t.TempDir(), "runs")
 	copyRun(t, causalRun, filepath.Join(runs, "c"))
-	s := newServer(t, Options{Dirs: []string{runs}})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	srv := httptest.NewServer(newServer(t, Options{Dirs: []string{runs}}))
+	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/api/live?id=runs/c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
+	return runs, resp
+}
+
+// replaceModel puts the model file from in run's place the way train
+// does, by renaming a whole new file over it.
+func replaceModel(t *testing.T, run, from string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(run, train.ModelFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(run, train.ModelFile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLive: the stream sends the rows there are, then each row once it is
+// whole, and a reset when the file is rewritten.
+func TestLive(t *testing.T) {
+	runs, resp := openLive(t)
 	if resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("content type %q", resp.Header.Get("Content-Type"))
 	}
@@ -752,9 +774,7 @@ func TestSummary(t *testing.T) {
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
 	}
-	b, _ := os.ReadFile(unmaskedMF)
-	os.WriteFile(filepath.Join(runs, "c", train.ModelFile+".tmp"), b, 0o644)
-	os.Rename(filepath.Join(runs, "c", train.ModelFile+".tmp"), filepath.Join(runs, "c", train.ModelFile))
+	replaceModel(t, filepath.Join(runs, "c"), unmaskedMF)
 	if w := get(t, s, "/api/summary?id=runs/c"); w.Code != 200 || calls != 2 {
 		t.Errorf("after the model file was replaced: %d, %d summaries made; want 2", w.Code, calls)
 	}
@@ -765,17 +785,7 @@ func TestSummary(t *testing.T) {
 
 // TestLiveEndsWhenDeleted: the stream of a run folder that is deleted ends.
 func TestLiveEndsWhenDeleted(t *testing.T) {
-	fixtures(t)
-	runs := filepath.Join(t.TempDir(), "runs")
-	copyRun(t, causalRun, filepath.Join(runs, "c"))
-	s := newServer(t, Options{Dirs: []string{runs}})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/api/live?id=runs/c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	runs, resp := openLive(t)
 	os.RemoveAll(filepath.Join(runs, "c"))
 	done := make(chan error, 1)
 	go func() { _, err := io.ReadAll(resp.Body); done <- err }()

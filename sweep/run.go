@@ -15,6 +15,7 @@ import (
 
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
 )
 
 // IndexFromEnv gives the entry a cluster task is for: SLURM_ARRAY_TASK_ID
@@ -118,7 +119,7 @@ func failedPath(dir string, index int) string {
 
 // lastFailure reads entry index's failure marker.
 func lastFailure(dir string, index int) (string, bool) {
-	b, err := os.ReadFile(failedPath(dir, index))
+	b, err := inputfile.ReadFile(failedPath(dir, index), 1<<20) // a FIFO must not block
 	if err != nil {
 		return "", false
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -157,6 +158,9 @@ func Parse(path string) (*Plan, error) {
 		}
 	}
 	for _, key := range p.Keys {
+		if key == "train.out" {
+			return nil, errorf("sweep file %s: set.%q: the sweep gives every run its own folder under out; train.out cannot be set", path, key)
+		}
 		vals, err := setValues(raw.Set[key])
 		if err != nil {
 			return nil, errorf("sweep file %s: set.%q: %v", path, key, err)
@@ -379,7 +383,7 @@ func Create(p *Plan) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if old, err := os.ReadFile(filepath.Join(p.Out, ManifestFile)); err == nil {
+	if old, err := inputfile.ReadFile(filepath.Join(p.Out, ManifestFile), maxManifestBytes); err == nil {
 		if !bytes.Equal(old, manifest) {
 			return nil, errorf("%s already holds another sweep (its %s differs): choose another out, or remove the folder", p.Out, ManifestFile)
 		}
@@ -415,19 +419,33 @@ func encodeManifest(entries []Entry) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// maxManifestBytes and maxManifestLine bound a manifest: 100,000 entries
+// (a grid's limit) of a few hundred bytes each, a line of a long variant.
+const (
+	maxManifestBytes = 256 << 20
+	maxManifestLine  = 1 << 20
+)
+
 // Load reads a sweep folder's manifest and checks that its entries are
 // numbered 0..N-1 and stay inside the folder.
 func Load(dir string) ([]Entry, error) {
-	f, err := os.Open(filepath.Join(dir, ManifestFile))
+	// A regular file only, of a bounded size: a FIFO would block the
+	// open, a device would be read forever.
+	f, _, err := inputfile.Open(filepath.Join(dir, ManifestFile), maxManifestBytes)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		var ie *inputfile.Error
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, errorf("%s is not a sweep folder: it has no %s (make one with gptg sweep SWEEP.toml)", dir, ManifestFile)
+		case errors.As(err, &ie):
+			return nil, errorf("%s", ie.Error())
 		}
 		return nil, fmt.Errorf("sweep folder %s: %w", dir, err)
 	}
 	defer f.Close()
 	var entries []Entry
 	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxManifestLine)
 	for sc.Scan() {
 		var e Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -437,6 +455,9 @@ func Load(dir string) ([]Entry, error) {
 			return nil, errorf("%s line %d: not an entry gptg sweep wrote", filepath.Join(dir, ManifestFile), len(entries)+1)
 		}
 		entries = append(entries, e)
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, errorf("%s line %d: longer than %d bytes, not an entry gptg sweep wrote", filepath.Join(dir, ManifestFile), len(entries)+1, maxManifestLine)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)

@@ -117,6 +117,13 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		return nil, err
 	}
 	defer t.close()
+	// --init is checked before the folder is made or --force removes
+	// anything: a model file of another shape leaves the old run as it was.
+	if opts.Init != "" {
+		if err := t.initFrom(opts.Init); err != nil {
+			return nil, err
+		}
+	}
 	// The run's record of its corpus (corpus.go): its content, checked
 	// whenever the run is resumed or evaluated, and where it was.
 	if cfg.Data.SHA256 == "" {
@@ -144,11 +151,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	for _, name := range runFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
-		}
-	}
-	if opts.Init != "" {
-		if err := t.initFrom(opts.Init); err != nil {
-			return nil, err
 		}
 	}
 	t.runID = newRunID()
@@ -201,6 +203,9 @@ func checkRunFolder(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Sprintf("%s: %v", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real // a link to / is / (and a link to a folder is that folder)
 	}
 	if filepath.Dir(abs) == abs {
 		return dir + " is the filesystem root: choose a folder for the run, such as runs/NAME"

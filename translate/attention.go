@@ -61,6 +61,9 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 			tgt, last = tgt[:n-1], tgt[n-1]
 		}
 	} else {
+		if err := checkUTF8("target", target); err != nil {
+			return nil, err
+		}
 		words := pairs.Tokenize(target)
 		if len(words) == 0 {
 			return nil, fmt.Errorf("%w: the target has no words", ErrInput)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
@@ -60,9 +61,31 @@ type Result struct {
 // than its positions hold): the caller's input, not a failure.
 var ErrInput = errors.New("cannot translate")
 
+// checkUTF8 refuses text that is not UTF-8 as an ErrInput naming the
+// first bad byte: what names the text (sentence, target).
+func checkUTF8(what, text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	at := 0
+	for at < len(text) {
+		r, n := utf8.DecodeRuneInString(text[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return fmt.Errorf("%w: the %s is not valid UTF-8 (byte 0x%02x at offset %d)", ErrInput, what, text[at], at)
+}
+
 // SourceIDs turns a sentence into the encoder's ids (its words, EOS),
 // refusing one the model cannot read.
 func (tr *Translator) SourceIDs(text string) ([]int, error) {
+	// Invalid bytes would each read as U+FFFD, an unknown word, without a
+	// sign: as the pairs corpus, a sentence is UTF-8 text.
+	if err := checkUTF8("sentence", text); err != nil {
+		return nil, err
+	}
 	words := pairs.Tokenize(text)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("%w: the sentence has no words", ErrInput)

@@ -6,12 +6,15 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/savedmodel"
@@ -108,6 +111,11 @@ func Load(path string) (*Model, error) {
 	bad := func(key string, err error) error {
 		return fmt.Errorf("%s: metadata %q: %v", path, key, err)
 	}
+	// The vocabularies are words of pairs.Tokenize; a file that says it
+	// holds another kind would be read with the wrong tokenizer.
+	if kind := f.Meta["tokenizer"]; kind != "word" {
+		return nil, bad("tokenizer", fmt.Errorf("%s: a translation model's vocabularies are of words (\"word\")", quote.Value(kind)))
+	}
 	if err := json.Unmarshal([]byte(f.Meta["model"]), &m.Config); err != nil {
 		return nil, bad("model", err)
 	}
@@ -120,6 +128,9 @@ func Load(path string) (*Model, error) {
 			return nil, bad(side.key, err)
 		}
 		v, err := pairs.NewVocab(words)
+		if err == nil {
+			err = pairs.CheckWords(words)
+		}
 		if err != nil {
 			return nil, bad(side.key, err)
 		}
@@ -135,11 +146,76 @@ func Load(path string) (*Model, error) {
 		}
 		*lim.n = n
 	}
+	// The same rules as a config's [model] table, sizes included (as
+	// savedmodel.Load), so that a hostile file cannot ask for a giant graph.
+	check := config.Default()
+	check.Model = m.Config
+	check.Data.Format, check.Data.Tokenizer = "pairs", "word"
+	check.Data.MaxSource, check.Data.MaxTarget = m.MaxSource, m.MaxTarget
+	if err := check.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: metadata: %v", path, strings.TrimPrefix(err.Error(), "config: "))
+	}
 	m.Spec = Spec(m.Config, m.Src.Size(), m.Tgt.Size())
 	if err := m.Spec.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := m.checkSizes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// A sentence and its EOS (SOS and the target words) take one position
+	// each, so the limits the model was trained with fit its positions.
+	for _, lim := range []struct {
+		key string
+		n   int
+	}{{"max_source", m.MaxSource}, {"max_target", m.MaxTarget}} {
+		if lim.n+1 > m.Spec.MaxLen {
+			return nil, bad(lim.key, fmt.Errorf("%d words and EOS do not fit the model's %d positions (model.context): the file is damaged", lim.n, m.Spec.MaxLen))
+		}
+	}
 	return m, nil
+}
+
+// checkSizes compares the tensors that carry each of the metadata's sizes
+// (vocabularies, embedding, ff_hidden, positions, the last block of each
+// stack) with it before any graph is built: a graph is as large as the
+// metadata says, and a damaged or hostile metadata must not make one
+// larger than the weights the file holds. A tensor of a block past the
+// metadata's count would be silently left out, and is refused too.
+func (m *Model) checkSizes() error {
+	s := m.Spec
+	E := s.Embedding
+	want := map[string][]int{
+		"src_tok.weight": {s.SrcVocab, E},
+		"tgt_tok.weight": {s.TgtVocab, E},
+		fmt.Sprintf("encoder.%d.ff.up.weight", s.EncoderBlocks-1): {s.FFHidden, E},
+		fmt.Sprintf("decoder.%d.ff.up.weight", s.DecoderBlocks-1): {s.FFHidden, E},
+	}
+	if s.Positions == "learned" {
+		want["src_pos.weight"] = []int{s.MaxLen, E}
+		want["tgt_pos.weight"] = []int{s.MaxLen, E}
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		t, ok := m.Tensors[name]
+		switch {
+		case !ok:
+			return fmt.Errorf("tensor %s is missing (the metadata's model needs it)", name)
+		case !slices.Equal(t.Shape, want[name]):
+			return fmt.Errorf("tensor %s has shape %v, the metadata's model needs %v", name, t.Shape, want[name])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Tensors)) {
+		for stack, blocks := range map[string]int{"encoder": s.EncoderBlocks, "decoder": s.DecoderBlocks} {
+			rest, ok := strings.CutPrefix(name, stack+".")
+			if !ok {
+				continue
+			}
+			num, _, _ := strings.Cut(rest, ".")
+			if k, err := strconv.Atoi(num); err == nil && k >= blocks {
+				return fmt.Errorf("tensor %s belongs to %s block %d, but the metadata's model has %d (%s_blocks)", name, stack, k, blocks, stack)
+			}
+		}
+	}
+	return nil
 }
 
 // Apply loads the file's tensors into a graph's parameters, which must

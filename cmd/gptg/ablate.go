@@ -10,10 +10,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/ablate"
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 var ablateCommand = command{
@@ -78,6 +81,11 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 	case *jobs < 1 || *jobs > 64:
 		return usagef("--jobs %d must be between 1 and 64", *jobs)
 	}
+	for _, s := range sets {
+		if key, _, _ := strings.Cut(s, "="); strings.TrimSpace(key) == "train.out" {
+			return usagef("--set %s: ablate gives every run its own folder under --out; train.out cannot be set", quote.Value(s))
+		}
+	}
 	seeds, err := ablate.ParseSeeds(*seedsFlag)
 	if err != nil {
 		return usagef("--seeds: %v", err)
@@ -90,9 +98,24 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 	if *out == "" {
 		*out = filepath.Join("runs", "ablate-"+time.Now().Format("20060102-150405"))
 	}
+	if err := checkOutputFolder("--out", *out, "ablate writes a folder of run folders and summaries", false); err != nil {
+		return err
+	}
 	specs, err := ablate.Plan(pos, seeds, *out)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	// Every config is read before anything is made: a broken one among
+	// many stops the ablation here, not after an empty folder exists.
+	for _, p := range pos {
+		if _, err := config.Load(p, sets); err != nil {
+			return err
+		}
+	}
+	if *base != "" {
+		if _, err := config.Load(*base, sets); err != nil {
+			return fmt.Errorf("--base: %w", err)
+		}
 	}
 	if *baseline != "" {
 		if _, err := ablate.RunName(*baseline + ".toml"); err != nil || !slices.ContainsFunc(specs, func(s ablate.Spec) bool { return s.Variant == *baseline }) {

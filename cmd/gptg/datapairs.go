@@ -12,7 +12,6 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
-	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 )
@@ -122,11 +121,10 @@ var pairsOutFiles = []string{"train.tsv", "test.tsv", "src.vocab", "tgt.vocab", 
 // existing file of one of those names is replaced only when it is one
 // data pairs wrote before (or with --force), never an input.
 func checkPairsOut(out string, names []string, r atomicfile.Rules) error {
-	if atomicfile.IsStdout(out) {
-		return usagef("--out %s: data pairs writes a folder of files (%s), not standard output", out, strings.Join(names, ", "))
-	}
-	if info, err := os.Stat(out); err == nil && !info.IsDir() {
-		return usagef("--out %s: exists and is not a folder; data pairs writes a folder of files (%s)", quote.Name(out), strings.Join(names, ", "))
+	// A folder it wrote before holds config.toml too: runs are checked file
+	// by file below.
+	if err := checkOutputFolder("--out", out, fmt.Sprintf("data pairs writes a folder of files (%s)", strings.Join(names, ", ")), true); err != nil {
+		return err
 	}
 	for _, name := range names {
 		rules := r

@@ -1,16 +1,21 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/eval"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
@@ -102,6 +107,11 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	model, err := modelPath(pos[0])
 	if err != nil {
 		return err
+	}
+	if _, ok := builtin.Parse(*dataPath); *dataPath != "" && !ok {
+		if _, err := os.Lstat(*dataPath); errors.Is(err, iofs.ErrNotExist) {
+			return usagef("--data %s: no such file", quote.Name(*dataPath))
+		}
 	}
 	stride := 0 // the default, context/2
 	// The run's own batch, and without --data its corpus and cut, so that

@@ -29,7 +29,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 		return err
 	}
 	if cfg == nil {
-		return fmt.Errorf("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
+		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
 	}
 	// From any working directory, and only the very pairs the run was
 	// trained on (data.sha256 and data.size in its config.toml).

@@ -78,7 +78,7 @@ func hardenedInputs(t *testing.T) []badInput {
 			args: []string{"train", "...toml"}, code: 2, msg: `the file name gives the run name "..", which is not a plain folder name`},
 
 		// Resume.
-		{name: "train --resume of a missing folder", args: []string{"train", "--resume", "runs/nope"}, code: 1, msg: "resuming runs/nope: no such run folder"},
+		{name: "train --resume of a missing folder", args: []string{"train", "--resume", "runs/nope"}, code: 2, msg: "--resume runs/nope: no such run folder"},
 		{name: "train --resume of a finished run", setup: runFolder(nil),
 			args: []string{"train", "--resume", "short"}, code: 1, msg: "run short already finished its 30 steps: train it longer with `gptg train --resume short --set train.max_steps=60`"},
 		{name: "train --resume --set of a model setting", setup: runFolder(nil),
@@ -97,17 +97,17 @@ func hardenedInputs(t *testing.T) []badInput {
 
 		// Files that are not regular files.
 		{name: "train: data.path is a named pipe", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\n"}, setup: mkfifo("fifo"),
-			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
 		{name: "train: data.path is a named pipe, data.sha256 set", files: map[string]string{"c.toml": "[data]\npath = \"fifo\"\nsha256 = \"" + strings.Repeat("ab", 32) + "\"\n"}, setup: mkfifo("fifo"),
-			args: []string{"train", "c.toml"}, code: 1, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "data file fifo is a named pipe (FIFO), not a regular file"},
 		{name: "train: data.path is /dev/zero", files: map[string]string{"c.toml": "[data]\npath = \"/dev/zero\"\n"},
-			args: []string{"train", "c.toml"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
-		{name: "eval --data /dev/zero", args: []string{"eval", causalModel, "--data", "/dev/zero"}, code: 1, msg: "data file /dev/zero is a character device, not a regular file"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "data file /dev/zero is a character device, not a regular file"},
+		{name: "eval --data /dev/zero", args: []string{"eval", causalModel, "--data", "/dev/zero"}, code: 2, msg: "data file /dev/zero is a character device, not a regular file"},
 		{name: "sample --prompt-file a named pipe", setup: mkfifo("p"),
-			args: []string{"sample", causalModel, "--prompt-file", "p"}, code: 1, msg: "prompt file: p is a named pipe (FIFO), not a regular file"},
+			args: []string{"sample", causalModel, "--prompt-file", "p"}, code: 2, msg: "prompt file: p is a named pipe (FIFO), not a regular file"},
 		{name: "sample: the model file is a named pipe", setup: mkfifo("m.safetensors"),
-			args: []string{"sample", "m.safetensors"}, code: 1, msg: "m.safetensors: is a named pipe (FIFO), not a regular file"},
-		{name: "inspect /dev/zero", args: []string{"inspect", "/dev/zero"}, code: 1, msg: "/dev/zero: is a character device, not a regular file"},
+			args: []string{"sample", "m.safetensors"}, code: 2, msg: "m.safetensors is a named pipe (FIFO), not a model file"},
+		{name: "inspect /dev/zero", args: []string{"inspect", "/dev/zero"}, code: 2, msg: "/dev/zero is a character device, not a model file"},
 
 		// Memory: refused from the config or the file's metadata, before
 		// anything sized by them is allocated.
@@ -134,7 +134,7 @@ func hardenedInputs(t *testing.T) []badInput {
 		{name: "eval: a config instead of a model, before asking for --data", files: map[string]string{"c.toml": cfg},
 			args: []string{"eval", "c.toml"}, code: 2, msg: "c.toml is a config, not a model: train it first (gptg train c.toml), then give runs/c"},
 		{name: "inspect: the run's metrics instead of its model", files: map[string]string{"metrics.jsonl": `{"step":100,"loss":2.5}` + "\n"},
-			args: []string{"inspect", "metrics.jsonl"}, code: 1, msg: "metrics.jsonl: not a safetensors model file: it is text that looks like JSON"},
+			args: []string{"inspect", "metrics.jsonl"}, code: 2, msg: "metrics.jsonl is a text file, not a model file"},
 	}
 }
 

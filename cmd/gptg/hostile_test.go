@@ -226,14 +226,14 @@ func hostileInputs(t *testing.T) []badInput {
 			args: []string{"train", "c.toml", "--set", "data.path=" + strings.Repeat("d", 100_000)}, code: 1,
 			msg: `data file "` + strings.Repeat("d", 200) + `"… (100000 bytes): file name too long`},
 		// 14. Control characters in file names are quoted, never raw.
-		{name: "sample: a model name with an escape sequence", args: []string{"sample", "m\x1b[2J\x1b]0;pwned\x07.safetensors"}, code: 1,
-			msg: `"m\x1b[2J\x1b]0;pwned\a.safetensors": cannot open`},
-		{name: "eval: a corpus name with a newline", args: []string{"eval", causalModel, "--data", "a\nb.txt"}, code: 1,
-			msg: `data file "a\nb.txt" does not exist`},
+		{name: "sample: a model name with an escape sequence", args: []string{"sample", "m\x1b[2J\x1b]0;pwned\x07.safetensors"}, code: 2,
+			msg: `"m\x1b[2J\x1b]0;pwned\a.safetensors": no such model file or run folder`},
+		{name: "eval: a corpus name with a newline", args: []string{"eval", causalModel, "--data", "a\nb.txt"}, code: 2,
+			msg: `--data "a\nb.txt": no such file`},
 		// 15. The small ones.
 		{name: "train.out holding a newline", files: map[string]string{"c.toml": "[train]\nout = \"runs/a\\nb\"\n"},
 			args: []string{"train", "c.toml"}, code: 2, msg: `train.out: "runs/a\nb" holds a control character: choose a plain folder name`},
-		{name: "eval --data /proc/self/status", args: []string{"eval", causalModel, "--data", "/proc/self/status"}, code: 1,
+		{name: "eval --data /proc/self/status", args: []string{"eval", causalModel, "--data", "/proc/self/status"}, code: 2,
 			msg: "data file /proc/self/status reports a size of 0 but holds data, as the files of /proc and /sys do; copy it into a regular file first"},
 		{name: "import: model_args.n_embd the string '16'", setup: func(t *testing.T, dir string) {
 			nanoMeta(t, dir)

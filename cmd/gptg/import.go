@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
+	iofs "io/fs"
+	"os"
 	"strings"
 
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 )
 
@@ -54,6 +58,13 @@ func runImport(args []string, stdout, _ io.Writer) error {
 		return usagef("import nanogpt needs --out MODEL.safetensors")
 	}
 	ckpt := pos[1]
+	// A missing file named on the command line is a wrong argument (exit 2),
+	// like a missing config or model.
+	for _, in := range []string{ckpt, *meta} {
+		if _, err := os.Lstat(in); in != "" && errors.Is(err, iofs.ErrNotExist) {
+			return usagef("%s: no such file", quote.Name(in))
+		}
+	}
 	if *meta == "" {
 		found, tried := nanogpt.FindMeta(ckpt)
 		if found == "" {

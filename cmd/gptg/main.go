@@ -21,6 +21,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
@@ -166,11 +167,12 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var ne *nanogpt.InputError
 	var pe *pairs.Error
-	var cc *train.CorpusChangedError
+	var cc *train.CorpusChangedError // a run's corpus edited since training
+	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
 		return 2
 	}
 	return 1

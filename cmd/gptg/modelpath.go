@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/train"
 )
 
@@ -18,22 +23,78 @@ import (
 // attention: a model file as given, or a run folder, whose
 // model.safetensors is the model. Anything else is left to the model
 // file reader, which says what is wrong with it.
+//
+// What is not a model at all — a missing path, a config, a folder without
+// a model, a file of another kind — is a usage error (exit 2), like any
+// other wrong argument; a model file that is damaged is the reader's to
+// report (exit 1).
 func modelPath(arg string) (string, error) {
 	info, err := os.Stat(arg)
-	if err == nil && !info.IsDir() && strings.EqualFold(filepath.Ext(arg), ".toml") {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, lerr := os.Lstat(arg); lerr == nil {
+			return "", usagef("%s is a symbolic link that leads nowhere: give a model file or a run folder", quote.Name(arg))
+		}
+		return "", usagef("%s: no such model file or run folder", quote.Name(arg))
+	case errors.Is(err, syscall.ELOOP):
+		return "", usagef("%s is a loop of symbolic links: give a model file or a run folder", quote.Name(arg))
+	case err != nil:
+		return arg, nil // the reader says what is wrong (permissions)
+	case !info.IsDir() && strings.EqualFold(filepath.Ext(arg), ".toml"):
 		return "", notAModel(arg)
-	}
-	if err != nil || !info.IsDir() {
+	case !info.IsDir():
+		if kind := notModelKind(arg, info); kind != "" {
+			return "", usagef("%s is %s, not a model file: give a model file (.safetensors) or a run folder", quote.Name(arg), kind)
+		}
 		return arg, nil
 	}
 	path := filepath.Join(arg, train.ModelFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return "", usagef("%s is a folder, not a model file: the run folder %s is damaged", quote.Name(path), quote.Name(arg))
+	} else if errors.Is(err, fs.ErrNotExist) {
 		if runs := runsInside(arg); len(runs) > 0 {
 			return "", usagef("%s holds %d run folders, not a model: give one of them (%s)", arg, len(runs), listSome(runs, 3))
 		}
-		return "", fmt.Errorf("%s is a folder without %s: give a model file or a run folder", arg, train.ModelFile)
+		return "", usagef("%s is a folder without %s: give a model file or a run folder", quote.Name(arg), train.ModelFile)
 	}
 	return path, nil
+}
+
+// notModelKind names what a file given as a model is when it is plainly
+// something else: a device or FIFO, a zip archive (a PyTorch checkpoint),
+// a pickle or text. "" leaves the file to the model file reader, which
+// reports a damaged model in detail.
+func notModelKind(path string, info fs.FileInfo) string {
+	m := info.Mode()
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case !m.IsRegular():
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var head [16]byte
+	n, _ := io.ReadFull(f, head[:])
+	b := head[:n]
+	switch {
+	case bytes.HasPrefix(b, []byte("PK\x03\x04")):
+		return "a zip archive (a nanoGPT checkpoint? gptg import nanogpt makes a model file of it)"
+	case len(b) > 1 && b[0] == 0x80 && b[1] <= 5:
+		return "a Python pickle"
+	case n >= 9 && bytes.IndexByte(b, 0) < 0 && utf8.Valid(b[:n-3]):
+		return "a text file"
+	}
+	return ""
 }
 
 // runsInside lists the folders directly inside dir that hold a model, as

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/train"
 )
 
 // Every output flag (data --out, graph --dot, attention --out, import
@@ -36,6 +39,50 @@ func checkOutput(flag, path string, r atomicfile.Rules) error {
 		return fmt.Errorf("%s %s: %w", flag, quote.Name(path), err)
 	}
 	return nil
+}
+
+// checkOutputFolder refuses, as a usage error, a folder output flag
+// (ablate --out, data pairs --out, a sweep's out) naming standard output,
+// the filesystem root (a link to it too), something that exists and is
+// not a folder, or — unless runsOK — a run folder; what says what the
+// command writes into it.
+func checkOutputFolder(flag, path, what string, runsOK bool) error {
+	if atomicfile.IsStdout(path) {
+		return usagef("%s %s: %s, not standard output", flag, quote.Name(path), what)
+	}
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real // a link to / is /
+		}
+		if filepath.Dir(abs) == abs {
+			return usagef("%s %s: is the filesystem root; %s: choose a folder of its own", flag, quote.Name(path), what)
+		}
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && !info.IsDir():
+		return usagef("%s %s: exists and is not a folder; %s", flag, quote.Name(path), what)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return usagef("%s %s: %v", flag, quote.Name(path), unwrapPath(err))
+	case err == nil && !runsOK:
+		for _, name := range []string{train.ConfigFile, train.ModelFile} {
+			if _, err := os.Lstat(filepath.Join(path, name)); err == nil {
+				return usagef("%s %s: is a run folder (it holds %s); %s: choose another folder", flag, quote.Name(path), name, what)
+			}
+		}
+	}
+	return nil
+}
+
+// unwrapPath drops the *os.PathError around err, whose path the message
+// already names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // writeOutput writes what write produces to stdout when path asks for it,

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/gptg/gptg/internal/quote"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -47,6 +49,9 @@ func runPlot(args []string, stdout, _ io.Writer) error {
 		return usagef("plot needs exactly one RUN_DIR, got %d arguments", len(pos))
 	}
 	dir := pos[0]
+	if err := checkRunDir(dir); err != nil {
+		return err
+	}
 	if *out == "" {
 		*out = filepath.Join(dir, "loss.png")
 	}
@@ -76,6 +81,37 @@ func runPlot(args []string, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d rows, up to step %d)\n", *out, len(rows), rows[len(rows)-1].Step)
 	return nil
+}
+
+// checkRunDir refuses, as a usage error, a RUN_DIR argument that is not a
+// run folder: missing, a file (a model, a corpus) or a folder without
+// metrics.jsonl.
+func checkRunDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return usagef("%s: no such run folder", quote.Name(dir))
+	case !info.IsDir():
+		hint := ""
+		if d := filepath.Dir(dir); isRunDir(d) {
+			hint = fmt.Sprintf(": give its folder, %s", quote.Name(d))
+		}
+		return usagef("%s is a file, not a run folder%s", quote.Name(dir), hint)
+	case !isRunDir(dir):
+		return usagef("%s is not a run folder: it has no %s or %s", quote.Name(dir), train.MetricsFile, train.ConfigFile)
+	}
+	return nil
+}
+
+// isRunDir reports whether dir holds a run's metrics.jsonl or config.toml
+// (a run that has just started).
+func isRunDir(dir string) bool {
+	for _, name := range []string{train.MetricsFile, train.ConfigFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // lossCurve draws the rows as a PNG or SVG picture.

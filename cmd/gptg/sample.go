@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"math"
 	"time"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 )
@@ -137,6 +139,9 @@ func parseSample(args []string) (sampleRequest, error) {
 	}
 	if *promptFile != "" {
 		b, err := inputfile.ReadFile(*promptFile, maxPromptFile)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return req, usagef("--prompt-file %s: no such file", quote.Name(*promptFile))
+		}
 		if err != nil {
 			return req, fmt.Errorf("prompt file: %w", err)
 		}

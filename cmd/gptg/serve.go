@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/serve"
 )
@@ -111,8 +113,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError{err.Error()}
 	}
 	defer srv.Close()
+	if err := checkAddr(*addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
+	if err != nil { // in use, or not this machine's: a failure at run time
 		return fmt.Errorf("--addr %s: %w", *addr, err)
 	}
 	// Every request's context ends when a signal comes, so that the live
@@ -160,4 +165,17 @@ func joinDirs(dirs []string) string {
 		b.WriteString(d)
 	}
 	return b.String()
+}
+
+// checkAddr refuses an --addr that is not HOST:PORT with a numeric port,
+// a usage error rather than the resolver's complaint at run time.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--addr %s: not HOST:PORT (%v)", quote.Value(addr), err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usagef("--addr %s: the port %s is not a number from 0 to 65535", quote.Value(addr), quote.Value(port))
+	}
+	return nil
 }

@@ -127,6 +127,9 @@ func sweepCreate(args []string, stdout io.Writer) error {
 	if *out != "" {
 		plan.Out = *out
 	}
+	if err := checkOutputFolder("out", plan.Out, "a sweep writes a folder of its manifest and run folders", false); err != nil {
+		return err
+	}
 	entries, err := sweep.Create(plan)
 	if err != nil {
 		return sweepErr(err)

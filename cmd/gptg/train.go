@@ -120,6 +120,9 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	case *resume != "" && *initFrom != "":
 		return usagef("--init starts a new run; --resume continues one from its own checkpoint")
 	case *resume != "":
+		if err := checkResumeDir(*resume); err != nil {
+			return err
+		}
 		res, err = train.Resume(ctx, *resume, sets, opts)
 	case len(pos) != 1:
 		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
@@ -136,6 +139,13 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 			if opts.Init, err = modelPath(*initFrom); err != nil {
 				return err
 			}
+			refuse := refuseTranslation
+			if cfg.Model.EncoderDecoder() {
+				refuse = refuseLanguageModel
+			}
+			if err := refuse(opts.Init, "--init"); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
 		res, err = train.Run(ctx, cfg, opts)
@@ -148,6 +158,23 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	}
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
+	return nil
+}
+
+// checkResumeDir refuses, as a usage error and before anything is locked
+// or written, a --resume that names no run folder: a missing path, a file,
+// a folder without the config.toml every run writes first.
+func checkResumeDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return usagef("--resume %s: no such run folder", quote.Name(dir))
+	case !info.IsDir():
+		return usagef("--resume %s: is a file, not a run folder", quote.Name(dir))
+	}
+	if _, err := os.Lstat(filepath.Join(dir, train.ConfigFile)); errors.Is(err, fs.ErrNotExist) {
+		return usagef("--resume %s: it has no %s, so it is not a run folder (or the run never started)", quote.Name(dir), train.ConfigFile)
+	}
 	return nil
 }
 

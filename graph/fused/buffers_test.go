@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/internal/graphtest"
 	"github.com/gptg/gptg/graph/tape"
@@ -17,8 +16,7 @@ import (
 // B those of a fresh graph, so no kernel reads a buffer its op left from an
 // earlier run. Every switch that changes the fused graph is on.
 func TestFusedBuffersAcrossRuns(t *testing.T) {
-	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
-		OutProj: true, Residual: true, Norm: "post", Activation: "gelu", Dtype: "float32"}
+	spec := graphtest.SmallSpec("post")
 	const batch = 3
 	n := batch * spec.Context
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -39,14 +37,7 @@ func TestFusedBuffersAcrossRuns(t *testing.T) {
 		if err := p.Run(x, y); err != nil {
 			t.Fatal(err)
 		}
-		out := [][]float64{{p.Loss()}, graph.Float64s(p.Logits.Value())}
-		for _, g := range p.Grads {
-			out = append(out, graph.Float64s(g.Value()))
-		}
-		for _, a := range p.Attention {
-			out = append(out, graph.Float64s(a.Value()))
-		}
-		return out
+		return graphtest.Outputs(p.Loss(), p.Logits, p.Grads, p.Attention)
 	}
 	p := newProgram()
 	defer p.Close()

@@ -12,8 +12,7 @@ import (
 // TestRunInPlaceMatchesRunAll: the tape run in the calling goroutine
 // (tape.go) computes the same bits as Gorgonia's RunAll, on both graphs.
 func TestRunInPlaceMatchesRunAll(t *testing.T) {
-	spec := config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
-		OutProj: true, Residual: true, Norm: "pre", Activation: "gelu", Dtype: "float32"}
+	spec := graphtest.SmallSpec("pre")
 	const batch = 2
 	x, y := make([]int, batch*spec.Context), make([]int, batch*spec.Context)
 	for i := range x {
@@ -37,14 +36,7 @@ func TestRunInPlaceMatchesRunAll(t *testing.T) {
 				if err := p.Run(x, y); err != nil {
 					t.Fatal(err)
 				}
-				out := [][]float64{{p.Loss()}, graph.Float64s(p.Logits.Value())}
-				for _, g := range p.Grads {
-					out = append(out, graph.Float64s(g.Value()))
-				}
-				for _, a := range p.Attention {
-					out = append(out, graph.Float64s(a.Value()))
-				}
-				return out
+				return graphtest.Outputs(p.Loss(), p.Logits, p.Grads, p.Attention)
 			}
 			inPlace := result()
 			p.inPlace = nil

@@ -10,7 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
@@ -38,9 +42,15 @@ func IsStdout(path string) bool {
 // nothing) is refused: renaming over it would replace the device or the
 // folder's entry, not write to it.
 func Target(path string) (string, error) {
+	if strings.HasSuffix(path, "/") {
+		return "", &Error{path, "ends in /, which names a folder; give the name of the file to write"}
+	}
 	info, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return path, nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return "", &Error{path, "a part of its path before the file name is a file, not a folder"}
 	}
 	if err != nil {
 		return "", err
@@ -160,10 +170,30 @@ func WriteFile(path string, data []byte) error {
 // Write is WriteFile for content that write streams out: nothing the size
 // of the file is held in memory (a checkpoint of a 10M-parameter model is
 // 200 MB). The writer buffers; write's error aborts and removes the file.
+//
+// INT, TERM and HUP, which end a command that does not handle them, are
+// held while the temporary file exists and raised again once it is renamed
+// or removed: an interrupted command leaves the old file or the new one,
+// never a temporary one (only SIGKILL can). A command that handles them
+// itself (train saves a checkpoint and exits 130) receives them as before.
 func Write(path string, write func(w io.Writer) error) (err error) {
 	if path, err = Target(path); err != nil {
 		return err
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer func() { // registered first, so it runs after the cleanup below
+		signal.Stop(sigs)
+		select {
+		case s := <-sigs:
+			// Delivered asynchronously: the pause keeps the command from
+			// going on (and exiting 0) before its default action ends it.
+			if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(s) == nil {
+				time.Sleep(500 * time.Millisecond)
+			}
+		default:
+		}
+	}()
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {

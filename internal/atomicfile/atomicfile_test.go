@@ -2,9 +2,14 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestWriteFileSyncsDirectoryAfterRename checks the order that makes the
@@ -46,5 +51,41 @@ func TestWriteFileDirectorySyncFailure(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 || entries[0].Name() != "f.txt" {
 		t.Errorf("directory holds %v, want only f.txt", entries)
+	}
+}
+
+// TestSignalDuringWrite: a SIGTERM that arrives while the temporary file
+// exists ends the process only once the file is in place, so no temporary
+// file is left behind (the process re-executes itself as the writer).
+func TestSignalDuringWrite(t *testing.T) {
+	if out := os.Getenv("ATOMICFILE_SIGNAL_OUT"); out != "" {
+		err := Write(out, func(w io.Writer) error {
+			syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			time.Sleep(200 * time.Millisecond) // the signal is held, not acted on
+			_, err := io.WriteString(w, "complete\n")
+			return err
+		})
+		fmt.Println("Write returned", err) // not reached: the signal ends the process
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.txt")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalDuringWrite$")
+	cmd.Env = append(os.Environ(), "ATOMICFILE_SIGNAL_OUT="+out)
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Fatalf("the writer was not ended by its SIGTERM: %v\n%s", err, b)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != "complete\n" {
+		t.Errorf("out.txt: %q, %v; want the complete file", got, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the folder holds %v; want out.txt alone", names)
 	}
 }

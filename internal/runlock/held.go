@@ -61,11 +61,15 @@ func Held(dir string) (pid int, held bool, err error) {
 
 // tryShared tells whether an exclusive lock is held by trying a shared one.
 func tryShared(path string) (int, bool, error) {
-	f, err := os.Open(path)
+	// Never blocking on a FIFO, never through a link.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, false, err
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return 0, false, nil
+	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		pid := 0

@@ -30,9 +30,18 @@ type Lock struct{ f *os.File }
 // waiting. When another process holds it, the error names that process.
 func Acquire(dir string) (*Lock, error) {
 	path := filepath.Join(dir, Name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err := checkRegular(dir, path); err != nil {
+		return nil, err
+	}
+	// No links followed, no blocking: the file is the lock's own, and
+	// writing the pid through a link would write wherever it leads.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	if err := checkOpened(dir, path, f); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -53,11 +62,17 @@ func Acquire(dir string) (*Lock, error) {
 // says first that it is in use.
 func Busy(dir string) error {
 	path := filepath.Join(dir, Name)
-	f, err := os.Open(path)
+	if err := checkRegular(dir, path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil // no lock file: nobody holds it
 	}
 	defer f.Close()
+	if err := checkOpened(dir, path, f); err != nil {
+		return err
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return fmt.Errorf("%s: %w by %s (wait for it to finish, or stop it)", dir, ErrHeld, holder(path))
@@ -66,6 +81,27 @@ func Busy(dir string) error {
 	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return nil
+}
+
+// checkRegular refuses a lock file that exists and is not a regular file:
+// a link (the pid would be written where it leads), a FIFO (opening it
+// would block), a folder.
+func checkRegular(dir, path string) error {
+	info, err := os.Lstat(path)
+	if err != nil || info.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s: its lock file %s is not a regular file (%s): the folder is damaged; remove %s", dir, Name, info.Mode().Type(), path)
+}
+
+// checkOpened is checkRegular of the file opened, against a swap between
+// the Lstat and the open.
+func checkOpened(dir, path string, f *os.File) error {
+	info, err := f.Stat()
+	if err != nil || info.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("%s: its lock file %s is not a regular file (%s): the folder is damaged; remove %s", dir, Name, info.Mode().Type(), path)
 }
 
 // holder names the process whose pid the lock file records.

@@ -1,7 +1,8 @@
 // Package graphtest holds what the tests of graph, graph/fused and
 // graph/tape share: the kernel family they run on (Main), the two emitters
-// every exactness test runs (Paths) and random batches. Only test files
-// import it.
+// every exactness test runs (Paths), a small model with every switch on
+// (SmallSpec), random batches and what a run computed (Outputs). Only test
+// files import it.
 package graphtest
 
 import (
@@ -11,6 +12,9 @@ import (
 	"slices"
 	"testing"
 
+	G "gorgonia.org/gorgonia"
+
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
@@ -49,4 +53,34 @@ func RandomBatch(rng *rand.Rand, vocab, n int) (x, y []int) {
 		x[i], y[i] = rng.IntN(vocab), rng.IntN(vocab)
 	}
 	return x, y
+}
+
+// SmallSpec is a float32 model of vocabulary 9, context 6, embedding 8
+// and two blocks of two heads, with every switch on that changes the
+// graph; norm places its layer norms ("pre" or "post").
+func SmallSpec(norm string) config.Model {
+	return config.Model{Bias: true, Init: "torch", Vocab: 9, Context: 6, Embedding: 8, Blocks: 2, Heads: 2, FFMult: 2, QKV: true, Mask: true,
+		OutProj: true, Residual: true, Norm: norm, Activation: "gelu", Dtype: "float32"}
+}
+
+// Outputs is what a training run computed, for comparisons bit for bit:
+// its loss, its logits, every gradient and every attention map, as
+// float64s (a float32 converts exactly).
+func Outputs(loss float64, logits *G.Node, grads, attention []*G.Node) [][]float64 {
+	out := [][]float64{{loss}}
+	for _, n := range append(append([]*G.Node{logits}, grads...), attention...) {
+		switch x := n.Value().Data().(type) {
+		case []float32:
+			v := make([]float64, len(x))
+			for i, f := range x {
+				v[i] = float64(f)
+			}
+			out = append(out, v)
+		case []float64:
+			out = append(out, slices.Clone(x))
+		default:
+			panic(fmt.Sprintf("graphtest.Outputs: %s holds %T", n.Name(), x))
+		}
+	}
+	return out
 }
