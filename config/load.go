@@ -114,7 +114,8 @@ type setting struct {
 // means the same thing in a file, in --set and in the stored config.toml.
 func Load(path string, sets []string) (*Config, error) {
 	values := map[string]setting{}
-	if err := loadChain(path, nil, values); err != nil {
+	parent, err := loadChain(path, nil, values)
+	if err != nil {
 		return nil, err
 	}
 	for _, s := range sets {
@@ -125,7 +126,12 @@ func Load(path string, sets []string) (*Config, error) {
 		values[name] = setting{value: v, from: setSource}
 	}
 
-	return build(path, values)
+	c, err := build(path, values)
+	if err != nil {
+		return nil, err
+	}
+	c.Extends = parent
+	return c, nil
 }
 
 // Parse reads a self-contained config (no extends) from text, as Load
@@ -278,12 +284,13 @@ func (c *Config) checkPairs(origin func(key string) string) error {
 }
 
 // loadChain reads path and, first, the files it extends, so that path's own
-// values overwrite its base's in values. chain holds the files that extend
-// path (outermost first) and is used to report cycles.
-func loadChain(path string, chain []string, values map[string]setting) error {
+// values overwrite its base's in values, and returns the file path extends
+// ("" if none). chain holds the files that extend path (outermost first)
+// and is used to report cycles.
+func loadChain(path string, chain []string, values map[string]setting) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return &Error{File: path, Msg: err.Error(), Err: err}
+		return "", &Error{File: path, Msg: err.Error(), Err: err}
 	}
 	parent := ""
 	if len(chain) > 0 {
@@ -292,11 +299,11 @@ func loadChain(path string, chain []string, values map[string]setting) error {
 	for i, c := range chain {
 		if sameFile(c, abs) {
 			cycle := append(append([]string{}, chain[i:]...), path)
-			return &Error{File: parent, Key: "extends", Msg: "cycle: " + strings.Join(cycle, " -> ")}
+			return "", &Error{File: parent, Key: "extends", Msg: "cycle: " + strings.Join(cycle, " -> ")}
 		}
 	}
 	if len(chain) >= maxExtends {
-		return &Error{File: parent, Key: "extends", Msg: fmt.Sprintf("chain is longer than %d files", maxExtends)}
+		return "", &Error{File: parent, Key: "extends", Msg: fmt.Sprintf("chain is longer than %d files", maxExtends)}
 	}
 
 	raw, err := readConfigFile(path)
@@ -310,30 +317,30 @@ func loadChain(path string, chain []string, values map[string]setting) error {
 			msg = "no such file"
 		}
 		if parent != "" {
-			return &Error{File: parent, Key: "extends", Msg: path + ": " + msg, Err: err}
+			return "", &Error{File: parent, Key: "extends", Msg: path + ": " + msg, Err: err}
 		}
-		return &Error{File: path, Msg: msg, Err: err}
+		return "", &Error{File: path, Msg: msg, Err: err}
 	}
 
 	if err := checkBounds(path, raw); err != nil {
-		return err
+		return "", err
 	}
 	own, base, err := parseFile(path, string(raw))
 	if err != nil {
-		return err
+		return "", err
 	}
 	if base != "" {
 		if !filepath.IsAbs(base) {
 			base = filepath.Join(filepath.Dir(path), base)
 		}
-		if err := loadChain(base, append(slices.Clip(chain), path), values); err != nil {
-			return err
+		if _, err := loadChain(base, append(slices.Clip(chain), path), values); err != nil {
+			return "", err
 		}
 	}
 	for name, v := range own {
 		values[name] = setting{value: v, from: path}
 	}
-	return nil
+	return base, nil
 }
 
 // readConfigFile reads a regular file of at most MaxConfigSize bytes, so

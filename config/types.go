@@ -8,6 +8,9 @@ type Config struct {
 	Path string `toml:"-" json:"-"`
 	// Name is the file's base name without its extension; it names the run folder.
 	Name string `toml:"-" json:"-"`
+	// Extends is the file Path's extends names, as a path from the working
+	// directory ("" if none): train records what the run changes from it.
+	Extends string `toml:"-" json:"-"`
 
 	Data   Data   `toml:"data" json:"data"`
 	Model  Model  `toml:"model" json:"model"`

@@ -2,9 +2,13 @@ package graph
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
 )
@@ -60,6 +64,39 @@ func TestDropoutMasks(t *testing.T) {
 		}
 		if frac := float64(zeros) / float64(len(a)); math.Abs(frac-0.25) > 0.01 {
 			t.Errorf("%.4f of %d mask entries are 0, want about 0.25", frac, len(a))
+		}
+	}
+}
+
+// TestDropoutThreshold: fillDropout decides on the integer draw; its
+// masks must be exactly those of the test rand.Float64() < p it replaces
+// (runs trained before the change draw the same masks), at probabilities
+// whose p·2⁵³ is and is not an integer, and at draws on the threshold.
+func TestDropoutThreshold(t *testing.T) {
+	for _, p := range []float64{0, 0.1, 0.25, 0.5, 1.0 / 3, 0.999, math.Nextafter(0.1, 1)} {
+		g := G.NewGraph()
+		mask := G.NewVector(g, tensor.Float32, G.WithShape(100000), G.WithInit(G.Zeroes()))
+		fillDropout([]*G.Node{mask}, p, rand.NewPCG(9, 4))
+		got := Float64s(mask.Value())
+		rng := rand.New(rand.NewPCG(9, 4))
+		keep := float64(float32(1 / (1 - p)))
+		for i, v := range got {
+			want := keep
+			if rng.Float64() < p {
+				want = 0
+			}
+			if v != want {
+				t.Fatalf("p %v: entry %d is %v, the Float64 test gives %v", p, i, v, want)
+			}
+		}
+		thr := dropThreshold(p)
+		for _, x := range []uint64{thr - 1, thr, thr + 1} {
+			if x >= 1<<53 || int64(x) < 0 {
+				continue
+			}
+			if float64(x)/(1<<53) < p != (x < thr) {
+				t.Errorf("p %v: draw %d falls on the other side of the threshold %d", p, x, thr)
+			}
 		}
 	}
 }

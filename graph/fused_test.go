@@ -33,7 +33,7 @@ func runLayer(t *testing.T, spec config.Model, batch, seqLen int, fused bool, la
 	t.Helper()
 	b := newBuilder(spec, Options{Batch: batch, SeqLen: seqLen, Seed: 1, Dropout: true, Backend: Backend{Unfused: !fused}})
 	outs := layer(b)
-	fillDropout(b.masks, spec.Dropout, rand.New(rand.NewPCG(3, 3)))
+	fillDropout(b.masks, spec.Dropout, rand.NewPCG(3, 3))
 	rng := rand.New(rand.NewPCG(5, 5))
 	loss := outs[0]
 	if !loss.IsScalar() {

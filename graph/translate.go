@@ -100,8 +100,11 @@ type Translation struct {
 	// 1/(number of non-PAD targets) at a non-PAD target, else 0.
 	Targets, TargetIndex, TargetWeight *G.Node
 	Memory                             *G.Node // the encoder's output, rows (B·S, C)
-	Logits                             *G.Node // (B·T, V)
-	Loss                               *G.Node // scalar; nil without the loss
+	// Logits are (B·T, V); nil in a fused graph with the loss unless
+	// TranslationOptions.Logits asks for them (its loss computes the
+	// logits of the non-PAD targets only, inside fused.OutputLoss).
+	Logits *G.Node
+	Loss   *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
 	// (B·heads, T, S); EncoderAttention each encoder block's
 	// self-attention weights (B·heads, S, S) and DecoderAttention each
@@ -124,8 +127,11 @@ type Translation struct {
 type TranslationOptions struct {
 	Batch, SrcLen, TgtLen int
 	Loss                  bool // add the targets and the loss (training, evaluation)
-	Seed                  int64
-	Dropout               bool // emit the model's dropout (training graphs only)
+	// Logits keeps the logits of every row in a graph with the loss
+	// (tests): a fused loss graph computes only the rows it needs.
+	Logits  bool
+	Seed    int64
+	Dropout bool // emit the model's dropout (training graphs only)
 	// Part is "" for the whole model, "encoder" for the encoder alone
 	// (Src → Memory) or "decoder" for the decoder alone, Memory an input
 	// (B·S, C): translation runs the encoder once per sentence and the
@@ -245,16 +251,25 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 		m.CrossAttention = append(m.CrossAttention, cross)
 	}
 	y = t.layerNorm("decoder.norm", y)
-	m.Logits = t.output(y)
-	if o.Loss {
+	switch {
+	case o.Loss && t.fused != nil:
+		// The output layer inside the loss, on the rows whose target is
+		// not PAD only (fused.OutputLoss); the logits of every row only
+		// when asked.
 		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
-		if t.fused != nil {
-			m.Loss = t.fused.SmoothedCrossEntropy(m.Logits, m.Targets, spec.LabelSmoothing, PAD)
-		} else {
-			m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
-			m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
-			m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
+		w, bias := t.outputLayer()
+		m.Loss = t.fused.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
+		if o.Logits {
+			m.Logits = t.dec.Linear(y, w, bias)
 		}
+	case o.Loss:
+		m.Logits = t.output(y)
+		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
+		m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
+		m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
+		m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
+	default:
+		m.Logits = t.output(y)
 	}
 	m.Params = b.params
 	m.Dropout = b.masks
@@ -276,16 +291,24 @@ func (t *translator) embedding(side string, ids *G.Node, T int) *G.Node {
 	if side == "tgt" {
 		t.tgt = tok
 	}
-	var pos *G.Node
-	if t.ts.Positions == "learned" {
-		table := t.param(side+"_pos.weight", normal, t.ts.MaxLen, C)
-		pos = G.Must(G.Reshape(G.Must(G.Slice(table, G.S(0, T))), tensor.Shape{T, C}))
+	learned := t.ts.Positions == "learned"
+	var pos *G.Node // the learned table (MaxLen, C), or the sinusoidal one (T, C)
+	if learned {
+		pos = t.param(side+"_pos.weight", normal, t.ts.MaxLen, C)
 	} else {
 		pos = G.NewMatrix(t.g, t.dt, G.WithShape(T, C), G.WithName(side+"_sinusoidal"),
 			G.WithValue(dense(t.dt, Sinusoidal(T, C), T, C)))
 	}
+	scale := math.Sqrt(float64(C))
+	if t.fused != nil {
+		f, _ := t.on(ids).(*fused.Emitter) // ids has the rows' count: the encoder's or the decoder's
+		return f.ScaledEmbedding(ids, tok, pos, scale, learned)
+	}
+	if learned {
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	}
 	x := G.Must(G.ByIndices(tok, ids, 0))
-	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", math.Sqrt(float64(C)))))
+	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", scale)))
 	x = G.Must(G.Reshape(x, tensor.Shape{t.batch, T, C}))
 	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
 	return G.Must(G.Reshape(x, tensor.Shape{t.batch * T, C}))
@@ -421,12 +444,19 @@ func xavier(in, out int) initializer {
 // output: logits (B·T, V) from the decoder's rows, through the output
 // layer or, tied, the target embedding read backwards.
 func (t *translator) output(y *G.Node) *G.Node {
-	if t.ts.TieEmbeddings {
-		return t.dec.Linear(y, t.tgt, nil)
-	}
-	w := t.param("out.weight", xavier(t.ts.Embedding, t.ts.TgtVocab), t.ts.TgtVocab, t.ts.Embedding)
-	bias := t.param("out.bias", zeros, t.ts.TgtVocab)
+	w, bias := t.outputLayer()
 	return t.dec.Linear(y, w, bias)
+}
+
+// outputLayer returns the output layer's weight (V, C) and bias, or, tied,
+// the target embedding and no bias (nil).
+func (t *translator) outputLayer() (w, bias *G.Node) {
+	if t.ts.TieEmbeddings {
+		return t.tgt, nil
+	}
+	w = t.param("out.weight", xavier(t.ts.Embedding, t.ts.TgtVocab), t.ts.TgtVocab, t.ts.Embedding)
+	bias = t.param("out.bias", zeros, t.ts.TgtVocab)
+	return w, bias
 }
 
 // loss is the label-smoothed cross-entropy averaged over non-PAD targets,

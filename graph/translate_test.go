@@ -76,7 +76,7 @@ func checkTranslationGolden(t *testing.T, c *translationCase, dtype string, be g
 	}
 	spec := c.Model
 	spec.Dtype = dtype
-	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Backend: be})
+	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true, Logits: true, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestTranslationPartsEqualWhole(t *testing.T) {
 // TestTranslationFusedOps checks that the fused graph runs the fused
 // kernels the golden tests are meant to cover: one masked attention per
 // encoder block and per cross-attention, the fused causal attention per
-// decoder block, and the fused loss.
+// decoder block, the fused loss and both embeddings.
 func TestTranslationFusedOps(t *testing.T) {
 	c := loadTranslationCases(t)[0]
 	spec := c.Model
@@ -183,6 +183,9 @@ func TestTranslationFusedOps(t *testing.T) {
 	m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]), Loss: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.Logits != nil {
+		t.Error("the fused loss graph computes the logits of every row; only the loss's rows were wanted")
 	}
 	count := map[string]int{}
 	for _, n := range m.G.AllNodes() {
@@ -193,7 +196,8 @@ func TestTranslationFusedOps(t *testing.T) {
 	want := map[string]int{
 		"MaskedAttentionWeights": spec.EncoderBlocks + spec.DecoderBlocks,
 		"AttentionWeights":       spec.DecoderBlocks,
-		"SmoothedCrossEntropy":   1,
+		"OutputLoss":             1,
+		"ScaledEmbedding":        2,
 	}
 	for kind, n := range want {
 		if count[kind] != n {

@@ -129,18 +129,18 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	for i := range ans.Variants {
 		v := &ans.Variants[i]
-		var all [][]row
+		var all []columns
 		for _, rf := range runsOf[v.Name] {
-			if rows, err := readAllRows(rf); err == nil {
-				all = append(all, rows)
+			if cols, _, err := s.metrics.columns(rf); err == nil {
+				all = append(all, cols)
 			}
 		}
-		v.Train = meanBand(all, func(r row) (float64, bool) { return r.Loss, true })
-		v.Test = meanBand(all, func(r row) (float64, bool) {
-			if r.TestLoss == nil {
+		v.Train = meanBand(all, func(c columns, i int) (float64, bool) { return c.Loss[i], true })
+		v.Test = meanBand(all, func(c columns, i int) (float64, bool) {
+			if c.TestLoss[i] == nil {
 				return 0, false
 			}
-			return *r.TestLoss, true
+			return *c.TestLoss[i], true
 		})
 	}
 	writeJSON(w, ans)
@@ -148,12 +148,12 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 
 // meanBand is, at each step some run logged, the mean and sample standard
 // deviation (ablate.Summarize) of pick over the runs that have it.
-func meanBand(runs [][]row, pick func(row) (float64, bool)) band {
+func meanBand(runs []columns, pick func(c columns, i int) (float64, bool)) band {
 	values := map[int][]float64{}
-	for _, rows := range runs {
-		for _, r := range rows {
-			if v, ok := pick(r); ok {
-				values[r.Step] = append(values[r.Step], v)
+	for _, c := range runs {
+		for i, step := range c.Step {
+			if v, ok := pick(c, i); ok {
+				values[step] = append(values[step], v)
 			}
 		}
 	}

@@ -105,7 +105,7 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if translate.IsTranslationFile(model) {
-		s.translationGenerate(w, r, model, req)
+		s.translationGenerate(w, r, model, key, req)
 		return
 	}
 	smp, release, err := s.models.sampler(model, key)
@@ -181,7 +181,7 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if translate.IsTranslationFile(model) {
-		s.translationAttention(w, model, text, r.URL.Query().Get("target"))
+		s.translationAttention(w, model, key, text, r.URL.Query().Get("target"))
 		return
 	}
 	smp, release, err := s.models.sampler(model, key)

@@ -3,9 +3,15 @@ package serve
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path"
+	"sync"
 	"syscall"
+
+	"github.com/gptg/gptg/train"
 )
 
 // row is one line of metrics.jsonl as train writes it; only the fields
@@ -104,6 +110,154 @@ type columns struct {
 
 func toColumns(rows []row) columns {
 	c := columns{Step: []int{}, Loss: []float64{}, TestLoss: []*float64{}, LR: []float64{}, Tokens: []float64{}}
+	c.append(rows)
+	return c
+}
+
+// metricsMemory bounds the metrics kept parsed for /api/metrics and the
+// first rows of a live stream, over all runs (a variable so that the tests
+// can lower it). 128 MiB holds about two million rows: eight runs of the
+// 10.8M model's 250k steps logged at every step.
+var metricsMemory int64 = 128 << 20
+
+// metricsCache keeps each run's metrics.jsonl parsed, as columns, so that
+// a page opened on a long run does not parse its whole file again: a
+// request reads only the bytes train appended since the last one (the
+// file's identity, inode and size, tells a rewrite, which starts over).
+// The columns of the least recently used runs are dropped to stay under
+// metricsMemory; a run larger than that alone is read for its request and
+// not kept.
+type metricsCache struct {
+	mu      sync.Mutex
+	budget  int64
+	used    int64
+	clock   int64
+	entries map[string]*metricsEntry // by run id
+}
+
+type metricsEntry struct {
+	mu    sync.Mutex // held while the file is read
+	tail  metricsTail
+	cols  columns
+	tests int64 // rows with a test loss (each its own 8 bytes)
+
+	// Under metricsCache.mu:
+	bytes   int64 // what cols take, as last accounted
+	busy    int
+	lastUse int64
+}
+
+func newMetricsCache(budget int64) *metricsCache {
+	return &metricsCache{budget: budget, entries: map[string]*metricsEntry{}}
+}
+
+// columns brings the run f's parsed metrics up to date and returns them
+// with the tail's state after them (where a live stream goes on from).
+// The columns are only ever appended to (a rewrite makes new ones), so
+// the caller may read them without a lock while they grow.
+func (m *metricsCache) columns(f *folder) (columns, metricsTail, error) {
+	m.mu.Lock()
+	e := m.entries[f.id]
+	if e == nil {
+		e = &metricsEntry{cols: toColumns(nil)}
+		m.entries[f.id] = e
+	}
+	e.busy++
+	m.mu.Unlock()
+
+	e.mu.Lock()
+	err := e.update(f)
+	cols, tail := e.cols, e.tail
+	bytes := 8 * (int64(cap(cols.Step)+cap(cols.Loss)+cap(cols.TestLoss)+cap(cols.LR)+cap(cols.Tokens)) + e.tests)
+	e.mu.Unlock()
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e.busy--
+	m.clock++
+	e.lastUse = m.clock
+	if m.entries[f.id] == e {
+		m.used += bytes - e.bytes
+		e.bytes = bytes
+	}
+	// The least recently used go first; this run's, the most recent, goes
+	// last: only when it does not fit alone.
+	for m.used > m.budget {
+		var lru *metricsEntry
+		var lruID string
+		for id, o := range m.entries {
+			if o.busy == 0 && (lru == nil || o.lastUse < lru.lastUse) {
+				lru, lruID = o, id
+			}
+		}
+		if lru == nil {
+			break // all being read: dropped by the next request that finds them done
+		}
+		m.dropLocked(lruID, lru)
+	}
+	if err != nil {
+		return columns{}, metricsTail{}, err
+	}
+	return cols, tail, nil
+}
+
+func (m *metricsCache) dropLocked(id string, e *metricsEntry) {
+	m.used -= e.bytes
+	e.bytes = 0
+	delete(m.entries, id)
+}
+
+// forget drops the columns of a run that went away.
+func (m *metricsCache) forget(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.entries[id]; e != nil && e.busy == 0 {
+		m.dropLocked(id, e)
+	}
+}
+
+// usage is the bytes held and the runs kept.
+func (m *metricsCache) usage() (int64, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used, len(m.entries)
+}
+
+// update reads what was appended to the run's metrics.jsonl since the last
+// call (none yet: no rows). Callers hold e.mu.
+func (e *metricsEntry) update(f *folder) error {
+	mf, info, err := f.root.open(path.Join(f.rel, train.MetricsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		e.tail, e.cols, e.tests = metricsTail{}, toColumns(nil), 0
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
+	for more := true; more; {
+		rows, reset, m, err := e.tail.read(mf, info)
+		if err != nil {
+			// Half read: start over next time rather than keep a gap.
+			e.tail, e.cols, e.tests = metricsTail{}, toColumns(nil), 0
+			return err
+		}
+		if reset {
+			e.cols, e.tests = toColumns(nil), 0 // new slices: a reader of the old ones keeps them
+		}
+		e.cols.append(rows)
+		for _, r := range rows {
+			if r.TestLoss != nil {
+				e.tests++
+			}
+		}
+		more = m
+	}
+	return nil
+}
+
+// append adds rows to c.
+func (c *columns) append(rows []row) {
 	for _, r := range rows {
 		c.Step = append(c.Step, r.Step)
 		c.Loss = append(c.Loss, r.Loss)
@@ -111,5 +265,12 @@ func toColumns(rows []row) columns {
 		c.LR = append(c.LR, r.LR)
 		c.Tokens = append(c.Tokens, r.TokensPerSec)
 	}
-	return c
 }
+
+// slice is rows [i, j) of c.
+func (c columns) slice(i, j int) columns {
+	return columns{Step: c.Step[i:j], Loss: c.Loss[i:j], TestLoss: c.TestLoss[i:j], LR: c.LR[i:j], Tokens: c.Tokens[i:j]}
+}
+
+// len is the number of rows.
+func (c columns) len() int { return len(c.Step) }

@@ -7,17 +7,20 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
+	"github.com/gptg/gptg/translate"
 )
 
-// modelCache keeps loaded models and their samplers for the requests that
-// run a model. A model file is loaded once per version (train replaces it
-// at each evaluation) and shared; a sampler (its compiled graphs) serves
-// one request at a time and is kept for the next. What they take is
-// estimated (the tensors, config.Model.ForwardMemory for the graphs) and
-// held under a budget: the least recently used idle samplers and models
-// are dropped to make room.
+// modelCache keeps loaded models and their runners for the requests that
+// run a model: samplers of GPT models, translators of translation models.
+// A model file is loaded once per version (train replaces it at each
+// evaluation) and shared; a runner (its compiled graphs) serves one
+// request at a time and is kept for the next. What they take is estimated
+// (the tensors; config.Model.ForwardMemory for a sampler's graphs,
+// translatorMemory for a translator's) and held under a budget: the least
+// recently used idle runners and models are dropped to make room.
 type modelCache struct {
 	budget  int64
 	open    func(string) (*savedmodel.Model, error)
@@ -26,31 +29,132 @@ type modelCache struct {
 	mu      sync.Mutex
 	used    int64
 	clock   int64
-	entries map[string]*modelEntry // by path and version
+	loads   int                    // model files read, for the tests
+	entries map[string]*modelEntry // by kind, path and version
+}
+
+// runner is a model's compiled graphs, for one request at a time: a
+// *sample.Sampler or a *translate.Translator.
+type runner interface{ Close() }
+
+// modelKind is how the cache loads one kind of model file and makes its
+// runners.
+type modelKind struct {
+	name string
+	// load reads the file and estimates the bytes of its tensors and of
+	// one runner's graphs.
+	load func(c *modelCache, path string) (model any, weights, perRunner int64, err error)
+	// newRunner compiles a runner of a loaded model.
+	newRunner func(c *modelCache, model any) (runner, error)
+	// keep says whether a runner that served a request may serve the next
+	// (a translator that compiled graphs for many sentence lengths is
+	// dropped rather than kept over its estimate).
+	keep func(runner) bool
+}
+
+var gptKind = modelKind{
+	name: "gpt",
+	load: func(c *modelCache, path string) (any, int64, int64, error) {
+		m, err := c.open(path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		return m, tensorBytes(m.Tensors), int64(samplerMemory(m.Spec)), nil
+	},
+	newRunner: func(c *modelCache, m any) (runner, error) { return sample.New(m.(*savedmodel.Model), c.backend) },
+	keep:      func(runner) bool { return true },
+}
+
+var translationKind = modelKind{
+	name: "translation",
+	load: func(c *modelCache, path string) (any, int64, int64, error) {
+		m, err := translate.Load(path)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		weights := tensorBytes(m.Tensors)
+		return m, weights, translatorMemory(m, weights), nil
+	},
+	newRunner: func(c *modelCache, m any) (runner, error) {
+		return translate.NewTranslator(m.(*translate.Model), c.backend), nil
+	},
+	keep: func(r runner) bool { return r.(*translate.Translator).Programs() <= maxTranslatorPrograms },
+}
+
+func tensorBytes(ts map[string]modelfile.Tensor) int64 {
+	var n int64
+	for _, t := range ts {
+		n += int64(4*len(t.F32) + 8*len(t.F64))
+	}
+	return n
+}
+
+// maxTranslatorPrograms bounds the graphs a kept translator holds: it
+// compiles an encoder and a decoder step per sentence length and beam
+// width it meets, so one that met many is closed after its request.
+const maxTranslatorPrograms = 6
+
+// translatorMemory estimates one translator's graphs, each a copy of the
+// weights with its activations: up to maxTranslatorPrograms kept
+// encoders and decoder steps, for maxBeam rows of one position (the
+// decoder's keys and values cached over the longest translation), and
+// the whole-model graph of an attention request over the longest source
+// and translation. Per position and block a graph holds about 12 values
+// of the embedding's width, the feed-forward's hidden layer and a row of
+// attention weights per head; per row, the target vocabulary's logits.
+func translatorMemory(m *translate.Model, weights int64) int64 {
+	s := m.Spec
+	S, T := int64(m.MaxSource+1), int64(m.MaxTarget+1)
+	E, H, V, blocks := int64(s.Embedding), int64(s.Heads), int64(s.TgtVocab), int64(s.EncoderBlocks+2*s.DecoderBlocks)
+	beam := int64(maxBeam)
+	perPosition := func(seen int64) int64 { return (12*E + int64(s.FFHidden) + H*seen) * blocks }
+	step := weights + 8*((beam+S)*perPosition(max(S, T))+beam*T*2*E*int64(s.DecoderBlocks)+beam*V)
+	whole := weights + 8*((S+T)*perPosition(S+T)+T*V)
+	return maxTranslatorPrograms*step + whole
 }
 
 type modelEntry struct {
-	id       string // path and version
-	path     string
-	ready    chan struct{} // closed once loaded (or failed)
-	model    *savedmodel.Model
-	err      error
-	weights  int64 // bytes of the tensors
-	perGraph int64 // bytes of one sampler's graphs
-	idle     []*sample.Sampler
-	busy     int   // samplers out
-	stale    bool  // a newer version of the file was loaded
-	lastUse  int64 // c.clock at the last use
+	id        string // kind, path and version
+	path      string
+	kind      *modelKind
+	ready     chan struct{} // closed once loaded (or failed)
+	model     any
+	err       error
+	weights   int64 // bytes of the tensors
+	perRunner int64 // bytes of one runner's graphs
+	idle      []runner
+	busy      int   // runners out
+	stale     bool  // a newer version of the file was loaded
+	lastUse   int64 // c.clock at the last use
 }
 
 func newModelCache(budget int64, open func(string) (*savedmodel.Model, error), be graph.Backend) *modelCache {
 	return &modelCache{budget: budget, open: open, backend: be, entries: map[string]*modelEntry{}}
 }
 
-// sampler returns a sampler of the model file at path (version key) for
-// the caller's sole use; release gives it back.
+// sampler returns a sampler of the GPT model file at path (version key)
+// for the caller's sole use; release gives it back.
 func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(), error) {
-	id := fmt.Sprintf("%s\x00%d\x00%d\x00%d", path, key.size, key.mtime, key.ino)
+	r, release, err := c.runner(&gptKind, path, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.(*sample.Sampler), release, nil
+}
+
+// translator is sampler's twin for a translation model file.
+func (c *modelCache) translator(path string, key fileKey) (*translate.Translator, func(), error) {
+	r, release, err := c.runner(&translationKind, path, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.(*translate.Translator), release, nil
+}
+
+// runner returns a runner of the model file at path (version key), of
+// kind k, for the caller's sole use; release gives it back.
+func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, func(), error) {
+	id := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%d", k.name, path, key.size, key.mtime, key.ino)
 	c.mu.Lock()
 	e := c.entries[id]
 	if e == nil {
@@ -62,17 +166,19 @@ func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(),
 				}
 			}
 		}
-		e = &modelEntry{id: id, path: path, ready: make(chan struct{})}
+		e = &modelEntry{id: id, path: path, kind: k, ready: make(chan struct{})}
 		c.entries[id] = e
+		c.loads++
 		c.mu.Unlock()
-		m, err := c.open(path) // slow: without the lock
+		m, weights, perRunner, err := k.load(c, path) // slow: without the lock
 		if err != nil {
 			// The request is fine; the run's model cannot be run (damaged,
-			// too large, a translation model): 422, not a server fault.
+			// too large): 422, not a server fault.
 			err = &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
 		}
 		c.mu.Lock()
 		if err == nil {
+			e.weights, e.perRunner = weights, perRunner
 			err = c.admitLocked(e, m)
 		}
 		if err != nil {
@@ -97,16 +203,16 @@ func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(),
 		e.idle = e.idle[:n-1]
 		return s, func() { c.release(e, s) }, nil
 	}
-	if err := c.makeRoomLocked(e.perGraph, e); err != nil {
+	if err := c.makeRoomLocked(e.perRunner, e); err != nil {
 		e.busy--
 		return nil, nil, err
 	}
-	c.used += e.perGraph
+	c.used += e.perRunner
 	c.mu.Unlock() // building the graphs takes a while
-	s, err := sample.New(e.model, c.backend)
+	s, err := k.newRunner(c, e.model)
 	c.mu.Lock()
 	if err != nil {
-		c.used -= e.perGraph
+		c.used -= e.perRunner
 		e.busy--
 		return nil, nil, err
 	}
@@ -115,16 +221,12 @@ func (c *modelCache) sampler(path string, key fileKey) (*sample.Sampler, func(),
 
 // admitLocked accounts for a loaded model, refusing one larger than the
 // whole budget and making room for it.
-func (c *modelCache) admitLocked(e *modelEntry, m *savedmodel.Model) error {
-	for _, t := range m.Tensors {
-		e.weights += int64(4*len(t.F32) + 8*len(t.F64))
-	}
-	e.perGraph = int64(samplerMemory(m.Spec))
-	if total := e.weights + e.perGraph; total > c.budget {
+func (c *modelCache) admitLocked(e *modelEntry, m any) error {
+	if total := e.weights + e.perRunner; total > c.budget {
 		return &requestError{http.StatusInsufficientStorage, fmt.Sprintf("this model needs about %s to run, more than the server's model memory (%s; raise --model-memory)",
 			config.FormatBytes(float64(total)), config.FormatBytes(float64(c.budget)))}
 	}
-	if err := c.makeRoomLocked(e.weights+e.perGraph, e); err != nil {
+	if err := c.makeRoomLocked(e.weights+e.perRunner, e); err != nil {
 		return err
 	}
 	c.used += e.weights
@@ -143,7 +245,7 @@ func samplerMemory(spec config.Model) float64 {
 	return spec.ForwardMemory(1, spec.Context, graphs).Total()
 }
 
-// makeRoomLocked drops idle samplers and unused models, least recently
+// makeRoomLocked drops idle runners and unused models, least recently
 // used first, until need more bytes fit the budget. keep is the model
 // being used, whose weights stay.
 func (c *modelCache) makeRoomLocked(need int64, keep *modelEntry) error {
@@ -162,7 +264,7 @@ func (c *modelCache) makeRoomLocked(need int64, keep *modelEntry) error {
 		if n := len(lru.idle); n > 0 {
 			lru.idle[n-1].Close()
 			lru.idle = lru.idle[:n-1]
-			c.used -= lru.perGraph
+			c.used -= lru.perRunner
 			continue
 		}
 		c.dropLocked(lru)
@@ -170,11 +272,11 @@ func (c *modelCache) makeRoomLocked(need int64, keep *modelEntry) error {
 	return nil
 }
 
-// dropLocked forgets an entry that has no sampler out.
+// dropLocked forgets an entry that has no runner out.
 func (c *modelCache) dropLocked(e *modelEntry) {
 	for _, s := range e.idle {
 		s.Close()
-		c.used -= e.perGraph
+		c.used -= e.perRunner
 	}
 	e.idle = nil
 	if c.entries[e.id] == e && e.model != nil {
@@ -183,19 +285,19 @@ func (c *modelCache) dropLocked(e *modelEntry) {
 	delete(c.entries, e.id)
 }
 
-// release gives a sampler back: kept for the next request, unless its
-// model file has a newer version by now.
-func (c *modelCache) release(e *modelEntry, s *sample.Sampler) {
+// release gives a runner back: kept for the next request, unless its
+// model file has a newer version by now (or it grew past its estimate).
+func (c *modelCache) release(e *modelEntry, s runner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.busy--
-	if !e.stale && c.entries[e.id] == e {
+	if !e.stale && c.entries[e.id] == e && e.kind.keep(s) {
 		e.idle = append(e.idle, s)
 		return
 	}
 	s.Close()
-	c.used -= e.perGraph
-	if e.busy == 0 {
+	c.used -= e.perRunner
+	if e.busy == 0 && (e.stale || c.entries[e.id] != e) {
 		c.dropLocked(e)
 	}
 }

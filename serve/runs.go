@@ -47,6 +47,11 @@ type runInfo struct {
 	BadRows    int      `json:"bad_rows,omitempty"`
 	Mask       bool     `json:"mask"`
 	Arch       string   `json:"arch"` // model.arch: "decoder-only", or "encoder-decoder" (a translation run)
+	// Extends is the config file the run's config extended, as recorded
+	// by train ("" if none); ParentChanges what the run changed from it.
+	// Such a run's Differs is ParentChanges.
+	Extends       string   `json:"extends,omitempty"`
+	ParentChanges []string `json:"parent_changes,omitempty"`
 
 	settings []string // config.Diff against the defaults, for Differs
 }
@@ -102,6 +107,9 @@ func (c *runCache) info(f *folder) runInfo {
 		ri.Arch = c.cfg.Model.Arch
 		if c.cfg.Train.MaxSteps > 0 {
 			ri.Total = c.cfg.Train.MaxSteps
+		}
+		if parent, changes, ok := train.Parent([]byte(c.cfgText)); ok {
+			ri.Extends, ri.ParentChanges = parent, shownSettings(changes)
 		}
 	}
 
@@ -224,8 +232,15 @@ func (c *runCache) readConfig(r *root, rel string) int {
 // settingsOf lists what a run's config sets differently from the
 // defaults, leaving out the keys every run has its own value of.
 func settingsOf(cfg *config.Config) []string {
+	return shownSettings(cfg.Diff(nil))
+}
+
+// shownSettings is settings ("section.key=value") without the keys every
+// run has its own value of (where it writes, the machine it ran on, where
+// its corpus was), their floats made readable.
+func shownSettings(settings []string) []string {
 	out := []string{}
-	for _, d := range cfg.Diff(nil) {
+	for _, d := range settings {
 		key, _, _ := strings.Cut(d, "=")
 		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
 			continue
@@ -247,12 +262,20 @@ func readable(setting string) string {
 	return setting
 }
 
-// fillDiffers sets each run's Differs to its settings that not all runs
-// of its group share: what tells it from its neighbours. A group is the
-// runs directly in a served folder, or those under one of its subfolders
-// (an ablation's or a sweep's). A run alone in its group shows its
-// departures from the defaults.
+// fillDiffers sets each run's Differs: what its config changed from the
+// config it extended, where train recorded one; else its settings that
+// not all runs of its group share: what tells it from its neighbours. A
+// group is the runs directly in a served folder, or those under one of
+// its subfolders (an ablation's or a sweep's). A run alone in its group
+// shows its departures from the defaults.
 func fillDiffers(runs []runInfo) {
+	defer func() {
+		for i := range runs {
+			if runs[i].Extends != "" {
+				runs[i].Differs = append([]string{}, runs[i].ParentChanges...)
+			}
+		}
+	}()
 	groups := map[string][]int{}
 	for i, r := range runs {
 		g := r.ID

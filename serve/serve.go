@@ -72,6 +72,7 @@ const (
 	maxTextBytes  = 4 << 10 // a prompt or an attention text
 	scanEvery     = time.Second
 	liveEvery     = 250 * time.Millisecond // how often a live stream looks for new rows
+	liveChunk     = 4096                   // rows in one event of a live stream's start
 	heartbeat     = 15 * time.Second
 )
 
@@ -111,6 +112,7 @@ type Server struct {
 
 	summaries sync.Map // model path → summaryResult of its latest version
 	models    *modelCache
+	metrics   *metricsCache
 	slots     chan struct{}
 	streams   chan struct{} // live metrics streams (maxStreams)
 	reads     chan struct{} // whole metrics reads (maxReads)
@@ -151,6 +153,7 @@ func New(opts Options) (*Server, error) {
 	}
 	labelRoots(s.roots)
 	s.models = newModelCache(opts.ModelMemory, opts.OpenModel, opts.Backend)
+	s.metrics = newMetricsCache(metricsMemory)
 	s.routes()
 	return s, nil
 }
@@ -284,6 +287,7 @@ func (s *Server) rescan(force bool) {
 	for id := range s.caches {
 		if s.folders[id] == nil {
 			delete(s.caches, id)
+			s.metrics.forget(id)
 		}
 	}
 }
@@ -509,40 +513,18 @@ func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	select { // a few at a time: each holds a whole file's rows
+	select { // a few at a time: each answer holds a whole file's rows as JSON
 	case s.reads <- struct{}{}:
 		defer func() { <-s.reads }()
 	case <-r.Context().Done():
 		return
 	}
-	rows, err := readAllRows(f)
+	cols, _, err := s.metrics.columns(f)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, toColumns(rows))
-}
-
-// readAllRows reads a run's metrics.jsonl whole (none yet: no rows).
-func readAllRows(f *folder) ([]row, error) {
-	mf, info, err := f.root.open(path.Join(f.rel, train.MetricsFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer mf.Close()
-	var t metricsTail
-	var all []row
-	for more := true; more; {
-		var rows []row
-		if rows, _, more, err = t.read(mf, info); err != nil {
-			return nil, err
-		}
-		all = append(all, rows...)
-	}
-	return all, nil
+	writeJSON(w, cols)
 }
 
 // apiLive streams a run's metrics as Server-Sent Events: the rows there
@@ -568,9 +550,24 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	rel := path.Join(f.rel, train.MetricsFile)
-	var t metricsTail
+	// The rows there are, from the server's parsed copy, in events of at
+	// most liveChunk rows; then what train appends, read from where the
+	// copy ends.
+	cols, t, err := s.metrics.columns(f)
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+		ev.send("error", string(b))
+		return
+	}
 	sent := false
+	for i := 0; i < cols.len(); i += liveChunk {
+		b, _ := json.Marshal(cols.slice(i, min(i+liveChunk, cols.len())))
+		if ev.send("rows", string(b)) != nil {
+			return
+		}
+		sent = true
+	}
+	rel := path.Join(f.rel, train.MetricsFile)
 	tick := time.NewTicker(liveEvery)
 	defer tick.Stop()
 	lastWrite := time.Now()

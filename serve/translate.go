@@ -21,64 +21,33 @@ type matrixT = graph.Matrix
 // playground translates and its explorer shows the encoder's and the
 // decoder's self-attention and the cross-attention alignment. These
 // handlers take over apiGenerate and apiAttention for such runs, inside
-// the same model-running slot and time limit. The model file is loaded
-// for the request (a translation model is small, and the slots bound how
-// many are loaded at once).
+// the same model-running slot and time limit. The model and its
+// translators come from the server's model cache, as samplers do.
 
 // maxBeam bounds a playground translation's beam width.
 const maxBeam = 8
 
-// translator loads a translation model file for one request.
-func (s *Server) translator(model string) (*translate.Translator, error) {
-	m, err := translate.Load(model)
-	if err != nil {
-		return nil, &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
-	}
-	return translate.NewTranslator(m, s.opts.Backend), nil
-}
-
 // translationGenerate translates req.Prompt (greedily, or by beam search
 // with req.Beam) and streams the translation's words as "token" events,
-// then "done", as apiGenerate streams tokens.
-func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, req genRequest) {
+// then "done", as apiGenerate streams tokens: a greedy translation word
+// by word as the decoder writes them, a beam search's at its end.
+// Closing the connection (the page's stop) or the time limit stops it.
+func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, key fileKey, req genRequest) {
 	if req.Beam < 0 || req.Beam > maxBeam {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("beam %d must be between 1 and %d (0: greedy)", req.Beam, maxBeam))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.TimeLimit)
 	defer cancel()
-	tr, err := s.translator(model)
+	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	start := time.Now()
-	type result struct {
-		r   *translate.Result
-		err error
-	}
-	// A translation is at most the model's max_target words: it runs to
-	// its end, and the time limit answers the request if it does not.
-	ch := make(chan result, 1)
-	go func() {
-		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6})
-		ch <- result{res, err}
-	}()
-	var res result
-	select {
-	case res = <-ch:
-	case <-ctx.Done():
-		if r.Context().Err() == nil {
-			httpError(w, http.StatusServiceUnavailable, fmt.Sprintf("the translation took longer than the time limit (%s)", s.opts.TimeLimit))
-		}
-		return
-	}
-	if errors.Is(res.err, translate.ErrInput) {
-		httpError(w, http.StatusBadRequest, oneLine(res.err.Error()))
-		return
-	}
-	if res.err != nil {
-		fail(w, res.err)
+	defer release()
+	// A sentence the model cannot read is a 400 before the stream starts.
+	if _, err := tr.SourceIDs(req.Prompt); err != nil {
+		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return
 	}
 	ev, ok := newEventStream(w)
@@ -86,19 +55,42 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
 		return
 	}
-	for i, word := range res.r.Words {
-		if i > 0 {
+	start := time.Now()
+	n := 0
+	send := func(word string) error {
+		if n > 0 {
 			word = " " + word
 		}
+		n++
 		b, _ := json.Marshal(word)
-		if ev.send("token", string(b)) != nil {
-			return
+		return ev.send("token", string(b))
+	}
+	res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: send, Context: ctx})
+	stopped := ""
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		stopped = fmt.Sprintf("time limit (%s) reached", s.opts.TimeLimit)
+	case r.Context().Err() != nil:
+		return // the page went away or pressed stop: nobody to tell
+	case err != nil:
+		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+		ev.send("error", string(b))
+		return
+	}
+	done := map[string]any{"stopped": stopped}
+	if res != nil {
+		if req.Beam > 1 { // its words, now that the search is over
+			for _, word := range res.Words {
+				if send(word) != nil {
+					return
+				}
+			}
 		}
+		done["text"], done["log_p"], done["source"] = res.Text, res.LogProb, res.Source
 	}
 	secs := time.Since(start).Seconds()
-	n := len(res.r.Words)
-	b, _ := json.Marshal(map[string]any{"tokens": n, "seconds": secs, "tokens_per_s": float64(n) / math.Max(secs, 1e-9),
-		"stopped": "", "text": res.r.Text, "log_p": res.r.LogProb, "source": res.r.Source})
+	done["tokens"], done["seconds"], done["tokens_per_s"] = n, secs, float64(n)/math.Max(secs, 1e-9)
+	b, _ := json.Marshal(done)
 	ev.send("done", string(b))
 }
 
@@ -106,17 +98,18 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 // on a sentence and its translation (the model's own greedy one, or
 // target): translate.Translator.Attention's numbers, which gptg attention
 // draws.
-func (s *Server) translationAttention(w http.ResponseWriter, model, text, target string) {
+func (s *Server) translationAttention(w http.ResponseWriter, model string, key fileKey, text, target string) {
 	if len(target) > maxTextBytes {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("the target is longer than %d bytes", maxTextBytes))
 		return
 	}
-	tr, err := s.translator(model)
+	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	a, err := tr.Attention(text, target)
+	release()
 	if errors.Is(err, translate.ErrInput) {
 		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return

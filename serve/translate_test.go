@@ -165,4 +165,21 @@ func TestTranslationRun(t *testing.T) {
 			t.Errorf("%s %.80s %s: %d %s, want 400 with an error", bad.method, bad.target, bad.body, code, body)
 		}
 	}
+
+	// Every request above ran on one load of the model file, from the
+	// server's model cache; a newer model file (train saves one at each
+	// evaluation) is loaded anew, and the old one is dropped.
+	if used, n := s.models.usage(); s.models.loads != 1 || n != 1 || used <= 0 {
+		t.Errorf("after %d requests: the translation model read %d times, %d kept, %d bytes; want one read and kept", 11, s.models.loads, n, used)
+	}
+	model := filepath.Join(runs, "tr", train.ModelFile)
+	b, _ := os.ReadFile(model)
+	os.WriteFile(model+".new", b, 0o644)
+	os.Rename(model+".new", model)
+	if w := get(t, s, "/api/attention?id=runs/tr&text=a1"); w.Code != 200 {
+		t.Fatalf("after the model file was replaced: %d %s", w.Code, w.Body)
+	}
+	if _, n := s.models.usage(); s.models.loads != 2 || n != 1 {
+		t.Errorf("after the model file was replaced: %d reads, %d kept; want a second read, the old one dropped", s.models.loads, n)
+	}
 }

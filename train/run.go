@@ -270,7 +270,10 @@ func (t *trainer) writeConfig() error {
 	if err != nil {
 		return err
 	}
-	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header()
+	if t.cfg.Extends != "" {
+		t.parentLine = parentHeader(t.cfg)
+	}
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine
 	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
@@ -352,6 +355,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	defer t.close()
 	t.origin = origin
 	t.runID = readRunID(text)
+	t.parentLine = readParentLine(text)
 	if err := t.loadCheckpoint(); err != nil {
 		return nil, err
 	}
@@ -413,6 +417,7 @@ type trainer struct {
 
 	runID      string       // this run's identity (newRunID), "" for runs older than run ids
 	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
+	parentLine string       // config.toml's line of the config it extends (parentHeader), kept by a resume
 	savedTotal int          // the length the checkpoint resumed from planned
 	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 

@@ -50,7 +50,7 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, 1, 0)
+		h, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, 1, 0, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -46,6 +47,12 @@ type Options struct {
 	// paper's beam search uses with α = 0.6): a finished hypothesis scores
 	// log p / ((5 + length)/6)^α; 0 ranks by log p alone.
 	Alpha float64
+	// Word, when set, is called with each word of a greedy translation
+	// (Beam 1) as the decoder writes it (a beam search knows its words at
+	// its end); an error it returns stops the translation with that error.
+	Word func(word string) error
+	// Context, when set, stops the translation between words once done.
+	Context context.Context
 }
 
 // Result is one translation.
@@ -108,7 +115,21 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	hyp, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, beam, o.Alpha)
+	var each func(hypothesis) error
+	if o.Word != nil || o.Context != nil {
+		each = func(h hypothesis) error {
+			if o.Context != nil {
+				if err := o.Context.Err(); err != nil {
+					return err
+				}
+			}
+			if word := tr.Tgt.Decode(h.ids[len(h.ids)-1:]); o.Word != nil && beam == 1 && len(word) == 1 {
+				return o.Word(word[0]) // as Decode gives the words: EOS, PAD and SOS are none
+			}
+			return nil
+		}
+	}
+	hyp, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, beam, o.Alpha, each)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +346,9 @@ func (h hypothesis) score(alpha float64) float64 {
 // log p stay live; one that ends in EOS is finished. The search stops
 // when beam hypotheses are finished or T words are written; the best
 // finished one (by score) wins, or, if none finished, the best live one.
-func search(d decoding, T, V, beam int, alpha float64) (hypothesis, error) {
+// each, if not nil, is called with the best hypothesis after every step
+// (greedy's one); its error ends the search.
+func search(d decoding, T, V, beam int, alpha float64, each func(hypothesis) error) (hypothesis, error) {
 	live := []hypothesis{{}}
 	var finished []hypothesis
 	var parents []int
@@ -351,6 +374,11 @@ func search(d decoding, T, V, beam int, alpha float64) (hypothesis, error) {
 			}
 		}
 		sort.SliceStable(next, func(i, j int) bool { return next[i].logp > next[j].logp })
+		if each != nil {
+			if err := each(next[0]); err != nil {
+				return hypothesis{}, err
+			}
+		}
 		live = live[:0]
 		parents = make([]int, beam)
 		for _, h := range next {
@@ -449,4 +477,24 @@ func logSoftmax(dst, x []float64) {
 	for i, v := range x {
 		dst[i] = v - lse
 	}
+}
+
+// Programs is the number of compiled graphs the translator keeps (one
+// encoder and one decoder per sentence length and number of rows met).
+func (tr *Translator) Programs() int { return len(tr.enc) + len(tr.dec) + len(tr.step) }
+
+// Close releases the compiled graphs.
+func (tr *Translator) Close() {
+	for _, p := range tr.enc {
+		p.Close()
+	}
+	for _, p := range tr.dec {
+		p.Close()
+	}
+	for _, p := range tr.step {
+		p.Close()
+	}
+	clear(tr.enc)
+	clear(tr.dec)
+	clear(tr.step)
 }

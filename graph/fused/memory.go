@@ -1,8 +1,12 @@
 package fused
 
 import (
+	"unsafe"
+
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/gptg/gptg/graph/internal/gemm"
 )
 
 // Memory lends the intermediate buffers of fused graphs, so that a
@@ -25,11 +29,34 @@ import (
 type Memory struct {
 	f32 map[int][][]float32
 	f64 map[int][][]float64
+	// kept holds the buffers that sharedBuffer hands out.
+	kept map[keptKey]any
+}
+
+type keptKey struct {
+	name  string
+	n     int
+	bytes uintptr // 4 or 8: float32 or float64
 }
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory {
-	return &Memory{f32: map[int][][]float32{}, f64: map[int][][]float64{}}
+	return &Memory{f32: map[int][][]float32{}, f64: map[int][][]float64{}, kept: map[keptKey]any{}}
+}
+
+// sharedBuffer returns the one buffer of n entries that m keeps under name
+// for every graph it serves. A kernel may use it for what it computes and
+// reads within one run — written first, never read after the run — as
+// no two of those graphs run at the same time. One op per graph may use a
+// name (OutputLoss's logits).
+func sharedBuffer[F gemm.Float](m *Memory, name string, n int) []F {
+	key := keptKey{name, n, unsafe.Sizeof(F(0))}
+	if b, ok := m.kept[key].([]F); ok {
+		return b
+	}
+	b := make([]F, n)
+	m.kept[key] = b
+	return b
 }
 
 // lend returns a buffer of n elements for op's output: a free one of that

@@ -69,7 +69,9 @@ type fusedOp struct {
 	// attn, for the attention ops of one layer, holds what their kernels
 	// share: each worker's scratch and the ops whose outputs the backward
 	// kernel writes ∂q and ∂k into (attention.go); derive hands it on.
-	attn       *attentionState
+	attn *attentionState
+	// outLoss, for the ops of one OutputLoss, is what they share (outputloss.go).
+	outLoss    *outputLossState
 	uses       int
 	pending    int
 	readOf     []*fusedOp
@@ -120,6 +122,8 @@ type args[F gemm.Float] struct {
 	stats *[]float64
 	// attn is fusedOp.attn, or nil.
 	attn *attentionState
+	// outLoss is fusedOp.outLoss, or nil.
+	outLoss *outputLossState
 }
 
 // kernel holds a kernel's two instantiations.
@@ -134,7 +138,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, outLoss: op.outLoss, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -268,7 +272,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.t, a.p, a.stats, a.attn = op.team.whole, op.team, &op.p, op.stats, op.attn
+	a.ws, a.t, a.p, a.stats, a.attn, a.outLoss = op.team.whole, op.team, &op.p, op.stats, op.attn, op.outLoss
 	if d, ok := op.out.(*tensor.Dense); ok && !d.IsScalar() {
 		if out, ok := floatsOf[F](d); ok {
 			a.out = out

@@ -25,7 +25,7 @@ func TestTranslationThreadsSameBits(t *testing.T) {
 			spec := c.Model
 			spec.Dtype, spec.Dropout = dtype, 0.2
 			m, err := graph.BuildTranslation(spec, graph.TranslationOptions{Batch: c.Batch, SrcLen: len(c.Src[0]), TgtLen: len(c.DecIn[0]),
-				Loss: true, Dropout: true, Seed: 7, Backend: graph.Backend{Threads: threads}})
+				Loss: true, Logits: true, Dropout: true, Seed: 7, Backend: graph.Backend{Threads: threads}})
 			if err != nil {
 				t.Fatal(err)
 			}

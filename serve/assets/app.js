@@ -193,7 +193,9 @@ async function runsPage() {
         drawOverlay();
       } })),
       el("td", {}, el("a", { href: "/run?id=" + encodeURIComponent(r.id) }, r.id)),
-      el("td", { class: "differs" }, r.differs.map((d) => el("code", {}, d))),
+      el("td", { class: "differs" }, r.extends ? el("span", { class: "muted parent", title: "what this run's config changes from " + r.extends + ", the config it extends" },
+        "from " + r.extends.split("/").pop() + ": ") : null, r.differs.map((d) => el("code", {}, d)),
+        r.extends && !r.differs.length ? el("span", { class: "muted" }, "nothing") : null),
       el("td", { class: "num" }, fmt.params(r.params)),
       el("td", { class: "num" }, r.step.toLocaleString("en-US") + (r.total ? " / " + r.total.toLocaleString("en-US") : "")),
       el("td", { class: "num" }, fmt.loss(r.train_loss)),
@@ -250,6 +252,8 @@ async function runPage(id) {
       el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
+        run.extends ? el("div", { class: "differs", id: "parent-changes" }, el("span", { class: "muted" }, "changes from " + run.extends + ", the config it extends: "),
+          (run.parent_changes || []).map((d) => el("code", {}, d))) : null,
         el("div", { class: "differs" }, el("span", { class: "muted" }, "differs from the defaults: "), run.differs.map((d) => el("code", {}, d))),
         el("pre", { id: "config" }, run.config || "(no config.toml)")),
       el("div", { class: "panel" }, el("h2", {}, "Model (gptg inspect)"), summary)));
@@ -332,7 +336,8 @@ function playground(run) {
           if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
           else if (ev[1] === "done") {
             flush();
-            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s, log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ") :
+            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s" +
+              (d.stopped ? ": " + d.stopped : ", log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ")) :
               d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
           }
           else if (ev[1] === "error") throw new Error(d.error);

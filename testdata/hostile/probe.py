@@ -1046,6 +1046,18 @@ def flag_probes():
         Probe("flags: eval --show 1e6 on a translation run", ["eval", TR, "--show", "1000000"], 0, None, timeout=120),
         Probe("flags: inspect --vocab a translation run", ["inspect", TR, "--vocab"], 0, None),
         Probe("flags: help of every command", ["help", "translate"], 0, None),
+        Probe("flags: data.path = builtin:../../etc/passwd", ["graph", "c.toml", "--set", "data.path=builtin:../../etc/passwd"], 2, "built-in"),
+        Probe("flags: data export builtin ../ name", ["data", "export", "../../etc/passwd", "--out", "x.txt"], 2, None),
+        Probe("flags: data toy --sentences 0", ["data", "toy", "--out", "t.txt", "--sentences", "0"], 2, None),
+        Probe("flags: data toy --seed -1 (seeds are unsigned)", ["data", "toy", "--out", "t.txt", "--seed", "-1", "--sentences", "3"], 2, "-seed"),
+        Probe("flags: serve --generations 1000", ["serve", "runs", "--generations", "1000"], 2, None),
+        Probe("flags: serve --threads -1", ["serve", "runs", "--threads", "-1"], 2, None),
+        Probe("flags: serve --time-limit 1e9h", ["serve", "runs", "--time-limit", "1000000000h"], 2, None),
+        Probe("flags: sweep emit slurm --time 99999-00:00:00", ["sweep", "emit", "slurm", "sw", "--time", "99999-00:00:00"], None, None, setup=make_sweep, allow=("sw",)),
+        Probe("flags: sweep emit slurm --memory 1e300", ["sweep", "emit", "slurm", "sw", "--memory", "1e300"], 2, None, setup=make_sweep),
+        Probe("flags: sample --samples 1000 --tokens 1000000 (bounded work: refused or streamed)", ["sample", GPT, "--samples", "2", "--tokens", "1000000", "--prompt", "F"], 0, None, timeout=300),
+        Probe("flags: eval --threads 4096", ["eval", GPT, "--threads", "4096"], 0, None, timeout=120),
+        Probe("flags: inspect with 10,000 arguments", ["inspect"] + [GPT] * 10000, 2, None),
         Probe("flags: GPTG_MAX_MEMORY=-1", ["sample", GPT, "--tokens", "2"], 2, None, env={"GPTG_MAX_MEMORY": "-1"}),
         Probe("flags: GPTG_MAX_MEMORY=NaN", ["sample", GPT, "--tokens", "2"], 2, None, env={"GPTG_MAX_MEMORY": "NaN"}),
         Probe("flags: GPTG_MAX_MEMORY=1e308", ["sample", GPT, "--tokens", "2", "--prompt", "F"], 0, None, env={"GPTG_MAX_MEMORY": "1e308"}),
@@ -1076,6 +1088,27 @@ def no_temp_files(d, code, out, err):
     return "temporary files left: %s" % left if left else None
 
 
+def no_orphans(d, code, out, err):
+    """No process is left running in the probe folder (a child gptg train
+    of an interrupted ablate or sweep)."""
+    time.sleep(0.5)
+    left = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.readlink("/proc/%s/cwd" % pid).startswith(d):
+                left.append(pid)
+        except OSError:
+            pass
+    for pid in left:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+    return "processes left running: %s" % left if left else no_temp_files(d, code, out, err)
+
+
 def signal_probes():
     BIG = GPT_TOML.replace("max_steps = 3", "max_steps = 400").replace('"runs/c"', '"runs/sig"')
     ps = []
@@ -1096,6 +1129,19 @@ def signal_probes():
             ps.append(Probe("signals: %s after %.2f s of attention --out" % (signal.Signals(sig).name, delay),
                             ["attention", GPT, "--text", "First Citizen", "--out", "a.svg"], None, None,
                             during=signal_at(sig, delay), allow=("a.svg",), check=no_temp_files))
+    LONG = GPT_TOML.replace("max_steps = 3", "max_steps = 3000")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        name = signal.Signals(sig).name
+        ps.append(Probe("signals: %s after 1.5 s of ablate --seeds 2 --jobs 2: no child left" % name,
+                        ["ablate", "long.toml", "--seeds", "2", "--jobs", "2", "--out", "ab"], None, None,
+                        setup=write("long.toml", LONG), during=signal_at(sig, 1.5), allow=("ab",), check=no_orphans, timeout=120))
+        ps.append(Probe("signals: %s after 1.5 s of sweep run --jobs 2: no child left" % name,
+                        ["sweep", "run", "sw", "--jobs", "2"], None, None,
+                        setup=lambda d: (open(os.path.join(d, "c.toml"), "w").write(LONG), make_sweep(d)),
+                        during=signal_at(sig, 1.5), allow=("sw",), check=no_orphans, timeout=120))
+        ps.append(Probe("signals: %s after 1 s of a language-model training" % name,
+                        ["train", "long.toml"], None, None, setup=write("long.toml", LONG.replace('"runs/c"', '"runs/long"')),
+                        during=signal_at(sig, 1.0), allow=("runs/long",), check=no_orphans, timeout=120))
     return ps
 
 

@@ -1,0 +1,384 @@
+package main
+
+// The browser test of a translation run: gptg serve's pages of a tiny
+// encoder–decoder trained by the test, in headless Chromium, checked
+// against what gptg translate and gptg attention print.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/gptg/gptg/internal/toypairs"
+	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/pairs"
+)
+
+// browserPage drives one Chromium tab; every step is bounded, and a
+// failing one reports what the page showed (and leaves failed.png).
+type browserPage struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+}
+
+// newBrowser starts Debian's Chromium (skipping, named, without it) for
+// the test; screenshots go to $GPTG_SCREENSHOTS or a temporary folder.
+func newBrowser(t *testing.T, timeout time.Duration) *browserPage {
+	t.Helper()
+	browser, found := chromium()
+	if !found {
+		t.Skip("the browser test needs Chromium: no chromium on PATH and no " + envChromium + " (Debian: apt-get install chromium; .ci/run installs it)")
+	}
+	shots := os.Getenv("GPTG_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("no-sandbox", true), // CI runs as root
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, timeout)
+	t.Cleanup(cancel)
+	return &browserPage{t: t, ctx: ctx, shots: shots}
+}
+
+func (b *browserPage) step(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		if png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)); err == nil {
+			os.WriteFile(filepath.Join(b.shots, "failed.png"), png, 0o644)
+		}
+		b.t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
+	}
+}
+
+// wait polls js until it is true (30 s at most).
+func (b *browserPage) wait(what, js string) {
+	b.t.Helper()
+	b.step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+}
+
+func (b *browserPage) eval(js string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		b.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+func (b *browserPage) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shots, name), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// hover moves the mouse to the point (x, y) that js, an expression,
+// gives as "x,y".
+func (b *browserPage) hover(what, js string) {
+	b.t.Helper()
+	var x, y float64
+	if _, err := fmt.Sscanf(b.eval(js), "%g,%g", &x, &y); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+	b.step(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
+}
+
+// translationTables reads gptg attention --format text on a translation
+// run: each table's title ("encoder block 0, head 1", "decoder block 0,
+// head 1: self", "… : cross") and its rows of weights.
+func translationTables(t *testing.T, out string) map[string][][]float64 {
+	t.Helper()
+	tables := map[string][][]float64{}
+	for _, tab := range strings.Split(out, "\n\n") {
+		lines := strings.Split(strings.TrimSpace(tab), "\n")
+		if len(lines) < 3 || !strings.Contains(lines[0], "block ") {
+			continue
+		}
+		title, _, _ := strings.Cut(lines[0], " (rows:")
+		var rows [][]float64
+		for _, line := range lines[2:] {
+			f := strings.Fields(line)
+			k := len(f)
+			for k > 0 {
+				if _, err := strconv.ParseFloat(f[k-1], 64); err != nil {
+					break
+				}
+				k--
+			}
+			var row []float64
+			for _, x := range f[k:] {
+				v, _ := strconv.ParseFloat(x, 64)
+				row = append(row, v)
+			}
+			rows = append(rows, row)
+		}
+		tables[title] = rows
+	}
+	if len(tables) == 0 {
+		t.Fatalf("no table in gptg attention's output:\n%s", out)
+	}
+	return tables
+}
+
+// lastLine is a command's output's last line.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
+}
+
+// TestServeTranslationInBrowser: gptg serve on two translation runs, a
+// trained toy one and a slow one that extends its config, driven in
+// Chromium: the runs table shows what the slow run's config changes from
+// the config it extends; the playground translates greedily and by beam
+// search (the words gptg translate prints), streams a greedy
+// translation word by word and stops it; the attention explorer shows
+// the encoder's and the decoder's self-attention and the cross-attention
+// alignment, whose numbers (read from the page, as a person hovering the
+// map reads them) are the ones gptg attention prints.
+func TestServeTranslationInBrowser(t *testing.T) {
+	b := newBrowser(t, 150*time.Second)
+	dir := t.TempDir()
+	// Three-word sentences, each translated to its words reversed in
+	// another language: a model of a few hundred steps learns it.
+	files := map[string]string{
+		"toy.tsv": toypairs.Counted(200),
+		"toy.toml": `[data]
+format = "pairs"
+path = "toy.tsv"
+max_source = 4
+max_target = 4
+
+[model]
+arch = "encoder-decoder"
+embedding = 16
+heads = 2
+encoder_blocks = 1
+decoder_blocks = 1
+ff_hidden = 32
+dropout = 0
+
+[train]
+batch = 16
+max_steps = 300
+eval_every = 100
+log_every = 10
+out = "runs/toy"
+`,
+		// Wide and untrained: it writes words slowly enough to be seen
+		// streaming, and to be stopped (its model file is then made to
+		// write long translations, below).
+		"slow.toml": `extends = "toy.toml"
+
+[model]
+embedding = 512
+ff_hidden = 2048
+decoder_blocks = 4
+positions = "sinusoidal"
+
+[train]
+batch = 2
+max_steps = 1
+eval_batches = 1
+out = "runs/slow"
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok(t, dir, "train", "toy.toml", "--quiet")
+	ok(t, dir, "train", "slow.toml", "--quiet")
+	neverEnding(t, filepath.Join(dir, "runs", "slow", "model.safetensors"), 300)
+	const text = "a1 a2 a0"
+	greedy := lastLine(ok(t, dir, "translate", "runs/toy", "--text", text))
+	beam := lastLine(ok(t, dir, "translate", "runs/toy", "--text", text, "--beam", "3"))
+	slowWords := strings.Fields(lastLine(ok(t, dir, "translate", "runs/slow", "--text", text)))
+	if len(slowWords) < 100 {
+		t.Fatalf("the slow model translates %q in %d words; the test needs a long translation to stop", text, len(slowWords))
+	}
+	tables := translationTables(t, ok(t, dir, "attention", "runs/toy", "--text", text, "--format", "text"))
+	// Three model runs at once: the slow run's page runs its explorer (a
+	// 300-word translation) and its summary as the playground translates.
+	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--generations", "3")
+
+	// The runs table: the slow run's differences from the config it extends.
+	b.step("the runs page", chromedp.Navigate(base+"/"))
+	b.wait("the runs table", `document.querySelectorAll("#runs-table tbody tr[data-id]").length === 2`)
+	if got := b.eval(`document.querySelector('tr[data-id="runs/slow"] .differs .parent').textContent`); got != "from toy.toml: " {
+		t.Errorf("the slow run's differs column names %q, want its parent toy.toml", got)
+	}
+	want := "model.embedding=512 model.decoder_blocks=4 model.ff_hidden=2048 model.positions=sinusoidal train.batch=2 train.max_steps=1 train.eval_batches=1"
+	if got := b.eval(`[...document.querySelectorAll('tr[data-id="runs/slow"] .differs code')].map((c) => c.textContent).join(" ")`); !sameWords(got, want) {
+		t.Errorf("the slow run's changes from toy.toml: %q, want %q", got, want)
+	}
+	if got := b.eval(`document.querySelector('tr[data-id="runs/toy"] .differs .parent') === null ? "none" : "a parent"`); got != "none" {
+		t.Errorf("the toy run (no extends) shows %s", got)
+	}
+
+	// The toy run: its curve, the playground greedy and beam.
+	b.step("the toy run's page", chromedp.Navigate(base+"/run?id=runs/toy"))
+	b.wait("its curve", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 30`)
+	translate := func(beamWidth int) string {
+		t.Helper()
+		b.eval(fmt.Sprintf(`document.querySelector("#gen-prompt").value = %q; document.querySelector("#gen-beam").value = "%d"; ""`, text, beamWidth))
+		b.step("translating", chromedp.Click(chromedp.CSS("#gen-go")))
+		b.wait("the translation", `document.querySelector("#gen-stats")?.textContent.includes(" words in ") && !document.querySelector("#gen-go").disabled`)
+		return b.eval(`document.querySelector("#gen-output .gen").textContent`)
+	}
+	if got := translate(1); got != greedy {
+		t.Errorf("greedy: the page shows %q, gptg translate prints %q", got, greedy)
+	}
+	if got := translate(3); got != beam {
+		t.Errorf("beam 3: the page shows %q, gptg translate --beam 3 prints %q", got, beam)
+	}
+
+	// The explorer's three views: every weight of one head's map, read
+	// from the big map's hover text, against gptg attention's tables.
+	// The explorer first runs on its own sentence (an en-es verse: too
+	// long for this model, which says so); then on ours.
+	b.wait("the explorer on its own sentence", `document.querySelectorAll("#att-grid .att-cell").length === 2 || document.querySelector("#att-tokens")?.parentElement.querySelector(".error") !== null`)
+	b.eval(fmt.Sprintf(`document.querySelector("#att-text").value = %q; ""`, text))
+	b.step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
+	// Each view's rows: the source words, <sos> and the translation, the
+	// translation's words and <eos> (the position writing each).
+	for _, v := range []struct{ view, title, rows string }{
+		{"encoder", "encoder block 0, head 1", text + " <eos>"},
+		{"decoder", "decoder block 0, head 1: self", "<sos> " + greedy},
+		{"cross", "decoder block 0, head 1: cross", greedy + " <eos>"},
+	} {
+		printed := tables[v.title]
+		if len(printed) == 0 {
+			t.Fatalf("gptg attention printed no table %q (it printed %d)", v.title, len(tables))
+		}
+		b.eval(fmt.Sprintf(`(() => { const s = document.querySelector("#att-view"); s.value = %q; s.dispatchEvent(new Event("change")); return ""; })()`, v.view))
+		b.wait(v.view+": the grid", fmt.Sprintf(`[...document.querySelectorAll("#att-tokens .tok")].map((t) => t.textContent).join(" ") === %q && document.querySelectorAll("#att-grid .att-cell").length === 2`, v.rows))
+		if n := len(strings.Fields(v.rows)); n != len(printed) {
+			t.Fatalf("%s: gptg attention printed %d rows, the page shows %d", v.title, len(printed), n)
+		}
+		b.step(v.view+": clicking head 1", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="0"][data-head="1"]`)))
+		b.wait(v.view+": the big map", `document.querySelector("#att-big-map") !== null`)
+		// The map's geometry, as the page draws it: a label margin, then
+		// square cells.
+		geo := `(() => { const c = document.querySelector("#att-big-map"); c.scrollIntoView({ block: "center" });
+			const r = c.getBoundingClientRect(), s = r.width / c.width,
+			n = %d, k = %d, cell = Math.max(8, Math.min(24, Math.floor(560 / Math.max(n, k)))), lab = 56;
+			return (r.left + (lab + %d * cell + cell / 2) * s) + "," + (r.top + (lab + %d * cell + cell / 2) * s); })()`
+		for i, row := range printed {
+			for j, want := range row {
+				b.hover(fmt.Sprintf("%s (%d, %d)", v.view, i, j), fmt.Sprintf(geo, len(printed), len(row), j, i))
+				title := b.eval(`document.querySelector("#att-big-map").title`)
+				k := strings.LastIndex(title, ": ")
+				got, err := strconv.ParseFloat(title[k+2:], 64)
+				if k < 0 || err != nil || math.Abs(got-want) > 0.0005+0.00005 { // printed with 3 and 4 decimals
+					t.Fatalf("%s (%d, %d): the page shows %q, gptg attention prints %.3f", v.title, i, j, title, want)
+				}
+			}
+		}
+		if v.view == "cross" {
+			// Hovering a target word moves every head's framed row to it.
+			b.hover("hovering the first target word", `(() => { const e = document.querySelector('#att-tokens .tok[data-i="0"]'); e.scrollIntoView({ block: "center" }); const r = e.getBoundingClientRect(); return (r.left + r.width / 2) + "," + (r.top + r.height / 2); })()`)
+			b.wait("the grid follows the hovered word", `document.querySelector("#att-grid").dataset.focus === "0"`)
+		}
+	}
+	b.shot("serve-translation.png")
+
+	// The slow run: a greedy translation streams word by word; Stop ends it.
+	b.step("the slow run's page", chromedp.Navigate(base+"/run?id=runs/slow"))
+	b.wait("its playground", `document.querySelector("#gen-go")?.textContent === "Translate"`)
+	b.eval(fmt.Sprintf(`document.querySelector("#gen-prompt").value = %q; document.querySelector("#gen-beam").value = "1"; ""`, text))
+	b.step("translating", chromedp.Click(chromedp.CSS("#gen-go")))
+	b.wait("its first words", `(document.querySelector("#gen-output .gen")?.textContent.split(" ").length || 0) >= 5 ||
+		document.querySelector("#gen-output .error") !== null || !document.querySelector("#gen-stats").textContent.startsWith("generating")`)
+	if done := b.eval(`document.querySelector("#gen-stats").textContent + (document.querySelector("#gen-output .error")?.textContent || "")`); strings.Contains(done, " words in ") || !strings.HasSuffix(done, " tokens") {
+		t.Fatalf("the slow translation was not streaming when it was to be stopped: %q", done)
+	}
+	b.step("stop", chromedp.Click(chromedp.CSS("#gen-stop")))
+	b.wait("stopped", `document.querySelector("#gen-stats")?.textContent.startsWith("stopped after")`)
+	shown := b.eval(`document.querySelector("#gen-output .gen").textContent`)
+	time.Sleep(300 * time.Millisecond)
+	if again := b.eval(`document.querySelector("#gen-output .gen").textContent`); again != shown {
+		t.Errorf("words kept coming after stop: %q then %q", shown, again)
+	}
+	words := strings.Fields(shown)
+	if len(words) >= len(slowWords) || strings.Join(words, " ") != strings.Join(slowWords[:len(words)], " ") {
+		t.Errorf("stopped after %d of %d words: the page shows %q, gptg translate's first words are %q", len(words), len(slowWords), shown, strings.Join(slowWords[:min(len(words), len(slowWords))], " "))
+	}
+	t.Logf("screenshots in %s", b.shots)
+}
+
+// sameWords: a and b hold the same space-separated words, in any order.
+func sameWords(a, b string) bool {
+	x, y := strings.Fields(a), strings.Fields(b)
+	if len(x) != len(y) {
+		return false
+	}
+	count := map[string]int{}
+	for _, w := range x {
+		count[w]++
+	}
+	for _, w := range y {
+		if count[w]--; count[w] < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// neverEnding rewrites a translation model file so that its translations
+// run to words words: the output layer's bias of EOS made -100 (the
+// model never ends a sentence), and its longest translation (the
+// max_target metadata; the model's positions are sinusoidal) made words.
+func neverEnding(t *testing.T, path string, words int) {
+	t.Helper()
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Meta["max_target"] = strconv.Itoa(words)
+	var tensors []modelfile.Tensor
+	for _, x := range f.Tensors {
+		if x.Name == "out.bias" {
+			if x.F32 != nil {
+				x.F32[pairs.EOS] = -100
+			} else {
+				x.F64[pairs.EOS] = -100
+			}
+		}
+		tensors = append(tensors, x)
+	}
+	if err := modelfile.Write(path, tensors, f.Meta); err != nil {
+		t.Fatal(err)
+	}
+}
