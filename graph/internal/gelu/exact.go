@@ -11,17 +11,22 @@ import "github.com/gptg/gptg/graph/internal/expf"
 // erf is Eigen's float32 rational approximation (generic_fast_erf_float,
 // the same coefficients as XLA's EmitErfF32) clamped to [−1, 1], within 6
 // float32 ulps of math.Erf (TestErf); e^(−x²/2) is expf.Exp (Cephes'
-// expf). Eight elements go at once with AVX2 and FMA
-// (exact_amd64.s); elsewhere, with the build tag purego, and for the last
-// len%8 elements, the plain loops below do the same arithmetic.
+// expf). Sixteen elements go at once with AVX-512F, eight with AVX2 and
+// FMA (exact_amd64.s; the two give the same bits); elsewhere, with the
+// build tag purego, and for the last len%8 elements, the plain loops below
+// do the same arithmetic.
 
 // ExactForward sets y[i] = x[i]·Φ(x[i]).
 func ExactForward(y, x []float32) {
 	y = y[:len(x)]
 	i := 0
-	if haveAsm && len(x) >= 8 {
-		i = len(x) &^ 7
-		exactForwardAVX2(&y[0], &x[0], i)
+	if have512 && len(x) >= 16 {
+		i = len(x) &^ 15
+		exactForwardAVX512(&y[0], &x[0], i)
+	}
+	if n := (len(x) - i) &^ 7; haveAsm && n > 0 {
+		exactForwardAVX2(&y[i], &x[i], n)
+		i += n
 	}
 	for ; i < len(x); i++ {
 		y[i] = exactForward(x[i])
@@ -32,9 +37,13 @@ func ExactForward(y, x []float32) {
 func ExactBackward(dx, x, dy []float32) {
 	dx, dy = dx[:len(x)], dy[:len(x)]
 	i := 0
-	if haveAsm && len(x) >= 8 {
-		i = len(x) &^ 7
-		exactBackwardAVX2(&dx[0], &x[0], &dy[0], i)
+	if have512 && len(x) >= 16 {
+		i = len(x) &^ 15
+		exactBackwardAVX512(&dx[0], &x[0], &dy[0], i)
+	}
+	if n := (len(x) - i) &^ 7; haveAsm && n > 0 {
+		exactBackwardAVX2(&dx[i], &x[i], &dy[i], n)
+		i += n
 	}
 	for ; i < len(x); i++ {
 		dx[i] = dy[i] * exactDerivative(x[i])

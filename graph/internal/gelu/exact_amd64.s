@@ -481,3 +481,139 @@ bloop:
 	JNZ         bloop
 	VZEROUPPER
 	RET
+
+// The same two loops sixteen at a time with AVX-512F: every lane does the
+// AVX2 loop's operations in the same order (constants broadcast from the
+// vectors above, masks in K registers instead of all-ones lanes, VRNDSCALEPS
+// $1 for VROUNDPS $1), so the results are the AVX2 loop's to the bit
+// (TestExactAVX512MatchesAVX2).
+
+// func exactForwardAVX512(y, x *float32, n int)
+// SI = &x[i], DI = &y[i], CX = elements left (a multiple of 16). Z0 = x.
+TEXT ·exactForwardAVX512(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS one<>(SB), Z15
+
+f16loop:
+	VMOVUPS (SI), Z0
+	// Z1 = z = x/√2, Z3 = z².
+	VMULPS.BCST invSqrt2<>(SB), Z0, Z1
+	VMULPS      Z1, Z1, Z3
+	// K1 = |z| ≥ erfSat, Z8 = ±1 with the sign of z.
+	VPANDD.BCST absMask<>(SB), Z1, Z6
+	VCMPPS.BCST $0x1d, erfSat<>(SB), Z6, K1
+	VPANDD.BCST signMask<>(SB), Z1, Z8
+	VPORD       Z15, Z8, Z8
+	// Z4 = erf(z) = z·p(z²)/q(z²), Horner: p ← z²·p + a.
+	VBROADCASTSS     ea9<>(SB), Z4
+	VFMADD213PS.BCST ea7<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea5<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea3<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea1<>(SB), Z3, Z4
+	VMULPS           Z1, Z4, Z4
+	VBROADCASTSS     eb12<>(SB), Z5
+	VFMADD213PS.BCST eb10<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb8<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb6<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb4<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb2<>(SB), Z3, Z5
+	VFMADD213PS      Z15, Z3, Z5
+	VDIVPS           Z5, Z4, Z4
+	VMINPS           Z15, Z4, Z4 // near erfSat the quotient overshoots ±1
+	VMAXPS.BCST      negOne<>(SB), Z4, Z4
+	VBLENDMPS        Z8, Z4, K1, Z4 // erf = ±1 where |z| ≥ erfSat
+	// y = h·erf + h, h = ½x.
+	VMULPS.BCST half<>(SB), Z0, Z1
+	VFMADD213PS Z1, Z1, Z4
+	VMOVUPS     Z4, (DI)
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $16, CX
+	JNZ         f16loop
+	VZEROUPPER
+	RET
+
+// func exactBackwardAVX512(dx, x, dy *float32, n int)
+// SI = &x[i], DX = &dy[i], DI = &dx[i], CX = elements left (a multiple of
+// 16). Z0 = x.
+TEXT ·exactBackwardAVX512(SB), NOSPLIT, $0-32
+	MOVQ dx+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ dy+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS one<>(SB), Z15
+	VBROADCASTSS half<>(SB), Z14
+	VBROADCASTSS expLo<>(SB), Z13
+
+b16loop:
+	VMOVUPS (SI), Z0
+	// Z1 = z = x/√2, Z3 = z².
+	VMULPS.BCST invSqrt2<>(SB), Z0, Z1
+	VMULPS      Z1, Z1, Z3
+	// K1 = |z| ≥ erfSat, Z8 = ±1 with the sign of z.
+	VPANDD.BCST absMask<>(SB), Z1, Z6
+	VCMPPS.BCST $0x1d, erfSat<>(SB), Z6, K1
+	VPANDD.BCST signMask<>(SB), Z1, Z8
+	VPORD       Z15, Z8, Z8
+	// Z4 = erf(z) = z·p(z²)/q(z²), Horner: p ← z²·p + a.
+	VBROADCASTSS     ea9<>(SB), Z4
+	VFMADD213PS.BCST ea7<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea5<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea3<>(SB), Z3, Z4
+	VFMADD213PS.BCST ea1<>(SB), Z3, Z4
+	VMULPS           Z1, Z4, Z4
+	VBROADCASTSS     eb12<>(SB), Z5
+	VFMADD213PS.BCST eb10<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb8<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb6<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb4<>(SB), Z3, Z5
+	VFMADD213PS.BCST eb2<>(SB), Z3, Z5
+	VFMADD213PS      Z15, Z3, Z5
+	VDIVPS           Z5, Z4, Z4
+	VMINPS           Z15, Z4, Z4 // near erfSat the quotient overshoots ±1
+	VMAXPS.BCST      negOne<>(SB), Z4, Z4
+	VBLENDMPS        Z8, Z4, K1, Z4 // erf = ±1 where |z| ≥ erfSat
+	// Z4 = Φ(x) = ½erf + ½.
+	VFMADD213PS Z14, Z14, Z4
+	// Z9 = w = max(−½x², expLo), K2 = not −½x² < expLo (e^w is 0 outside K2).
+	VMULPS      Z0, Z0, Z9
+	VMULPS.BCST negHalf<>(SB), Z9, Z9
+	VCMPPS      $0x05, Z13, Z9, K2
+	VMAXPS      Z13, Z9, Z9
+	// Z10 = n = floor(w·log2e + ½).
+	VBROADCASTSS log2e<>(SB), Z10
+	VFMADD213PS  Z14, Z9, Z10
+	VRNDSCALEPS  $1, Z10, Z10
+	// Z9 = r = w − n·ln2Hi − n·ln2Lo.
+	VFNMADD231PS.BCST ln2Hi<>(SB), Z10, Z9
+	VFNMADD231PS.BCST ln2Lo<>(SB), Z10, Z9
+	// Z11 = e^r = p(r)·r² + r + 1.
+	VBROADCASTSS     ep0<>(SB), Z11
+	VFMADD213PS.BCST ep1<>(SB), Z9, Z11
+	VFMADD213PS.BCST ep2<>(SB), Z9, Z11
+	VFMADD213PS.BCST ep3<>(SB), Z9, Z11
+	VFMADD213PS.BCST ep4<>(SB), Z9, Z11
+	VFMADD213PS.BCST ep5<>(SB), Z9, Z11
+	VMULPS           Z9, Z11, Z11
+	VFMADD213PS      Z9, Z9, Z11
+	VADDPS           Z15, Z11, Z11
+	// Z11 = e^w = e^r·2ⁿ, 2ⁿ built in the exponent bits (n ≥ −126), and 0
+	// outside K2.
+	VCVTTPS2DQ       Z10, Z10
+	VPADDD.BCST      bias127<>(SB), Z10, Z10
+	VPSLLD           $23, Z10, Z10
+	VMULPS.Z         Z10, Z11, K2, Z11
+	// dx = dy·(Φ + x·e^w/√(2π)).
+	VMULPS           Z0, Z11, Z11
+	VFMADD231PS.BCST invSqrt2Pi<>(SB), Z11, Z4
+	VMULPS           (DX), Z4, Z4
+	VMOVUPS          Z4, (DI)
+	ADDQ             $64, SI
+	ADDQ             $64, DX
+	ADDQ             $64, DI
+	SUBQ             $16, CX
+	JNZ              b16loop
+	VZEROUPPER
+	RET

@@ -150,3 +150,41 @@ func BenchmarkGELU(b *testing.B) {
 		})
 	}
 }
+
+// TestExactAVX512MatchesAVX2: the sixteen-lane loops give the eight-lane
+// loops' bits, forward and backward, over the whole range, far out, at
+// zeros, infinities and subnormals, and with lengths that leave an
+// eight-lane and a Go tail.
+func TestExactAVX512MatchesAVX2(t *testing.T) {
+	if !have512 {
+		t.Log("no AVX-512F here (or purego): only the AVX2 and Go loops exist")
+		return
+	}
+	var x []float32
+	for v := float32(-14); v < 14; v += 1.0 / 1024 {
+		x = append(x, v)
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 3.8325, -3.8325, 13.25, -13.25, 100, -100, 1e30, -1e30,
+		float32(math.Inf(1)), float32(math.Inf(-1)))
+	dy := make([]float32, len(x))
+	for i := range dy {
+		dy[i] = float32(i%7) - 2.5
+	}
+	t.Cleanup(func() { have512 = true })
+	for _, n := range []int{len(x), len(x) - 3, len(x) - 9, 31, 16, 15} {
+		xs, dys := x[len(x)-n:], dy[len(x)-n:]
+		y16, y8 := make([]float32, n), make([]float32, n)
+		d16, d8 := make([]float32, n), make([]float32, n)
+		have512 = true
+		ExactForward(y16, xs)
+		ExactBackward(d16, xs, dys)
+		have512 = false
+		ExactForward(y8, xs)
+		ExactBackward(d8, xs, dys)
+		for i := range xs {
+			if math.Float32bits(y16[i]) != math.Float32bits(y8[i]) || math.Float32bits(d16[i]) != math.Float32bits(d8[i]) {
+				t.Fatalf("n %d, x = %v: AVX-512 gelu %v, gelu′·dy %v; AVX2 %v, %v", n, xs[i], y16[i], d16[i], y8[i], d8[i])
+			}
+		}
+	}
+}

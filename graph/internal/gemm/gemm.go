@@ -41,8 +41,8 @@
 // ≈ 40 ns, a few % of a tile). kc is chosen so that one B panel (kc·nr
 // numbers) fills about half of L1 while the A strip streams past it, or
 // deeper (kcRows) where A is read along its rows, so that C's tiles are
-// read and written fewer times; mc so that the packed A block fills about
-// a quarter of L2; nc is large, as B's block is reused from L3. A product
+// read and written fewer times; mc so that A's block fills at most half
+// of the L2 the CPU reports (mcFor); nc is large, as B's block is reused from L3. A product
 // smaller than one block is a single pass over each loop: no fixed cost
 // beyond a few function calls. MulLower skips the tiles above C's
 // diagonal (causal attention's scores).
@@ -120,6 +120,10 @@ type worker struct {
 	t64      [maxTile]float64
 	job32    job[float32]
 	job64    job[float64]
+	// crowdsL1's last answer, for rows of crowdRows numbers crowdStride
+	// bytes apart.
+	crowdStride, crowdRows int
+	crowds                 bool
 }
 
 func (w *Workspace) worker(i int) *worker {
@@ -279,25 +283,33 @@ func (j *job[F]) run(wk *worker) {
 		kcMax = ks.kcRows
 		ncMax = max(nr, ks.nc*ks.kc/kcMax/nr*nr)
 	}
-	mBlock := min(ks.mc, roundUp(j.i1-j.i0, mr))
-	nBlock := min(ncMax, roundUp(j.j1-j.j0, nr))
+	size := int(unsafe.Sizeof(F(0)))
 	kBlock := min(kcMax, j.k)
+	mcMax := mcFor(ks, kBlock, size)
+	mBlock := min(mcMax, roundUp(j.i1-j.i0, mr))
+	nBlock := min(ncMax, roundUp(j.j1-j.j0, nr))
 	*ap = grow(*ap, mBlock*kBlock)
 	*bp = grow(*bp, nBlock*kBlock)
 	// Packing an operand pays when the kernel reads the packed copy many
 	// times. The kernel broadcasts A one element at a time, so it reads A
 	// where it lies (its whole strips; the edge strip is still packed,
-	// zero-padded) unless A's rows are a multiple of 2 KiB apart: then the
-	// 16 rows a strip streams fall into one or two sets of the 8-way L1 and
-	// evict each other. Packing A (a transposition for x·Wᵀ and dy·W) cost
-	// more than the strided reads: at 768 rows × 128 the products ran at
-	// 80–92 GFLOP/s with A packed, 100–110 in place (bench/NOTES.md). B's
-	// panels, read as whole vectors once per strip of A, are read in place
-	// (when not transposed) if there are at most four strips: for small
-	// products packing would cost as much as the arithmetic.
-	size := int(unsafe.Sizeof(F(0)))
-	inPlaceA := j.transA || j.lda*size%2048 != 0
-	inPlaceB := !j.transB && mBlock <= 4*mr
+	// zero-padded) unless the rows of a strip crowd into a few sets of the
+	// L1 and would evict each other (crowdsL1). Packing A (a transposition
+	// for x·Wᵀ and dy·W) cost more than the strided reads: at 768 rows ×
+	// 128 the products ran at 80–92 GFLOP/s with A packed, 100–110 in place
+	// (Zen 4), and the deep products at C 384 6–9 % faster in place on Zen
+	// 5 (bench/NOTES.md G5, K2). B's panels, read as whole vectors once per
+	// strip of A, are read in place (when not transposed) if there are at
+	// most four strips: for small products packing would cost as much as
+	// the arithmetic.
+	inPlaceA := j.transA
+	if !inPlaceA {
+		if wk.crowdStride != j.lda*size || wk.crowdRows != mr {
+			wk.crowdStride, wk.crowdRows, wk.crowds = j.lda*size, mr, crowdsL1(mr, j.lda*size)
+		}
+		inPlaceA = !wk.crowds
+	}
+	inPlaceB := !j.transB && roundUp(j.i1-j.i0, mr) <= 4*mr
 	for jc := j.j0; jc < j.j1; jc += ncMax {
 		nc := min(ncMax, j.j1-jc)
 		for pc := 0; pc < j.k; pc += kcMax {
@@ -316,8 +328,8 @@ func (j *job[F]) run(wk *worker) {
 					packCopy(dst, nr, j.b, j.ldb, pc, kc, jc+jr, cols)
 				}
 			}
-			for ic := j.i0; ic < j.i1; ic += ks.mc {
-				mc := min(ks.mc, j.i1-ic)
+			for ic := j.i0; ic < j.i1; ic += mcMax {
+				mc := min(mcMax, j.i1-ic)
 				// Strip s of A's block: ap[s·mr·kc …], mr numbers per step.
 				for ir := 0; ir < mc; ir += mr {
 					rows := min(mr, mc-ir)

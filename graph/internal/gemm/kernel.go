@@ -57,6 +57,55 @@ var kernelTable = [...][2]kernels{
 	},
 }
 
+// cacheSizes describes one core's data caches in bytes: the L1's size and
+// ways (its sets times its line is l1d/l1dWays), and the L2's size.
+type cacheSizes struct{ l1d, l1dWays, l2 int }
+
+// cache is what this CPU reports (caches, CPUID on amd64); zero where it
+// reports nothing, and then the blocks keep kernelTable's sizes and rules.
+var cache = caches()
+
+// mcFor is the height of A's blocks for blocks of depth kc: kernelTable's
+// mc, or less where that block of A (mc·kc numbers of size bytes) would
+// fill more than half of the L2, so that it stays there while every panel
+// of B's block goes past it. It matters for deep products: at k = 1536
+// (the down projection x·Wᵀ and dy·W at C 384) mc 252 made A's block 1.5
+// MB, beyond Zen 5's 1 MB L2, and mc 84 ran those products 1–3 % faster
+// (bench/NOTES.md K2).
+func mcFor(ks *kernels, kc, size int) int {
+	if cache.l2 == 0 || ks.mc*kc*size <= cache.l2/2 {
+		return ks.mc // (no division: this runs for every product, the smallest too)
+	}
+	return max(ks.mr, cache.l2/2/(kc*size)/ks.mr*ks.mr)
+}
+
+// crowdsL1 reports whether a strip's rows of A, stride bytes apart, fall
+// into so few sets of the L1 that reading them in place would evict each
+// other and B's panel: more than half the L1's ways of them in one set.
+// (A row r lies in the set of r·stride modulo the size of one way.) Then
+// A is packed. Zen 5's 12-way L1 takes the 12 rows of an AVX-512 strip at
+// strides of 2 or 6 KiB in place, six to a set; Zen 4's 8-way one does
+// not. Where the CPU reports no L1, the rule measured on Zen 4: strides
+// that are a multiple of 2 KiB crowd.
+func crowdsL1(rows, stride int) bool {
+	if cache.l1d == 0 || cache.l1dWays == 0 {
+		return stride%2048 == 0
+	}
+	// One pass over the rows, counting rows per set (mod 64, which can
+	// only merge sets: where an L1 has more, it errs towards packing).
+	// job.run keeps the last answer per worker: products come back with
+	// the same strides at every step, and the smallest take ≈ 100 ns.
+	way := cache.l1d / cache.l1dWays
+	var count [64]uint8
+	for r, off := 0, 0; r < rows; r, off = r+1, (off+stride)%way {
+		set := off / 64 % len(count)
+		if count[set]++; int(count[set]) > cache.l1dWays/2 {
+			return true
+		}
+	}
+	return false
+}
+
 // activePath is the kernel family Mul uses: the best the CPU has
 // (bestPath), or one the tests force. forceGo makes Mul run the Go twin
 // of activePath's tile instead of its assembly.

@@ -8,7 +8,10 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-var haveAsm = cpu.X86.HasAVX2
+var (
+	haveAsm = cpu.X86.HasAVX2
+	have512 = haveAsm && cpu.X86.HasAVX512F // update32AVX512
+)
 
 func sqrt(x float64) float64 { return math.Sqrt(x) }
 
@@ -16,6 +19,11 @@ func sqrt(x float64) float64 { return math.Sqrt(x) }
 //
 //go:noescape
 func update32AVX2(w, grad *float32, m, v *float64, n int, c *Coefs)
+
+// update32AVX512 is update for float32 parameters, n a multiple of 8.
+//
+//go:noescape
+func update32AVX512(w, grad *float32, m, v *float64, n int, c *Coefs)
 
 // sumSquares32AVX2 adds grad[j]² to s[j%8] in float64, n a multiple of 8.
 //

@@ -61,3 +61,61 @@ loop:
 	JNZ       loop
 	VZEROUPPER
 	RET
+
+// func update32AVX512(w, grad *float32, m, v *float64, n int, c *Coefs)
+//
+// update32AVX2 eight parameters at a time with AVX-512F: the same
+// operations on each lane in the same order, so the same bits.
+//
+// Z8 = β1, Z9 = 1 − β1, Z10 = β2, Z11 = 1 − β2, Z12 = InvSqrtBias2,
+// Z13 = Eps, Z14 = StepSize, Z15 = Decay.
+TEXT ·update32AVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+
+	// Coefs: Beta1 0, Beta2 8, Eps 16, Decay 24, StepSize 32, InvSqrtBias2 40.
+	VBROADCASTSD 0(AX), Z8
+	VBROADCASTSD 8(AX), Z10
+	VBROADCASTSD 16(AX), Z13
+	VBROADCASTSD 24(AX), Z15
+	VBROADCASTSD 32(AX), Z14
+	VBROADCASTSD 40(AX), Z12
+	MOVQ         $0x3ff0000000000000, DX // 1.0
+	MOVQ         DX, X0
+	VBROADCASTSD X0, Z0
+	VSUBPD       Z8, Z0, Z9              // 1 − β1
+	VSUBPD       Z10, Z0, Z11            // 1 − β2
+
+loop512:
+	VCVTPS2PD (SI), Z0       // g
+	VMULPD    (R8), Z8, Z1   // β1·m
+	VMULPD    Z0, Z9, Z2     // (1 − β1)·g
+	VADDPD    Z2, Z1, Z1     // m
+	VMOVUPD   Z1, (R8)
+	VMULPD    (R9), Z10, Z3  // β2·v
+	VMULPD    Z0, Z11, Z4    // (1 − β2)·g
+	VMULPD    Z0, Z4, Z4     // ·g
+	VADDPD    Z4, Z3, Z3     // v
+	VMOVUPD   Z3, (R9)
+	VSQRTPD   Z3, Z5
+	VMULPD    Z12, Z5, Z5    // √v·InvSqrtBias2
+	VADDPD    Z13, Z5, Z5    // + Eps
+	VMULPD    Z1, Z14, Z6    // StepSize·m
+	VDIVPD    Z5, Z6, Z6     // / denominator
+	VCVTPS2PD (DI), Z7       // p
+	VMULPD    Z15, Z7, Z7    // p·Decay
+	VSUBPD    Z6, Z7, Z7
+	VCVTPD2PS Z7, Y7
+	VMOVUPS   Y7, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	ADDQ      $64, R8
+	ADDQ      $64, R9
+	SUBQ      $8, CX
+	JNZ       loop512
+	VZEROUPPER
+	RET

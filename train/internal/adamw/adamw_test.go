@@ -13,6 +13,18 @@ func TestAssemblyMatchesGo(t *testing.T) {
 	if !haveAsm {
 		t.Skip("no AVX2: only the Go loop runs here")
 	}
+	defer func(h bool) { have512 = h }(have512)
+	for _, wide := range []bool{false, true} { // AVX2 alone; AVX-512 with an AVX2 and a Go tail
+		if wide && !have512 {
+			t.Log("no AVX-512F here: the AVX2 loop only")
+			continue
+		}
+		have512 = wide
+		assemblyMatchesGo(t)
+	}
+}
+
+func assemblyMatchesGo(t *testing.T) {
 	const n = 1031
 	rng := rand.New(rand.NewPCG(3, 4))
 	w := make([]float32, n)
