@@ -349,8 +349,8 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	}
 	finished := err == nil && step == total
 	if errors.Is(err, fs.ErrNotExist) && !opts.Force && translationFinished(r.Dir, r.cfg) {
-		// A translation run keeps no checkpoint (it cannot be resumed
-		// yet): its model file and last metrics row say it is done.
+		// A translation run of a gptg from before translation
+		// checkpoints: its model file and last metrics row say it is done.
 		err, finished = nil, true
 	}
 	if !training {

@@ -51,8 +51,9 @@ one() {
 		local loss bleu tps
 		loss=$(sed -n 's/^test loss \([0-9.]*\).*/\1/p' "$out/gptg-$s.eval")
 		bleu=$(sed -n 's/.*BLEU = \([0-9.]*\).*/\1/p' "$out/gptg-$s.eval")
+		ratio=$(sed -n 's/.*ratio = \([0-9.]*\).*/\1/p' "$out/gptg-$s.eval")
 		tps=$(tail -1 "$out/gptg-$s/metrics.jsonl" | sed -n 's/.*"tokens_per_s":\([0-9.e+]*\).*/\1/p')
-		echo "{\"test_loss\": $loss, \"bleu\": $bleu, \"tokens_per_sec\": $tps}" >"$res.tmp"
+		echo "{\"test_loss\": $loss, \"bleu\": $bleu, \"bleu_ratio\": $ratio, \"tokens_per_sec\": $tps}" >"$res.tmp"
 		;;
 	ref)
 		"$python" bench/transref.py train "$data" --threads 1 >"$out/ref-$s.log"
@@ -80,16 +81,18 @@ wait
 import json, statistics as st, sys
 out, config, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
 def col(tool, key):
-    return [json.load(open(f"{out}/{tool}-{s}.json"))[key] for s in seeds]
+    return [json.load(open(f"{out}/{tool}-{s}.json")).get(key) for s in seeds]
 def ms(v):
     return f"{st.mean(v):.4f} ± {st.stdev(v):.4f}" if len(v) > 1 else f"{v[0]:.4f}"
 def msb(v):
     return f"{st.mean(v):.2f} ± {st.stdev(v):.2f}" if len(v) > 1 else f"{v[0]:.2f}"
 print(f"{config}, seeds {' '.join(seeds)} (mean ± sd over seeds; one thread per run)\n")
-print("| | test loss | BLEU (greedy) | per seed: test loss / BLEU |")
-print("|---|---|---|---|")
+print("| | test loss | BLEU (greedy) | length ratio | per seed: test loss / BLEU |")
+print("|---|---|---|---|---|")
 for tool, label in (("gptg", "gptg"), ("ref", "PyTorch reference")):
     loss, bleu = col(tool, "test_loss"), col(tool, "bleu")
+    ratio = [r for r in col(tool, "bleu_ratio") if r is not None]  # runs of older scripts lack it
     per = ", ".join(f"{l:.3f} / {b:.2f}" for l, b in zip(loss, bleu))
-    print(f"| {label} | {ms(loss)} | {msb(bleu)} | {per} |")
+    rs = f"{st.mean(ratio):.3f} (n={len(ratio)})" if ratio else "–"
+    print(f"| {label} | {ms(loss)} | {msb(bleu)} | {rs} | {per} |")
 EOF

@@ -16,8 +16,12 @@ averaged over non-PAD targets, AdamW with the config's betas, eps and weight
 decay, the noam schedule, gradient clipping by global norm.
 
   transref.py train DIR [--threads N] [--max-steps N] [--no-bleu]
+                        [--init MODEL] [--log-every N]
         trains; one JSON line per evaluation ({"step", "test_loss", ...}),
-        then {"final": true, "test_loss", "bleu", "tokens_per_sec", ...}
+        then {"final": true, "test_loss", "bleu", "tokens_per_sec", ...};
+        --init starts from a gptg model file's weights (gptg train --init
+        the same file: both trainers then start alike), --log-every N adds
+        {"step", "lr", "loss", "grad_norm"} rows to compare step by step
   transref.py translate DIR --model model.safetensors [--threads N] < lines
         greedy translation, batch 1, of each stdin line with a gptg model
         file, recomputing the decoder over the whole prefix at every word
@@ -453,6 +457,11 @@ def cmd_train(a):
     model = build(data)
     if cfg["model"]["dtype"] == "float64":
         model = model.double()
+        if cfg["model"]["positions"] == "sinusoidal":  # not the float32 table widened
+            model.pe = sinusoidal(cfg["model"]["context"], cfg["model"]["embedding"])
+    if a.init:
+        tensors, _ = load_safetensors(a.init)
+        load_params(model, tensors)
     opt = torch.optim.AdamW(model.parameters(), lr=0.0, betas=(t["beta1"], t["beta2"]), eps=t["eps"],
                             weight_decay=t["weight_decay"], foreach=True)
     B, eps = t["batch"], cfg["model"]["label_smoothing"]
@@ -471,13 +480,14 @@ def cmd_train(a):
         loss = loss_fn(model(src, dec_in), dec_tgt, eps)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if t["clip"] > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), t["clip"])
+        gnorm = nn.utils.clip_grad_norm_(model.parameters(), t["clip"] if t["clip"] > 0 else math.inf)
         opt.step()
         train_secs += time.perf_counter() - start
         tokens += n
         loss_sum, loss_n = loss_sum + loss.item(), loss_n + 1
         done = step + 1
+        if a.log_every and done % a.log_every == 0:
+            print(json.dumps(dict(step=done, lr=lr, loss=loss.item(), grad_norm=float(gnorm))), flush=True)
         if done == total or (t["eval_every"] > 0 and done % t["eval_every"] == 0):
             row = dict(step=done, lr=lr, train_loss=loss_sum / loss_n, test_loss=test_loss(model, data, B, eps),
                        tokens_per_sec=tokens / train_secs)
@@ -486,8 +496,11 @@ def cmd_train(a):
     final = dict(final=True, steps=total, test_loss=row["test_loss"], tokens_per_sec=tokens / train_secs,
                  train_secs=train_secs, threads=a.threads, torch=torch.__version__)
     if not a.no_bleu:
-        b, _ = test_bleu(model, data, B)
+        b, hyps = test_bleu(model, data, B)
         final["bleu"] = 100 * b  # as gptg eval prints it
+        # BLEU's length ratio (gptg eval's "ratio ="): hypothesis over reference 13a tokens
+        refs = [p["tgt_text"] for plan in data.in_order(data.test, B) for p in (data.test[r] for r in plan[1])]
+        final["bleu_ratio"] = sum(len(tok13a(h.lower())) for h in hyps) / sum(len(tok13a(r.lower())) for r in refs)
     final["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(final), flush=True)
 
@@ -666,6 +679,9 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0, help="stop after N of batches.tsv's steps")
     p.add_argument("--no-bleu", action="store_true", help="skip translating the test split")
+    p.add_argument("--init", help="start from this gptg model file's weights (as gptg train --init)")
+    p.add_argument("--log-every", type=int, default=0,
+                   help="also print {step, lr, loss, grad_norm} every N steps (gptg's metrics.jsonl rows)")
     p.set_defaults(f=cmd_train)
     p = sub.add_parser("translate")
     p.add_argument("dir")

@@ -3,8 +3,11 @@ package pairs
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -54,6 +57,11 @@ type Corpus struct {
 	Train, Test []Pair
 	Src, Tgt    *Vocab // built from the training pairs only
 	Opts        Options
+
+	// SHA256 and Size are the file's content as read (hex digest, bytes):
+	// a translation run records them as data.sha256 and data.size.
+	SHA256 string
+	Size   int64
 
 	Lines    int // lines read (blank lines included)
 	TooShort int // pairs left out: source shorter than MinSource words
@@ -147,7 +155,8 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 	c := &Corpus{Path: path, Opts: opts}
 	var train, test []words
 	cut := uint64(math.Round(opts.Split * splitBuckets))
-	br := bufio.NewReaderSize(r, 64<<10)
+	h := &hashing{h: sha256.New()}
+	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
 	for {
 		raw, err := readLine(br)
 		if len(raw) == 0 && err == io.EOF {
@@ -194,11 +203,24 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 			kept, opts.Split, len(train), len(test))}
 	}
 
+	c.SHA256, c.Size = hex.EncodeToString(h.h.Sum(nil)), h.n
+
 	c.Src = BuildVocab(column(train, true), opts.MinCount)
 	c.Tgt = BuildVocab(column(train, false), opts.MinCount)
 	c.Train = c.encode(train)
 	c.Test = c.encode(test)
 	return c, nil
+}
+
+// hashing digests and counts the bytes written to it.
+type hashing struct {
+	h hash.Hash
+	n int64
+}
+
+func (w *hashing) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return w.h.Write(p)
 }
 
 func column(ws []words, source bool) [][]string {

@@ -182,11 +182,11 @@ func (c *runCache) info(f *folder) runInfo {
 	case haveCk:
 		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d without saving it; the last checkpoint is at step %d (gptg train --resume goes on from there)", lastRow, c.step)
 	case ri.Arch == config.ArchEncoderDecoder && ri.HasModel && (ri.Total == 0 || lastRow >= ri.Total):
-		// A translation run writes no checkpoint (it cannot be resumed
-		// yet): its model file is saved at every evaluation and at the end.
+		// A translation run of a gptg from before translation
+		// checkpoints: its model file is saved at every evaluation and at the end.
 		ri.State = stateFinished
 	case ri.Arch == config.ArchEncoderDecoder && ri.HasModel:
-		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d of %d; its model file is from its last evaluation or the stop (a translation run cannot be resumed yet)", lastRow, ri.Total)
+		ri.State, ri.Problem = stateFailed, fmt.Sprintf("stopped at step %d of %d; its model file is from its last evaluation or the stop (a run from before translation runs kept checkpoints: it cannot be resumed)", lastRow, ri.Total)
 	default:
 		ri.State, ri.Problem = stateFailed, "stopped before its first checkpoint"
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
-
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -31,6 +31,9 @@ type checkpointState struct {
 	LastTrainLoss float64 `json:"last_train_loss"`
 	LastTest      float64 `json:"last_test_loss"`
 	MetricsRows   int     `json:"metrics_rows"`
+	// Tokens is the target words a translation run has trained on (its
+	// tokens/s); a GPT run's follow from its steps.
+	Tokens float64 `json:"tokens,omitempty"`
 	// RunID is the run's identity (config.toml records it too), so that a
 	// checkpoint copied from another run is refused rather than mixed in.
 	RunID string `json:"run_id,omitempty"`
@@ -49,12 +52,19 @@ func (t *trainer) saveCheckpoint() error {
 		LastGradNorm: t.lastGradNorm, LastTrainLoss: t.lastTrainLoss, LastTest: t.lastTest,
 		MetricsRows: t.metrics.rows, RunID: t.runID, Pending: t.pending, PendingEval: t.pendingEval,
 	}
+	return writeCheckpoint(filepath.Join(t.dir, CheckpointFile), t.cfg, t.prog.Params, t.opt, st)
+}
+
+// writeCheckpoint writes a checkpoint file of any run, GPT or translation:
+// params, both AdamW moments per parameter (float64), the loop's state st
+// and the resolved config.
+func writeCheckpoint(path string, cfg *config.Config, params []*graph.Param, opt *AdamW, st checkpointState) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	var tensors []modelfile.Tensor
-	for i, p := range t.prog.Params {
+	for i, p := range params {
 		pt := modelfile.Tensor{Name: "param/" + p.Name, Shape: p.Shape}
 		switch d := p.Value().Data().(type) {
 		case []float32:
@@ -63,56 +73,73 @@ func (t *trainer) saveCheckpoint() error {
 			pt.F64 = d
 		}
 		tensors = append(tensors, pt)
-		if t.opt.M != nil {
+		if opt.M != nil {
 			tensors = append(tensors,
-				modelfile.Tensor{Name: "adam.m/" + p.Name, Shape: p.Shape, F64: t.opt.M[i]},
-				modelfile.Tensor{Name: "adam.v/" + p.Name, Shape: p.Shape, F64: t.opt.V[i]})
+				modelfile.Tensor{Name: "adam.m/" + p.Name, Shape: p.Shape, F64: opt.M[i]},
+				modelfile.Tensor{Name: "adam.v/" + p.Name, Shape: p.Shape, F64: opt.V[i]})
 		}
 	}
-	cfgText, err := t.cfg.TOML()
+	cfgText, err := cfg.TOML()
 	if err != nil {
 		return err
 	}
 	// The resolved config the weights were trained with: a resume compares
 	// it with config.toml and names any setting edited since.
 	meta := map[string]string{"format": checkpointFormat, "state": string(state), "config": string(cfgText)}
-	return modelfile.Write(filepath.Join(t.dir, CheckpointFile), tensors, meta)
+	return modelfile.Write(path, tensors, meta)
 }
 
 // loadCheckpoint restores what saveCheckpoint wrote and trims
 // metrics.jsonl back to the rows it had then.
 func (t *trainer) loadCheckpoint() error {
-	path := filepath.Join(t.dir, CheckpointFile)
+	st, err := readCheckpoint(t.dir, t.cfg, t.runID, t.total, t.prog.Params, t.opt)
+	if err != nil {
+		return err
+	}
+	t.savedTotal = st.Total
+	t.step, t.trainSecs = st.Step, st.TrainSecs
+	t.lossSum, t.lossCount = st.LossSum, st.LossCount
+	t.lastGradNorm, t.lastTrainLoss, t.lastTest = st.LastGradNorm, st.LastTrainLoss, st.LastTest
+	t.pending, t.pendingEval = st.Pending, st.PendingEval
+	t.savedStep = st.Step
+	return t.metrics.reset(st.MetricsRows, st.Step, t.opts.Log)
+}
+
+// readCheckpoint reads the checkpoint of the run in dir (config cfg, run
+// id runID, now total steps long) into params and opt, after checking that
+// it belongs to this run and config and that its state is consistent, and
+// returns its state.
+func readCheckpoint(dir string, cfg *config.Config, runID string, total int, params []*graph.Param, opt *AdamW) (*checkpointState, error) {
+	path := filepath.Join(dir, CheckpointFile)
 	f, err := modelfile.Read(path, modelfile.Limits{})
 	if err != nil {
-		return fmt.Errorf("reading the checkpoint: %w", err)
+		return nil, fmt.Errorf("reading the checkpoint: %w", err)
 	}
 	if f.Meta["format"] != checkpointFormat {
-		return fmt.Errorf("%s: not a gptg checkpoint (format %q)", path, f.Meta["format"])
+		return nil, fmt.Errorf("%s: not a gptg checkpoint (format %q)", path, f.Meta["format"])
 	}
 	var st checkpointState
 	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil {
-		return fmt.Errorf("%s: bad state: %v", path, err)
+		return nil, fmt.Errorf("%s: bad state: %v", path, err)
 	}
-	if st.RunID != "" && t.runID != "" && st.RunID != t.runID {
-		return fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
-			path, st.RunID, ConfigFile, t.runID)
+	if st.RunID != "" && runID != "" && st.RunID != runID {
+		return nil, fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
+			path, st.RunID, ConfigFile, runID)
 	}
-	if err := t.sameRun(f.Meta["config"]); err != nil {
-		return err
+	if err := sameRun(cfg, dir, f.Meta["config"]); err != nil {
+		return nil, err
 	}
-	if err := t.checkState(path, st); err != nil {
-		return err
+	if err := checkState(cfg, path, st); err != nil {
+		return nil, err
 	}
-	if st.Seed != t.cfg.Train.Seed {
-		return fmt.Errorf("%s: checkpoint of step %d of %d (seed %d) does not match %s (seed %d)",
-			path, st.Step, st.Total, st.Seed, ConfigFile, t.cfg.Train.Seed)
+	if st.Seed != cfg.Train.Seed {
+		return nil, fmt.Errorf("%s: checkpoint of step %d of %d (seed %d) does not match %s (seed %d)",
+			path, st.Step, st.Total, st.Seed, ConfigFile, cfg.Train.Seed)
 	}
-	if t.total < st.Step {
-		return fmt.Errorf("the run in %s is at step %d, past the %d steps its length now gives: a run can be extended, not shortened",
-			t.dir, st.Step, t.total)
+	if total < st.Step {
+		return nil, fmt.Errorf("the run in %s is at step %d, past the %d steps its length now gives: a run can be extended, not shortened",
+			dir, st.Step, total)
 	}
-	t.savedTotal = st.Total
 	get := func(name string, shape []int) ([]float64, error) {
 		tn, ok := f.Tensors[name]
 		if !ok {
@@ -130,34 +157,29 @@ func (t *trainer) loadCheckpoint() error {
 		}
 		return out, nil
 	}
-	n := len(t.prog.Params)
+	n := len(params)
 	if st.AdamSteps > 0 {
-		t.opt.M, t.opt.V = make([][]float64, n), make([][]float64, n)
+		opt.M, opt.V = make([][]float64, n), make([][]float64, n)
 	}
-	for i, p := range t.prog.Params {
+	for i, p := range params {
 		w, err := get("param/"+p.Name, p.Shape)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := p.SetFloat64s(w); err != nil {
-			return err
+			return nil, err
 		}
 		if st.AdamSteps > 0 {
-			if t.opt.M[i], err = get("adam.m/"+p.Name, p.Shape); err != nil {
-				return err
+			if opt.M[i], err = get("adam.m/"+p.Name, p.Shape); err != nil {
+				return nil, err
 			}
-			if t.opt.V[i], err = get("adam.v/"+p.Name, p.Shape); err != nil {
-				return err
+			if opt.V[i], err = get("adam.v/"+p.Name, p.Shape); err != nil {
+				return nil, err
 			}
 		}
 	}
-	t.opt.Steps = st.AdamSteps
-	t.step, t.trainSecs = st.Step, st.TrainSecs
-	t.lossSum, t.lossCount = st.LossSum, st.LossCount
-	t.lastGradNorm, t.lastTrainLoss, t.lastTest = st.LastGradNorm, st.LastTrainLoss, st.LastTest
-	t.pending, t.pendingEval = st.Pending, st.PendingEval
-	t.savedStep = st.Step
-	return t.metrics.reset(st.MetricsRows, st.Step, t.opts.Log)
+	opt.Steps = st.AdamSteps
+	return &st, nil
 }
 
 // checkState refuses a state that no run could have saved, which a resume
@@ -165,12 +187,12 @@ func (t *trainer) loadCheckpoint() error {
 // and call the run finished. Each field is checked against the others and
 // against the config: every step is one optimizer step, and every
 // train.log_every-th (and train.eval_every-th) step wrote a metrics row.
-func (t *trainer) checkState(path string, st checkpointState) error {
+func checkState(cfg *config.Config, path string, st checkpointState) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%s: the checkpoint's state is inconsistent (%s): the file was edited or damaged; start over with --force",
 			path, fmt.Sprintf(format, args...))
 	}
-	tr := t.cfg.Train
+	tr := cfg.Train
 	logged := 0 // rows the steps up to st.Step wrote at the least
 	if tr.LogEvery > 0 {
 		logged = st.Step / tr.LogEvery
@@ -215,15 +237,15 @@ func (t *trainer) checkState(path string, st checkpointState) error {
 // the machine's settings (threads, max_memory) and the [sample] table
 // (which only sets sample's defaults). saved is the
 // checkpoint's copy ("" in checkpoints older than that copy: not checked).
-func (t *trainer) sameRun(saved string) error {
+func sameRun(cfg *config.Config, dir, saved string) error {
 	if saved == "" {
 		return nil
 	}
 	old, err := config.Parse("the checkpoint's config", []byte(saved))
 	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(t.dir, CheckpointFile), err)
+		return fmt.Errorf("%s: %w", filepath.Join(dir, CheckpointFile), err)
 	}
-	cur := *t.cfg
+	cur := *cfg
 	cur.Train.Epochs, cur.Train.MaxSteps = old.Train.Epochs, old.Train.MaxSteps
 	cur.Train.Out, cur.Sample = old.Train.Out, old.Sample
 	cur.Train.Threads, cur.Train.MaxMemory = old.Train.Threads, old.Train.MaxMemory // the machine's
@@ -236,9 +258,9 @@ func (t *trainer) sameRun(saved string) error {
 		_, v, _ := strings.Cut(was, "=")
 		changed[i] += " (was " + v + ")"
 	}
-	return &config.Error{File: filepath.Join(t.dir, ConfigFile), Msg: fmt.Sprintf(
+	return &config.Error{File: filepath.Join(dir, ConfigFile), Msg: fmt.Sprintf(
 		"edited since the run started (%s): a resumed run continues as it was, and only %s may change (gptg train --resume %s --set train.max_steps=N). Undo the edit, or start a new run from this config with --set train.out=NEW_FOLDER",
-		strings.Join(changed, ", "), strings.Join(LengthKeys, " and "), t.dir)}
+		strings.Join(changed, ", "), strings.Join(LengthKeys, " and "), dir)}
 }
 
 // Progress reports how far the run in dir has come: the steps its last

@@ -235,8 +235,20 @@ func (c content) String() string {
 	return fmt.Sprintf("sha256 %s, %d bytes", c.sum, c.size)
 }
 
+// CorpusChangedError is a run's corpus whose content is not the one the
+// run recorded (data.sha256, data.size): bad input, which gptg answers
+// with exit code 2.
+type CorpusChangedError struct {
+	Path, Dir string  // the file found and the run folder
+	got, want content // what the file holds and what the run recorded
+}
+
+func (e *CorpusChangedError) Error() string {
+	return fmt.Sprintf("%s is not the corpus run %s was trained on: it has %s, the run's has %s (data.sha256 and data.size in %s); put the run's corpus back",
+		e.Path, e.Dir, e.got, e.want, filepath.Join(e.Dir, ConfigFile))
+}
+
 // changedError refuses a corpus that is not the run's, naming both.
 func changedError(dir, path string, got, want content) error {
-	return fmt.Errorf("%s is not the corpus run %s was trained on: it has %s, the run's has %s (data.sha256 and data.size in %s); put the run's corpus back",
-		path, dir, got, want, filepath.Join(dir, ConfigFile))
+	return &CorpusChangedError{Path: path, Dir: dir, got: got, want: want}
 }

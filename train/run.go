@@ -333,7 +333,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	}
 	cfg.Train.Out = dir
 	if cfg.Model.EncoderDecoder() {
-		return nil, fmt.Errorf("resuming %s: translation runs cannot be resumed yet (its model file holds the last evaluation's weights)", dir)
+		return resumeTranslation(ctx, dir, cfg, text, sets, opts)
 	}
 	// The corpus, from wherever gptg runs, and only if it is the one the
 	// run was trained on.

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,13 +21,14 @@ import (
 )
 
 // translation is one training run of the encoder–decoder (model.arch =
-// "encoder-decoder"): the same AdamW, clipping, schedule, metrics and run
-// folder as the GPT's, over batches of sentence pairs. One training graph
-// per batch shape (data.buckets) and one evaluation graph per shape share
-// the parameters' values.
+// "encoder-decoder"): the same AdamW, clipping, schedule, metrics,
+// checkpoints and run folder as the GPT's, over batches of sentence pairs.
+// One training graph per batch shape (data.buckets) and one evaluation
+// graph per shape share the parameters' values.
 type translation struct {
 	cfg    *config.Config
 	opts   Options
+	dir    string
 	corpus *pairs.Corpus
 	train  *pairs.Batcher
 	test   *pairs.Batcher
@@ -38,22 +40,44 @@ type translation struct {
 	clip   clipper
 	pairs  [][]G.ValueGrad // per graph: its parameters (shared values) and gradients
 	grads  [][]any
+
+	runID   string       // this run's identity (config.toml and checkpoints carry it)
+	origin  corpusOrigin // where the corpus and the config were
+	metrics *metricsLog
+
+	// The loop's state: all a checkpoint needs besides the weights and
+	// AdamW's moments. The batch order and the dropout masks follow from
+	// (seed, step) alone.
+	step, total, savedTotal     int
+	trainSecs, tokens, lossSum  float64
+	lossCount                   int
+	lastTest, lastTrain, lastGN float64
+	savedStep                   int // step of the newest checkpoint, -1 if none
 }
 
-// runTranslation is Run for an encoder–decoder config. Resuming is not
-// supported yet: an interrupted run keeps its model file of the last
-// evaluation.
+// runTranslation is Run for an encoder–decoder config.
 func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
 		return nil, &config.Error{File: cfg.Path, Key: "train.out", Msg: msg}
 	}
+	if err := runlock.Busy(dir); err != nil {
+		return nil, err
+	}
 	if err := refuseExistingRun(dir, opts.Force); err != nil {
 		return nil, err
 	}
-	tr, err := newTranslation(cfg, opts)
+	tr, err := newTranslation(cfg, cfg.Data.Path, opts)
 	if err != nil {
 		return nil, err
+	}
+	// The run's record of its corpus, as a GPT run's (corpus.go): checked
+	// by gptg train --resume and gptg eval.
+	cfg.Data.SHA256, cfg.Data.Size = tr.corpus.SHA256, tr.corpus.Size
+	if opts.Init != "" {
+		if err := tr.initFrom(opts.Init); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating run folder: %w", err)
@@ -63,30 +87,106 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 		return nil, err
 	}
 	defer lock.Release()
+	if err := refuseExistingRun(dir, opts.Force); err != nil { // made by another process meanwhile
+		return nil, err
+	}
 	for _, name := range runFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
 		}
 	}
-	t := &trainer{cfg: cfg, opts: opts, dir: dir, runID: newRunID(), origin: newOrigin(cfg.Data.Path, cfg.Path, dir)}
-	if err := t.writeConfig(); err != nil {
+	tr.runID, tr.origin = newRunID(), newOrigin(cfg.Data.Path, cfg.Path, dir)
+	if err := tr.writeConfig(); err != nil {
 		return nil, err
 	}
-	return tr.loop(ctx, dir)
+	if err := tr.metrics.reset(0, 0, tr.opts.Log); err != nil {
+		return nil, err
+	}
+	defer tr.metrics.close()
+	return tr.loop(ctx)
 }
 
-func newTranslation(cfg *config.Config, opts Options) (*translation, error) {
-	c, err := pairs.LoadFor(cfg)
+// resumeTranslation is Resume for an encoder–decoder run: dir's lock is
+// held, cfg is its config.toml (text, as read) with any new length set.
+func resumeTranslation(ctx context.Context, dir string, cfg *config.Config, text []byte, sets []string, opts Options) (*Result, error) {
+	origin := readOrigin(text)
+	data, err := findCorpus(dir, cfg.Data, origin)
+	if err != nil {
+		return nil, err // it names the run
+	}
+	origin.setFile(data, dir)
+	tr, err := newTranslation(cfg, data, opts)
 	if err != nil {
 		return nil, err
+	}
+	tr.origin, tr.runID = origin, readRunID(text)
+	st, err := readCheckpoint(dir, cfg, tr.runID, tr.total, tr.params, tr.opt)
+	if err != nil {
+		return nil, err
+	}
+	tr.step, tr.savedTotal, tr.savedStep = st.Step, st.Total, st.Step
+	tr.trainSecs, tr.tokens = st.TrainSecs, st.Tokens
+	tr.lossSum, tr.lossCount = st.LossSum, st.LossCount
+	tr.lastTest, tr.lastTrain, tr.lastGN = st.LastTest, st.LastTrainLoss, st.LastGradNorm
+	if tr.step >= tr.total {
+		return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
+			dir, tr.total, dir, 2*tr.total)
+	}
+	if len(sets) > 0 { // the new length goes on record for the next resume
+		if err := tr.writeConfig(); err != nil {
+			return nil, err
+		}
+	}
+	if err := tr.metrics.reset(st.MetricsRows, st.Step, tr.opts.Log); err != nil {
+		return nil, err
+	}
+	defer tr.metrics.close()
+	if tr.savedTotal != tr.total {
+		fmt.Fprintf(tr.opts.Log, "resuming %s at step %d, extended from %d to %d steps\n", dir, tr.step, tr.savedTotal, tr.total)
+	} else {
+		fmt.Fprintf(tr.opts.Log, "resuming %s at step %d of %d\n", dir, tr.step, tr.total)
+	}
+	return tr.loop(ctx)
+}
+
+// writeConfig writes the run's resolved config with its run id and where
+// its corpus was, as a GPT run's.
+func (tr *translation) writeConfig() error {
+	t := &trainer{cfg: tr.cfg, dir: tr.dir, runID: tr.runID, origin: tr.origin}
+	return t.writeConfig()
+}
+
+// newTranslation loads the pairs from dataPath (cfg's data.path, or where
+// a resumed run found its corpus) and builds the graphs.
+func newTranslation(cfg *config.Config, dataPath string, opts Options) (*translation, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	from := *cfg
+	from.Data.Path = dataPath
+	c, err := pairs.LoadFor(&from)
+	if err != nil {
+		return nil, err
+	}
+	if d := cfg.Data; (d.SHA256 != "" && d.SHA256 != c.SHA256) || (d.Size != 0 && d.Size != c.Size) {
+		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has sha256 %s, %d bytes, but [data] expects %s",
+			c.SHA256, c.Size, content{d.SHA256, d.Size})}
 	}
 	if len(c.Train) == 0 || len(c.Test) == 0 {
 		return nil, fmt.Errorf("%s: %d training and %d test pairs after the length filter: both need at least one", c.Path, len(c.Train), len(c.Test))
 	}
 	fmt.Fprintf(opts.Log, "%s: %d training pairs, %d test pairs (%d left out by the length filter); vocabularies %d source, %d target words\n",
 		c.Path, len(c.Train), len(c.Test), c.TooShort+c.TooLong, c.Src.Size(), c.Tgt.Size())
+	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = cfg.Train.CheckpointEvery
+	}
+	if opts.CheckpointEvery <= 0 { // a Config built in code, not loaded
+		opts.CheckpointEvery = 1000
+	}
 	B := cfg.Train.Batch
-	tr := &translation{cfg: cfg, opts: opts, corpus: c}
+	dir := cfg.Train.Out
+	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1,
+		metrics: &metricsLog{path: filepath.Join(dir, MetricsFile)}}
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())
 	spec := translate.Spec(cfg.Model, c.Src.Size(), c.Tgt.Size())
@@ -124,8 +224,9 @@ func newTranslation(cfg *config.Config, opts Options) (*translation, error) {
 		tr.grads = append(tr.grads, make([]any, len(p.Grads)))
 	}
 	t := cfg.Train
+	tr.total = tr.totalSteps()
 	tr.opt = &AdamW{LR: t.LR, Beta1: t.Beta1, Beta2: t.Beta2, Eps: t.Eps, WeightDecay: t.WeightDecay}
-	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total(), Dim: cfg.Model.Embedding}
+	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total, Dim: cfg.Model.Embedding}
 	return tr, nil
 }
 
@@ -140,8 +241,8 @@ func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, 
 // perEpoch is the number of batches in one pass over the training pairs.
 func (tr *translation) perEpoch() int { return len(tr.train.Epoch(0, 0)) }
 
-// total is the number of steps: train.max_steps, or train.epochs passes.
-func (tr *translation) total() int { return TranslationSteps(tr.cfg, tr.perEpoch()) }
+// totalSteps is the number of steps: train.max_steps, or train.epochs passes.
+func (tr *translation) totalSteps() int { return TranslationSteps(tr.cfg, tr.perEpoch()) }
 
 // TranslationSteps is the number of steps a translation run of cfg takes
 // when an epoch is perEpoch batches: train.max_steps, or train.epochs
@@ -154,39 +255,35 @@ func TranslationSteps(cfg *config.Config, perEpoch int) int {
 	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch))))
 }
 
-// loop trains for total steps, logging every log_every steps, evaluating
-// every eval_every steps and at the end; the model file is written after
-// every evaluation, and on an interrupt.
-func (tr *translation) loop(ctx context.Context, dir string) (*Result, error) {
+// loop trains from tr.step to tr.total, logging every log_every steps and
+// evaluating every eval_every steps and at the end. The checkpoint and the
+// model file are written after every evaluation, every
+// train.checkpoint_every steps and on an interrupt (Ctrl-C), so that
+// gptg train --resume continues as if the run had never stopped.
+func (tr *translation) loop(ctx context.Context) (*Result, error) {
 	cfg := tr.cfg.Train
-	total, perEpoch := tr.total(), tr.perEpoch()
-	ml := &metricsLog{path: filepath.Join(dir, MetricsFile)}
-	if err := ml.reset(0, 0, tr.opts.Log); err != nil {
-		return nil, err
-	}
-	defer ml.close()
-	bar := newProgress(tr.opts, total, 0)
+	perEpoch := tr.perEpoch()
+	bar := newProgress(tr.opts, tr.total, tr.step)
 	defer bar.finish()
 	batches := make([]*pairs.Batch, len(tr.progs))
 	for k := range batches {
 		batches[k] = tr.train.NewBatch(k)
 	}
 	var plans []pairs.Plan
-	var (
-		lossSum, trainSecs, tokens, lastTest, lastTrain float64
-		lossCount                                       int
-	)
-	for step := 0; step < total; step++ {
+	epoch := -1
+	for tr.step < tr.total {
 		if ctx.Err() != nil {
 			bar.finish()
-			if err := tr.save(dir); err != nil {
+			if err := tr.saveAll(); err != nil {
 				return nil, fmt.Errorf("interrupted, and saving failed: %w", err)
 			}
-			fmt.Fprintf(tr.opts.Log, "\ninterrupted at step %d of %d; model saved in %s (translation runs cannot be resumed yet)\n", step, total, dir)
+			fmt.Fprintf(tr.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
+				tr.step, tr.total, tr.dir, tr.dir)
 			return nil, ErrInterrupted
 		}
-		if step%perEpoch == 0 {
-			plans = tr.train.Epoch(uint64(cfg.Seed), step/perEpoch)
+		step := tr.step
+		if e := step / perEpoch; e != epoch {
+			plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
 		}
 		plan := plans[step%perEpoch]
 		b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
@@ -203,46 +300,81 @@ func (tr *translation) loop(ctx context.Context, dir string) (*Result, error) {
 		}
 		r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
 		if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
-			return nil, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr or a longer warmup)", step+1, r.Loss, r.GradNorm)
+			return nil, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr or a longer warmup); %s",
+				step+1, r.Loss, r.GradNorm, tr.lastCheckpoint())
 		}
 		tr.opt.LR = r.LR
 		if err := tr.opt.Step(tr.pairs[plan.Bucket]); err != nil {
 			return nil, err
 		}
-		trainSecs += time.Since(start).Seconds()
-		tokens += float64(b.Tokens)
-		lossSum += r.Loss
-		lossCount++
+		tr.trainSecs += time.Since(start).Seconds()
+		tr.tokens += float64(b.Tokens)
+		tr.lossSum += r.Loss
+		tr.lossCount++
+		tr.lastGN = r.GradNorm
+		tr.step++
 
-		done := step + 1
-		evalNow := done == total || (cfg.EvalEvery > 0 && done%cfg.EvalEvery == 0)
+		done := tr.step
+		evalNow := done == tr.total || (cfg.EvalEvery > 0 && done%cfg.EvalEvery == 0)
 		if !evalNow && done%max(1, cfg.LogEvery) != 0 {
 			bar.step(done, r)
-			continue
-		}
-		row := MetricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
-			Loss: lossSum / float64(lossCount), GradNorm: r.GradNorm,
-			TokensPerSec: tokens / trainSecs, ElapsedSecs: trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
-		lastTrain, lossSum, lossCount = row.Loss, 0, 0
-		if evalNow {
-			bar.evaluating(done)
-			tl, err := tr.testLoss()
-			if err != nil {
+		} else {
+			row := MetricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
+				Loss: tr.lossSum / float64(tr.lossCount), GradNorm: r.GradNorm,
+				TokensPerSec: tr.tokens / tr.trainSecs, ElapsedSecs: tr.trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
+			tr.lastTrain, tr.lossSum, tr.lossCount = row.Loss, 0, 0
+			if evalNow {
+				bar.evaluating(done)
+				tl, err := tr.testLoss()
+				if err != nil {
+					return nil, err
+				}
+				row.TestLoss, tr.lastTest = &tl, tl
+			}
+			if err := tr.metrics.append(row); err != nil {
 				return nil, err
 			}
-			row.TestLoss, lastTest = &tl, tl
-			if err := tr.save(dir); err != nil {
+			bar.row(row, tr.total)
+		}
+		if evalNow || done%tr.opts.CheckpointEvery == 0 {
+			if err := tr.saveAll(); err != nil {
 				return nil, err
 			}
 		}
-		if err := ml.append(row); err != nil {
-			return nil, err
+		if tr.opts.AfterStep != nil {
+			tr.opts.AfterStep(done)
 		}
-		bar.row(row, total)
 	}
 	bar.finish()
-	return &Result{Dir: dir, Steps: total, TrainLoss: lastTrain, TestLoss: lastTest,
-		TestBatch: len(tr.test.InOrder()), TrainSecs: trainSecs, TokensPerSec: tokens / trainSecs}, nil
+	return &Result{Dir: tr.dir, Steps: tr.total, TrainLoss: tr.lastTrain, TestLoss: tr.lastTest,
+		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs}, nil
+}
+
+// lastCheckpoint says where training can be picked up after a failure.
+func (tr *translation) lastCheckpoint() string {
+	if tr.savedStep < 0 {
+		return fmt.Sprintf("no checkpoint was written yet (train.checkpoint_every is %d)", tr.opts.CheckpointEvery)
+	}
+	return fmt.Sprintf("the last good checkpoint (step %d) is in %s", tr.savedStep, tr.dir)
+}
+
+// saveAll writes the checkpoint, then the model file (trainer.saveAll's
+// order and reasons).
+func (tr *translation) saveAll() error {
+	st := checkpointState{
+		Step: tr.step, Total: tr.total, Seed: tr.cfg.Train.Seed, AdamSteps: tr.opt.Steps,
+		TrainSecs: tr.trainSecs, Tokens: tr.tokens, LossSum: tr.lossSum, LossCount: tr.lossCount,
+		LastGradNorm: tr.lastGN, LastTrainLoss: tr.lastTrain, LastTest: tr.lastTest,
+		MetricsRows: tr.metrics.rows, RunID: tr.runID,
+	}
+	if err := writeCheckpoint(filepath.Join(tr.dir, CheckpointFile), tr.cfg, tr.params, tr.opt, st); err != nil {
+		return fmt.Errorf("saving the checkpoint: %w", err)
+	}
+	tr.savedStep = tr.step
+	if err := tr.save(tr.dir); err != nil {
+		return fmt.Errorf("saving the model: %w", err)
+	}
+	return nil
 }
 
 // testLoss is the mean loss per non-PAD target over the whole test split:

@@ -38,21 +38,24 @@ func main() {
 	poll := flag.Duration("poll", 2*time.Second, "time between a runs-page client's requests (0: back to back)")
 	threads := flag.Int("threads", 1, "the training's --threads")
 	pairs := flag.Int("pairs", 3, "loaded windows, each between two alone windows")
+	generators := flag.Int("generators", 1, "clients generating from the training run's model in a loop (200 tokens each, as the playground)")
 	flag.Parse()
-	if err := run(*gptg, *window, *pagers, *followers, *poll, *threads, max(*pairs, 1)); err != nil {
+	if err := run(*gptg, *window, *pagers, *followers, *generators, *poll, *threads, max(*pairs, 1)); err != nil {
 		fmt.Fprintln(os.Stderr, "serveload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(gptg string, window time.Duration, pagers, followers int, poll time.Duration, threads, pairs int) error {
+func run(gptg string, window time.Duration, pagers, followers, generators int, poll time.Duration, threads, pairs int) error {
 	dir, err := os.MkdirTemp("", "gptg-serveload-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	// The seed's model on tiny-shakespeare, long enough to outlast the
-	// three windows; no evaluation on the way, so every step is training.
+	// three windows; no evaluation on the way, so every step is training,
+	// and a checkpoint (with the model file the generators use) every
+	// 20,000 steps (about 20 s), alone and loaded alike.
 	cfg := filepath.Join(dir, "load.toml")
 	os.WriteFile(cfg, []byte(`[data]
 path = "builtin:tinyshakespeare"
@@ -61,7 +64,7 @@ epochs = 1000
 max_steps = 10000000
 eval_every = 0
 log_every = 10
-checkpoint_every = 100000
+checkpoint_every = 20000
 out = "runs/load"
 `), 0o644)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,7 +78,8 @@ out = "runs/load"
 	defer train.Process.Signal(os.Interrupt)
 	metrics := filepath.Join(dir, "runs", "load", "metrics.jsonl")
 	for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
-		if rows, _ := readRows(metrics); len(rows) >= 3 {
+		_, err := os.Stat(filepath.Join(dir, "runs", "load", "model.safetensors"))
+		if rows, _ := readRows(metrics); len(rows) >= 3 && (generators == 0 || err == nil) {
 			break
 		}
 		if time.Since(start) > time.Minute {
@@ -98,8 +102,8 @@ out = "runs/load"
 	base, _, _ = strings.Cut(base, " ")
 	go io.Copy(io.Discard, out)
 
-	fmt.Printf("load check: %d runs-page clients (poll %v), %d live-curve clients, %d loaded windows of %v between alone ones; training --threads %d\n",
-		pagers, poll, followers, pairs, window, threads)
+	fmt.Printf("load check: %d runs-page clients (poll %v), %d live-curve clients, %d generating in a loop, %d loaded windows of %v between alone ones; training --threads %d\n",
+		pagers, poll, followers, generators, pairs, window, threads)
 	rate := func(what string) (float64, error) {
 		a, err := readRows(metrics)
 		if err != nil {
@@ -118,7 +122,7 @@ out = "runs/load"
 	// The load: started and stopped for each loaded window, its counts
 	// summed over them.
 	var lat latencies
-	var failures, rowsSeen atomic.Int64
+	var failures, rowsSeen, generated, generations atomic.Int64
 	var peakRSS atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: pagers + followers}}
 	startLoad := func() func() {
@@ -162,6 +166,37 @@ out = "runs/load"
 						var c struct{ Step []int }
 						json.Unmarshal([]byte(d), &c)
 						rowsSeen.Add(int64(len(c.Step)))
+					}
+				}
+			}()
+		}
+		for i := 0; i < generators; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for seed := 0; lctx.Err() == nil; seed++ {
+					body := fmt.Sprintf(`{"id":"runs/load","prompt":"ROMEO:","tokens":200,"seed":%d}`, seed)
+					req, _ := http.NewRequestWithContext(lctx, "POST", base+"/api/generate", strings.NewReader(body))
+					resp, err := client.Do(req)
+					if err != nil {
+						if lctx.Err() == nil {
+							failures.Add(1)
+						}
+						return
+					}
+					sc := bufio.NewScanner(resp.Body)
+					for sc.Scan() {
+						if sc.Text() == "event: token" {
+							generated.Add(1)
+						}
+						if sc.Text() == "event: done" {
+							generations.Add(1)
+						}
+					}
+					resp.Body.Close()
+					if resp.StatusCode != 200 && lctx.Err() == nil {
+						failures.Add(1)
+						time.Sleep(time.Second)
 					}
 				}
 			}()
@@ -211,6 +246,7 @@ out = "runs/load"
 	fmt.Printf("  requests answered: %d (%.0f/s), failures %d; latency p50 %.1f ms, p99 %.1f ms\n",
 		n, float64(n)/loadedSecs, failures.Load(), p50, p99)
 	fmt.Printf("  live clients received %d rows in all\n", rowsSeen.Load())
+	fmt.Printf("  generators: %d generations, %d tokens (%.0f tokens/s)\n", generations.Load(), generated.Load(), float64(generated.Load())/loadedSecs)
 	// A figure the machine's other load does not change much: what the
 	// server itself took, which bounds what it can take from the training.
 	fmt.Printf("  server CPU while loaded: %.2f s in %.0f s, %.1f %% of one core\n",

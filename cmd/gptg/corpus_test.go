@@ -112,8 +112,8 @@ func TestEvalFromAnywhere(t *testing.T) {
 	r := gptg(t, elsewhere, "eval", run)
 	msg := fmt.Sprintf("it has sha256 %x, %d bytes, the run's has sha256 %x, %d bytes",
 		sha256.Sum256([]byte(edited)), len(edited), sha256.Sum256([]byte(files["t.txt"])), len(files["t.txt"]))
-	if r.code != 1 || !strings.Contains(r.stderr, msg) || strings.Count(r.stderr, "\n") != 1 {
-		t.Errorf("gptg eval on an edited corpus: exit %d, %s\nwant exit 1 and one line with %q", r.code, r.stderr, msg)
+	if r.code != 2 || !strings.Contains(r.stderr, msg) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("gptg eval on an edited corpus: exit %d, %s\nwant exit 2 and one line with %q", r.code, r.stderr, msg)
 	}
 	// --data still evaluates the run on any corpus.
 	if r := gptg(t, elsewhere, "eval", run, "--data", filepath.Join(moved, "t.txt")); r.code != 0 {
@@ -162,9 +162,9 @@ func corpusInputs(t *testing.T) []badInput {
 	gone := trained(func(string) (string, bool) { return "", false })
 	return []badInput{
 		{name: "eval: the run's corpus was edited", files: files, setup: edited,
-			args: []string{"eval", "runs/c"}, code: 1, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
+			args: []string{"eval", "runs/c"}, code: 2, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
 		{name: "train --resume: the run's corpus was edited", files: files, setup: edited,
-			args: []string{"train", "--resume", "runs/c", "--set", "train.max_steps=8"}, code: 1, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
+			args: []string{"train", "--resume", "runs/c", "--set", "train.max_steps=8"}, code: 2, msg: "t.txt is not the corpus run runs/c was trained on: it has sha256 "},
 		{name: "eval: the run's corpus is gone", files: files, setup: gone,
 			args: []string{"eval", "runs/c"}, code: 1, msg: "is not found: it is not at t.txt, runs/c/t.txt, nor under the folder of "},
 		{name: "train: a misspelt built-in corpus", files: map[string]string{"c.toml": "[data]\npath = \"builtin:shakespeare\"\n"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"slices"
 
 	"github.com/gptg/gptg/bleu"
@@ -29,6 +30,11 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	}
 	if cfg == nil {
 		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
+	}
+	// From any working directory, and only the very pairs the run was
+	// trained on (data.sha256 and data.size in its config.toml).
+	if cfg.Data.Path, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+		return err
 	}
 	c, err := pairs.LoadFor(cfg)
 	if err != nil {

@@ -205,7 +205,7 @@ func hostileInputs(t *testing.T) []badInput {
 		// leaving model.vocab out, which cannot apply to a resume.
 		{name: "train --resume after the corpus changed", setup: tamperedRun(nil, nil, func(dir string) {
 			os.WriteFile(filepath.Join(dir, "tiny.txt"), []byte(strings.Repeat("abc cab ", 200)), 0o644)
-		}), args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 1,
+		}), args: []string{"train", "--resume", "run", "--set", "train.max_steps=60"}, code: 2,
 			msg: "tiny.txt is not the corpus run run was trained on: it has sha256 "},
 		// 11. A checkpoint's state checked against itself and the config.
 		{name: "train --resume: a checkpoint's step moved back by one", setup: tamperedRun(func(st map[string]any) { st["step"] = 29.0 }, nil, nil),

@@ -25,6 +25,7 @@ import (
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
 
 // command is one subcommand: its one-line summary, its usage text and the
@@ -166,11 +167,12 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var ne *nanogpt.InputError
 	var pe *pairs.Error
-	var fe *inputfile.Error // a FIFO, device or /proc file named as an input
+	var cc *train.CorpusChangedError // a run's corpus edited since training
+	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &fe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
 		return 2
 	}
 	return 1

@@ -25,15 +25,7 @@ import (
 // checks the learning.
 func TestTranslationCommands(t *testing.T) {
 	dir := t.TempDir()
-	files := map[string]string{
-		"toy.tsv":  toypairs.Counted(200),
-		"toy.toml": toypairs.Config("toy.tsv", "runs/toy", 20, "norm = \"pre\"\npositions = \"learned\"\ntie_embeddings = true\n", ""),
-	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, toyTranslation())
 	if out := ok(t, dir, "train", "toy.toml", "--quiet"); !strings.Contains(out, "done: 20 steps") {
 		t.Fatalf("gptg train: %s", out)
 	}
@@ -66,6 +58,15 @@ func TestTranslationCommands(t *testing.T) {
 		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("gptg %s: exit %d, stderr %q; want exit 2 and one line", strings.Join(args, " "), r.code, r.stderr)
 		}
+	}
+}
+
+// toyTranslation is a pairs file and a config that trains a tiny
+// encoder–decoder on it in a second (20 steps into runs/toy).
+func toyTranslation() map[string]string {
+	return map[string]string{
+		"toy.tsv":  toypairs.Counted(200),
+		"toy.toml": toypairs.Config("toy.tsv", "runs/toy", 20, "norm = \"pre\"\npositions = \"learned\"\ntie_embeddings = true\n", ""),
 	}
 }
 
@@ -219,5 +220,25 @@ func translationInputs(languageModel string) []badInput {
 			msg: "cannot translate: the target has 5 words; this model writes at most 4"},
 		{name: "attention: a translation source of no words", setup: with, args: []string{"attention", tm, "--text", "  "}, code: 2,
 			msg: "cannot translate: the sentence has no words"},
+		// A translation run records its pairs file's sha256 and size.
+		{name: "eval: a translation run's pairs file was edited", files: toyTranslation(), setup: editedPairs,
+			args: []string{"eval", "runs/toy"}, code: 2, msg: "toy.tsv is not the corpus run runs/toy was trained on: it has sha256 "},
+		{name: "train --resume: a translation run's pairs file was edited", files: toyTranslation(), setup: editedPairs,
+			args: []string{"train", "--resume", "runs/toy", "--set", "train.max_steps=40"}, code: 2,
+			msg: "toy.tsv is not the corpus run runs/toy was trained on: it has sha256 "},
+	}
+}
+
+// editedPairs trains the toy translation run, then edits one line of its
+// pairs file.
+func editedPairs(t *testing.T, dir string) {
+	ok(t, dir, "train", "toy.toml", "--quiet")
+	path := filepath.Join(dir, "toy.tsv")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(text), "a0", "a6", 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
