@@ -163,12 +163,13 @@ func Load(path string) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// A sentence and its EOS (SOS and the target words) take one position
-	// each, so the limits the model was trained with fit its positions.
+	// each, so the limits the model was trained with fit its learned
+	// position tables; sinusoidal positions have no last row.
 	for _, lim := range []struct {
 		key string
 		n   int
 	}{{"max_source", m.MaxSource}, {"max_target", m.MaxTarget}} {
-		if lim.n+1 > m.Spec.MaxLen {
+		if m.Spec.Positions == "learned" && lim.n+1 > m.Spec.MaxLen {
 			return nil, bad(lim.key, fmt.Errorf("%d words and EOS do not fit the model's %d positions (model.context): the file is damaged", lim.n, m.Spec.MaxLen))
 		}
 	}

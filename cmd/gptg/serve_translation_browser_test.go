@@ -231,7 +231,11 @@ out = "runs/slow"
 	tables := translationTables(t, ok(t, dir, "attention", "runs/toy", "--text", text, "--format", "text"))
 	// Three model runs at once: the slow run's page runs its explorer (a
 	// 300-word translation) and its summary as the playground translates.
-	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--generations", "3")
+	// The slow model's translators, estimated at a copy of its weights per
+	// compiled graph over 300 target positions, fill the default 2 GiB of
+	// model memory when three run at once: the test is about streaming
+	// and stopping, not that bound (serve's own tests check it).
+	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--generations", "3", "--model-memory", "6")
 
 	// The runs table: the slow run's differences from the config it extends.
 	b.step("the runs page", chromedp.Navigate(base+"/"))
