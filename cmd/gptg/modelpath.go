@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/train"
 )
@@ -67,14 +68,8 @@ func modelPath(arg string) (string, error) {
 func notModelKind(path string, info fs.FileInfo) string {
 	m := info.Mode()
 	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
+	case m&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeSocket) != 0:
+		return inputfile.Kind(m)
 	case !m.IsRegular():
 		return ""
 	}

@@ -114,7 +114,7 @@ func Kind(m fs.FileMode) string {
 	case m&fs.ModeCharDevice != 0:
 		return "a character device"
 	case m&fs.ModeDevice != 0:
-		return "a device"
+		return "a block device"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
 	}
