@@ -228,6 +228,18 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	tj, _ := json.Marshal(tokens)
 	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"maps":[`, tj, cut, len(maps), m.Spec.Heads, m.Spec.Mask, m.Spec.Norm)
+	writeMaps(&b, maps)
+	b.WriteString("]}")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	setWriteDeadline(w)
+	io.WriteString(w, b.String())
+}
+
+// writeMaps writes attention maps, blocks × heads × weights, as nested JSON
+// arrays: 6 significant digits, and null for a weight a diverged model
+// made NaN or infinite (JSON has no NaN).
+func writeMaps(b *strings.Builder, maps [][]matrixT) {
 	buf := make([]byte, 0, 32)
 	for bi, heads := range maps {
 		if bi > 0 {
@@ -244,7 +256,7 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 					b.WriteByte(',')
 				}
 				if math.IsNaN(v) || math.IsInf(v, 0) {
-					b.WriteString("null") // a diverged model: JSON has no NaN
+					b.WriteString("null")
 					continue
 				}
 				b.Write(strconv.AppendFloat(buf[:0], v, 'g', 6, 64))
@@ -253,9 +265,4 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		}
 		b.WriteByte(']')
 	}
-	b.WriteString("]}")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	setWriteDeadline(w)
-	io.WriteString(w, b.String())
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -122,7 +121,6 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 	js := func(v any) string { j, _ := json.Marshal(v); return string(j) }
 	fmt.Fprintf(&b, `{"translation":true,"translated":%t,"source":%s,"target":%s,"written":%s,"heads":%d,"views":{`,
 		a.Translated, js(a.Source), js(a.Target), js(a.Written), tr.Spec.Heads)
-	buf := make([]byte, 0, 32)
 	for vi, v := range []struct {
 		name       string
 		rows, cols []string
@@ -132,30 +130,7 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `%q:{"rows":%s,"cols":%s,"maps":[`, v.name, js(v.rows), js(v.cols))
-		for bi, heads := range v.maps {
-			if bi > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('[')
-			for h, mat := range heads {
-				if h > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteByte('[')
-				for i, x := range mat.W {
-					if i > 0 {
-						b.WriteByte(',')
-					}
-					if math.IsNaN(x) || math.IsInf(x, 0) {
-						b.WriteString("null")
-						continue
-					}
-					b.Write(strconv.AppendFloat(buf[:0], x, 'g', 6, 64))
-				}
-				b.WriteByte(']')
-			}
-			b.WriteByte(']')
-		}
+		writeMaps(&b, v.maps)
 		b.WriteString("]}")
 	}
 	b.WriteString("}}")
