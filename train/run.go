@@ -23,6 +23,7 @@ import (
 
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/internal/runlock"
 
 	G "gorgonia.org/gorgonia"
@@ -146,12 +147,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	// Starting over (--force): the old run's files must not survive beside
-	// the new run's, where a resume would mix them.
-	for _, name := range runFiles {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
-		}
+	if err := startOver(dir); err != nil {
+		return nil, err
 	}
 	t.runID = newRunID()
 	if err := t.writeConfig(); err != nil {
@@ -166,6 +163,52 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 // runFiles are the files that make a folder a gptg run folder: any one of
 // them means a run is there.
 var runFiles = []string{ConfigFile, ModelFile, MetricsFile, CheckpointFile}
+
+// startOver removes the files of the run in dir (its lock held): the old
+// run's files must not survive beside the new run's, where a resume would
+// mix them. A link among them goes, not the file it names.
+func startOver(dir string) error {
+	for _, name := range runFiles {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("starting over in %s: %w", dir, err)
+		}
+	}
+	removeStaleTemps(dir)
+	return nil
+}
+
+// ownFiles refuses a run whose files are symbolic links: a resume rewrites
+// every one of them (atomicfile writes through a link, to the file it
+// names), so a link would carry the run's writes out of its folder, onto
+// whatever it leads to.
+func ownFiles(dir string) error {
+	for _, name := range runFiles {
+		p := filepath.Join(dir, name)
+		info, err := os.Lstat(p)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		to, _ := os.Readlink(p)
+		return fmt.Errorf("%s is a symbolic link (to %s): a resume rewrites the run's files, and would write where it leads; put the file itself in the run folder (cp --remove-destination %s %s)",
+			quote.Name(p), quote.Name(to), quote.Name(to), quote.Name(p))
+	}
+	return nil
+}
+
+// removeStaleTemps deletes the temporary files that atomicfile leaves
+// beside a run's files when a process is killed mid-write (SIGKILL, power
+// loss): with the run's lock held none is being written, and a checkpoint's
+// can be as large as the model's state, once per kill.
+func removeStaleTemps(dir string) {
+	for _, name := range runFiles {
+		stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp*"))
+		for _, p := range stale {
+			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+				os.Remove(p)
+			}
+		}
+	}
+}
 
 // refuseExistingRun says how to go on when dir already holds a run,
 // naming a command that works for the state the run is in.
@@ -322,6 +365,10 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	defer lock.Release()
+	if err := ownFiles(dir); err != nil {
+		return nil, err
+	}
+	removeStaleTemps(dir)
 	path := filepath.Join(dir, ConfigFile)
 	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -90,10 +90,8 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := refuseExistingRun(dir, opts.Force); err != nil { // made by another process meanwhile
 		return nil, err
 	}
-	for _, name := range runFiles {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
-		}
+	if err := startOver(dir); err != nil {
+		return nil, err
 	}
 	tr.runID, tr.origin = newRunID(), newOrigin(cfg.Data.Path, cfg.Path, dir)
 	if err := tr.writeConfig(); err != nil {
