@@ -59,6 +59,19 @@ type Options struct {
 	// beforeEval, when set, is called before each evaluation (tests
 	// interrupt an evaluation here).
 	beforeEval func(step int)
+	// lock is the run folder's lock, checked before every write into the
+	// folder (stillLocked).
+	lock *runlock.Lock
+}
+
+// stillLocked refuses to write into dir once its lock file is no longer
+// the one this process locked: another gptg may be training there now.
+func (o Options) stillLocked(dir string, step int) error {
+	if err := o.lock.Held(); err != nil {
+		return fmt.Errorf("%w: another gptg may now be writing into %s, so this run stopped at step %d without writing; when no other gptg uses the folder, go on with gptg train --resume %s",
+			err, dir, step, dir)
+	}
+	return nil
 }
 
 // Result summarises a finished run.
@@ -150,7 +163,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err := startOver(dir); err != nil {
 		return nil, err
 	}
-	t.runID = newRunID()
+	t.runID, t.opts.lock = newRunID(), lock
 	if err := t.writeConfig(); err != nil {
 		return nil, err
 	}
@@ -369,6 +382,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	removeStaleTemps(dir)
+	opts.lock = lock
 	path := filepath.Join(dir, ConfigFile)
 	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -841,6 +855,9 @@ func (t *trainer) writeRow(ctx context.Context, bar *trainProgress) (interrupted
 		row.TestLoss = &tl
 		t.lastTest = tl
 	}
+	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
+		return false, err
+	}
 	if err := t.metrics.append(*row); err != nil {
 		return false, err
 	}
@@ -905,6 +922,9 @@ func rssMB() float64 {
 // two leaves a newer checkpoint beside an older model, which the next save
 // of the resumed run brings level.
 func (t *trainer) saveAll() error {
+	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
+		return err
+	}
 	if err := t.saveCheckpoint(); err != nil {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}

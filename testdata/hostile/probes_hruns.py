@@ -152,9 +152,18 @@ def probes(h):
         res = {}
 
         def during(d, proc):
-            time.sleep(delay)
+            # Once the first run has its first checkpoint (it is then well
+            # under way, and far from its end), the second command; then
+            # the first is stopped (exit 130).
+            t0 = time.time()
+            while time.time() - t0 < 60 and not os.path.exists(os.path.join(d, "runs/long/checkpoint.safetensors")):
+                time.sleep(0.005)
             r = subprocess.run([h.BIN] + args, cwd=d, capture_output=True, text=True, timeout=60)
             res["r"] = r
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
 
         def check(d, code, out, err):
             r = res.get("r")
@@ -262,25 +271,46 @@ def probes(h):
 
     # ---------------------------------------------------------- two commands on one folder at once
     d1, c1 = second(["train", "--resume", "runs/long"], 1, "in use")
-    add(P("r6 runs: a resume while the run trains", ["train", "long.toml", "--quiet"], 0, None, setup=h.write("long.toml", LONG.replace("3000", "400")),
+    add(P("r6 runs: a resume while the run trains", ["train", "long.toml", "--quiet"], (0, 130), None, setup=h.write("long.toml", LONG.replace("3000", "30000")),
           during=d1, check=c1, allow=("runs/long",), timeout=120))
     d2, c2 = second(["train", "long.toml", "--force"], 1, "in use")
-    add(P("r6 runs: train --force of the same folder while it trains", ["train", "long.toml", "--quiet"], 0, None, setup=h.write("long.toml", LONG.replace("3000", "400")),
+    add(P("r6 runs: train --force of the same folder while it trains", ["train", "long.toml", "--quiet"], (0, 130), None, setup=h.write("long.toml", LONG.replace("3000", "30000")),
           during=d2, check=c2, allow=("runs/long",), timeout=120))
     d3, c3 = second(["eval", "runs/long"], 0)
-    add(P("r6 runs: eval of a run while it trains", ["train", "long.toml", "--quiet"], 0, None, setup=h.write("long.toml", LONG.replace("3000", "400")),
+    add(P("r6 runs: eval of a run while it trains", ["train", "long.toml", "--quiet"], (0, 130), None, setup=h.write("long.toml", LONG.replace("3000", "30000")),
           during=d3, check=c3, allow=("runs/long",), timeout=120))
     d4, c4 = second(["train", "long2.toml"], 1, "in use")
-    add(P("r6 runs: a second config whose train.out is the same folder, while it trains", ["train", "long.toml", "--quiet"], 0, None,
-          setup=h.seq(h.write("long.toml", LONG.replace("3000", "400")), h.write("long2.toml", LONG.replace("3000", "400").replace("embedding = 32", "embedding = 16"))),
+    add(P("r6 runs: a second config whose train.out is the same folder, while it trains", ["train", "long.toml", "--quiet"], (0, 130), None,
+          setup=h.seq(h.write("long.toml", LONG.replace("3000", "30000")), h.write("long2.toml", LONG.replace("embedding = 32", "embedding = 16"))),
           during=d4, check=c4, allow=("runs/long",), timeout=120))
+
+    def lock_lost(d, proc):
+        """Once the run has a checkpoint, its lock file is deleted (a
+        "stale lock" cleaned up) and a resume starts beside it."""
+        t0 = time.time()
+        while time.time() - t0 < 60 and not os.path.exists(os.path.join(d, "runs/long/checkpoint.safetensors")):
+            time.sleep(0.005)
+        os.remove(os.path.join(d, "runs/long/.gptg.lock"))
+        q = subprocess.Popen([h.BIN, "train", "--resume", "runs/long", "--quiet"], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3)
+        q.send_signal(signal.SIGINT)
+        q.wait(timeout=60)
+    add(P("r6 runs: the lock file deleted mid-run and a resume started: the first run stops", ["train", "long.toml", "--quiet"], 1, "lock file removed or replaced",
+          setup=h.write("long.toml", LONG.replace("3000", "30000")), during=lock_lost, allow=("runs/long",), timeout=120))
+    add(P("r6 runs: two trainings of one new folder started at the same instant: one trains, one is refused", ["train", "long.toml", "--quiet"], (0, 1), None,
+          setup=h.write("long.toml", LONG.replace("3000", "200")), allow=("runs/long",), timeout=120,
+          during=lambda d, proc: _race.update(r=subprocess.run([h.BIN, "train", "long.toml", "--quiet"], cwd=d, capture_output=True, text=True, timeout=100)),
+          check=lambda d, c, o, e: None if sorted([c, _race["r"].returncode]) == [0, 1] and ("in use" in e + _race["r"].stderr or "already holds" in e + _race["r"].stderr)
+          else "two trainings of one folder: exits %d and %d (%s | %s)" % (c, _race["r"].returncode, e.strip()[:150], _race["r"].stderr.strip()[:150])))
 
     # ---------------------------------------------------------- the run folder changes under a training
     add(P("r6 runs: the run folder deleted mid-run", ["train", "long.toml", "--quiet"], 1, None, setup=h.write("long.toml", LONG),
           during=during_do(lambda d: shutil.rmtree(os.path.join(d, "runs/long")), 0.8), allow=("runs/long",), check=not_done, timeout=120))
     add(P("r6 runs: the run folder renamed mid-run", ["train", "long.toml", "--quiet"], 1, None, setup=h.write("long.toml", LONG),
           during=during_do(lambda d: os.rename(os.path.join(d, "runs/long"), os.path.join(d, "runs/moved")), 0.8),
-          allow=("runs/long", "runs/moved"), check=chain(not_done, h.no_temp_files), timeout=120))
+          allow=("runs/long", "runs/moved"), timeout=120,
+          check=chain(not_done, lambda d, c, o, e: then(["train", "--resume", "runs/moved", "--quiet", "--set", "train.max_steps=3001"])(d, c, o, e)
+                      if os.path.exists(os.path.join(d, "runs/moved/checkpoint.safetensors")) else None, h.no_temp_files)))
     add(P("r6 runs: the run folder replaced by a file mid-run", ["train", "long.toml", "--quiet"], 1, None, setup=h.write("long.toml", LONG),
           during=during_do(lambda d: (shutil.rmtree(os.path.join(d, "runs/long")), open(os.path.join(d, "runs/long"), "w").write("x")), 0.8),
           allow=("runs/long",), check=not_done, timeout=120))
@@ -329,18 +359,28 @@ def probes(h):
             return setup
 
         def intact(d, code, out, err):
+            """After a resume that failed for room: no temporary file, the
+            checkpoint and model as they were, and once there is room a
+            resume ends exactly as the uninterrupted extension of the run."""
             t = h.no_temp_files(d, code, out, err)
             if t:
                 return t
             if code != 0:
-                for n in ("checkpoint.safetensors", "model.safetensors", "config.toml", "metrics.jsonl"):
-                    if sha(os.path.join(d, "full/c", n)) != sha(os.path.join(d, GPT, n)) and n != "config.toml":
+                for n in ("checkpoint.safetensors", "model.safetensors"):
+                    if sha(os.path.join(d, "full/c", n)) != sha(os.path.join(d, GPT, n)):
                         return "full/c/%s changed by a resume that failed" % n
+                os.remove(os.path.join(d, "full/filler"))
+                why = then(["train", "--resume", "full/c", "--set", "train.max_steps=60", "--quiet"])(d, code, out, err)
+                if why:
+                    return why
+            shutil.copytree(os.path.join(d, GPT), os.path.join(d, "runs/ref"))
+            why = then(["train", "--resume", "runs/ref", "--set", "train.max_steps=60", "--quiet"])(d, code, out, err)
+            return why or same_as("runs/ref", "full/c")(d, 0, out, err)
 
         for fill in (0, 2048, 20000, 45000):
             add(P("r6 runs: disk full during a resume (%d bytes free): the run as it was" % fill,
                   ["train", "--resume", "full/c", "--set", "train.max_steps=60", "--quiet"], (0, 1), None,
-                  setup=full_copy("256k", fill), allow=("full",), check=intact))
+                  setup=full_copy("256k", fill), allow=("full", "runs/ref"), check=intact))
         for size in ("72k", "96k", "128k", "200k"):
             add(P("r6 runs: disk full mid-run (tmpfs %s, a row per step); a resume with room finishes with consistent metrics" % size,
                   ["train", "x.toml", "--quiet"], 1, "space",
@@ -446,6 +486,9 @@ def probes(h):
     return ps
 
 
+_race = {}
+
+
 def vocab(d, path, key):
     with open(os.path.join(d, path), "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -453,8 +496,10 @@ def vocab(d, path, key):
 
 
 def _interrupted(h, d, name, delay):
-    """Setup: trains name and interrupts it with SIGINT after delay seconds (a checkpoint mid-run)."""
+    """Setup: trains name (into runs/mid) and interrupts it with SIGINT at its first checkpoint."""
     p = subprocess.Popen([h.BIN, "train", name, "--quiet"], cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(delay)
+    t0 = time.time()
+    while time.time() - t0 < 60 and not os.path.exists(os.path.join(d, "runs/mid/checkpoint.safetensors")):
+        time.sleep(0.002)
     p.send_signal(signal.SIGINT)
     p.wait(timeout=60)
