@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -113,4 +115,26 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write([]byte(b.String()))
+}
+
+// bibleVerse is what a run of the built-in Bible corpus from before runs
+// recorded an example sentence starts from (the en-es configs' source
+// language).
+const bibleVerse = "In the beginning God created the heavens and the earth."
+
+// exampleSentence is a translation run's first sentence for the page: the
+// one the run recorded from its own training pairs (train.Example), so that
+// a first click translates words the model knows; for an older run of the
+// built-in Bible corpus, a verse; else none.
+func exampleSentence(cfg *config.Config, cfgText string) string {
+	if !cfg.Model.EncoderDecoder() {
+		return ""
+	}
+	if s := train.Example([]byte(cfgText)); s != "" {
+		return s
+	}
+	if cfg.Data.Path == "builtin:bible-en-es" {
+		return bibleVerse
+	}
+	return ""
 }

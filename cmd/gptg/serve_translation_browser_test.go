@@ -19,6 +19,7 @@ import (
 	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
 
 // translationTables reads gptg attention --format text on a translation
@@ -161,6 +162,16 @@ out = "runs/slow"
 	// The toy run: its curve, the playground greedy and beam.
 	b.step("the toy run's page", chromedp.Navigate(base+"/run?id=runs/toy"))
 	b.wait("its curve", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 30`)
+	// The playground and the explorer start from the sentence the run
+	// recorded from its training pairs.
+	cfgText, err := os.ReadFile(filepath.Join(dir, "runs", "toy", train.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := train.Example(cfgText)
+	if got := b.eval(`document.querySelector("#gen-prompt").value + "|" + document.querySelector("#att-text").value`); example == "" || got != example+"|"+example {
+		t.Errorf("the playground's and the explorer's first sentences: %q, want the run's example %q twice", got, example)
+	}
 	translate := func(beamWidth int) string {
 		t.Helper()
 		b.eval(fmt.Sprintf(`document.querySelector("#gen-prompt").value = %q; document.querySelector("#gen-beam").value = "%d"; ""`, text, beamWidth))
@@ -177,9 +188,12 @@ out = "runs/slow"
 
 	// The explorer's three views: every weight of one head's map, read
 	// from the big map's hover text, against gptg attention's tables.
-	// The explorer first runs on its own sentence (an en-es verse: too
-	// long for this model, which says so); then on ours.
-	b.wait("the explorer on its own sentence", `document.querySelectorAll("#att-grid .att-cell").length === 2 || document.querySelector("#att-tokens")?.parentElement.querySelector(".error") !== null`)
+	// The explorer first runs on the run's example, which the model reads
+	// (its cross-attention rows: the words it writes and <eos>); then on ours.
+	b.wait("the explorer on the run's example", `document.querySelectorAll("#att-grid .att-cell").length === 2 && document.querySelectorAll("#att-tokens .tok").length > 0`)
+	if got := b.eval(`String(document.querySelector("#att-tokens")?.parentElement.querySelector(".error")?.textContent || "")`); got != "" {
+		t.Errorf("the explorer on the run's example: %s", got)
+	}
 	b.eval(fmt.Sprintf(`document.querySelector("#att-text").value = %q; ""`, text))
 	b.step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
 	// Each view's rows: the source words, <sos> and the translation, the
