@@ -490,7 +490,7 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 	if len(lines) > 1 && ctx.Err() == nil {
 		werr := os.MkdirAll(filepath.Dir(logPath), 0o755)
 		if werr == nil {
-			werr = os.WriteFile(logPath, []byte(text+"\n"), 0o644)
+			werr = atomicfile.WriteOwnFile(logPath, []byte(text+"\n"))
 		}
 		if werr == nil {
 			msg += fmt.Sprintf(" (its %d lines of error output: %s)", len(lines), logPath)
@@ -576,7 +576,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		Params: r.Params, PrefixLoss: r.PrefixLoss, PrefixIsPlain: r.PrefixIsPlain, Sample: r.Sample}
 	if b, err := json.Marshal(m); err == nil {
 		// Only a cache: a failure to write it costs time next time, nothing else.
-		atomicfile.WriteFile(cachePath, b)
+		atomicfile.WriteOwnFile(cachePath, b)
 	}
 	return nil
 }

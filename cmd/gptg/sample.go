@@ -68,7 +68,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	// The prompt is echoed before the first token is drawn: check it first,
 	// so that a bad one prints nothing but its error.
 	if _, err := sample.EncodePrompt(m.Vocab, req.prompt); err != nil {
-		return err
+		return usageError{err.Error()} // the prompt is an argument, as translate's sentence is
 	}
 	s, err := sample.New(m, backend(req.threads))
 	if err != nil {

@@ -367,7 +367,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		}
 		path = filepath.Join(dir, "job.yaml")
 	}
-	if err := atomicfile.WriteFile(path, text); err != nil {
+	if err := atomicfile.WriteOwnFile(path, text); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))
