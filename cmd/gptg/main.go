@@ -60,7 +60,7 @@ func init() {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], stdoutOf(os.Stdout), os.Stderr))
 }
 
 // envUnfused names the environment variable that, set to 1, makes every
@@ -139,7 +139,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], err)
 		return 2
 	}
-	err := c.run(args[1:], stdout, stderr)
+	out := &checkedStdout{w: stdout}
+	err := c.run(args[1:], out, stderr)
+	if err == nil && printsResult[args[0]] {
+		err = out.failed()
+	}
 	switch {
 	case err == nil:
 		return 0

@@ -43,6 +43,14 @@ func round6HcliInputs(t *testing.T) []badInput {
 			args: []string{"sweep", "run", "sw", "--index", "0"}, code: 1, msg: "sw/events.log: is a named pipe (FIFO) where gptg keeps a log of its own"},
 		{name: "sweep run: events.log a link to the config (appended to it before)", setup: link("../c.toml", "sw/events.log"),
 			args: []string{"sweep", "run", "sw", "--index", "0"}, code: 1, msg: "sw/events.log: is a symbolic link where gptg keeps a log of its own"},
+		{name: "sweep emit k8s --mount / (hides the image's files)", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--mount", "/"}, code: 2, msg: "--mount /: the claim would hide the container's own files"},
+		{name: "sweep emit k8s --mount with a .. (Kubernetes refuses it)", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--mount", "/work/../etc"}, code: 2, msg: "Kubernetes refuses a mount path with a .. in it"},
+		{name: "sweep emit k8s --image with a space", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--image", "gptg 1"}, code: 2, msg: `--image "gptg 1": an image reference holds no spaces`},
+		{name: "sample a word model with the default prompt \"\\n\" (no --prompt)", setup: copied(wordModel, "w.safetensors"),
+			args: []string{"sample", "w.safetensors", "--tokens", "3"}, code: 2, msg: `no --prompt given, and the default prompt "\n" (the run's [sample] prompt) cannot start a sample`},
 		{name: "attention: text not UTF-8 (a wrong argument)", args: []string{"attention", causalModel, "--text", "Fi\xffrst"}, code: 2, msg: "--text: not valid UTF-8"},
 	}
 }
@@ -128,6 +136,71 @@ func TestSweepFilesReplaceLinks(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) > 0 {
 		t.Errorf("sweep run wrote %s into the folder failed/ leads to", entries[0].Name())
+	}
+}
+
+// TestResultLostOnStdout: a command whose result is its standard output,
+// started with stdout closed (the Go runtime puts /dev/null there) or
+// redirected to a full disk, exits 1 saying so; before, eval, inspect,
+// graph and attention exited 0 with the result gone, and the others too
+// with stdout closed. `> /dev/null`, a discard asked for, stays exit 0,
+// and so does train, whose stdout is only progress.
+func TestResultLostOnStdout(t *testing.T) {
+	dir := t.TempDir()
+	config := fmt.Sprintf("[data]\npath = %q\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\n[train]\nbatch = 2\nmax_steps = 2\nout = \"run\"\n", testmodel.TinyText())
+	if err := os.WriteFile(filepath.Join(dir, "c.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string, args ...string) (int, string) {
+		cmd := exec.Command("sh", append([]string{"-c", script, gptgBin}, args...)...)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return code, stderr.String()
+	}
+	for _, args := range [][]string{
+		{"graph", "c.toml"}, {"graph", "c.toml", "--dot", "-"}, {"inspect", causalModel}, {"eval", causalModel, "--data", testmodel.TinyText()},
+		{"attention", causalModel, "--text", "First"}, {"sample", causalModel, "--tokens", "3"}, {"data", "toy", "--out", "-", "--sentences", "3"},
+	} {
+		if code, stderr := sh(`exec "$0" "$@" >&-`, args...); code != 1 || !strings.Contains(stderr, "standard output is closed") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v >&-: exit %d, stderr %q", args, code, stderr)
+		}
+		if code, stderr := sh(`exec "$0" "$@" >/dev/full`, args...); code != 1 || !strings.Contains(stderr, "no space left on device") {
+			t.Errorf("%v >/dev/full: exit %d, stderr %q", args, code, stderr)
+		}
+		if code, stderr := sh(`exec "$0" "$@" >/dev/null`, args...); code != 0 {
+			t.Errorf("%v >/dev/null: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	if code, stderr := sh(`exec "$0" train c.toml >&-`); code != 0 || !exists(filepath.Join(dir, "run/model.safetensors")) {
+		t.Errorf("train >&-: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAblateWordConfigWithoutPrompt: a word-level config that keeps the
+// default [sample] prompt "\n" trains; its sample cannot start (no word in
+// it), which the table says — before, the run was listed as failed ("the
+// prompt has no tokens") and ablate exited 1.
+func TestAblateWordConfigWithoutPrompt(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"words.txt": strings.Repeat("the cat sees the dog . the dog sees a cat .\n", 80),
+		"w.toml":    "[data]\npath = \"words.txt\"\ntokenizer = \"word\"\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\n[train]\nbatch = 2\nmax_steps = 2\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := gptgEnv(t, dir, nil, "ablate", "w.toml", "--out", "ab")
+	summary, _ := os.ReadFile(filepath.Join(dir, "ab/summary.md"))
+	if r.code != 0 || !strings.Contains(string(summary), "(no sample: the prompt") {
+		t.Errorf("exit %d\n%s\nsummary.md:\n%s", r.code, r.stderr, summary)
 	}
 }
 

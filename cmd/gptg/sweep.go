@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sweep"
 )
 
@@ -349,6 +352,17 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		}
 		if !filepath.IsAbs(*mount) {
 			return usagef("--mount %s must be an absolute path", *mount)
+		}
+		// Kubernetes refuses a mount path with a .. element, and a claim
+		// mounted over / would hide the image the pod runs.
+		if slices.Contains(strings.Split(*mount, "/"), "..") {
+			return usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(*mount))
+		}
+		if *mount = filepath.Clean(*mount); *mount == "/" {
+			return usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
+		}
+		if strings.ContainsAny(*image, " \t") {
+			return usagef("--image %s: an image reference holds no spaces", quote.Value(*image))
 		}
 		rel := filepath.Clean(dir)
 		if filepath.IsAbs(rel) {
