@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gptg/gptg/internal/testmodel"
 )
@@ -51,6 +52,8 @@ func round6HcliInputs(t *testing.T) []badInput {
 			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--image", "gptg 1"}, code: 2, msg: `--image "gptg 1": an image reference holds no spaces`},
 		{name: "sample a word model with the default prompt \"\\n\" (no --prompt)", setup: copied(wordModel, "w.safetensors"),
 			args: []string{"sample", "w.safetensors", "--tokens", "3"}, code: 2, msg: `no --prompt given, and the default prompt "\n" (the run's [sample] prompt) cannot start a sample`},
+		{name: "train --cpuprofile inside the run folder it is about to make", files: map[string]string{"c.toml": "[model]\ncontext = 8\n[train]\nout = \"runs/q\"\n"},
+			args: []string{"train", "c.toml", "--cpuprofile", "runs/q/p.prof"}, code: 2, msg: `--cpuprofile runs/q/p.prof: no folder runs/q to write it in`},
 		{name: "attention: text not UTF-8 (a wrong argument)", args: []string{"attention", causalModel, "--text", "Fi\xffrst"}, code: 2, msg: "--text: not valid UTF-8"},
 	}
 }
@@ -201,6 +204,34 @@ func TestAblateWordConfigWithoutPrompt(t *testing.T) {
 	summary, _ := os.ReadFile(filepath.Join(dir, "ab/summary.md"))
 	if r.code != 0 || !strings.Contains(string(summary), "(no sample: the prompt") {
 		t.Errorf("exit %d\n%s\nsummary.md:\n%s", r.code, r.stderr, summary)
+	}
+}
+
+// TestAttentionPictureBounded: a picture of more heatmap cells than gonum
+// can draw in reasonable time is refused at once, naming how many tokens
+// fit; before, a 4×4-head model over 256 tokens drew for minutes and GBs
+// (an imported GPT-2 over 1,024 tokens would need 275 GB).
+func TestAttentionPictureBounded(t *testing.T) {
+	dir := t.TempDir()
+	config := fmt.Sprintf("[data]\npath = %q\n[model]\ncontext = 300\nembedding = 8\nblocks = 1\nheads = 1\n[train]\nbatch = 1\nmax_steps = 1\nout = \"run\"\n", testmodel.TinyText())
+	if err := os.WriteFile(filepath.Join(dir, "c.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "train", "c.toml", "--quiet")
+	text, err := os.ReadFile(testmodel.TinyText())
+	if err != nil || len(text) < 300 {
+		t.Fatalf("corpus: %v", err)
+	}
+	start := time.Now()
+	r := gptg(t, dir, "attention", "run", "--text", string(text[:300]), "--out", "a.png")
+	if r.code != 2 || !strings.Contains(r.stderr, "give a --text of at most 256 tokens") || exists(filepath.Join(dir, "a.png")) {
+		t.Errorf("exit %d, a.png %v, stderr %s", r.code, exists(filepath.Join(dir, "a.png")), r.stderr)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("refused after %v", d)
+	}
+	if r := gptg(t, dir, "attention", "run", "--text", string(text[:256]), "--out", "a.svg"); r.code != 0 {
+		t.Errorf("256 tokens as svg: exit %d, %s", r.code, r.stderr)
 	}
 }
 

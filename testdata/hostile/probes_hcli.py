@@ -258,6 +258,20 @@ def probes(h):
           setup=seq(mkdir("ro"), read_only("ro"))),
     ]
 
+    big = write("b.toml", '[data]\npath = "tiny.txt"\n[model]\ncontext = 300\nembedding = 8\nblocks = 2\nheads = 2\n[train]\nbatch = 1\nmax_steps = 1\nout = "runs/big"\n')
+    train_big = seq(big, lambda d: subprocess.run([h.BIN, "train", "b.toml", "--quiet"], cwd=d, capture_output=True))
+    text300 = lambda d: ["attention", "runs/big", "--text", open(os.path.join(d, "tiny.txt")).read()[:300]]
+    ps += [
+        P("hcli: attention --out png of 4 heatmaps over 300 tokens (minutes before): refused at once", lambda d: text300(d) + ["--out", "a.png"], 2,
+          "at most 128 tokens", setup=train_big, timeout=30, max_mb=400),
+        P("hcli: attention --out svg of 4 heatmaps over 300 tokens: refused at once", lambda d: text300(d) + ["--out", "a.svg"], 2,
+          "at most 256 tokens", setup=train_big, timeout=30, max_mb=400),
+        P("hcli: attention --format text over 300 tokens (streamed, no bound)", lambda d: text300(d) + ["--format", "text"], 0,
+          setup=train_big, timeout=60, max_mb=400),
+        P("hcli: train --cpuprofile inside the run folder it makes", ["train", "c.toml", "--set", "train.out=runs/q", "--cpuprofile", "runs/q/p.prof"], 2, "no folder runs/q"),
+        P("hcli: train --cpuprofile a FIFO", ["train", "c.toml", "--set", "train.out=runs/q", "--cpuprofile", "f.prof"], 2, "named pipe", setup=mkfifo("f.prof")),
+    ]
+
     # ---- environment
     ps += [
         P("hcli: HOME and TMPDIR unset", [], 0, allow=("t.txt",), shell='unset HOME TMPDIR; exec $G data toy --out t.txt --sentences 3'),
