@@ -190,15 +190,16 @@ eval_batches = 2
 		ablateDone <- err
 	}()
 	// A finished run to explore, and one that trains while the browser
-	// watches it.
-	tinyConfig(t, filepath.Join(dir, "explore.toml"), `[model]
+	// watches it: the same model.
+	const model = `[model]
 context = 32
 embedding = 32
 blocks = 2
 heads = 4
 residual = true
 norm = "pre"
-[train]
+`
+	tinyConfig(t, filepath.Join(dir, "explore.toml"), model+`[train]
 batch = 8
 lr = 0.003
 epochs = 100
@@ -209,14 +210,7 @@ eval_batches = 4
 out = "runs/explore"
 `)
 	ok(t, dir, "train", "explore.toml")
-	tinyConfig(t, filepath.Join(dir, "live.toml"), `[model]
-context = 32
-embedding = 32
-blocks = 2
-heads = 4
-residual = true
-norm = "pre"
-[train]
+	tinyConfig(t, filepath.Join(dir, "live.toml"), model+`[train]
 batch = 8
 lr = 0.003
 epochs = 10000
