@@ -48,7 +48,13 @@ func cutAt(n int, split float64) int { return int(float64(n) * split) }
 // windows start at 0, stride, 2*stride, ... while start < n - context - 1.
 // (The last usable token is left out, as in the reference.)
 func numWindows(n, context, stride int) int {
-	return max(0, (n-context-1+stride-1)/stride)
+	// ceil(span/stride) without adding stride to span: a stride near
+	// 2^63 would overflow into "no window" and a wrong message.
+	span := n - context - 1
+	if span <= 0 {
+		return 0
+	}
+	return (span-1)/stride + 1
 }
 
 // minTokens is the smallest corpus with one window on each side of the cut,
