@@ -244,6 +244,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round4Inputs(t)...)
 	rows = append(rows, round5Inputs(t)...)
 	rows = append(rows, round6HcliInputs(t)...)
+	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 
 	var table []errorDoc
