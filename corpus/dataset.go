@@ -32,6 +32,13 @@ func (d *Dataset) Tokens() []int {
 	return out
 }
 
+// Head returns the first n tokens of the text (fewer if it is shorter).
+func (d *Dataset) Head(n int) []int {
+	out := make([]int, min(n, d.tokens.len()))
+	d.tokens.copyTo(out, 0)
+	return out
+}
+
 // Load reads a UTF-8 text file and cuts it like the reference's split_data:
 // cut = int(len(tokens) * split), windows over each side separately. A
 // stride of 0 means context/2 (at least 1). Every error names the path.

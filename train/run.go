@@ -321,6 +321,14 @@ const runIDPrefix = "# run id: "
 
 // writeConfig writes the run's resolved config, with its run id, as
 // config.toml.
+// exampleLine is config.toml's example line of the run ("" for none).
+func (t *trainer) exampleLine() string {
+	if t.cfg.Model.EncoderDecoder() {
+		return exampleHeader(t.example, "the training pairs")
+	}
+	return exampleHeader(t.example, "the training text")
+}
+
 func (t *trainer) writeConfig() error {
 	text, err := t.cfg.TOML()
 	if err != nil {
@@ -329,7 +337,7 @@ func (t *trainer) writeConfig() error {
 	if t.cfg.Extends != "" {
 		t.parentLine = parentHeader(t.cfg)
 	}
-	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + exampleHeader(t.example)
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + t.exampleLine()
 	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
@@ -479,7 +487,7 @@ type trainer struct {
 	runID      string       // this run's identity (newRunID), "" for runs older than run ids
 	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
 	parentLine string       // config.toml's line of the config it extends (parentHeader), kept by a resume
-	example    string       // a translation run's example sentence (exampleSentence), "" for a GPT run
+	example    string       // the run's example (exampleSentence, exampleText) for gptg serve
 	savedTotal int          // the length the checkpoint resumed from planned
 	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 
@@ -514,7 +522,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1}
+	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1, example: exampleText(data)}
 	if err := t.planLength(); err != nil {
 		return nil, err
 	}
