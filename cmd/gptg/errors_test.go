@@ -243,6 +243,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, serveInputs()...)
 	rows = append(rows, round4Inputs(t)...)
 	rows = append(rows, round5Inputs(t)...)
+	rows = append(rows, round6ServeInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {
