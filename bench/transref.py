@@ -37,31 +37,13 @@ Needs Debian's python3-torch and python3-nltk (BLEU: NLTK's corpus_bleu on 13a
 tokens, as bleu/testdata/mkexpected.py scores them); run with /usr/bin/python3.
 --threads N (default 1) pins PyTorch's, OpenMP's and OpenBLAS's pools; jemalloc
 is preloaded where Debian's libjemalloc2 is installed (TRANSREF_MALLOC=glibc
-keeps the default allocator), as bench/gptref.py does.
+keeps the default allocator): bench/torchref.py, as for bench/gptref.py.
 """
 import os, sys
 
-# --threads N must bound every thread pool, and OpenBLAS starts its own before
-# torch.set_num_threads runs: fix the pools' sizes before torch is imported.
-_threads = "1"
-for _i, _a in enumerate(sys.argv):
-    if _a.startswith("--threads="):
-        _threads = _a.split("=", 1)[1]
-    elif _a == "--threads" and _i + 1 < len(sys.argv):
-        _threads = sys.argv[_i + 1]
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = _threads
-if os.environ.get("TRANSREF_BLAS_THREADS"):  # OpenBLAS's own pool, when it should differ
-    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["TRANSREF_BLAS_THREADS"]
-# PyTorch as a tuned CPU deployment runs it: jemalloc keeping freed memory
-# (see ../shared/docs/pytorch-notes.md: with glibc's malloc every large
-# activation is handed back to the kernel and faulted in again each step).
-_JE = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
-if os.environ.get("TRANSREF_MALLOC", "jemalloc") == "jemalloc" and os.path.exists(_JE) \
-        and _JE not in os.environ.get("LD_PRELOAD", ""):
-    os.environ["LD_PRELOAD"] = (_JE + " " + os.environ.get("LD_PRELOAD", "")).strip()
-    os.environ.setdefault("MALLOC_CONF", "retain:true,dirty_decay_ms:-1,muzzy_decay_ms:-1")
-    os.execv(sys.executable, [sys.executable] + sys.argv)
+import torchref  # bench/torchref.py: every thread pool pinned to --threads, jemalloc
+
+torchref.tune("TRANSREF")
 
 import argparse, json, math, re, resource, struct, subprocess, tempfile, time, tomllib, unicodedata
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -460,7 +442,7 @@ def cmd_train(a):
         if cfg["model"]["positions"] == "sinusoidal":  # not the float32 table widened
             model.pe = sinusoidal(cfg["model"]["context"], cfg["model"]["embedding"])
     if a.init:
-        tensors, _ = load_safetensors(a.init)
+        tensors, _ = torchref.load_safetensors(a.init)
         load_params(model, tensors)
     opt = torch.optim.AdamW(model.parameters(), lr=0.0, betas=(t["beta1"], t["beta2"]), eps=t["eps"],
                             weight_decay=t["weight_decay"], foreach=True)
@@ -505,20 +487,6 @@ def cmd_train(a):
     print(json.dumps(final), flush=True)
 
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    out = {}
-    for name, d in header.items():
-        a, b = d["data_offsets"]
-        dt = {"F32": torch.float32, "F64": torch.float64}[d["dtype"]]
-        out[name] = torch.frombuffer(bytearray(raw[8 + n + a:8 + n + b]), dtype=dt).reshape(d["shape"])
-    return out, meta
-
-
 def tokenize(s):
     """pairs.Tokenize: lower-cased runs of letters, digits and marks; any other
     non-space character is a word of its own."""
@@ -540,7 +508,7 @@ def tokenize(s):
 def cmd_translate(a):
     torch.set_num_threads(a.threads)
     data = Data(a.dir)
-    tensors, meta = load_safetensors(a.model)
+    tensors, meta = torchref.load_safetensors(a.model)
     model = build(data)
     load_params(model, tensors)
     model.eval()
@@ -647,7 +615,7 @@ def check_with_gptg(gptg):
         # gptg eval's BLEU of that model equals this file's BLEU of the same model.
         ev = subprocess.run([gptg, "eval", os.path.join(run, "model.safetensors"), "--threads", "1"],
                             check=True, capture_output=True, text=True).stdout
-        tensors, _ = load_safetensors(os.path.join(run, "model.safetensors"))
+        tensors, _ = torchref.load_safetensors(os.path.join(run, "model.safetensors"))
         model = build(data)
         load_params(model, tensors)
         b, _ = test_bleu(model, data, data.cfg["train"]["batch"])

@@ -139,15 +139,33 @@ func verifyFile(ctx context.Context, path, sum string) error {
 	return nil
 }
 
-// maxDownload bounds what a misconfigured URL can make us hold in memory;
-// a character-level corpus for a CPU trainer is a few megabytes.
-const maxDownload = 1 << 30
+// maxDownload bounds what a misconfigured URL can make us write: it is
+// the largest corpus Load reads.
+var maxDownload int64 = MaxDataSize
 
-// download fetches rawURL and, once it has all of it and the checksum
-// matches, saves it at path through a temporary file renamed into place
-// (internal/atomicfile), so a failed download leaves nothing behind. A corpus
-// is read whole by Load anyway, so holding it in memory costs nothing extra.
+// idleTimeout ends a download that has sent nothing for this long: the
+// whole download's bound alone would leave a stalled server minutes of
+// silence.
+var idleTimeout = 30 * time.Second
+
+// download fetches rawURL and streams it into a temporary file beside
+// path (internal/atomicfile), renamed into place only once all of it came,
+// it is UTF-8 text and the checksum matches: a failed download leaves
+// nothing that a later run would trust, and memory stays at a chunk
+// whatever the server sends.
 func download(ctx context.Context, path, rawURL, sum string, client *http.Client) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("the server sent nothing for %v", idleTimeout)
+	idle := time.AfterFunc(idleTimeout, func() { cancel(stalled) })
+	defer idle.Stop()
+	// A stall shows up as the request's context ending; say why.
+	why := func(err error) error {
+		if context.Cause(ctx) == stalled {
+			return stalled
+		}
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return err
@@ -159,25 +177,62 @@ func download(ctx context.Context, path, rawURL, sum string, client *http.Client
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return err
+		return why(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %s", resp.Status)
 	}
-	// One byte past the cap tells "exactly the cap" from "too big".
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDownload+1))
-	if err != nil {
-		return fmt.Errorf("after %d bytes: %w", len(body), err)
-	}
-	if len(body) > maxDownload {
-		return fmt.Errorf("the file is larger than %d bytes", maxDownload)
-	}
-	if got := sha256.Sum256(body); sum != "" && hex.EncodeToString(got[:]) != sum {
-		return fmt.Errorf("the downloaded file has sha256 %x, but [data] sha256 expects %s", got, sum)
+	if resp.ContentLength > maxDownload {
+		return fmt.Errorf("the file is %d bytes, larger than a corpus can be (%d bytes)", resp.ContentLength, maxDownload)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(path, body)
+	body := &watchedBody{r: resp.Body, idle: idle}
+	h := sha256.New()
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		err := eachChunk(ctx, body, func(chunk []byte) error {
+			h.Write(chunk)
+			_, err := w.Write(chunk)
+			return err
+		})
+		switch {
+		case err != nil && body.n > maxDownload:
+			return fmt.Errorf("the file is larger than a corpus can be (%d bytes)", maxDownload)
+		case errors.Is(err, errNotUTF8):
+			return fmt.Errorf("the server sent no text: %v", err)
+		case err != nil:
+			return fmt.Errorf("after %d bytes: %w", body.n, why(err))
+		case body.n == 0:
+			return errors.New("the server sent an empty file")
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); sum != "" && got != sum {
+			return fmt.Errorf("the downloaded file has sha256 %s, but [data] sha256 expects %s", got, sum)
+		}
+		return nil
+	})
+	return err
+}
+
+// watchedBody counts what a download has read, restarts the idle timer
+// on every byte and stops one byte past maxDownload.
+type watchedBody struct {
+	r    io.Reader
+	n    int64
+	idle *time.Timer
+}
+
+var errTooLarge = errors.New("too large")
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.idle.Reset(idleTimeout)
+	}
+	b.n += int64(n)
+	if b.n > maxDownload {
+		return n, errTooLarge
+	}
+	return n, err
 }

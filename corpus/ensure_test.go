@@ -192,3 +192,58 @@ func TestEnsureStopsWhenCancelled(t *testing.T) {
 		t.Errorf("checking a file with a cancelled context: %v, want context.Canceled", err)
 	}
 }
+
+// TestEnsureHostileServers: a server that stalls, never ends, announces
+// too much, sends no text or nothing at all gets one line each, soon, and
+// leaves nothing behind (the whole file is streamed to a temporary one, so
+// memory stays at a chunk).
+func TestEnsureHostileServers(t *testing.T) {
+	defer func(idle time.Duration, max int64) { idleTimeout, maxDownload = idle, max }(idleTimeout, maxDownload)
+	idleTimeout, maxDownload = 300*time.Millisecond, 4*chunkSize
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/stall":
+			w.Header().Set("Content-Length", "1000")
+			w.Write([]byte("First"))
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "/stall-headers":
+			<-r.Context().Done()
+		case "/endless":
+			chunk := []byte(strings.Repeat("abcdefg\n", 1<<12))
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		case "/announced":
+			w.Header().Set("Content-Length", "1099511627776")
+			w.WriteHeader(http.StatusOK)
+		case "/binary":
+			w.Write([]byte("text, then \xff\xfe"))
+		case "/empty":
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct{ path, want string }{
+		{"/stall", "after 5 bytes: the server sent nothing for 300ms"},
+		{"/stall-headers", "the server sent nothing for 300ms"},
+		{"/endless", "the file is larger than a corpus can be (4194304 bytes)"},
+		{"/announced", "the file is 1099511627776 bytes, larger than a corpus can be (4194304 bytes)"},
+		{"/binary", "the server sent no text: text is not valid UTF-8 (bad byte 0xff at offset 11)"},
+		{"/empty", "the server sent an empty file"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "input.txt")
+			start := time.Now()
+			wantError(t, Ensure(path, srv.URL+c.path, "", nil), "downloading "+srv.URL+c.path+" failed: "+c.want+"; put the file at "+path)
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if names := entries(t, dir); len(names) != 0 {
+				t.Errorf("left behind: %q", names)
+			}
+		})
+	}
+}

@@ -299,6 +299,9 @@ func dataError(path string, err error) error {
 	return fmt.Errorf("data file %s: %w", quote.Name(path), err)
 }
 
+// errNotUTF8 is eachChunk's error for text that is not UTF-8.
+var errNotUTF8 = errors.New("text is not valid UTF-8")
+
 // eachChunk calls f with the text r holds, a chunk at a time, each chunk
 // valid UTF-8 ending on a character boundary, and returns an error naming
 // the offset of the first invalid byte. Between chunks it returns ctx's
@@ -334,7 +337,7 @@ func eachChunk(ctx context.Context, r io.Reader, f func(chunk []byte) error) err
 			for i := 0; i < end; {
 				r, size := utf8.DecodeRune(buf[i:end])
 				if r == utf8.RuneError && size == 1 {
-					return fmt.Errorf("text is not valid UTF-8 (bad byte 0x%02x at offset %d)", buf[i], offset+i)
+					return fmt.Errorf("%w (bad byte 0x%02x at offset %d)", errNotUTF8, buf[i], offset+i)
 				}
 				i += size
 			}

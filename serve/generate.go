@@ -105,7 +105,7 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if translate.IsTranslationFile(model) {
-		s.translationGenerate(w, r, model, key, req)
+		s.translationGenerate(w, r, ctx, model, key, req)
 		return
 	}
 	smp, release, err := s.models.sampler(model, key)
@@ -119,6 +119,26 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return
 	}
+	o := sample.Options{Tokens: req.Tokens, Temperature: temp, TopK: req.TopK, TopP: req.TopP, Seed: seed}
+	s.streamTokens(w, r, ctx, func(send func(string) error) (map[string]any, error) {
+		return nil, smp.Generate(req.Prompt, o, func(tok string) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return send(tok)
+		})
+	})
+}
+
+// streamTokens runs one generation, gen, and streams it as Server-Sent
+// Events, the same for a GPT run's tokens and a translation's words:
+// "token" (its text, a JSON string) for each one gen sends, then "done"
+// ({"tokens", "seconds", "tokens_per_s", "stopped"} and the fields gen
+// returns) or "error". ctx is the generation's (the request's, cut at the
+// time limit): reaching the limit ends the stream with "done" saying so;
+// a closed connection (the page went away or pressed stop) ends it
+// without a word.
+func (s *Server) streamTokens(w http.ResponseWriter, r *http.Request, ctx context.Context, gen func(send func(token string) error) (map[string]any, error)) {
 	ev, ok := newEventStream(w)
 	if !ok {
 		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
@@ -126,11 +146,7 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	n := 0
-	o := sample.Options{Tokens: req.Tokens, Temperature: temp, TopK: req.TopK, TopP: req.TopP, Seed: seed}
-	err = smp.Generate(req.Prompt, o, func(tok string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	done, err := gen(func(tok string) error {
 		b, _ := json.Marshal(tok)
 		n++
 		return ev.send("token", string(b))
@@ -141,13 +157,17 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, context.DeadlineExceeded):
 		stopped = fmt.Sprintf("time limit (%s) reached", s.opts.TimeLimit)
 	case r.Context().Err() != nil:
-		return // the page went away or pressed stop: nobody to tell
+		return // nobody to tell
 	case err != nil:
 		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
 		ev.send("error", string(b))
 		return
 	}
-	b, _ := json.Marshal(map[string]any{"tokens": n, "seconds": secs, "tokens_per_s": float64(n) / math.Max(secs, 1e-9), "stopped": stopped})
+	if done == nil {
+		done = map[string]any{}
+	}
+	done["tokens"], done["seconds"], done["tokens_per_s"], done["stopped"] = n, secs, float64(n)/math.Max(secs, 1e-9), stopped
+	b, _ := json.Marshal(done)
 	ev.send("done", string(b))
 }
 

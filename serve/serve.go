@@ -466,6 +466,9 @@ type runPage struct {
 	Blocks    int `json:"blocks"`
 	Heads     int `json:"heads"`
 	MaxTokens int `json:"max_tokens"`
+	// Example is the sentence a translation run's playground and explorer
+	// start from (exampleSentence).
+	Example string `json:"example,omitempty"`
 }
 
 func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
@@ -484,6 +487,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		sm := c.cfg.Sample
 		p.Sample.Prompt, p.Sample.Tokens, p.Sample.Temperature, p.Sample.TopK, p.Sample.TopP = sm.Prompt, sm.Tokens, sm.Temperature, sm.TopK, sm.TopP
 		p.Context, p.Blocks, p.Heads = c.cfg.Model.Context, c.cfg.Model.Blocks, c.cfg.Model.Heads
+		p.Example = exampleSentence(c.cfg, c.cfgText)
 	}
 	c.mu.Unlock()
 	if p.Differs == nil {

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
-	"time"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -27,17 +27,15 @@ type matrixT = graph.Matrix
 const maxBeam = 8
 
 // translationGenerate translates req.Prompt (greedily, or by beam search
-// with req.Beam) and streams the translation's words as "token" events,
-// then "done", as apiGenerate streams tokens: a greedy translation word
-// by word as the decoder writes them, a beam search's at its end.
-// Closing the connection (the page's stop) or the time limit stops it.
-func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, model string, key fileKey, req genRequest) {
+// with req.Beam) and streams the translation's words as apiGenerate
+// streams tokens (streamTokens): a greedy translation word by word as the
+// decoder writes them, a beam search's at its end; "done" adds the
+// translation's "text", "log_p" and "source" words.
+func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, ctx context.Context, model string, key fileKey, req genRequest) {
 	if req.Beam < 0 || req.Beam > maxBeam {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("beam %d must be between 1 and %d (0: greedy)", req.Beam, maxBeam))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.TimeLimit)
-	defer cancel()
 	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
@@ -49,48 +47,28 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, mod
 		httpError(w, http.StatusBadRequest, oneLine(err.Error()))
 		return
 	}
-	ev, ok := newEventStream(w)
-	if !ok {
-		httpError(w, http.StatusInternalServerError, "streaming is not supported by this connection")
-		return
-	}
-	start := time.Now()
-	n := 0
-	send := func(word string) error {
-		if n > 0 {
-			word = " " + word
+	s.streamTokens(w, r, ctx, func(send func(string) error) (map[string]any, error) {
+		first := true
+		word := func(w string) error { // words as the page shows them: spaced
+			if !first {
+				w = " " + w
+			}
+			first = false
+			return send(w)
 		}
-		n++
-		b, _ := json.Marshal(word)
-		return ev.send("token", string(b))
-	}
-	res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: send, Context: ctx})
-	stopped := ""
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		stopped = fmt.Sprintf("time limit (%s) reached", s.opts.TimeLimit)
-	case r.Context().Err() != nil:
-		return // the page went away or pressed stop: nobody to tell
-	case err != nil:
-		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
-		ev.send("error", string(b))
-		return
-	}
-	done := map[string]any{"stopped": stopped}
-	if res != nil {
+		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: word, Context: ctx})
+		if err != nil {
+			return nil, err
+		}
 		if req.Beam > 1 { // its words, now that the search is over
-			for _, word := range res.Words {
-				if send(word) != nil {
-					return
+			for _, w := range res.Words {
+				if err := word(w); err != nil {
+					return nil, err
 				}
 			}
 		}
-		done["text"], done["log_p"], done["source"] = res.Text, res.LogProb, res.Source
-	}
-	secs := time.Since(start).Seconds()
-	done["tokens"], done["seconds"], done["tokens_per_s"] = n, secs, float64(n)/math.Max(secs, 1e-9)
-	b, _ := json.Marshal(done)
-	ev.send("done", string(b))
+		return map[string]any{"text": res.Text, "log_p": res.LogProb, "source": res.Source}, nil
+	})
 }
 
 // translationAttention answers the three attentions of a translation run
@@ -138,4 +116,26 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 	w.Header().Set("Cache-Control", "no-store")
 	setWriteDeadline(w) // a client that does not read must not hold the model slot
 	w.Write([]byte(b.String()))
+}
+
+// bibleVerse is what a run of the built-in Bible corpus from before runs
+// recorded an example sentence starts from (the en-es configs' source
+// language).
+const bibleVerse = "In the beginning God created the heavens and the earth."
+
+// exampleSentence is a translation run's first sentence for the page: the
+// one the run recorded from its own training pairs (train.Example), so that
+// a first click translates words the model knows; for an older run of the
+// built-in Bible corpus, a verse; else none.
+func exampleSentence(cfg *config.Config, cfgText string) string {
+	if !cfg.Model.EncoderDecoder() {
+		return ""
+	}
+	if s := train.Example([]byte(cfgText)); s != "" {
+		return s
+	}
+	if cfg.Data.Path == "builtin:bible-en-es" {
+		return bibleVerse
+	}
+	return ""
 }

@@ -273,7 +273,7 @@ func (t *trainer) writeConfig() error {
 	if t.cfg.Extends != "" {
 		t.parentLine = parentHeader(t.cfg)
 	}
-	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + exampleHeader(t.example)
 	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
@@ -418,6 +418,7 @@ type trainer struct {
 	runID      string       // this run's identity (newRunID), "" for runs older than run ids
 	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
 	parentLine string       // config.toml's line of the config it extends (parentHeader), kept by a resume
+	example    string       // a translation run's example sentence (exampleSentence), "" for a GPT run
 	savedTotal int          // the length the checkpoint resumed from planned
 	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 

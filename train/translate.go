@@ -43,6 +43,7 @@ type translation struct {
 
 	runID   string       // this run's identity (config.toml and checkpoints carry it)
 	origin  corpusOrigin // where the corpus and the config were
+	example string       // the sentence config.toml records for gptg serve (exampleSentence)
 	metrics *metricsLog
 
 	// The loop's state: all a checkpoint needs besides the weights and
@@ -152,7 +153,7 @@ func resumeTranslation(ctx context.Context, dir string, cfg *config.Config, text
 // writeConfig writes the run's resolved config with its run id and where
 // its corpus was, as a GPT run's.
 func (tr *translation) writeConfig() error {
-	t := &trainer{cfg: tr.cfg, dir: tr.dir, runID: tr.runID, origin: tr.origin}
+	t := &trainer{cfg: tr.cfg, dir: tr.dir, runID: tr.runID, origin: tr.origin, example: tr.example}
 	return t.writeConfig()
 }
 
@@ -185,7 +186,7 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	}
 	B := cfg.Train.Batch
 	dir := cfg.Train.Out
-	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1,
+	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1, example: exampleSentence(c),
 		metrics: &metricsLog{path: filepath.Join(dir, MetricsFile)}}
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())

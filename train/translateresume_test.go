@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -16,6 +15,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -25,17 +25,7 @@ import (
 func tinyTranslation(t *testing.T, dir string) string {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(3, 4))
-	var tsv strings.Builder
-	for range 400 {
-		var src, tgt []string
-		for range 2 + rng.IntN(4) {
-			w := rng.IntN(12)
-			src = append(src, fmt.Sprintf("a%d", w))
-			tgt = append([]string{fmt.Sprintf("b%d", w)}, tgt...)
-		}
-		fmt.Fprintf(&tsv, "%s\t%s\n", strings.Join(src, " "), strings.Join(tgt, " "))
-	}
-	writeFile(t, filepath.Join(dir, "toy.tsv"), tsv.String())
+	writeFile(t, filepath.Join(dir, "toy.tsv"), toypairs.Random(rng, 400, 12, 2, 5))
 	cfg := `[data]
 format = "pairs"
 path = "toy.tsv"

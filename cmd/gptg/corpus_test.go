@@ -100,8 +100,11 @@ func TestEvalFromAnywhere(t *testing.T) {
 	}
 	elsewhere := t.TempDir()
 	run := filepath.Join(moved, "runs", "c")
-	if got := ok(t, elsewhere, "eval", run); got != want {
-		t.Errorf("gptg eval from elsewhere:\n%s\nfrom the project:\n%s", got, want)
+	// The same numbers; eval names the corpus it found, the moved one.
+	got := ok(t, elsewhere, "eval", run)
+	movedCorpus := filepath.Join(moved, "t.txt")
+	if strings.ReplaceAll(got, " of "+movedCorpus+":", " of t.txt:") != want || !strings.Contains(want, " of t.txt:") {
+		t.Errorf("gptg eval from elsewhere:\n%s\nfrom the project:\n%s\n(want the same, naming %s)", got, want, movedCorpus)
 	}
 	if got := ok(t, elsewhere, "sample", run, "--tokens", "20", "--temperature", "0"); got != sample {
 		t.Errorf("gptg sample from elsewhere: %q, from the project: %q", got, sample)

@@ -181,8 +181,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return notFinite(m, "test loss")
 	}
-	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v: %d test windows (context %d, stride %d), %d batches of %d\n",
-		loss, *split, data.NumTest(), data.Context, data.Stride, n, *batch)
+	// The corpus is named: the run's own is found by its content wherever
+	// it is (train.FindCorpus), which need not be where data.path says now.
+	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v of %s: %d test windows (context %d, stride %d), %d batches of %d\n",
+		loss, *split, *dataPath, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
 		bar = newStatus(stderr, "prefix-only loss")
 		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)

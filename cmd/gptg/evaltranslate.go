@@ -72,7 +72,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	if math.IsNaN(loss) || math.IsInf(loss, 0) {
 		return notFiniteIn(m.Path, m.Tensors, "test loss")
 	}
-	fmt.Fprintf(stdout, "test loss %.6f (per target word, %d test pairs)\n", loss, len(c.Test))
+	fmt.Fprintf(stdout, "test loss %.6f (per target word, %d test pairs of %s)\n", loss, len(c.Test), c.Path)
 
 	tr := translate.NewTranslator(m, be)
 	plans := test.InOrder()

@@ -37,6 +37,104 @@ func chromium() (string, bool) {
 	return "", false
 }
 
+// browserPage drives one Chromium tab; every step is bounded, and a
+// failing one reports what the page showed (and leaves failed.png).
+type browserPage struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+}
+
+// needChromium finds the browser, or skips the test saying how to get it.
+func needChromium(t *testing.T) string {
+	t.Helper()
+	browser, found := chromium()
+	if !found {
+		t.Skip("the browser test needs Chromium: no chromium on PATH and no " + envChromium + " (Debian: apt-get install chromium; .ci/run installs it)")
+	}
+	return browser
+}
+
+// newBrowser starts browser (needChromium's) for the test, which it must
+// finish within timeout; screenshots go to $GPTG_SCREENSHOTS or a
+// temporary folder.
+func newBrowser(t *testing.T, browser string, timeout time.Duration) *browserPage {
+	t.Helper()
+	shots := os.Getenv("GPTG_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("no-sandbox", true), // CI runs as root
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 1000),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	if err := chromedp.Do(bctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", browser, err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, timeout)
+	t.Cleanup(cancel)
+	return &browserPage{t: t, ctx: ctx, shots: shots}
+}
+
+func (b *browserPage) step(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		if png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)); err == nil {
+			os.WriteFile(filepath.Join(b.shots, "failed.png"), png, 0o644)
+		}
+		b.t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
+	}
+}
+
+// wait polls js until it is true (30 s at most).
+func (b *browserPage) wait(what, js string) {
+	b.t.Helper()
+	b.step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+}
+
+func (b *browserPage) eval(js string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		b.t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+func (b *browserPage) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(b.shots, name), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// hover moves the mouse to the point (x, y) that js, an expression,
+// gives as "x,y".
+func (b *browserPage) hover(what, js string) {
+	b.t.Helper()
+	var x, y float64
+	if _, err := fmt.Sscanf(b.eval(js), "%g,%g", &x, &y); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+	b.step(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
+}
+
 // tinyConfig writes a config training on testdata/tiny.txt.
 func tinyConfig(t *testing.T, path, extra string) {
 	t.Helper()
@@ -53,16 +151,7 @@ prompt = "ROMEO:"
 }
 
 func TestServeInBrowser(t *testing.T) {
-	browser, found := chromium()
-	if !found {
-		t.Skip("the browser test needs Chromium: no chromium on PATH and no " + envChromium + " (Debian: apt-get install chromium; .ci/run installs it)")
-	}
-	shots := os.Getenv("GPTG_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	browser := needChromium(t)
 	dir := t.TempDir()
 	// An ablation of two configs over two seeds: the compare page.
 	tinyConfig(t, filepath.Join(dir, "small.toml"), `[model]
@@ -101,15 +190,16 @@ eval_batches = 2
 		ablateDone <- err
 	}()
 	// A finished run to explore, and one that trains while the browser
-	// watches it.
-	tinyConfig(t, filepath.Join(dir, "explore.toml"), `[model]
+	// watches it: the same model.
+	const model = `[model]
 context = 32
 embedding = 32
 blocks = 2
 heads = 4
 residual = true
 norm = "pre"
-[train]
+`
+	tinyConfig(t, filepath.Join(dir, "explore.toml"), model+`[train]
 batch = 8
 lr = 0.003
 epochs = 100
@@ -120,14 +210,7 @@ eval_batches = 4
 out = "runs/explore"
 `)
 	ok(t, dir, "train", "explore.toml")
-	tinyConfig(t, filepath.Join(dir, "live.toml"), `[model]
-context = 32
-embedding = 32
-blocks = 2
-heads = 4
-residual = true
-norm = "pre"
-[train]
+	tinyConfig(t, filepath.Join(dir, "live.toml"), model+`[train]
 batch = 8
 lr = 0.003
 epochs = 10000
@@ -149,130 +232,76 @@ out = "runs/live"
 	}()
 	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--max-tokens", "100000")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("no-sandbox", true), // CI runs as root
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1280, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	if err := chromedp.Do(bctx); err != nil { // starts the browser
-		t.Fatalf("starting %s: %v", browser, err)
-	}
-	// Every step below is bounded; the whole test by one deadline.
-	ctx, cancel := context.WithTimeout(bctx, 120*time.Second)
-	defer cancel()
-	step := func(what string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, actions...); err != nil {
-			// What the page showed, to tell why.
-			text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
-			if png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)); err == nil {
-				os.WriteFile(filepath.Join(shots, "failed.png"), png, 0o644)
-			}
-			t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
-		}
-	}
-	wait := func(what, js string) {
-		t.Helper()
-		step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
-	}
-	eval := func(js string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-		if err != nil {
-			t.Fatalf("%s: %v", js, err)
-		}
-		return v
-	}
-	shot := func(name string) {
-		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		if err := os.WriteFile(filepath.Join(shots, name), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	b := newBrowser(t, browser, 120*time.Second)
 	if err := <-ablateDone; err != nil {
 		t.Fatalf("gptg ablate: %v", err)
 	}
 
 	// The runs page: every run, the live one training; tick two to overlay.
-	step("the runs page", chromedp.Navigate(base+"/"))
-	wait("the runs table", `document.querySelectorAll("#runs-table tbody tr[data-id]").length === 6 &&
+	b.step("the runs page", chromedp.Navigate(base+"/"))
+	b.wait("the runs table", `document.querySelectorAll("#runs-table tbody tr[data-id]").length === 6 &&
 		document.querySelector('tr[data-id="runs/live"] .state')?.textContent === "training"`)
 	// The table is redrawn every 2 s, so its nodes are clicked from the page
 	// itself rather than looked up first and clicked after.
-	eval(`document.querySelector('tr[data-id="runs/live"] input').click(); document.querySelector('tr[data-id="runs/explore"] input').click(); ""`)
-	wait("the overlay", `+(document.querySelector("#overlay")?.dataset.points || 0) > 20`)
-	if got := eval(`document.querySelector('tr[data-id="runs/ablation/fast/seed-1"] .differs').textContent`); got != "train.lr=0.01train.min_lr=0.001train.seed=1" {
+	b.eval(`document.querySelector('tr[data-id="runs/live"] input').click(); document.querySelector('tr[data-id="runs/explore"] input').click(); ""`)
+	b.wait("the overlay", `+(document.querySelector("#overlay")?.dataset.points || 0) > 20`)
+	if got := b.eval(`document.querySelector('tr[data-id="runs/ablation/fast/seed-1"] .differs').textContent`); got != "train.lr=0.01train.min_lr=0.001train.seed=1" {
 		t.Errorf("the differs column of an ablation run: %q, want its lr and seed alone", got)
 	}
-	eval(`document.querySelector('th[data-key="test_loss"]').click(); ""`)
-	if got := eval(`document.querySelector("th.sorted-asc").dataset.key`); got != "test_loss" {
+	b.eval(`document.querySelector('th[data-key="test_loss"]').click(); ""`)
+	if got := b.eval(`document.querySelector("th.sorted-asc").dataset.key`); got != "test_loss" {
 		t.Errorf("after clicking the test loss header, sorted by %q", got)
 	}
-	shot("serve-runs.png")
+	b.shot("serve-runs.png")
 
 	// A run training: its curve gains points as train appends rows.
-	step("the live run's page", chromedp.Navigate(base+"/run?id=runs/live"))
-	wait("its first points", `+(document.querySelector("#loss-chart")?.dataset.points || 0) > 0`)
-	before := eval(`document.querySelector("#loss-chart").dataset.points`)
-	wait("more points while it trains", `+document.querySelector("#loss-chart").dataset.points > `+before+` + 2`)
+	b.step("the live run's page", chromedp.Navigate(base+"/run?id=runs/live"))
+	b.wait("its first points", `+(document.querySelector("#loss-chart")?.dataset.points || 0) > 0`)
+	before := b.eval(`document.querySelector("#loss-chart").dataset.points`)
+	b.wait("more points while it trains", `+document.querySelector("#loss-chart").dataset.points > `+before+` + 2`)
 
 	// The finished run: playground and attention explorer.
-	step("the explored run's page", chromedp.Navigate(base+"/run?id=runs/explore"))
-	wait("its curve and summary", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 20 && document.querySelector("#summary")?.textContent.includes("tok.weight")`)
-	eval(`document.querySelector("#gen-prompt").value = "ROMEO:"; document.querySelector("#gen-tokens").value = "120"; ""`)
-	step("generating", chromedp.Click(chromedp.CSS("#gen-go")))
-	wait("the streamed tokens", `document.querySelector("#gen-stats")?.textContent.includes("120 tokens in")`)
-	if got := eval(`document.querySelector("#gen-output .gen").textContent`); len([]rune(got)) != 120 {
+	b.step("the explored run's page", chromedp.Navigate(base+"/run?id=runs/explore"))
+	b.wait("its curve and summary", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 20 && document.querySelector("#summary")?.textContent.includes("tok.weight")`)
+	b.eval(`document.querySelector("#gen-prompt").value = "ROMEO:"; document.querySelector("#gen-tokens").value = "120"; ""`)
+	b.step("generating", chromedp.Click(chromedp.CSS("#gen-go")))
+	b.wait("the streamed tokens", `document.querySelector("#gen-stats")?.textContent.includes("120 tokens in")`)
+	if got := b.eval(`document.querySelector("#gen-output .gen").textContent`); len([]rune(got)) != 120 {
 		t.Errorf("the playground shows %d characters, want the 120 tokens (a char model): %q", len([]rune(got)), got)
 	}
 	// Stop: a long generation, stopped after its first tokens.
-	eval(`document.querySelector("#gen-tokens").value = "100000"; ""`)
-	step("a long generation", chromedp.Click(chromedp.CSS("#gen-go")))
-	wait("its first tokens", `(document.querySelector("#gen-output .gen")?.textContent.length || 0) > 20`)
-	step("stop", chromedp.Click(chromedp.CSS("#gen-stop")))
-	wait("stopped", `document.querySelector("#gen-stats")?.textContent.startsWith("stopped after")`)
-	n := eval(`String(document.querySelector("#gen-output .gen").textContent.length)`)
+	b.eval(`document.querySelector("#gen-tokens").value = "100000"; ""`)
+	b.step("a long generation", chromedp.Click(chromedp.CSS("#gen-go")))
+	b.wait("its first tokens", `(document.querySelector("#gen-output .gen")?.textContent.length || 0) > 20`)
+	b.step("stop", chromedp.Click(chromedp.CSS("#gen-stop")))
+	b.wait("stopped", `document.querySelector("#gen-stats")?.textContent.startsWith("stopped after")`)
+	n := b.eval(`String(document.querySelector("#gen-output .gen").textContent.length)`)
 	time.Sleep(300 * time.Millisecond)
-	if again := eval(`String(document.querySelector("#gen-output .gen").textContent.length)`); again != n {
+	if again := b.eval(`String(document.querySelector("#gen-output .gen").textContent.length)`); again != n {
 		t.Errorf("tokens kept coming after stop: %s then %s", n, again)
 	}
 	// Attention: a grid of 2 blocks × 4 heads over the text; hovering a
 	// token redraws every head's row; clicking a head draws its map.
-	eval(`document.querySelector("#att-text").value = "ROMEO: the king"; ""`)
-	step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
-	wait("the grid", `document.querySelectorAll("#att-grid .att-cell").length === 8 && document.querySelectorAll("#att-tokens .tok").length === 15`)
+	b.eval(`document.querySelector("#att-text").value = "ROMEO: the king"; ""`)
+	b.step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
+	b.wait("the grid", `document.querySelectorAll("#att-grid .att-cell").length === 8 && document.querySelectorAll("#att-tokens .tok").length === 15`)
 	strip := `document.querySelector('#att-grid .att-cell[data-block="1"][data-head="2"] canvas.strip').toDataURL()`
-	before = eval(strip)
-	x := eval(`(() => { const r = document.querySelector('#att-tokens .tok[data-i="3"]').getBoundingClientRect(); return (r.left + r.width / 2) + "," + (r.top + r.height / 2); })()`)
-	var px, py float64
-	fmt.Sscanf(x, "%g,%g", &px, &py)
-	step("hovering token 3", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, px, py))
-	wait("the grid follows the hovered token", `document.querySelector("#att-grid").dataset.focus === "3"`)
-	if eval(strip) == before {
+	before = b.eval(strip)
+	b.hover("hovering token 3", `(() => { const r = document.querySelector('#att-tokens .tok[data-i="3"]').getBoundingClientRect(); return (r.left + r.width / 2) + "," + (r.top + r.height / 2); })()`)
+	b.wait("the grid follows the hovered token", `document.querySelector("#att-grid").dataset.focus === "3"`)
+	if b.eval(strip) == before {
 		t.Error("hovering another token left the head's row unchanged")
 	}
-	step("clicking block 1, head 2", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="1"][data-head="2"]`)))
-	wait("the full map", `document.querySelector("#att-big-map") !== null`)
-	shot("serve-run.png")
+	b.step("clicking block 1, head 2", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="1"][data-head="2"]`)))
+	b.wait("the full map", `document.querySelector("#att-big-map") !== null`)
+	b.shot("serve-run.png")
 
 	// The comparison: the table of the ablation and its banded curves.
-	step("the compare page", chromedp.Navigate(base+"/compare?id=runs/ablation"))
-	wait("the table and the curves", `document.querySelectorAll("#compare-table tbody tr").length === 2 && +(document.querySelector("#compare-chart")?.dataset.points || 0) === 12`)
-	if got := eval(`document.querySelector("#compare-table tbody").textContent`); !strings.Contains(got, "baseline") || !strings.Contains(got, "±") {
+	b.step("the compare page", chromedp.Navigate(base+"/compare?id=runs/ablation"))
+	b.wait("the table and the curves", `document.querySelectorAll("#compare-table tbody tr").length === 2 && +(document.querySelector("#compare-chart")?.dataset.points || 0) === 12`)
+	if got := b.eval(`document.querySelector("#compare-table tbody").textContent`); !strings.Contains(got, "baseline") || !strings.Contains(got, "±") {
 		t.Errorf("the compare table: %q, want a baseline and mean ± sd", got)
 	}
-	shot("serve-compare.png")
-	t.Logf("screenshots in %s", shots)
+	b.shot("serve-compare.png")
+	t.Logf("screenshots in %s", b.shots)
 }

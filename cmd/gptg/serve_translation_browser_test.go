@@ -5,7 +5,6 @@ package main
 // against what gptg translate and gptg attention print.
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -15,104 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/train"
 )
-
-// browserPage drives one Chromium tab; every step is bounded, and a
-// failing one reports what the page showed (and leaves failed.png).
-type browserPage struct {
-	t     *testing.T
-	ctx   context.Context
-	shots string
-}
-
-// newBrowser starts Debian's Chromium (skipping, named, without it) for
-// the test; screenshots go to $GPTG_SCREENSHOTS or a temporary folder.
-func newBrowser(t *testing.T, timeout time.Duration) *browserPage {
-	t.Helper()
-	browser, found := chromium()
-	if !found {
-		t.Skip("the browser test needs Chromium: no chromium on PATH and no " + envChromium + " (Debian: apt-get install chromium; .ci/run installs it)")
-	}
-	shots := os.Getenv("GPTG_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("no-sandbox", true), // CI runs as root
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(1280, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(bctx); err != nil { // starts the browser
-		t.Fatalf("starting %s: %v", browser, err)
-	}
-	ctx, cancel := context.WithTimeout(bctx, timeout)
-	t.Cleanup(cancel)
-	return &browserPage{t: t, ctx: ctx, shots: shots}
-}
-
-func (b *browserPage) step(what string, actions ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, actions...); err != nil {
-		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
-		if png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)); err == nil {
-			os.WriteFile(filepath.Join(b.shots, "failed.png"), png, 0o644)
-		}
-		b.t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
-	}
-}
-
-// wait polls js until it is true (30 s at most).
-func (b *browserPage) wait(what, js string) {
-	b.t.Helper()
-	b.step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
-}
-
-func (b *browserPage) eval(js string) string {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
-	if err != nil {
-		b.t.Fatalf("%s: %v", js, err)
-	}
-	return v
-}
-
-func (b *browserPage) shot(name string) {
-	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		b.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(b.shots, name), png, 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// hover moves the mouse to the point (x, y) that js, an expression,
-// gives as "x,y".
-func (b *browserPage) hover(what, js string) {
-	b.t.Helper()
-	var x, y float64
-	if _, err := fmt.Sscanf(b.eval(js), "%g,%g", &x, &y); err != nil {
-		b.t.Fatalf("%s: %v", what, err)
-	}
-	b.step(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y))
-}
 
 // translationTables reads gptg attention --format text on a translation
 // run: each table's title ("encoder block 0, head 1", "decoder block 0,
@@ -167,7 +75,7 @@ func lastLine(out string) string {
 // alignment, whose numbers (read from the page, as a person hovering the
 // map reads them) are the ones gptg attention prints.
 func TestServeTranslationInBrowser(t *testing.T) {
-	b := newBrowser(t, 150*time.Second)
+	b := newBrowser(t, needChromium(t), 150*time.Second)
 	dir := t.TempDir()
 	// Three-word sentences, each translated to its words reversed in
 	// another language: a model of a few hundred steps learns it.
@@ -254,6 +162,16 @@ out = "runs/slow"
 	// The toy run: its curve, the playground greedy and beam.
 	b.step("the toy run's page", chromedp.Navigate(base+"/run?id=runs/toy"))
 	b.wait("its curve", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 30`)
+	// The playground and the explorer start from the sentence the run
+	// recorded from its training pairs.
+	cfgText, err := os.ReadFile(filepath.Join(dir, "runs", "toy", train.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := train.Example(cfgText)
+	if got := b.eval(`document.querySelector("#gen-prompt").value + "|" + document.querySelector("#att-text").value`); example == "" || got != example+"|"+example {
+		t.Errorf("the playground's and the explorer's first sentences: %q, want the run's example %q twice", got, example)
+	}
 	translate := func(beamWidth int) string {
 		t.Helper()
 		b.eval(fmt.Sprintf(`document.querySelector("#gen-prompt").value = %q; document.querySelector("#gen-beam").value = "%d"; ""`, text, beamWidth))
@@ -270,9 +188,12 @@ out = "runs/slow"
 
 	// The explorer's three views: every weight of one head's map, read
 	// from the big map's hover text, against gptg attention's tables.
-	// The explorer first runs on its own sentence (an en-es verse: too
-	// long for this model, which says so); then on ours.
-	b.wait("the explorer on its own sentence", `document.querySelectorAll("#att-grid .att-cell").length === 2 || document.querySelector("#att-tokens")?.parentElement.querySelector(".error") !== null`)
+	// The explorer first runs on the run's example, which the model reads
+	// (its cross-attention rows: the words it writes and <eos>); then on ours.
+	b.wait("the explorer on the run's example", `document.querySelectorAll("#att-grid .att-cell").length === 2 && document.querySelectorAll("#att-tokens .tok").length > 0`)
+	if got := b.eval(`String(document.querySelector("#att-tokens")?.parentElement.querySelector(".error")?.textContent || "")`); got != "" {
+		t.Errorf("the explorer on the run's example: %s", got)
+	}
 	b.eval(fmt.Sprintf(`document.querySelector("#att-text").value = %q; ""`, text))
 	b.step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
 	// Each view's rows: the source words, <sos> and the translation, the

@@ -283,8 +283,10 @@ function playground(run) {
   // A translation run translates its prompt (greedy, or beam search)
   // instead of sampling a continuation.
   const translating = run.arch === "encoder-decoder";
-  const prompt = el("textarea", { id: "gen-prompt" });
-  prompt.value = translating ? "In the beginning God created the heavens and the earth." : s.prompt || "\n";
+  const prompt = el("textarea", { id: "gen-prompt", placeholder: translating ? "a sentence in the model's source language" : "" });
+  // A translation run starts from a sentence of its own training pairs
+  // (the server's "example"), one the model can read.
+  prompt.value = translating ? run.example || "" : s.prompt || "\n";
   const num = (id, v, step, min, max) => el("input", { type: "number", id, value: v, step, min, max });
   const temp = num("gen-temperature", s.temperature ?? 1, "0.1", "0", "100");
   const topk = num("gen-topk", s.top_k || 0, "1", "0");
@@ -391,7 +393,7 @@ function explorer(run) {
   const target = el("input", { type: "text", id: "att-target", size: 30, placeholder: "target (default: the model's own translation)" });
   const view = el("select", { id: "att-view" }, el("option", { value: "cross" }, "cross-attention (alignment)"),
     el("option", { value: "encoder" }, "encoder self-attention"), el("option", { value: "decoder" }, "decoder self-attention"));
-  if (translating) text.value = "God saw the light.";
+  if (translating) text.value = run.example || "";
   const go = el("button", { class: "primary", id: "att-go" }, "Show");
   const toks = el("div", { class: "tokens", id: "att-tokens" });
   const grid = el("div", { class: "att-grid", id: "att-grid" });
@@ -482,7 +484,8 @@ function explorer(run) {
   view.addEventListener("change", () => { if (raw) show(); });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
   target.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
-  if (run.has_model) setTimeout(load, 0);
+  if (run.has_model && text.value.trim()) setTimeout(load, 0);
+  else if (run.has_model) note.textContent = "type a sentence and press Show";
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
   return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, grid, big);
 }

@@ -1,7 +1,16 @@
 #!/usr/bin/env python3
-"""Hostile-input probes of the gptg binary (issue #24, round five).
+"""Hostile-input probes of the gptg binary (issue #24, rounds five and six).
 
     python3 testdata/hostile/probe.py GPTG_BINARY [--only SUBSTRING] [--list] [--keep]
+
+  --only TEXT   run only the probes whose name contains TEXT
+  --list        print the probes (name, arguments, expected exit) and stop
+  --keep        keep the work folder (fixtures and the last probe's copy)
+
+Round five's probes are in this file; later rounds add testdata/hostile/
+probes_*.py files, each with probes(h) returning a list of h.Probe (h is this
+module) and optionally serve_probes(h, fixtures, work) returning
+[(name, why-or-None)]; every such file is loaded.
 
 Each probe runs the binary in a fresh copy of a fixture folder (a tiny
 language-model run, a word-level run, a translation run, nanoGPT files) and
@@ -24,7 +33,12 @@ python3; the fixtures are trained with the binary itself (seconds).
 Run it in a throwaway machine or container: against a binary from before
 round five, four probes write where the bugs they test lead — into / (a
 train.out, ablate --out and data pairs --out that are links to /, or / itself).
-Round five's binary refuses all four.
+Round five's binary refuses all four. With bubblewrap, everything outside a
+private /tmp read-only (a "read-only file system" in a probe's output is then
+a write outside the probe's folder):
+
+    bwrap --ro-bind / / --tmpfs /tmp --dev /dev --proc /proc --unshare-pid \
+        --die-with-parent python3 testdata/hostile/probe.py /path/to/gptg
 """
 
 import hashlib
@@ -902,7 +916,10 @@ def run_folder_probes():
               setup=lambda d: os.remove(os.path.join(d, TR, "config.toml"))),
         Probe("run folder: eval a translation run whose config is a language model's", ["eval", TR], 2, None,
               setup=lambda d: shutil.copy(os.path.join(d, GPT, "config.toml"), os.path.join(d, TR, "config.toml"))),
-        Probe("run folder: eval a translation run whose config.toml points at another corpus", ["eval", TR], (1, 2), None,
+        # The run's corpus is found by its content wherever it is (the
+        # recorded path first if data.path holds other text), and eval names it.
+        Probe("run folder: eval a translation run whose config.toml points at another corpus", ["eval", TR], 0, None,
+              stdout="/p/toy.tsv)",
               setup=seq(write("other.tsv", toy_tsv().replace("b", "c")),
                         lambda d: rewrite(os.path.join(d, TR, "config.toml"), lambda t: t.replace('path = "toy.tsv"', 'path = "other.tsv"')))),
         Probe("run folder: eval a translation run with max_source edited in config.toml", ["eval", TR], 2, "length filter",
@@ -1229,7 +1246,11 @@ def http(port, method, path, body=None, timeout=30):
 def serve_probes(fixtures, work):
     """Requests to one gptg serve of the fixture runs: each its own probe.
     Returns [(name, why-or-None)]."""
-    d = os.path.join(work, "serve")
+    d = os.path.join(work, "p")  # where the fixtures were trained: see main
+    if os.path.exists(d):
+        unmount_under(d)
+        subprocess.run(["chmod", "-R", "u+rwx", d])
+        shutil.rmtree(d)
     shutil.copytree(fixtures, d, symlinks=True)
     os.remove(os.path.join(d, "runs/words/.gptg.lock"))
     os.mkfifo(os.path.join(d, "runs/words/.gptg.lock"))  # must not block the run list
@@ -1338,17 +1359,46 @@ def serve_probes(fixtures, work):
     return results
 
 
+def extra_modules():
+    """The later rounds' probes: every testdata/hostile/probes_*.py, each with
+    probes(h) returning a list of h.Probe (h is this module, for its helpers)."""
+    import glob
+    import importlib.util
+    mods = []
+    for path in sorted(glob.glob(os.path.join(HERE, "probes_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mods.append(mod)
+    return mods
+
+
 def all_probes():
-    return (exit_code_probes() + tokenizer_probes() + config_probes() + tsv_probes() + safetensors_probes()
-            + nanogpt_probes() + run_folder_probes() + output_probes() + flag_probes() + signal_probes()
-            + disk_full_probes())
+    ps = (exit_code_probes() + tokenizer_probes() + config_probes() + tsv_probes() + safetensors_probes()
+          + nanogpt_probes() + run_folder_probes() + output_probes() + flag_probes() + signal_probes()
+          + disk_full_probes())
+    me = sys.modules[__name__]
+    for mod in extra_modules():
+        if hasattr(mod, "probes"):
+            ps += mod.probes(me)
+    return ps
 
 
 def main():
     global BIN
     argv = sys.argv[1:]
-    if not argv:
-        sys.exit(__doc__)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        sys.exit(0 if argv else 2)
+    if argv[0].startswith("-") or not os.access(argv[0], os.X_OK) or os.path.isdir(argv[0]):
+        sys.exit("probe.py: the first argument must be the gptg binary to probe, not %r (see --help)" % argv[0])
+    known = {"--only", "--list", "--keep"}
+    for i, a in enumerate(argv[1:], 1):
+        if a.startswith("-") and a not in known and argv[i - 1] != "--only":
+            sys.exit("probe.py: unknown flag %r (see --help)" % a)
+    if "--only" in argv and argv.index("--only") + 1 >= len(argv):
+        sys.exit("probe.py: --only needs a text: probes whose name contains it run")
     BIN = os.path.abspath(argv[0])
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
     ps = [p for p in all_probes() if only is None or only in p.name]
@@ -1359,8 +1409,13 @@ def main():
                                                      (", " + repr(p.msg)) if p.msg else ""))
         return
     work = tempfile.mkdtemp(prefix="gptg-probe-")
+    # The runs record their corpus's absolute path, which eval and --resume
+    # read first: the fixtures are trained in the folder every probe runs in
+    # (work/p) and moved aside, so that a probe editing its copy of a corpus
+    # edits the file its runs recorded, and a write there is in the snapshot.
     fixtures = os.path.join(work, "fixtures")
-    make_fixtures(fixtures)
+    make_fixtures(os.path.join(work, "p"))
+    os.rename(os.path.join(work, "p"), fixtures)
     wrong = []
     i = 0
     for i, p in enumerate(ps, 1):
@@ -1371,8 +1426,10 @@ def main():
         print("%3d %s %s%s" % (i, "ok   " if why is None else "WRONG", p.name, "" if why is None else ": " + why), flush=True)
         if why:
             wrong.append(p.name)
-    if only is None or "serve" in only:
-        for name, why in serve_probes(fixtures, work):
+    serves = [] if only is not None and "serve" not in only else [serve_probes] + [
+        mod.serve_probes for mod in extra_modules() if hasattr(mod, "serve_probes")]
+    for serve in serves:
+        for name, why in (serve(fixtures, work) if serve is serve_probes else serve(sys.modules[__name__], fixtures, work)):
             ps.append(name)
             i += 1
             print("%3d %s %s%s" % (i, "ok   " if why is None else "WRONG", name, "" if why is None else ": " + why), flush=True)
