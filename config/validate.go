@@ -22,6 +22,10 @@ const (
 	maxBatch     = 4096
 	maxVocab     = 1 << 20
 	maxBuckets   = 64
+	// maxThreads is --threads' bound too: each thread is a goroutine and a
+	// workspace, made before the first step (train.threads = 2^31 asked
+	// for 16 GiB of workspace pointers).
+	maxThreads = 4096
 )
 
 // Validate reports the first impossible or absurd value in c as an *Error
@@ -172,7 +176,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("train.eval_batches", t.EvalBatches, 0, 1_000_000)
 	v.intIn("train.grad_accum", t.GradAccum, 1, maxBatch)
 	v.oneOf("train.decay", t.Decay, "all", "matrices")
-	v.atLeast("train.threads", t.Threads, 0)
+	v.intIn("train.threads", t.Threads, 0, maxThreads)
 	v.oneOf("train.schedule", t.Schedule, "cosine", "noam")
 	if t.Schedule == "noam" && t.Warmup < 1 {
 		v.fail("train.warmup", "%d is invalid with schedule = \"noam\" (must be >= 1: the rate is d^-0.5 · min(step^-0.5, step · warmup^-1.5); the paper's is 4000)", t.Warmup)

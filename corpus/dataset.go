@@ -32,6 +32,13 @@ func (d *Dataset) Tokens() []int {
 	return out
 }
 
+// Head returns the first n tokens of the text (fewer if it is shorter).
+func (d *Dataset) Head(n int) []int {
+	out := make([]int, min(n, d.tokens.len()))
+	d.tokens.copyTo(out, 0)
+	return out
+}
+
 // Load reads a UTF-8 text file and cuts it like the reference's split_data:
 // cut = int(len(tokens) * split), windows over each side separately. A
 // stride of 0 means context/2 (at least 1). Every error names the path.
@@ -48,7 +55,13 @@ func cutAt(n int, split float64) int { return int(float64(n) * split) }
 // windows start at 0, stride, 2*stride, ... while start < n - context - 1.
 // (The last usable token is left out, as in the reference.)
 func numWindows(n, context, stride int) int {
-	return max(0, (n-context-1+stride-1)/stride)
+	// ceil(span/stride) without adding stride to span: a stride near
+	// 2^63 would overflow into "no window" and a wrong message.
+	span := n - context - 1
+	if span <= 0 {
+		return 0
+	}
+	return (span-1)/stride + 1
 }
 
 // minTokens is the smallest corpus with one window on each side of the cut,

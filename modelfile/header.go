@@ -38,6 +38,9 @@ func parseHeader(header []byte, limits Limits) ([]entry, map[string]string, erro
 		}
 		return nil, nil, fmt.Errorf("header is not valid UTF-8 (byte 0x%02x at offset %d of the header): the file is damaged", header[at], at)
 	}
+	if err := CheckSurrogates(header); err != nil {
+		return nil, nil, fmt.Errorf("header: %w", err)
+	}
 	var syntax *json.SyntaxError
 	if err := json.Unmarshal(header, new(json.RawMessage)); errors.As(err, &syntax) {
 		return nil, nil, fmt.Errorf("header is not valid JSON: %v (after %d bytes of the header)", err, syntax.Offset)
@@ -336,4 +339,66 @@ func UniqueKeys(data []byte) error {
 		}
 		afterKey = false
 	}
+}
+
+// DecodeJSON decodes a JSON value of a model file's metadata (the model
+// table, a vocabulary) into v, strictly: a key given twice, a field v does
+// not have, a second value after the first and a lone UTF-16 surrogate
+// escape are errors. encoding/json alone would keep the last of two keys,
+// skip unknown fields (a misspelt switch silently left at its default) and
+// turn "\ud800" into U+FFFD, another token than the file's.
+func DecodeJSON(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errors.New("missing")
+	}
+	if err := CheckSurrogates(data); err != nil {
+		return err
+	}
+	if err := UniqueKeys(data); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// CheckSurrogates refuses a \u escape of a UTF-16 surrogate that is not
+// half of a pair: JSON text can spell it, and encoding/json decodes it to
+// U+FFFD without a word. data is JSON text (a backslash only ever starts
+// an escape inside a string).
+func CheckSurrogates(data []byte) error {
+	hex4 := func(at int) (rune, bool) {
+		if at+6 > len(data) || data[at] != '\\' || data[at+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(data[at+2:at+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(data); i++ {
+		if data[i] != '\\' {
+			continue
+		}
+		r, ok := hex4(i)
+		switch {
+		case !ok:
+			i++ // a two-byte escape such as \\ or \"
+			continue
+		case r >= 0xD800 && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo < 0xE000 {
+				i += 11
+				continue
+			}
+			return fmt.Errorf("the escape \\u%04x at byte %d is half a UTF-16 surrogate pair, not a character", r, i)
+		case r >= 0xDC00 && r < 0xE000:
+			return fmt.Errorf("the escape \\u%04x at byte %d is half a UTF-16 surrogate pair, not a character", r, i)
+		}
+		i += 5
+	}
+	return nil
 }

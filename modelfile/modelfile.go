@@ -52,6 +52,12 @@ type Limits struct {
 	// MaxElements caps the elements of any one tensor (default: no cap
 	// beyond what the file size allows).
 	MaxElements int64
+	// BeforeData, if set, sees the checked header's metadata and the size
+	// in bytes of the tensor data before any of it is read: a caller that
+	// knows from the metadata how large the model is refuses a file whose
+	// tensors are far larger (a 2 GB tensor nobody asked for would
+	// otherwise be read into memory first, and refused after).
+	BeforeData func(meta map[string]string, dataBytes int64) error
 }
 
 const (

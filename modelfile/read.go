@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -106,6 +107,11 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 	if !tensors {
 		return file, nil
 	}
+	if limits.BeforeData != nil {
+		if err := limits.BeforeData(meta, size-8-int64(n)); err != nil {
+			return nil, err
+		}
+	}
 	// checkLayout sorted the entries by offset and proved they tile the
 	// data, so reading them in order consumes the rest of the file exactly.
 	for _, e := range entries {
@@ -113,10 +119,10 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 		n := (e.end - e.begin) / dtypeSize[e.dtype]
 		if e.dtype == "F32" {
 			t.F32 = make([]float32, n)
-			err = binary.Read(r, binary.LittleEndian, t.F32)
+			err = readF32(r, t.F32)
 		} else {
 			t.F64 = make([]float64, n)
-			err = binary.Read(r, binary.LittleEndian, t.F64)
+			err = readF64(r, t.F64)
 		}
 		if err != nil {
 			// Only possible if the file changed after the size check.
@@ -126,6 +132,43 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 		file.Order = append(file.Order, e.name)
 	}
 	return file, nil
+}
+
+// chunk is how many bytes readF32 and readF64 decode at a time:
+// binary.Read of a whole slice would first allocate its bytes as large
+// again, twice a model's memory for a moment.
+const chunk = 1 << 20
+
+// readF32 fills dst with little-endian float32s read from r.
+func readF32(r io.Reader, dst []float32) error {
+	buf := make([]byte, min(chunk, 4*len(dst)))
+	for len(dst) > 0 {
+		b := buf[:min(len(buf), 4*len(dst))]
+		if _, err := io.ReadFull(r, b); err != nil {
+			return err
+		}
+		for i := range len(b) / 4 {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		dst = dst[len(b)/4:]
+	}
+	return nil
+}
+
+// readF64 fills dst with little-endian float64s read from r.
+func readF64(r io.Reader, dst []float64) error {
+	buf := make([]byte, min(chunk, 8*len(dst)))
+	for len(dst) > 0 {
+		b := buf[:min(len(buf), 8*len(dst))]
+		if _, err := io.ReadFull(r, b); err != nil {
+			return err
+		}
+		for i := range len(b) / 8 {
+			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		}
+		dst = dst[len(b)/8:]
+	}
+	return nil
 }
 
 // pathError drops the path that *fs.PathError repeats, since fail already

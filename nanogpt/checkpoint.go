@@ -262,6 +262,14 @@ func (c *checkpoint) readEntry(f *zip.File, limit int64) ([]byte, error) {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, fmt.Errorf("reading %d bytes: %v (truncated archive?)", size, err)
 	}
+	// The zip reader checks the entry's CRC only when it reaches the end:
+	// one more read gets there, so that damaged numbers are not imported.
+	var one [1]byte
+	if n, err := r.Read(one[:]); n > 0 {
+		return nil, fmt.Errorf("entry holds more than the %d bytes it declares", size)
+	} else if err != io.EOF {
+		return nil, fmt.Errorf("%v: the entry's %d bytes are damaged", err, size)
+	}
 	return buf, nil
 }
 

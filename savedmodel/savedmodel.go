@@ -20,6 +20,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/modelfile"
 )
 
@@ -79,64 +80,110 @@ func Tensors(params []*graph.Param) ([]modelfile.Tensor, error) {
 }
 
 // Load reads a model file and checks its metadata: a gptg format, a
-// model table the graph builder accepts and a vocabulary of that size.
-// Tensors are checked against the rebuilt graph by Apply.
+// model table the graph builder accepts and a vocabulary of that size —
+// before any tensor is read, so that a file whose tensors are far larger
+// than the model its metadata describes is refused unread. Tensors are
+// checked against the rebuilt graph by Apply.
 func Load(path string) (*Model, error) {
-	f, err := modelfile.Read(path, modelfile.Limits{})
+	var m *Model
+	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
+		var err error
+		if m, err = fromMeta(path, meta); err != nil {
+			return err
+		}
+		return CheckDataSize(path, dataBytes, m.Spec.ParamCount())
+	}})
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Path: path, Meta: f.Meta, Tensors: f.Tensors}
-	if got := f.Meta["format"]; got != Format {
-		return nil, fmt.Errorf("%s: not a gptg model file (metadata format is %q, want %q)", path, got, Format)
-	}
-	// Missing switches take the reference's defaults, as gptref.py does.
-	m.Spec = config.DefaultModel()
-	m.Spec.Dtype = ""
-	if err := decodeStrict([]byte(f.Meta["model"]), &m.Spec); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
-	}
-	if err := modelfile.UniqueKeys([]byte(f.Meta["model"])); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
-	}
+	m.Tensors = f.Tensors
 	if m.Spec.Dtype == "" { // a file written by the reference: its tensors say
 		m.Spec.Dtype = "float32"
 		if f.Tensors["tok.weight"].F64 != nil {
 			m.Spec.Dtype = "float64"
 		}
+		if err := validate(path, m.Spec); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// CheckDataSize refuses a model file whose tensor data (dataBytes) is
+// larger than params parameters can take, at 8 bytes each (float64) and a
+// little slack: what a file holds beyond its model would be read into
+// memory only to be refused as unexpected tensors.
+func CheckDataSize(path string, dataBytes, params int64) error {
+	if limit := 8*params + 1<<16; dataBytes > limit {
+		return fmt.Errorf("%s: the tensors take %d bytes, more than the %d that the %d parameters of the model its metadata describes can take: the file is damaged",
+			quote.Name(path), dataBytes, limit, params)
+	}
+	return nil
+}
+
+// fromMeta checks a model file's metadata and returns the model it
+// describes, without tensors.
+func fromMeta(path string, meta map[string]string) (*Model, error) {
+	m := &Model{Path: path, Meta: meta}
+	if got := meta["format"]; got != Format {
+		return nil, fmt.Errorf("%s: not a gptg model file (metadata format is %q, want %q)", path, got, Format)
+	}
+	// Missing switches take the reference's defaults, as gptref.py does.
+	m.Spec = config.DefaultModel()
+	m.Spec.Dtype = ""
+	if err := modelfile.DecodeJSON([]byte(meta["model"]), &m.Spec); err != nil {
+		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
 	}
 	var tokens []string
-	if err := json.Unmarshal([]byte(f.Meta["vocab"]), &tokens); err != nil {
+	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"vocab\" is not a JSON array of strings: %v", path, err)
 	}
-	kind := f.Meta["tokenizer"]
+	kind := meta["tokenizer"]
 	if kind == "" {
 		kind = "char"
 	}
+	var err error
 	if m.Vocab, err = corpus.NewVocab(kind, tokens); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"vocab\": %v", path, err)
 	}
 	if m.Spec.Vocab != m.Vocab.Size() {
 		return nil, fmt.Errorf("%s: metadata model.vocab is %d but the vocabulary has %d tokens", path, m.Spec.Vocab, m.Vocab.Size())
 	}
-	// The same rules as a config file's [model] table, sizes included, so a
-	// hostile file cannot ask for a giant graph.
-	check := config.Default()
-	check.Model = m.Spec
-	if err := check.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, strings.TrimPrefix(err.Error(), "config: "))
+	spec := m.Spec
+	if spec.Dtype == "" { // decided by the tensors once read, and checked again then
+		spec.Dtype = "float32"
+	}
+	if err := validate(path, spec); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
-// decodeStrict decodes a JSON object, rejecting keys config.Model lacks.
-func decodeStrict(raw []byte, v any) error {
-	if len(raw) == 0 {
-		return fmt.Errorf("missing")
+// validate applies the rules of a config file's [model] table, sizes
+// included, so a hostile file cannot ask for a giant graph.
+func validate(path string, spec config.Model) error {
+	check := config.Default()
+	check.Model = spec
+	if err := check.Validate(); err != nil {
+		return fmt.Errorf("%s: metadata \"model\": %v", path, strings.TrimPrefix(err.Error(), "config: "))
 	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
+	return nil
+}
+
+// CheckValues refuses a tensor's values that are not finite, or (for a
+// float32 parameter) finite only as float64: 1e300 in an F64 tensor of a
+// float32 model would become +Inf on the way in, past the NaN check.
+func CheckValues(data []float64, p *graph.Param) error {
+	_, narrow := p.Value().Data().([]float32)
+	for i, v := range data {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return fmt.Errorf("holds %v at entry %d", v, i)
+		case narrow && math.Abs(v) > math.MaxFloat32:
+			return fmt.Errorf("holds %g at entry %d, beyond the range of the model's float32", v, i)
+		}
+	}
+	return nil
 }
 
 // Apply copies the file's tensors into a graph's parameters. Every
@@ -160,10 +207,8 @@ func (m *Model) Apply(params []*graph.Param) error {
 				data[i] = float64(v)
 			}
 		}
-		for i, v := range data {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, p.Name, v, i)
-			}
+		if err := CheckValues(data, p); err != nil {
+			return fmt.Errorf("%s: tensor %s %v", m.Path, p.Name, err)
 		}
 		if err := p.SetFloat64s(data); err != nil {
 			return fmt.Errorf("%s: %v", m.Path, err)

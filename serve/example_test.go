@@ -60,7 +60,31 @@ func TestExampleSentence(t *testing.T) {
 	if w := get(t, s, "/api/attention?id=runs/tr&text="+url.QueryEscape(recorded)); w.Code != 200 {
 		t.Errorf("the example's attention: %d %.300s", w.Code, w.Body.String())
 	}
-	if got := exampleSentence(&config.Config{}, string(text)); got != "" {
-		t.Errorf("a GPT run's example: %q, want none", got)
+	if got := exampleSentence(&config.Config{}, older); got != "" {
+		t.Errorf("an older language-model run's example: %q, want none (the page's own default)", got)
+	}
+}
+
+// TestLanguageModelExample: a language model's page explores the start of
+// its own training text, which the model can read whatever its alphabet.
+func TestLanguageModelExample(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "causal"))
+	text, err := os.ReadFile(filepath.Join(runs, "causal", train.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := train.Example(text)
+	if recorded == "" {
+		t.Fatalf("the run recorded no example; config.toml:\n%s", text)
+	}
+	s := newServer(t, Options{Dirs: []string{runs}})
+	w := get(t, s, "/api/run?id=runs/causal")
+	if p := decode[runPage](t, w); w.Code != 200 || p.Example != recorded {
+		t.Errorf("/api/run answers %d with example %q, want %q", w.Code, p.Example, recorded)
+	}
+	if w := get(t, s, "/api/attention?id=runs/causal&text="+url.QueryEscape(recorded)); w.Code != 200 {
+		t.Errorf("the example's attention: %d %.300s", w.Code, w.Body.String())
 	}
 }

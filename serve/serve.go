@@ -466,8 +466,8 @@ type runPage struct {
 	Blocks    int `json:"blocks"`
 	Heads     int `json:"heads"`
 	MaxTokens int `json:"max_tokens"`
-	// Example is the sentence a translation run's playground and explorer
-	// start from (exampleSentence).
+	// Example is the text a run's explorer (and a translation run's
+	// playground) starts from (exampleSentence).
 	Example string `json:"example,omitempty"`
 }
 

@@ -123,18 +123,16 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 // language).
 const bibleVerse = "In the beginning God created the heavens and the earth."
 
-// exampleSentence is a translation run's first sentence for the page: the
-// one the run recorded from its own training pairs (train.Example), so that
-// a first click translates words the model knows; for an older run of the
-// built-in Bible corpus, a verse; else none.
+// exampleSentence is the text a run's page starts from: the one the run
+// recorded from its own training data (train.Example), so that a first
+// click translates or explores words the model knows; for an older
+// translation run of the built-in Bible corpus, a verse; else none (the
+// page's own default for a language model).
 func exampleSentence(cfg *config.Config, cfgText string) string {
-	if !cfg.Model.EncoderDecoder() {
-		return ""
-	}
 	if s := train.Example([]byte(cfgText)); s != "" {
 		return s
 	}
-	if cfg.Data.Path == "builtin:bible-en-es" {
+	if cfg.Model.EncoderDecoder() && cfg.Data.Path == "builtin:bible-en-es" {
 		return bibleVerse
 	}
 	return ""

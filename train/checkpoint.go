@@ -111,7 +111,19 @@ func (t *trainer) loadCheckpoint() error {
 // returns its state.
 func readCheckpoint(dir string, cfg *config.Config, runID string, total int, params []*graph.Param, opt *AdamW) (*checkpointState, error) {
 	path := filepath.Join(dir, CheckpointFile)
-	f, err := modelfile.Read(path, modelfile.Limits{})
+	// The parameters and AdamW's two moments, 8 bytes a value at most: a
+	// checkpoint holding more is refused before its tensors are read.
+	size := int64(0)
+	for _, p := range params {
+		size += int64(p.Size())
+	}
+	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(_ map[string]string, dataBytes int64) error {
+		if limit := 3*8*size + 1<<16; dataBytes > limit {
+			return fmt.Errorf("%s: the tensors take %d bytes, more than the %d that this run's %d parameters and their AdamW moments can take: the file is damaged",
+				path, dataBytes, limit, size)
+		}
+		return nil
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("reading the checkpoint: %w", err)
 	}

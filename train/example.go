@@ -6,14 +6,16 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/pairs"
 )
 
-// A translation run records one sentence of its own training pairs in a
-// comment line of config.toml: gptg serve's playground and attention
-// explorer start from it, so that a first click translates a sentence in
-// the model's own source language, with words it knows, instead of a
-// fixed English one that another model cannot read.
+// A run records an example of its own training data in a comment line of
+// config.toml: a translation run one sentence of its pairs, a language
+// model the start of its text. gptg serve's playground (translation) and
+// attention explorer start from it, so that a first click shows text in
+// the model's own language, with words it knows, instead of a fixed
+// English one that another model cannot read.
 
 // examplePrefix starts the comment line of config.toml that holds the
 // example sentence, Go-quoted.
@@ -43,17 +45,51 @@ func exampleSentence(c *pairs.Corpus) string {
 	return first
 }
 
-// exampleHeader renders config.toml's example line ("" for none).
-func exampleHeader(sentence string) string {
+// exampleText is a language-model run's example: the start of its
+// training text up to the first line's end (character tokens) or the
+// first "." (word tokens), at most the model's context and
+// maxExampleBytes; the whole context when that start is shorter than
+// three tokens. gptg serve's attention explorer starts from it, so that
+// the first view shows text the model knows, not a fixed English phrase
+// that a model of another alphabet or vocabulary cannot read.
+func exampleText(d *corpus.Dataset) string {
+	ids := d.Head(min(d.Cut, d.Context))
+	var b strings.Builder
+	n := 0
+	for _, id := range ids {
+		tok := d.Vocab.Decode([]int{id})
+		if strings.Contains(tok, "\n") {
+			if n >= 3 {
+				break
+			}
+			continue // a line too short to stand alone runs into the next
+		}
+		if n > 0 && d.Vocab.Kind() == corpus.Word {
+			tok = " " + tok
+		}
+		if b.Len()+len(tok) > maxExampleBytes {
+			break
+		}
+		b.WriteString(tok)
+		n++
+		if tok == " ." && n >= 3 {
+			break
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// exampleHeader renders config.toml's example line ("" for none); from
+// says where it came from.
+func exampleHeader(sentence, from string) string {
 	if sentence == "" {
 		return ""
 	}
-	return examplePrefix + strconv.Quote(sentence) + " (from the training pairs: gptg serve's playground starts from it)\n"
+	return examplePrefix + strconv.Quote(sentence) + " (from " + from + ": gptg serve starts from it)\n"
 }
 
-// Example reads the example sentence a translation run's config.toml text
-// records ("" if none: a GPT run, a run from before the line, or a line
-// that is mangled or too long).
+// Example reads the example a run's config.toml text records ("" if none:
+// a run from before the line, or a line that is mangled or too long).
 func Example(text []byte) string {
 	for line := range strings.Lines(string(text)) {
 		if rest, ok := strings.CutPrefix(line, examplePrefix); ok {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/pairs"
 )
@@ -63,22 +64,53 @@ func TestTranslationRecordsExample(t *testing.T) {
 
 func TestExampleLine(t *testing.T) {
 	for _, s := range []string{"the king", `he said "no" \ yes`, "¿Qué? 日本語\t."} {
-		text := []byte("# run id: x\n" + exampleHeader(s) + "[data]\npath = \"a\"\n")
+		text := []byte("# run id: x\n" + exampleHeader(s, "x") + "[data]\npath = \"a\"\n")
 		if got := Example(text); got != s {
 			t.Errorf("Example of the line for %q: %q", s, got)
 		}
 	}
 	for name, text := range map[string]string{
 		"none":             "# run id: x\n[data]\n",
-		"after the header": "[data]\n" + exampleHeader("late"),
+		"after the header": "[data]\n" + exampleHeader("late", "x"),
 		"mangled":          examplePrefix + "\"unterminated\n[data]\n",
-		"too long":         exampleHeader(strings.Repeat("w ", maxExampleBytes)) + "[data]\n",
+		"too long":         exampleHeader(strings.Repeat("w ", maxExampleBytes), "x") + "[data]\n",
 	} {
 		if got := Example([]byte(text)); got != "" {
 			t.Errorf("%s: Example = %q, want none", name, got)
 		}
 	}
-	if exampleHeader("") != "" {
+	if exampleHeader("", "x") != "" {
 		t.Error("an empty example has a line")
+	}
+}
+
+// TestExampleText: a language model's example is the start of its
+// training text: the first line (characters) or sentence (words), within
+// the model's context, so every token of it is one the model knows.
+func TestExampleText(t *testing.T) {
+	for _, c := range []struct {
+		name, text, kind string
+		context          int
+		want             string
+	}{
+		{"first line", "First Citizen:\nBefore we proceed any further, hear me speak.\n", corpus.Char, 64, "First Citizen:"},
+		{"within the context", "First Citizen:\nBefore we proceed\n", corpus.Char, 5, "First"},
+		{"a short first line runs on", "I\nam here\nnow\n", corpus.Char, 16, "Iam here"},
+		{"first sentence", "the big cat chases a red ball . a dog sees the cat .\n", corpus.Word, 16, "the big cat chases a red ball ."},
+		{"words within the context", "the big cat chases a red ball .\n", corpus.Word, 3, "the big cat"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.txt")
+			if err := os.WriteFile(path, []byte(strings.Repeat(c.text, 20)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d, err := corpus.Load(path, c.kind, c.context, 0, 0.9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := exampleText(d); got != c.want {
+				t.Errorf("example %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/internal/runlock"
 
 	G "gorgonia.org/gorgonia"
@@ -58,6 +59,19 @@ type Options struct {
 	// beforeEval, when set, is called before each evaluation (tests
 	// interrupt an evaluation here).
 	beforeEval func(step int)
+	// lock is the run folder's lock, checked before every write into the
+	// folder (stillLocked).
+	lock *runlock.Lock
+}
+
+// stillLocked refuses to write into dir once its lock file is no longer
+// the one this process locked: another gptg may be training there now.
+func (o Options) stillLocked(dir string, step int) error {
+	if err := o.lock.Held(); err != nil {
+		return fmt.Errorf("%w: another gptg may now be writing into %s, so this run stopped at step %d without writing; when no other gptg uses the folder, go on with gptg train --resume %s",
+			err, dir, step, dir)
+	}
+	return nil
 }
 
 // Result summarises a finished run.
@@ -146,14 +160,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	// Starting over (--force): the old run's files must not survive beside
-	// the new run's, where a resume would mix them.
-	for _, name := range runFiles {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
-		}
+	if err := startOver(dir); err != nil {
+		return nil, err
 	}
-	t.runID = newRunID()
+	t.runID, t.opts.lock = newRunID(), lock
 	if err := t.writeConfig(); err != nil {
 		return nil, err
 	}
@@ -166,6 +176,52 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 // runFiles are the files that make a folder a gptg run folder: any one of
 // them means a run is there.
 var runFiles = []string{ConfigFile, ModelFile, MetricsFile, CheckpointFile}
+
+// startOver removes the files of the run in dir (its lock held): the old
+// run's files must not survive beside the new run's, where a resume would
+// mix them. A link among them goes, not the file it names.
+func startOver(dir string) error {
+	for _, name := range runFiles {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("starting over in %s: %w", dir, err)
+		}
+	}
+	removeStaleTemps(dir)
+	return nil
+}
+
+// ownFiles refuses a run whose files are symbolic links: a resume rewrites
+// every one of them (atomicfile writes through a link, to the file it
+// names), so a link would carry the run's writes out of its folder, onto
+// whatever it leads to.
+func ownFiles(dir string) error {
+	for _, name := range runFiles {
+		p := filepath.Join(dir, name)
+		info, err := os.Lstat(p)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		to, _ := os.Readlink(p)
+		return fmt.Errorf("%s is a symbolic link (to %s): a resume rewrites the run's files, and would write where it leads; put the file itself in the run folder (cp --remove-destination %s %s)",
+			quote.Name(p), quote.Name(to), quote.Name(to), quote.Name(p))
+	}
+	return nil
+}
+
+// removeStaleTemps deletes the temporary files that atomicfile leaves
+// beside a run's files when a process is killed mid-write (SIGKILL, power
+// loss): with the run's lock held none is being written, and a checkpoint's
+// can be as large as the model's state, once per kill.
+func removeStaleTemps(dir string) {
+	for _, name := range runFiles {
+		stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp*"))
+		for _, p := range stale {
+			if info, err := os.Lstat(p); err == nil && info.Mode().IsRegular() {
+				os.Remove(p)
+			}
+		}
+	}
+}
 
 // refuseExistingRun says how to go on when dir already holds a run,
 // naming a command that works for the state the run is in.
@@ -265,6 +321,14 @@ const runIDPrefix = "# run id: "
 
 // writeConfig writes the run's resolved config, with its run id, as
 // config.toml.
+// exampleLine is config.toml's example line of the run ("" for none).
+func (t *trainer) exampleLine() string {
+	if t.cfg.Model.EncoderDecoder() {
+		return exampleHeader(t.example, "the training pairs")
+	}
+	return exampleHeader(t.example, "the training text")
+}
+
 func (t *trainer) writeConfig() error {
 	text, err := t.cfg.TOML()
 	if err != nil {
@@ -273,7 +337,7 @@ func (t *trainer) writeConfig() error {
 	if t.cfg.Extends != "" {
 		t.parentLine = parentHeader(t.cfg)
 	}
-	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + exampleHeader(t.example)
+	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + t.exampleLine()
 	text = append([]byte(head), text...)
 	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
 }
@@ -322,6 +386,11 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	defer lock.Release()
+	if err := ownFiles(dir); err != nil {
+		return nil, err
+	}
+	removeStaleTemps(dir)
+	opts.lock = lock
 	path := filepath.Join(dir, ConfigFile)
 	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -418,7 +487,7 @@ type trainer struct {
 	runID      string       // this run's identity (newRunID), "" for runs older than run ids
 	origin     corpusOrigin // where the corpus and the config were (config.toml's hints)
 	parentLine string       // config.toml's line of the config it extends (parentHeader), kept by a resume
-	example    string       // a translation run's example sentence (exampleSentence), "" for a GPT run
+	example    string       // the run's example (exampleSentence, exampleText) for gptg serve
 	savedTotal int          // the length the checkpoint resumed from planned
 	savedStep  int          // step of the newest checkpoint in the folder, -1 if none
 
@@ -453,7 +522,7 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1}
+	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1, example: exampleText(data)}
 	if err := t.planLength(); err != nil {
 		return nil, err
 	}
@@ -795,6 +864,9 @@ func (t *trainer) writeRow(ctx context.Context, bar *trainProgress) (interrupted
 		row.TestLoss = &tl
 		t.lastTest = tl
 	}
+	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
+		return false, err
+	}
 	if err := t.metrics.append(*row); err != nil {
 		return false, err
 	}
@@ -859,6 +931,9 @@ func rssMB() float64 {
 // two leaves a newer checkpoint beside an older model, which the next save
 // of the resumed run brings level.
 func (t *trainer) saveAll() error {
+	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
+		return err
+	}
 	if err := t.saveCheckpoint(); err != nil {
 		return fmt.Errorf("saving the checkpoint: %w", err)
 	}

@@ -91,12 +91,10 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := refuseExistingRun(dir, opts.Force); err != nil { // made by another process meanwhile
 		return nil, err
 	}
-	for _, name := range runFiles {
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("starting over in %s: %w", dir, err)
-		}
+	if err := startOver(dir); err != nil {
+		return nil, err
 	}
-	tr.runID, tr.origin = newRunID(), newOrigin(cfg.Data.Path, cfg.Path, dir)
+	tr.runID, tr.origin, tr.opts.lock = newRunID(), newOrigin(cfg.Data.Path, cfg.Path, dir), lock
 	if err := tr.writeConfig(); err != nil {
 		return nil, err
 	}
@@ -332,6 +330,9 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 				}
 				row.TestLoss, tr.lastTest = &tl, tl
 			}
+			if err := tr.opts.stillLocked(tr.dir, tr.step); err != nil {
+				return nil, err
+			}
 			if err := tr.metrics.append(row); err != nil {
 				return nil, err
 			}
@@ -362,6 +363,9 @@ func (tr *translation) lastCheckpoint() string {
 // saveAll writes the checkpoint, then the model file (trainer.saveAll's
 // order and reasons).
 func (tr *translation) saveAll() error {
+	if err := tr.opts.stillLocked(tr.dir, tr.step); err != nil {
+		return err
+	}
 	st := checkpointState{
 		Step: tr.step, Total: tr.total, Seed: tr.cfg.Train.Seed, AdamSteps: tr.opt.Steps,
 		TrainSecs: tr.trainSecs, Tokens: tr.tokens, LossSum: tr.lossSum, LossCount: tr.lossCount,

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,30 +92,64 @@ func IsTranslation(meta map[string]string) bool { return meta["arch"] == Arch }
 // says it holds an encoder–decoder; false for anything unreadable (the
 // caller's own reader then says what is wrong).
 func IsTranslationFile(path string) bool {
-	f, err := modelfile.Read(path, modelfile.Limits{})
-	return err == nil && IsTranslation(f.Meta)
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{}) // the header: not a 2 GB model's tensors twice
+	return err == nil && IsTranslation(meta)
 }
 
 // Load reads an encoder–decoder model file and checks its metadata; the
 // tensors are checked against the graph when it is built (Apply).
 func Load(path string) (*Model, error) {
-	f, err := modelfile.Read(path, modelfile.Limits{})
+	var m *Model
+	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
+		var err error
+		if m, err = fromMeta(path, meta); err != nil {
+			return err
+		}
+		return savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec))
+	}})
 	if err != nil {
 		return nil, err
 	}
-	if f.Meta["format"] != Format || !IsTranslation(f.Meta) {
-		return nil, fmt.Errorf("%s: not a gptg translation model (format %q, arch %q)", path, f.Meta["format"], f.Meta["arch"])
+	m.Tensors = f.Tensors
+	if err := m.checkSizes(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m := &Model{Path: path, Tensors: f.Tensors}
+	return m, nil
+}
+
+// maxParams is an upper bound of the parameters of a model of spec s
+// (each block's every linear layer with its bias, every norm, learned
+// position tables and an untied output layer), for refusing a file whose
+// tensors are far larger than its model before reading them.
+func maxParams(s graph.TranslationSpec) int64 {
+	E, F := int64(s.Embedding), int64(s.FFHidden)
+	linear := E*E + E
+	norm := 2 * E
+	ff := E*F + F + F*E + E
+	n := int64(s.SrcVocab+s.TgtVocab)*E + 2*int64(s.MaxLen)*E
+	n += int64(s.EncoderBlocks)*(4*linear+2*norm+ff) + norm
+	n += int64(s.DecoderBlocks)*(8*linear+3*norm+ff) + norm
+	n += int64(s.TgtVocab)*E + int64(s.TgtVocab)
+	return n
+}
+
+// fromMeta checks a translation model file's metadata and returns the
+// model it describes, without tensors: Load calls it before any tensor is
+// read.
+func fromMeta(path string, meta map[string]string) (*Model, error) {
+	if meta["format"] != Format || !IsTranslation(meta) {
+		return nil, fmt.Errorf("%s: not a gptg translation model (format %q, arch %q)", path, meta["format"], meta["arch"])
+	}
+	m := &Model{Path: path}
 	bad := func(key string, err error) error {
 		return fmt.Errorf("%s: metadata %q: %v", path, key, err)
 	}
 	// The vocabularies are words of pairs.Tokenize; a file that says it
 	// holds another kind would be read with the wrong tokenizer.
-	if kind := f.Meta["tokenizer"]; kind != "word" {
+	if kind := meta["tokenizer"]; kind != "word" {
 		return nil, bad("tokenizer", fmt.Errorf("%s: a translation model's vocabularies are of words (\"word\")", quote.Value(kind)))
 	}
-	if err := json.Unmarshal([]byte(f.Meta["model"]), &m.Config); err != nil {
+	if err := modelfile.DecodeJSON([]byte(meta["model"]), &m.Config); err != nil {
 		return nil, bad("model", err)
 	}
 	for _, side := range []struct {
@@ -124,7 +157,7 @@ func Load(path string) (*Model, error) {
 		v   **pairs.Vocab
 	}{{"src_vocab", &m.Src}, {"tgt_vocab", &m.Tgt}} {
 		var words []string
-		if err := json.Unmarshal([]byte(f.Meta[side.key]), &words); err != nil {
+		if err := modelfile.DecodeJSON([]byte(meta[side.key]), &words); err != nil {
 			return nil, bad(side.key, err)
 		}
 		v, err := pairs.NewVocab(words)
@@ -140,9 +173,9 @@ func Load(path string) (*Model, error) {
 		key string
 		n   *int
 	}{{"max_source", &m.MaxSource}, {"max_target", &m.MaxTarget}} {
-		n, err := strconv.Atoi(f.Meta[lim.key])
+		n, err := strconv.Atoi(meta[lim.key])
 		if err != nil || n < 1 {
-			return nil, bad(lim.key, fmt.Errorf("%q is not a positive length", f.Meta[lim.key]))
+			return nil, bad(lim.key, fmt.Errorf("%q is not a positive length", meta[lim.key]))
 		}
 		*lim.n = n
 	}
@@ -157,9 +190,6 @@ func Load(path string) (*Model, error) {
 	}
 	m.Spec = Spec(m.Config, m.Src.Size(), m.Tgt.Size())
 	if err := m.Spec.Check(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := m.checkSizes(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// A sentence and its EOS (SOS and the target words) take one position
@@ -237,10 +267,8 @@ func (m *Model) Apply(params []*graph.Param) error {
 				data[i] = float64(v)
 			}
 		}
-		for i, v := range data { // as savedmodel.Apply: NaN would only show as garbage
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, p.Name, v, i)
-			}
+		if err := savedmodel.CheckValues(data, p); err != nil { // NaN would only show as garbage
+			return fmt.Errorf("%s: tensor %s %v", m.Path, p.Name, err)
 		}
 		if err := p.SetFloat64s(data); err != nil {
 			return fmt.Errorf("%s: %w", m.Path, err)

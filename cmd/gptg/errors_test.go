@@ -243,6 +243,8 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, serveInputs()...)
 	rows = append(rows, round4Inputs(t)...)
 	rows = append(rows, round5Inputs(t)...)
+	rows = append(rows, round6HfilesInputs(t)...)
+	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
 
 	var table []errorDoc

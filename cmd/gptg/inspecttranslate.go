@@ -94,8 +94,8 @@ func refuseTranslation(path, doing string) error {
 // file that reads but holds a language model, given to a command that
 // needs a translation model.
 func refuseLanguageModel(path, doing string) error {
-	f, err := modelfile.Read(path, modelfile.Limits{})
-	if err == nil && !translate.IsTranslation(f.Meta) {
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{}) // the header only
+	if err == nil && !translate.IsTranslation(meta) {
 		return usagef("%s is a language model (decoder-only), and %s needs a translation model (encoder-decoder): use gptg sample or attention", path, doing)
 	}
 	return nil

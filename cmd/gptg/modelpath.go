@@ -52,6 +52,8 @@ func modelPath(arg string) (string, error) {
 	path := filepath.Join(arg, train.ModelFile)
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		return "", usagef("%s is a folder, not a model file: the run folder %s is damaged", quote.Name(path), quote.Name(arg))
+	} else if err == nil && info.Mode()&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeSocket) != 0 {
+		return "", usagef("%s is %s, not a model file: the run folder %s is damaged", quote.Name(path), inputfile.Kind(info.Mode()), quote.Name(arg))
 	} else if errors.Is(err, fs.ErrNotExist) {
 		if runs := runsInside(arg); len(runs) > 0 {
 			return "", usagef("%s holds %d run folders, not a model: give one of them (%s)", arg, len(runs), listSome(runs, 3))

@@ -24,7 +24,34 @@ const Name = ".gptg.lock"
 var ErrHeld = errors.New("run folder is in use")
 
 // Lock is a held lock; Release gives it up.
-type Lock struct{ f *os.File }
+type Lock struct {
+	f    *os.File
+	path string
+}
+
+// ErrLost is wrapped by Held's error when the lock file was removed or
+// replaced while the lock was held.
+var ErrLost = errors.New("lock file removed or replaced while the run held it")
+
+// Held reports whether the lock file in the folder is still the one this
+// lock holds. flock locks a file, not a name: once the file is deleted
+// (someone "cleaning up a stale lock") or replaced, a second gptg creates
+// a new one, locks it too, and two processes write one run folder. A
+// holder that checks before it writes stops instead.
+func (l *Lock) Held() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	mine, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.path, err)
+	}
+	now, err := os.Lstat(l.path)
+	if err != nil || !os.SameFile(mine, now) {
+		return fmt.Errorf("%s: %w", l.path, ErrLost)
+	}
+	return nil
+}
 
 // Acquire takes the exclusive lock on dir (which must exist) without
 // waiting. When another process holds it, the error names that process.
@@ -53,7 +80,7 @@ func Acquire(dir string) (*Lock, error) {
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &Lock{f: f}, nil
+	return &Lock{f: f, path: path}, nil
 }
 
 // Busy reports, without taking the lock or creating its file, whether

@@ -388,8 +388,10 @@ function showToken(t) { return t === " " ? "·" : t === "\n" ? "¶" : t; }
 function explorer(run) {
   const translating = run.arch === "encoder-decoder";
   const text = el("input", { type: "text", id: "att-text", size: 40 });
+  // The run's own example (its training text's start) when it recorded
+  // one; an older run's sample prompt and a phrase otherwise.
   text.value = ((run.sample && run.sample.prompt) || "").trim() ? run.sample.prompt + " " : "";
-  text.value = (text.value + "the king is dead").slice(0, run.context || 64);
+  text.value = run.example || (text.value + "the king is dead").slice(0, run.context || 64);
   const target = el("input", { type: "text", id: "att-target", size: 30, placeholder: "target (default: the model's own translation)" });
   const view = el("select", { id: "att-view" }, el("option", { value: "cross" }, "cross-attention (alignment)"),
     el("option", { value: "encoder" }, "encoder self-attention"), el("option", { value: "decoder" }, "decoder self-attention"));
