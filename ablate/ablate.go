@@ -403,6 +403,13 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		}
 		if Busy(err) {
 			event("busy: " + err.Error())
+		} else if finishedMeanwhile(r) {
+			// Another runner (a second sweep run, a requeued task) took
+			// and finished the run between the look above and this
+			// training's start, which then refused the finished folder:
+			// the run is done, not failed.
+			event("finished by another process")
+			return Finished, true, nil
 		} else {
 			event("failed: " + err.Error())
 		}
@@ -410,6 +417,12 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	}
 	event("finished")
 	return Finished, false, nil
+}
+
+// finishedMeanwhile says r's folder now holds a finished run of r's config.
+func finishedMeanwhile(r *Result) bool {
+	step, total, err := train.Progress(r.Dir)
+	return err == nil && step == total && len(changed(r.Dir, r.cfg)) == 0
 }
 
 // Busy says err is `gptg train` refusing a run folder that another
@@ -490,7 +503,7 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 	if len(lines) > 1 && ctx.Err() == nil {
 		werr := os.MkdirAll(filepath.Dir(logPath), 0o755)
 		if werr == nil {
-			werr = os.WriteFile(logPath, []byte(text+"\n"), 0o644)
+			werr = atomicfile.WriteOwnFile(logPath, []byte(text+"\n"))
 		}
 		if werr == nil {
 			msg += fmt.Sprintf(" (its %d lines of error output: %s)", len(lines), logPath)
@@ -576,7 +589,7 @@ func measure(ctx context.Context, r *Result, opts Options) error {
 		Params: r.Params, PrefixLoss: r.PrefixLoss, PrefixIsPlain: r.PrefixIsPlain, Sample: r.Sample}
 	if b, err := json.Marshal(m); err == nil {
 		// Only a cache: a failure to write it costs time next time, nothing else.
-		atomicfile.WriteFile(cachePath, b)
+		atomicfile.WriteOwnFile(cachePath, b)
 	}
 	return nil
 }
@@ -687,6 +700,12 @@ func sampleText(m *savedmodel.Model, prompt, dir string, be graph.Backend) (stri
 			return "", fmt.Errorf("no usable prompt (%q) and no run config to take one from: %w", prompt, cerr)
 		}
 		prompt = cfg.Sample.Prompt
+	}
+	if _, err := sample.EncodePrompt(m.Vocab, prompt); err != nil {
+		// A word-level config that keeps the default prompt "\n" has no
+		// word to start from: the run trained, only its sample cannot
+		// start, and the table says why instead of calling the run failed.
+		return fmt.Sprintf("(no sample: the prompt %q cannot start one: %v; set [sample] prompt)", prompt, err), nil
 	}
 	s, err := sample.New(m, be)
 	if err != nil {

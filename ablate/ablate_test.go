@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -235,5 +236,39 @@ func TestFailedRunKeepsItsErrorOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(log); err == nil {
 		t.Error("the log of the earlier failure is still there after a success")
+	}
+}
+
+// TestRunFinishedByAnotherRunner: a second runner (two `gptg sweep run`
+// at once, a requeued task) finishes the run between this one's look at
+// the folder and its training's start; the training then refuses the
+// finished folder. The run is finished, not failed (before, the sweep
+// wrote a failure marker for a finished run and exited 1). The wrapper
+// binary plays the other runner: it trains the run to the end before the
+// training that bringUp asked for.
+func TestRunFinishedByAnotherRunner(t *testing.T) {
+	real := gptgBinary(t)
+	exe := filepath.Join(t.TempDir(), "gptg-race")
+	script := "#!/bin/sh\nif [ \"$1\" = train ]; then '" + real + "' \"$@\" >/dev/null 2>&1; fi\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgDir, out := t.TempDir(), filepath.Join(t.TempDir(), "abl")
+	specs, err := Plan([]string{tinyBase(t, cfgDir)}, nil, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	opts := Options{Out: out, Exe: exe, Log: io.Discard, ProgressEvery: time.Hour,
+		Event: func(s Spec, e string) { events = append(events, e) }}
+	results, err := Run(context.Background(), specs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Status != Finished || r.Err != nil || r.Steps != 80 {
+		t.Errorf("status %v, error %v, steps %d; events %q", r.Status, r.Err, r.Steps, events)
+	}
+	if len(events) != 2 || events[1] != "finished by another process" {
+		t.Errorf("events %q", events)
 	}
 }

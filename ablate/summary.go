@@ -91,27 +91,27 @@ func Rows(results []*Result, baseline string) []*Row {
 // WriteSummary writes summary.md, summary.csv, runs.csv and loss.png into dir.
 func WriteSummary(dir string, results []*Result, baseline string) error {
 	rows := Rows(results, baseline)
-	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.md"), []byte(Markdown(rows))); err != nil {
+	if err := atomicfile.WriteOwnFile(filepath.Join(dir, "summary.md"), []byte(Markdown(rows))); err != nil {
 		return err
 	}
 	c, err := CSV(rows)
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "summary.csv"), c); err != nil {
+	if err := atomicfile.WriteOwnFile(filepath.Join(dir, "summary.csv"), c); err != nil {
 		return err
 	}
 	if c, err = RunsCSV(results); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, "runs.csv"), c); err != nil {
+	if err := atomicfile.WriteOwnFile(filepath.Join(dir, "runs.csv"), c); err != nil {
 		return err
 	}
 	png, err := LossPlot(rows)
 	if err != nil {
 		return fmt.Errorf("loss plot: %w", err)
 	}
-	return atomicfile.WriteFile(filepath.Join(dir, "loss.png"), png)
+	return atomicfile.WriteOwnFile(filepath.Join(dir, "loss.png"), png)
 }
 
 // num formats a number, blank when there is none.

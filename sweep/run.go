@@ -15,6 +15,7 @@ import (
 
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/inputfile"
 )
 
@@ -63,14 +64,14 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 	if opts.Index >= 0 {
 		entries = entries[opts.Index : opts.Index+1]
 	}
-	if err := os.MkdirAll(filepath.Join(dir, FailedDir), 0o755); err != nil {
-		return nil, fmt.Errorf("sweep folder: %w", err)
-	}
-	events, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	events, err := atomicfile.OpenAppend(filepath.Join(dir, EventsFile))
 	if err != nil {
 		return nil, fmt.Errorf("sweep folder: %w", err)
 	}
 	defer events.Close()
+	if err := atomicfile.OwnFolder(filepath.Join(dir, FailedDir)); err != nil {
+		return nil, fmt.Errorf("sweep folder: %w", err)
+	}
 	host, _ := os.Hostname()
 	var mu sync.Mutex
 	byDir := map[string]Entry{}
@@ -107,7 +108,7 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 		case r.Status == ablate.Failed && !ablate.Busy(r.Err):
 			// Another task training this run right now is not a failure of
 			// the run: no marker, or it would be skipped when requeued.
-			os.WriteFile(marker, []byte(oneLine(r.Err.Error())+"\n"), 0o644)
+			atomicfile.WriteOwnFile(marker, []byte(oneLine(r.Err.Error())+"\n"))
 		}
 	}
 	return append(skipped, results...), err

@@ -397,10 +397,10 @@ func Create(p *Plan) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(p.Out, SweepFile), text); err != nil {
+	if err := atomicfile.WriteOwnFile(filepath.Join(p.Out, SweepFile), text); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(p.Out, ManifestFile), manifest); err != nil {
+	if err := atomicfile.WriteOwnFile(filepath.Join(p.Out, ManifestFile), manifest); err != nil {
 		return nil, err
 	}
 	return entries, nil

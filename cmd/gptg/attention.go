@@ -106,7 +106,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
-		return fmt.Errorf("--text: %w", err)
+		return usagef("--text: %v", err)
 	}
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]

@@ -100,7 +100,7 @@ func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout 
 		"config.toml": bytesOf(resolved),
 	}
 	for _, name := range pairsOutFiles {
-		if err := atomicfile.Write(filepath.Join(out, name), files[name]); err != nil {
+		if err := atomicfile.WriteOwn(filepath.Join(out, name), files[name]); err != nil {
 			return fmt.Errorf("writing %s: %w", filepath.Join(out, name), err)
 		}
 	}

@@ -122,19 +122,19 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"sample", model, "--prompt", "A", "--prompt-file", "p.txt"}, code: 2, msg: "give --prompt or --prompt-file, not both"},
 		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: -frobnicate"},
 		{name: "sample missing prompt file", args: []string{"sample", model, "--prompt-file", "nope.txt"}, code: 2, msg: "--prompt-file nope.txt: no such file"},
-		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 1,
+		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 2,
 			msg: `the prompt: 5 characters outside the vocabulary: "G", "K", "X", "x", "€"`},
-		{name: "sample prompt in another script", args: []string{"sample", model, "--prompt", cjk(3000)}, code: 1,
+		{name: "sample prompt in another script", args: []string{"sample", model, "--prompt", cjk(3000)}, code: 2,
 			msg: `the prompt: 3000 characters outside the vocabulary: "一", "丁", "丂", "七", "丄", "丅", "丆", "万" and 2992 more`},
-		{name: "sample prompt not UTF-8", args: []string{"sample", model, "--prompt", "Fir\xffst"}, code: 1,
+		{name: "sample prompt not UTF-8", args: []string{"sample", model, "--prompt", "Fir\xffst"}, code: 2,
 			msg: "the prompt: not valid UTF-8 (bad byte 0xff at offset 3)"},
-		{name: "sample word model, capitalised prompt", args: []string{"sample", wordModel, "--prompt", "The cat Sees"}, code: 1,
+		{name: "sample word model, capitalised prompt", args: []string{"sample", wordModel, "--prompt", "The cat Sees"}, code: 2,
 			msg: `the case differs: "The" is "the", "Sees" is "sees" in the vocabulary`},
 		{name: "sample: invalid config.toml beside the model, defaults needed", setup: modelWithConfig("[sample]\ntokens = \"many\"\n"),
 			args: []string{"sample", "run"}, code: 2, msg: "reading run/config.toml for the defaults of the flags not given"},
 		{name: "sample: a folder without a model", files: map[string]string{"empty/x.txt": ""},
 			args: []string{"sample", "empty"}, code: 2, msg: "empty is a folder without model.safetensors: give a model file or a run folder"},
-		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 1, msg: `--text: 1 character outside the vocabulary: "Z"`},
+		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 2, msg: `--text: 1 character outside the vocabulary: "Z"`},
 		{name: "attention --format bmp", args: []string{"attention", model, "--text", "First", "--format", "bmp"}, code: 2, msg: `--format "bmp" is not text, png or svg`},
 		{name: "attention --out with --format text", args: []string{"attention", model, "--text", "First", "--format", "text", "--out", "a.png"}, code: 2, msg: "--out is for pictures; --format text goes to stdout"},
 		{name: "attention --out of an unknown picture type", args: []string{"attention", model, "--text", "First", "--out", "a.jpg"}, code: 2,
@@ -243,8 +243,10 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, serveInputs()...)
 	rows = append(rows, round4Inputs(t)...)
 	rows = append(rows, round5Inputs(t)...)
+	rows = append(rows, round6HcliInputs(t)...)
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
+	rows = append(rows, round6ServeInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {

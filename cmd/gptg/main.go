@@ -60,7 +60,7 @@ func init() {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], stdoutOf(os.Stdout), os.Stderr))
 }
 
 // envUnfused names the environment variable that, set to 1, makes every
@@ -135,7 +135,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gptg: unknown command %s%s (see gptg help)\n", quote.Value(args[0]), suggestCommand(args[0]))
 		return 2
 	}
-	err := c.run(args[1:], stdout, stderr)
+	if err := checkWorkdir(args); err != nil {
+		fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], err)
+		return 2
+	}
+	out := &checkedStdout{w: stdout}
+	err := c.run(args[1:], out, stderr)
+	if err == nil && printsResult[args[0]] {
+		err = out.failed()
+	}
 	switch {
 	case err == nil:
 		return 0
@@ -323,3 +331,20 @@ type setFlags []string
 
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+// checkWorkdir refuses to run a command from a folder that was removed
+// after the shell entered it: every relative path (configs, corpora, run
+// folders, outputs) would fail with "getwd: no such file or directory" or
+// a bare "no such file or directory" naming a file that is right there in
+// the listing the user remembers. Help and version need no folder.
+func checkWorkdir(args []string) error {
+	if args[0] == "version" || slices.ContainsFunc(args[1:], func(a string) bool {
+		return a == "-h" || a == "--help" || a == "-help"
+	}) {
+		return nil
+	}
+	if _, err := os.Getwd(); err != nil {
+		return fmt.Errorf("the current folder no longer exists (it was removed while this shell was in it): cd to a folder that exists (%v)", unwrapPath(err))
+	}
+	return nil
+}

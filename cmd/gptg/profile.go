@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // startCPUProfile starts Go's CPU profiler for the command's run; the
@@ -28,9 +29,14 @@ func startCPUProfile(path string, force bool, inputs []string) (stop func(keep b
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
+	dir := filepath.Dir(target)
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		// The run folder itself is made later, by the training.
+		return nil, usagef("--cpuprofile %s: no folder %s to write it in (a run folder exists only once training starts: put the profile beside it)", quote.Name(path), quote.Name(dir))
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, fmt.Errorf("--cpuprofile %s: %w", quote.Name(path), unwrapPath(err))
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()

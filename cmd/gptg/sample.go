@@ -68,7 +68,10 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	// The prompt is echoed before the first token is drawn: check it first,
 	// so that a bad one prints nothing but its error.
 	if _, err := sample.EncodePrompt(m.Vocab, req.prompt); err != nil {
-		return err
+		if req.defaultPrompt {
+			return usagef("no --prompt given, and the default prompt %s (the run's [sample] prompt) cannot start a sample: %v; give --prompt with words the model knows", quote.Value(req.prompt), err)
+		}
+		return usageError{err.Error()} // the prompt is an argument, as translate's sentence is
 	}
 	s, err := sample.New(m, backend(req.threads))
 	if err != nil {
@@ -90,12 +93,15 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 // sampleRequest is what `gptg sample` was asked for, its flags merged with
 // the run's [sample] table and checked.
 type sampleRequest struct {
-	model   string // the model file
-	prompt  string // the prompt itself, --prompt-file read
-	opts    sample.Options
-	samples int
-	stats   bool
-	threads int
+	model  string // the model file
+	prompt string // the prompt itself, --prompt-file read
+	// defaultPrompt: no --prompt was given; prompt is the run's [sample]
+	// prompt (or "\n"), which a word-level model cannot start from.
+	defaultPrompt bool
+	opts          sample.Options
+	samples       int
+	stats         bool
+	threads       int
 }
 
 // parseSample reads the command line: the flags given, the run's [sample]
@@ -163,7 +169,7 @@ func (req *sampleRequest) takeRunDefaults(set map[string]bool) error {
 		return err
 	}
 	if !set["prompt"] {
-		req.prompt = defaults.Prompt
+		req.prompt, req.defaultPrompt = defaults.Prompt, true
 	}
 	if !set["tokens"] {
 		req.opts.Tokens = defaults.Tokens

@@ -10,12 +10,15 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sweep"
 )
 
@@ -350,6 +353,17 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		if !filepath.IsAbs(*mount) {
 			return usagef("--mount %s must be an absolute path", *mount)
 		}
+		// Kubernetes refuses a mount path with a .. element, and a claim
+		// mounted over / would hide the image the pod runs.
+		if slices.Contains(strings.Split(*mount, "/"), "..") {
+			return usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(*mount))
+		}
+		if *mount = filepath.Clean(*mount); *mount == "/" {
+			return usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
+		}
+		if strings.ContainsAny(*image, " \t") {
+			return usagef("--image %s: an image reference holds no spaces", quote.Value(*image))
+		}
 		rel := filepath.Clean(dir)
 		if filepath.IsAbs(rel) {
 			wd, _ := os.Getwd()
@@ -367,7 +381,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 		}
 		path = filepath.Join(dir, "job.yaml")
 	}
-	if err := atomicfile.WriteFile(path, text); err != nil {
+	if err := atomicfile.WriteOwnFile(path, text); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))

@@ -71,13 +71,13 @@ func TestSampleIgnoresRunConfigWhenEveryFlagIsGiven(t *testing.T) {
 func TestBadPromptPrintsNothing(t *testing.T) {
 	for _, prompt := range []string{"Good King Xerxes", "Fir\xffst", ""} {
 		r := gptg(t, t.TempDir(), "sample", causalModel, "--prompt", prompt, "--tokens", "3")
-		if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("prompt %q: exit %d, stdout %q, stderr %q; want exit 1, nothing on stdout, one line", prompt, r.code, r.stdout, r.stderr)
+		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("prompt %q: exit %d, stdout %q, stderr %q; want exit 2 (a wrong argument), nothing on stdout, one line", prompt, r.code, r.stdout, r.stderr)
 		}
 	}
 	// A word model's prompt is echoed as given: the same check applies.
 	r := gptg(t, t.TempDir(), "sample", wordModel, "--prompt", "the Cat", "--tokens", "3")
-	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, `"Cat" is "cat"`) {
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `"Cat" is "cat"`) {
 		t.Errorf("word model: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

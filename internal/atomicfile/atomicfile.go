@@ -180,6 +180,83 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 	if path, err = Target(path); err != nil {
 		return err
 	}
+	return replace(path, write)
+}
+
+// WriteOwnFile is WriteFile for a file that a command names itself inside
+// a folder it writes (a sweep's manifest and scripts, an ablation's
+// tables, a run's cache): the user named the folder, not the file, so
+// whatever is at path — a link, a FIFO, a device node — is replaced by the
+// new file, never followed or opened. A link planted there would otherwise
+// lead the write anywhere (over the config the command read, or /etc).
+func WriteOwnFile(path string, data []byte) error {
+	return WriteOwn(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteOwn is WriteOwnFile for content that write streams out.
+func WriteOwn(path string, write func(w io.Writer) error) error {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return &Error{path, "a part of its path before the file name is a file, not a folder"}
+	case err == nil && info.IsDir():
+		return &Error{path, "is a folder where gptg writes a file of its own; move the folder away"}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return replace(path, write)
+}
+
+// OwnFolder makes dir, a folder a command names itself inside a folder it
+// writes (a sweep's failed/), unless it is there; one that exists must be
+// a folder, not a link to one, so that the files written into it stay
+// where the user's folder is.
+func OwnFolder(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err == nil || !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !info.IsDir() {
+		return &Error{dir, fmt.Sprintf("is %s where gptg keeps a folder of its own; remove it", inputfile.Kind(info.Mode()))}
+	}
+	return nil
+}
+
+// OpenAppend opens path, a log a command names itself inside a folder it
+// writes (a sweep's events.log), for appending, creating it if needed. It
+// follows no link and never blocks: a link, a FIFO or a device there is
+// refused, not written through or waited on.
+func OpenAppend(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, &Error{path, "is a symbolic link where gptg keeps a log of its own; remove it"}
+	case errors.Is(err, syscall.ENXIO): // a FIFO nobody reads
+		return nil, &Error{path, "is a named pipe (FIFO) where gptg keeps a log of its own; remove it"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = &Error{path, fmt.Sprintf("is %s where gptg keeps a log of its own; remove it", inputfile.Kind(info.Mode()))}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// replace writes path's new content to a temporary file beside it and
+// renames it over path (see Write).
+func replace(path string, write func(w io.Writer) error) (err error) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer func() { // registered first, so it runs after the cleanup below

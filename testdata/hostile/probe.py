@@ -231,8 +231,10 @@ def seq(*fns):
 
 class Probe:
     def __init__(self, name, args, code, msg=None, setup=None, allow=(), timeout=60, max_mb=1500,
-                 stdin=None, check=None, stdout=None, env=None, during=None):
-        self.name, self.args, self.code, self.msg = name, args, code, msg
+                 stdin=None, check=None, stdout=None, env=None, during=None, shell=None):
+        # shell: a bash script run instead of the binary with args, $G the
+        # binary (for ulimits, closed or broken pipes, a removed folder).
+        self.name, self.args, self.code, self.msg, self.shell = name, args, code, msg, shell
         self.setup, self.allow, self.timeout, self.max_mb = setup, allow, timeout, max_mb
         self.stdin, self.check, self.stdout, self.env, self.during = stdin, check, stdout, env, during
 
@@ -295,7 +297,9 @@ def run_probe(p, fixtures, work):
     if os.path.exists(rss_file):
         os.remove(rss_file)
     wrap = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file] if os.path.exists("/usr/bin/time") and not p.during else []
-    proc = subprocess.Popen(wrap + [BIN] + args, cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
+    env["G"] = BIN
+    cmd = ["bash", "-c", p.shell] if p.shell else [BIN] + args
+    proc = subprocess.Popen(wrap + cmd, cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     bufs = {}
 
