@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
@@ -44,6 +45,11 @@ type band struct {
 
 // maxCompareRuns bounds the runs one comparison reads the metrics of.
 const maxCompareRuns = 400
+
+// maxCompareRows bounds the rows one comparison draws, over all its runs:
+// their per-step values are held at once (400 runs of 250,000 rows would
+// be 100 million). Two million is 200 runs of 10,000 logged steps.
+var maxCompareRows = 1 << 21
 
 func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 	f, _, err := s.lookup(r, kindAblate, kindSweep)
@@ -100,6 +106,19 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// A run is drawn once, in the first variant that names it: a runs.csv
+	// or manifest naming one run many times would otherwise count its
+	// curve as that many seeds (a mean over "400 seeds" of one run, with
+	// sd 0).
+	seen := map[string]bool{}
+	unique := plan[:0]
+	for _, p := range plan {
+		if !seen[p.rel] {
+			seen[p.rel] = true
+			unique = append(unique, p)
+		}
+	}
+	plan = unique
 	if len(plan) > maxCompareRuns {
 		plan = plan[:maxCompareRuns]
 		ans.Note = "only the first " + strconv.Itoa(maxCompareRuns) + " runs are drawn"
@@ -127,12 +146,26 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
+	// A few comparisons at a time, as whole metrics reads: each holds its
+	// runs' rows and their per-step values.
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	case <-r.Context().Done():
+		return
+	}
+	rows := 0
 	for i := range ans.Variants {
 		v := &ans.Variants[i]
 		var all []columns
 		for _, rf := range runsOf[v.Name] {
+			if rows >= maxCompareRows {
+				ans.Note = fmt.Sprintf("only the runs of the first %d rows are drawn", maxCompareRows)
+				break
+			}
 			if cols, _, err := s.metrics.columns(rf); err == nil {
 				all = append(all, cols)
+				rows += cols.len()
 			}
 		}
 		v.Train = meanBand(all, func(c columns, i int) (float64, bool) { return c.Loss[i], true })

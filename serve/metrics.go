@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"sync"
@@ -36,6 +38,20 @@ const maxRowBytes = 1 << 20
 // carries the rows of at most one chunk.
 const chunkBytes = 1 << 20
 
+// maxMetricsLines bounds the lines read of one metrics.jsonl. The byte
+// bound alone is not enough: 256 MiB of three-byte lines ("{}") are 89
+// million rows, 3.5 GB of columns and minutes of parsing. train's rows
+// are about 250 bytes, so a file within train's own bound holds about a
+// million; two million lines hold any of them (about 100 MB of columns,
+// within metricsMemory). A variable so that the tests can lower it.
+var maxMetricsLines = 1 << 21
+
+// tooManyLines is the error of a metrics.jsonl past maxMetricsLines: a
+// file train did not write, not drawn (422).
+func tooManyLines() error {
+	return &requestError{http.StatusUnprocessableEntity, fmt.Sprintf("%s has more than %d lines, more than train writes (its rows are about 250 bytes, and a run's log is at most 256 MiB): not drawn", train.MetricsFile, maxMetricsLines)}
+}
+
 // metricsTail reads a metrics.jsonl that train appends to, from where it
 // stopped: only complete lines count, so a row being written is read once
 // it is whole. A file that shrank or was replaced (a resume rewrites it)
@@ -65,6 +81,9 @@ func (t *metricsTail) read(f *os.File, info os.FileInfo) (rows []row, reset bool
 	if size <= t.offset {
 		return nil, reset, false, nil
 	}
+	if t.rows+t.bad >= maxMetricsLines {
+		return nil, reset, false, tooManyLines()
+	}
 	n := min(size-t.offset, chunkBytes)
 	buf := make([]byte, n)
 	got, err := f.ReadAt(buf, t.offset)
@@ -82,6 +101,9 @@ func (t *metricsTail) read(f *os.File, info os.FileInfo) (rows []row, reset bool
 		return nil, reset, false, nil // a row being written
 	}
 	for line := range bytes.Lines(buf[:end+1]) {
+		if t.rows+t.bad >= maxMetricsLines {
+			return nil, reset, false, tooManyLines()
+		}
 		var r row
 		if json.Unmarshal(line, &r) != nil {
 			t.bad++

@@ -134,11 +134,13 @@ func (c *runCache) info(f *folder) runInfo {
 	}
 
 	// metrics.jsonl: the last losses and speed.
+	var metricsErr error
 	if mf, info, err := r.open(join(train.MetricsFile)); err == nil {
 		for more := true; more && err == nil; {
 			_, _, more, err = c.metrics.read(mf, info)
 		}
 		mf.Close()
+		metricsErr = err
 		ri.Updated = max(ri.Updated, info.ModTime().UnixMilli())
 		if m := c.metrics; m.last != nil {
 			loss := m.last.Loss
@@ -173,6 +175,8 @@ func (c *runCache) info(f *folder) runInfo {
 		ri.State, ri.Problem = stateDamaged, c.cfgErr.Error()
 	case haveCk && c.ckErr != nil:
 		ri.State, ri.Problem = stateDamaged, oneLine(c.ckErr.Error())
+	case metricsErr != nil:
+		ri.State, ri.Problem = stateDamaged, oneLine(metricsErr.Error())
 	case cfgState == fileMissing:
 		ri.State, ri.Problem = stateDamaged, "no config.toml (a run folder train did not finish making, or a copy without it)"
 	case haveCk && c.total > 0 && c.step >= c.total:

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
@@ -109,6 +111,8 @@ type Server struct {
 	caches   map[string]*runCache
 	runsJSON []byte // the last /api/runs answer, kept for scanEvery
 	runsAt   time.Time
+
+	runsBuild sync.Mutex // held while an /api/runs answer is made
 
 	summaries sync.Map // model path → summaryResult of its latest version
 	models    *modelCache
@@ -195,8 +199,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
 	if !s.opts.AnyHost && !loopbackHost(r.Host) {
-		httpError(w, http.StatusForbidden, fmt.Sprintf("host %q refused: this server answers only localhost, 127.0.0.1 and [::1] (start it with --addr to listen elsewhere)", r.Host))
+		httpError(w, http.StatusForbidden, fmt.Sprintf("host %s refused: this server answers only localhost, 127.0.0.1 and [::1] (start it with --addr to listen elsewhere)", quote.Value(r.Host)))
 		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		if msg := crossSite(r); msg != "" {
+			httpError(w, http.StatusForbidden, msg)
+			return
+		}
 	}
 	if len(r.URL.RawQuery) > maxQueryBytes {
 		httpError(w, http.StatusRequestURITooLong, fmt.Sprintf("the query is longer than %d bytes", maxQueryBytes))
@@ -217,6 +227,29 @@ func loopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// crossSite refuses an API request that a browser sent for a page of
+// another site, told by the Fetch metadata (Sec-Fetch-Site, every browser
+// since 2023) or an Origin other than the Host. The Host check alone does
+// not stop it: a page elsewhere may POST to http://127.0.0.1:8080 (its
+// Host is then right) and make the machine run models, or open live
+// streams until none is left for the user's own pages; it cannot read the
+// answers, but it need not. Requests without either header (curl, scripts)
+// are not a browser's and pass. The pages themselves may be opened from
+// anywhere (a link); only the API is refused.
+func crossSite(r *http.Request) string {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return fmt.Sprintf("refused: a request from another site's page (Sec-Fetch-Site: %s); the API answers this server's own pages", quote.Value(site))
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Sprintf("refused: a request from the page of %s, not of this server (%s)", quote.Value(o), quote.Value(r.Host))
+		}
+	}
+	return ""
 }
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
@@ -347,35 +380,48 @@ type comparison struct {
 
 func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if s.runsJSON != nil && time.Since(s.runsAt) < scanEvery {
-		b := s.runsJSON
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		setWriteDeadline(w)
-		w.Write(b)
-		return
+	b := s.runsJSON
+	if b == nil || time.Since(s.runsAt) >= scanEvery {
+		b = nil
 	}
-	b, err := s.runsAnswer()
-	s.mu.Unlock() // before writing: a client that reads slowly must not hold every request up
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, err.Error())
-		return
+	s.mu.Unlock()
+	if b == nil {
+		var err error
+		if b, err = s.runsAnswer(); err != nil {
+			httpError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	setWriteDeadline(w)
+	setWriteDeadline(w) // a client that reads slowly is dropped, not waited for
 	w.Write(b)
 }
 
-// runsAnswer makes the /api/runs answer and keeps it for scanEvery.
-// Callers hold s.mu.
+// runsAnswer makes the /api/runs answer and keeps it for scanEvery. The
+// run folders are read without s.mu, each under its own cache's lock: a
+// run whose files take long to read (a metrics.jsonl of 256 MiB) must not
+// hold every other request up while it is read.
 func (s *Server) runsAnswer() ([]byte, error) {
+	// One answer is made at a time; the requests that waited for it take it.
+	s.runsBuild.Lock()
+	defer s.runsBuild.Unlock()
+	type job struct {
+		f *folder
+		c *runCache
+	}
+	s.mu.Lock()
+	if s.runsJSON != nil && time.Since(s.runsAt) < scanEvery {
+		b := s.runsJSON
+		s.mu.Unlock()
+		return b, nil
+	}
 	s.rescan(false)
 	list := runsList{Runs: []runInfo{}, Comparisons: []comparison{}, Problems: append([]string{}, s.problems...)}
 	for _, root := range s.roots {
 		list.Roots = append(list.Roots, root.dir)
 	}
+	var jobs []job
 	for id, f := range s.folders {
 		if f.kind != kindRun {
 			list.Comparisons = append(list.Comparisons, comparison{ID: id, Name: path.Base(id), Kind: f.kind})
@@ -386,7 +432,11 @@ func (s *Server) runsAnswer() ([]byte, error) {
 			c = &runCache{}
 			s.caches[id] = c
 		}
-		list.Runs = append(list.Runs, c.info(f))
+		jobs = append(jobs, job{f, c})
+	}
+	s.mu.Unlock()
+	for _, j := range jobs {
+		list.Runs = append(list.Runs, j.c.info(j.f))
 	}
 	sort.Slice(list.Runs, func(i, j int) bool { return list.Runs[i].ID < list.Runs[j].ID })
 	sort.Slice(list.Comparisons, func(i, j int) bool { return list.Comparisons[i].ID < list.Comparisons[j].ID })
@@ -395,7 +445,9 @@ func (s *Server) runsAnswer() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
 	s.runsJSON, s.runsAt = b, time.Now()
+	s.mu.Unlock()
 	return b, nil
 }
 

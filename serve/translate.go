@@ -114,6 +114,7 @@ func (s *Server) translationAttention(w http.ResponseWriter, model string, key f
 	b.WriteString("}}")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	setWriteDeadline(w) // a client that does not read must not hold the model slot
 	w.Write([]byte(b.String()))
 }
 

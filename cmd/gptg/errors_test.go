@@ -246,6 +246,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HcliInputs(t)...)
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
+	rows = append(rows, round6ServeInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {

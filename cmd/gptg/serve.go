@@ -67,7 +67,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxTokens := fs.Int("max-tokens", serve.DefaultMaxTokens, "")
 	timeLimit := fs.Duration("time-limit", serve.DefaultTimeLimit, "")
 	memory := fs.Float64("model-memory", float64(serve.DefaultModelMemory)/config.GiB, "")
-	threads := fs.Int("threads", 1, "")
+	threads := threadsFlag(fs) // refuses a negative or absurd count while parsing
+	*threads = 1
 	dirs, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -81,8 +82,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usagef("--time-limit %s must be positive", *timeLimit)
 	case !(*memory > 0) || *memory > 1<<20:
 		return usagef("--model-memory %v must be a positive number of GiB", *memory)
-	case *threads < 0:
-		return usagef("--threads %d must be ≥ 0", *threads)
+	case *memory*config.GiB < 1<<20:
+		// Less would round to no bytes, which the server takes as its default.
+		return usagef("--model-memory %v GiB is less than 1 MiB: no model fits", *memory)
 	}
 	if len(dirs) == 0 {
 		dirs = []string{"runs"}
