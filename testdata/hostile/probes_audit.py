@@ -195,6 +195,24 @@ def probes(h):
       stdout="SAME", allow=("o",), timeout=240)
     A("ablate: two configs of one file name in two folders are refused", [], 2,
       shell="mkdir -p o/x o/y && cp c.toml o/x/c.toml && cp c.toml o/y/c.toml && $G ablate o/x/c.toml o/y/c.toml --seeds 1 --out o/ab", allow=("o",))
+    A("ablate interrupted (SIGINT) then run again equals an uninterrupted ablate", [], 0,
+      shell="mkdir -p o && cp c.toml o/d.toml && S='--seeds 2 --set train.max_steps=2000'; "
+            "$G ablate c.toml o/d.toml $S --out o/ab >/dev/null 2>&1 & AP=$!; sleep 1.5; kill -INT $AP; wait $AP; "
+            "$G ablate c.toml o/d.toml $S --out o/ab >/dev/null 2>&1 && $G ablate c.toml o/d.toml $S --out o/ref >/dev/null 2>&1 || exit 3; "
+            "for f in o/ref/*/seed-*/model.safetensors; do cmp -s $f o/ab/${f#o/ref/} || { echo DIFF $f; exit 0; }; done; "
+            "cmp -s <(cut -d, -f1-6,9- o/ab/runs.csv | sed s,o/ab,X,) <(cut -d, -f1-6,9- o/ref/runs.csv | sed s,o/ref,X,) && echo SAME",
+      stdout="SAME", allow=("o",), timeout=300)
+    A("sweep run --jobs 2 interrupted (SIGTERM) then run again equals an uninterrupted sweep", [], 0,
+      shell=SW.replace("[0.001, 0.002]", "[0.001, 0.002]\\n\\\"train.max_steps\\\" = 1500") + "cp -r o/sw o/ref && "
+            "($G sweep run o/sw --jobs 2 >/dev/null 2>&1 & SP=$!; sleep 1.5; kill -TERM $SP; wait $SP); "
+            "$G sweep run o/sw --jobs 2 >/dev/null 2>&1 && $G sweep run o/ref --jobs 2 >/dev/null 2>&1 || exit 3; "
+            "for f in o/ref/runs/c/*/seed-*/model.safetensors; do cmp -s $f o/sw/${f#o/ref/} || { echo DIFF $f; exit 0; }; done; echo SAME",
+      stdout="SAME", allow=("o",), timeout=300)
+    A("translate: a stdin line over the line limit is a bad input (exit 2) naming its line", [], 2, "stdin:2",
+      shell="mkdir -p o && python3 -c \"print('a1 a2'); print('a1 '*2000000)\" > o/l.txt && $G translate runs/toy < o/l.txt >/dev/null",
+      allow=("o",))
+    A("train --cpuprofile over the corpus it trains on is refused without --force",
+      ["train", "c.toml", "--set", "train.out=o/r", "--cpuprofile", "tiny.txt", "--quiet"], 2, "already exists")
     A("eval --split 0.999999 on a small corpus is refused with one line", ["eval", "runs/c", "--split", "0.999999"], (1, 2))
 
     # ------------------------------------------------------- serve vs the CLI
