@@ -102,6 +102,20 @@ def probes(h):
     A("sample --top-p 1 equals no top-p", [], 0,
       shell=cmp_sh("$G sample runs/c --tokens 30 --top-p 1 --seed 5", "$G sample runs/c --tokens 30 --seed 5"),
       stdout="SAME", allow=("o",))
+    for t in ("1e-300", "1e-45", "1e-30"):
+        A("sample --temperature %s is greedy (= --temperature 0), no NaN" % t, [], 0,
+          shell=cmp_sh("$G sample runs/c --tokens 30 --temperature " + t, "$G sample runs/c --tokens 30 --temperature 0"),
+          stdout="SAME", allow=("o",))
+    A("sample --top-p 5e-324 is greedy", [], 0,
+      shell=cmp_sh("$G sample runs/c --tokens 30 --top-p 5e-324", "$G sample runs/c --tokens 30 --temperature 0"),
+      stdout="SAME", allow=("o",))
+    A("sample --temperature 1e300 and 1e30 draw the same (both uniform), no NaN", [], 0,
+      shell=cmp_sh("$G sample runs/c --tokens 30 --temperature 1e300", "$G sample runs/c --tokens 30 --temperature 1e30"),
+      stdout="SAME", allow=("o",))
+    A("sample --seed 2^64-1 is accepted", ["sample", "runs/c", "--tokens", "5", "--seed", "18446744073709551615"], 0)
+    A("sample --seed 2^64 is refused", ["sample", "runs/c", "--tokens", "5", "--seed", "18446744073709551616"], 2)
+    A("train: the last of two --set of one key wins", [], 0,
+      shell="$G train c.toml --train.max_steps=5 --set train.max_steps=7 --set train.out=o/r --quiet", allow=("o",), stdout="done: 7 steps")
     A("sample of the run folder equals sample of its model file", [], 0,
       shell=cmp_sh("$G sample runs/c --tokens 30", "$G sample runs/c/model.safetensors --tokens 30"), stdout="SAME", allow=("o",))
     A("sample --prompt-file equals --prompt of the same text", [], 0,
