@@ -321,6 +321,12 @@ def probes(h):
       shell="mkdir -p o; $G ablate runs/c/metrics.jsonl --seeds 1 --out o/ab", allow=("o",))
 
     # ------------------------------------------------------ an imported model
+    A("--init on a corpus with the same characters (fine-tuning on new text) trains", [], 0,
+      shell="rev tiny.txt > rev.txt && $G train c.toml --init runs/c --set data.path=rev.txt --set train.out=o/r --quiet",
+      allow=("o", "rev.txt"))
+    A("--init on a corpus missing some of the model's characters: the message names the corpus, not model.vocab", [], 2, "half.txt",
+      shell="head -c 3000 tiny.txt > half.txt && $G train c.toml --init runs/c --set data.path=half.txt --set train.out=o/r --quiet",
+      allow=("o", "half.txt"))
     A("imported model: translate refuses a language model", [], 2, shell=IMP + "$G translate o/imp.safetensors --text hi", allow=("o",))
     A("imported model: eval without --data says it needs one", [], 2, shell=IMP + "$G eval o/imp.safetensors", allow=("o",))
     A("imported model: eval on a corpus of another vocabulary is refused", [], (1, 2),
