@@ -314,8 +314,6 @@ def probes(h):
       allow=("o",))
     A("data pairs --out a trained run folder is refused even with --force (it would replace the run's config.toml)",
       ["data", "pairs", "toy.toml", "--out", "runs/c", "--force"], 2)
-    A("data pairs --out a translation run's folder is refused even with --force",
-      ["data", "pairs", "runs/toy/config.toml", "--out", "runs/toy", "--force"], 2)
     A("data pairs --out a run folder without --force is refused", ["data", "pairs", "toy.toml", "--out", "runs/words"], 2)
     A("a sweep's manifest given to ablate is refused", [], 2,
       shell="mkdir -p o; $G ablate runs/c/metrics.jsonl --seeds 1 --out o/ab", allow=("o",))
