@@ -260,6 +260,13 @@ def probes(h):
             "if [ $? = 0 ] && [ $n = 0 ] && cmp -s o/straight/model.safetensors runs/c/model.safetensors; then echo SAME; else echo DIFF $n; cat o/t.out; fi"
             + SERVE_END,
       stdout="SAME", allow=("o", "runs/c"), timeout=240)
+    A("serve: an ablation's mean and sd equal those computed from its runs' own metrics", [], 0,
+      shell="mkdir -p o && cp c.toml o/d.toml && $G ablate c.toml o/d.toml --seeds 3 --out runs/ab >/dev/null 2>&1 || exit 3; " + SERVE
+            + "q 'http://'$P'/api/compare?id=runs/ab' > o/cmp; python3 - <<'EOF'\nimport json,statistics as st\nd=json.load(open('o/cmp'))\nbad=0\n"
+            "for v in d['variants']:\n    t=[[json.loads(l) for l in open(r+'/metrics.jsonl')][-1]['test_loss'] for r in v['runs']]\n"
+            "    bad+=len(t)!=3 or abs(v['test']['mean'][-1]-st.mean(t))>1e-9 or abs(v['test']['sd'][-1]-st.stdev(t))>1e-9\n"
+            "print('SAME' if not bad else 'DIFF')\nEOF" + SERVE_END,
+      stdout="SAME", allow=("o", "runs/ab"), timeout=180)
     A("serve writes nothing in the runs it shows", [], 0,
       shell=SERVE + "q http://$P/api/runs >/dev/null; q 'http://'$P'/api/run?id=runs/c' >/dev/null; "
             "q 'http://'$P'/api/metrics?id=runs/words' >/dev/null; q 'http://'$P'/api/summary?id=runs/toy' >/dev/null; "
