@@ -388,6 +388,19 @@ def probes(h):
       shell="cp tiny.txt runs/c/corpus.txt && $G train c.toml --set data.path=runs/c/corpus.txt --force --quiet >/dev/null && cmp tiny.txt runs/c/corpus.txt && echo kept",
       allow=("runs/c",), stdout="kept")
 
+    A("eval and sample while train --force rebuilds the run: a result or one clean line, never a trace", [], 0,
+      shell="mkdir -p o; $G train c.toml --force --set train.max_steps=3000 --quiet >/dev/null 2>&1 & TP=$!; bad=0; "
+            "while kill -0 $TP 2>/dev/null; do $G eval runs/c >/dev/null 2>o/e; rc=$?; "
+            "if grep -q 'panic\\|goroutine\\|fatal error' o/e || { [ $rc != 0 ] && [ $(wc -l < o/e) != 1 ]; }; then bad=$((bad+1)); fi; "
+            "$G sample runs/c --tokens 3 >/dev/null 2>o/e; rc=$?; "
+            "if grep -q 'panic\\|goroutine\\|fatal error' o/e || { [ $rc != 0 ] && [ $(wc -l < o/e) != 1 ]; }; then bad=$((bad+1)); fi; done; "
+            "wait $TP && [ $bad = 0 ] && echo clean",
+      stdout="clean", allow=("o", "runs/c"), timeout=180)
+    A("attention --format png without --out does not replace a picture of the user's", ["attention", "runs/c", "--text", "Fi", "--format", "png"],
+      2, "already exists", setup=h.write("att.png", "mypicture"))
+    A("attention --format svg without --out does not write through att.svg linked to the corpus",
+      ["attention", "runs/c", "--text", "Fi", "--format", "svg"], 2, setup=h.symlink("tiny.txt", "att.svg"))
+
     # --------------------------------------------- a read-only working folder
     # In the sandbox only the probe folder is writable: from / every write
     # to the working folder fails, so these commands must need none.
