@@ -415,6 +415,13 @@ def probes(h):
       shell="D=$PWD; cd / && $G train $D/c.toml --set train.out=$D/o/r --set data.path=$D/tiny.txt --quiet", allow=("o",))
     A("from a read-only folder: ablate with the default out says it cannot write, one line", [], 1,
       shell="D=$PWD; cd / && $G ablate $D/c.toml --seeds 1")
+    BIG = ("--set data.path=builtin:tinyshakespeare --set model.context=512 --set train.batch=32 --set model.embedding=256 "
+           "--set model.blocks=4 --set model.heads=8 --set train.max_steps=2 --set train.out=o/big")
+    A("a process limited to 2.5 GB (ulimit -v) and a config estimated at 3.1 GiB (under the default 8 GiB): one line, no OOM trace",
+      [], 2, "memory", shell="mkdir -p o; ulimit -v 2500000; exec $G train c.toml " + BIG, allow=("o",), timeout=120)
+    A("a process limited to 2.5 GB and train.max_memory raised past it: one line, no OOM trace",
+      [], 2, "memory", shell="mkdir -p o; ulimit -v 2500000; exec $G train c.toml " + BIG.replace("batch=32", "batch=64")
+      + " --set train.max_memory=20", allow=("o",), timeout=120)
     A("TMPDIR a missing folder: train still works", [], 0,
       shell="TMPDIR=/nonexistent $G train c.toml --set train.out=o/r --quiet", allow=("o",))
     A("HOME unset: sample still works", [], 0, shell="env -u HOME $G sample runs/c --tokens 3")
