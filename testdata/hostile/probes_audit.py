@@ -376,6 +376,15 @@ def probes(h):
       shell="cp -r runs/c runs/c2 && $G train --resume runs/c2 --set train.max_steps=6 --quiet", allow=("runs/c2",))
     A("a run folder moved elsewhere: eval still finds the recorded corpus", [], 0,
       shell="mkdir -p o && mv runs/c o/moved && $G eval o/moved", allow=("o", "runs/c"), stdout="test loss 4.0150")
+    A("corpus replaced by an identical copy (new inode, old mtime): resume continues bit-identical", [], 0,
+      shell=files_same_sh("$G train c.toml --set train.max_steps=6 --set train.out=o/straight --quiet && cp tiny.txt x && rm tiny.txt && "
+                          "mv x tiny.txt && touch -d 2001-01-01 tiny.txt && $G train --resume runs/c --set train.max_steps=6 --quiet",
+                          "o/straight/model.safetensors", "runs/c/model.safetensors"), stdout="SAME", allow=("o", "runs/c", "tiny.txt"),
+      timeout=120)
+    A("the corpus moved beside the run folder (runs/tiny.txt): eval finds it, as its --help says", [], 0,
+      shell="mv tiny.txt runs/tiny.txt && $G eval runs/c", check=same_as_logged("runs/c"), allow=("tiny.txt", "runs/tiny.txt"))
+    A("the corpus moved into the run folder: eval finds it", [], 0,
+      shell="mv tiny.txt runs/c/tiny.txt && $G eval runs/c", check=same_as_logged("runs/c"), allow=("tiny.txt", "runs/c/tiny.txt"))
     A("resume --set train.max_steps equal to the steps done says it is finished", ["train", "--resume", "runs/c", "--set", "train.max_steps=3"],
       1, "already finished")
     A("resume shortening the run is refused", ["train", "--resume", "runs/c", "--set", "train.max_steps=2"], (1, 2), "shortened")
