@@ -374,6 +374,11 @@ def probes(h):
             "$G train --resume runs/c --set train.max_steps=6", allow=("runs/c",))
     A("a run folder copied: resuming the copy leaves the original alone", [], 0,
       shell="cp -r runs/c runs/c2 && $G train --resume runs/c2 --set train.max_steps=6 --quiet", allow=("runs/c2",))
+    A("a run folder hard-linked (cp -al): resuming the copy is refused for its shared lock", [], 1, "hard link",
+      shell="cp -al runs/c runs/c2 && $G train --resume runs/c2 --set train.max_steps=6 --quiet", allow=("runs/c2",))
+    A("a run folder hard-linked (cp -al), lock removed: resuming the copy leaves the original's files alone", [], 0,
+      shell="cp -al runs/c runs/c2 && rm runs/c2/.gptg.lock && $G train --resume runs/c2 --set train.max_steps=6 --quiet",
+      allow=("runs/c2",))
     A("a run folder moved elsewhere: eval still finds the recorded corpus", [], 0,
       shell="mkdir -p o && mv runs/c o/moved && $G eval o/moved", allow=("o", "runs/c"), stdout="test loss 4.0150")
     A("corpus replaced by an identical copy (new inode, old mtime): resume continues bit-identical", [], 0,
