@@ -203,6 +203,11 @@ def probes(h):
             "$G ablate c.toml o/d.toml --seeds 2 --jobs 1 --out o/a1 >/dev/null 2>&1 && "
             "if cmp -s <(cut -d, -f1-6,9- o/a1/runs.csv | sed 's/o\\/a1/X/') <(cut -d, -f1-6,9- o/a2/runs.csv | sed 's/o\\/a2/X/'); then echo SAME; else echo DIFF; fi",
       stdout="SAME", allow=("o",), timeout=240)
+    A("sweep collect while sweep run trains: a partial table, then the whole one", [], 0,
+      shell=SW.replace("[0.001, 0.002]", "[0.001, 0.002]\\n\\\"train.max_steps\\\" = 1500")
+            + "($G sweep run o/sw >/dev/null 2>&1 & SP=$!; sleep 1.2; $G sweep collect o/sw >/dev/null || exit 4; wait $SP) && "
+            "$G sweep collect o/sw >/dev/null && [ $(grep -c ',finished,' o/sw/runs.csv) = 4 ] && echo whole",
+      stdout="whole", allow=("o",), timeout=240)
     A("ablate run twice: the second reuses the runs and gives the same table", [], 0,
       shell="mkdir -p o && $G ablate c.toml --seeds 2 --out o/ab >/dev/null 2>&1 && cut -d, -f1-6,9- o/ab/runs.csv > o/t1 && "
             "$G ablate c.toml --seeds 2 --out o/ab >/dev/null 2>&1 && cut -d, -f1-6,9- o/ab/runs.csv > o/t2 && cmp -s o/t1 o/t2 && echo SAME",
