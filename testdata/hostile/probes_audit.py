@@ -334,6 +334,11 @@ def probes(h):
     A("a sweep's manifest given to ablate is refused", [], 2,
       shell="mkdir -p o; $G ablate runs/c/metrics.jsonl --seeds 1 --out o/ab", allow=("o",))
 
+    A("eval of the word run on the built-in toy corpus (other words) is refused", ["eval", "runs/words", "--data", "builtin:toy"], (1, 2),
+      "vocabulary")
+    A("sample of the word run with an unknown word names it", ["sample", "runs/words", "--prompt", "the zebra", "--tokens", "3"], 2, "zebra")
+    A("attention of the word run with an unknown word names it", ["attention", "runs/words", "--text", "the zebra"], 2, "zebra")
+
     # ------------------------------------------------------ an imported model
     A("--init on a corpus with the same characters (fine-tuning on new text) trains", [], 0,
       shell="rev tiny.txt > rev.txt && $G train c.toml --init runs/c --set data.path=rev.txt --set train.out=o/r --quiet",
