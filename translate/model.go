@@ -114,6 +114,9 @@ func Load(path string) (*Model, error) {
 	if err := m.checkSizes(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := m.checkNames(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return m, nil
 }
 
@@ -275,4 +278,62 @@ func (m *Model) Apply(params []*graph.Param) error {
 		}
 	}
 	return nil
+}
+
+// paramNames are the names of every parameter of a model of spec s, as
+// graph.BuildTranslation declares them (TestParamNamesMatchTheGraph): Load
+// refuses a file holding any other tensor, a model that says one thing and
+// holds another. (Apply sees one part of the graph at a time, so it cannot.)
+func paramNames(s graph.TranslationSpec) map[string]bool {
+	names := map[string]bool{}
+	add := func(prefix string, parts ...string) {
+		for _, p := range parts {
+			names[prefix+p+".weight"] = true
+			names[prefix+p+".bias"] = true
+		}
+	}
+	for _, side := range []string{"src", "tgt"} {
+		names[side+"_tok.weight"] = true
+		if s.Positions == "learned" {
+			names[side+"_pos.weight"] = true
+		}
+	}
+	for i := range s.EncoderBlocks {
+		add(fmt.Sprintf("encoder.%d.", i), "norm1", "norm2", "att.q", "att.k", "att.v", "att.o", "ff.up", "ff.down")
+	}
+	for i := range s.DecoderBlocks {
+		add(fmt.Sprintf("decoder.%d.", i), "norm1", "norm2", "norm3", "att.q", "att.k", "att.v", "att.o",
+			"cross.q", "cross.k", "cross.v", "cross.o", "ff.up", "ff.down")
+	}
+	add("", "encoder.norm", "decoder.norm")
+	if !s.TieEmbeddings {
+		add("", "out")
+	}
+	return names
+}
+
+// checkNames refuses tensors that no parameter of the model is called.
+func (m *Model) checkNames() error {
+	want := paramNames(m.Spec)
+	var extra []string
+	for name := range m.Tensors {
+		if !want[name] {
+			extra = append(extra, name)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	slices.Sort(extra)
+	var b strings.Builder
+	for i, name := range extra[:min(5, len(extra))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quote.Name(name))
+	}
+	if len(extra) > 5 {
+		fmt.Fprintf(&b, " and %d more", len(extra)-5)
+	}
+	return fmt.Errorf("tensors that this model (its metadata) does not have: %s", b.String())
 }

@@ -160,6 +160,14 @@ func round6HfilesInputs(t *testing.T) []badInput {
 			sparseExtra("runs/toy/model.safetensors", "t.safetensors", big)(t, dir)
 		}, args: []string{"translate", "t.safetensors", "--text", "a1"}, code: 1, maxMB: 300, msg: "parameters of the model its metadata describes can take: the file is damaged"},
 
+		{name: "translate: a model file with a tensor its model does not have", files: tr, setup: func(t *testing.T, dir string) {
+			translationRun(t, dir)
+			h, data := rawHeader(t, filepath.Join(dir, "runs/toy/model.safetensors"))
+			at := int64(len(data))
+			h["encoder.0.att.extra.weight"] = map[string]any{"dtype": "F32", "shape": []int64{1}, "data_offsets": []int64{at, at + 4}}
+			writeRaw(t, filepath.Join(dir, "t.safetensors"), h, append(data, 0, 0, 0, 0), 0)
+		}, args: []string{"translate", "t.safetensors", "--text", "a1"}, code: 1, msg: "tensors that this model (its metadata) does not have: encoder.0.att.extra.weight"},
+
 		// Values and words that would change on the way in.
 		{name: "sample: an F64 1e300 in a float32 model (+Inf once narrowed)", setup: narrowOverflow,
 			args: []string{"sample", "m.safetensors", "--tokens", "2", "--prompt", "F"}, code: 1, msg: "tensor pos.weight holds 1e+300 at entry 63, beyond the range of the model's float32"},

@@ -397,6 +397,32 @@ def probes(h):
           check=lambda d, c, o, e: "raw control characters on stdout" if "\x1b" in o or "\x07" in o else None),
     ]
 
+    # --- more model-file variants
+    ps += [
+        P(N + "a translation model with a tensor its model does not have (silently ignored before)", ["translate", T, "--text", "a1"], 1, "does not have",
+          setup=h.st_edit(TRM, T, lambda hd, data: _replace(hd, data, "encoder.0.att.extra.weight", "F32", [1], b"\0\0\0\0"))),
+        P(N + "a translation model with a decoder cross-attention tensor duplicated under a new name", ["eval", "runs/toy/t.safetensors"], 1, "does not have",
+          setup=h.st_edit(TRM, "runs/toy/t.safetensors", lambda hd, data: _replace(hd, data, "decoder.0.cross2.q.weight", "F32", [8, 8], b"\0" * 256))),
+        P(N + "a run folder's model.safetensors of 0 bytes", ["sample", GPT, "--tokens", "2"], 1, "empty",
+          setup=h.write(GPTM, "")),
+        P(N + "a run folder's model.safetensors a link to its checkpoint", ["sample", GPT, "--tokens", "2"], (1, 2), "checkpoint",
+          setup=lambda d: (os.remove(os.path.join(d, GPTM)), os.symlink("checkpoint.safetensors", os.path.join(d, GPTM)))),
+        P(N + "a tensor entry with an unknown field", ["inspect", M], 1, "unknown field",
+          setup=h.raw_meta_edit(GPTM, M, lambda b: b.replace(b'"dtype":"F32"', b'"dtype":"F32","dtyp":"F64"', 1).rstrip() + b" " * 0)),
+        P(N + "65,537 tensors (one past the limit)", ["inspect", M], 1, "65536",
+          setup=h.st_edit(GPTM, M, lambda hd, data: (dict(hd, **{"e%05d" % i: {"dtype": "F32", "shape": [0], "data_offsets": [len(data), len(data)]} for i in range(65537 - 16)}), data))),
+        P(N + "a model of one token (vocab 1)", ["sample", M, "--tokens", "2"], 1, None,
+          setup=h.meta_edit(GPTM, M, "vocab", lambda v: '["a"]')),
+        P(N + "train --init a translation model whose source words are swapped", ["train", "toy.toml", "--set", "train.out=runs/new", "--init", T], 2, None,
+          setup=h.vocab_edit(TRM, T, "src_vocab", lambda w: w[:4] + [w[5], w[4]] + w[6:])),
+        P(N + "import --out a run folder", ["import", "nanogpt", "ckpt.pt", "--out", GPT], 2, None),
+        P(N + "import --meta a folder", ["import", "nanogpt", "ckpt.pt", "--meta", "runs", "--out", "x.safetensors"], 2, None),
+        P(N + "import: data.pkl under another folder than its storages", IMP, 2, None,
+          setup=h.ckpt_edit(lambda es: [(n.replace("ckpt/data.pkl", "other/data.pkl"), b) for n, b in es])),
+        P(N + "import: a storage entry of 0 bytes", IMP, 2, None,
+          setup=h.ckpt_edit(lambda es: [(n, b"" if n.endswith("data/0") else b) for n, b in es])),
+    ]
+
     # --- nanoGPT import: zip
     ps += [
         P(N + "a storage entry twice in the zip", IMP, 2, "twice", setup=h.ckpt_edit(lambda es: es + [es[1]])),
