@@ -1061,7 +1061,7 @@ def flag_probes():
         Probe("flags: --temperature 1e-320 (subnormal)", ["sample", GPT, "--temperature", "1e-320", "--tokens", "5", "--prompt", "F"], 0, None),
         Probe("flags: --top-p 1e-300", ["sample", GPT, "--top-p", "1e-300", "--tokens", "5", "--prompt", "F"], 0, None),
         Probe("flags: --top-p NaN", ["sample", GPT, "--top-p", "NaN"], 2, None),
-        Probe("flags: --prompt empty", ["sample", GPT, "--prompt", "", "--tokens", "3"], 1, "empty"),
+        Probe("flags: --prompt empty", ["sample", GPT, "--prompt", "", "--tokens", "3"], 2, "empty"),  # a wrong argument (round six)
         Probe("flags: --prompt longer than the context", ["sample", GPT, "--prompt", "First " * 200, "--tokens", "3"], 0, None),
         Probe("flags: --prompt of 10 MB", ["sample", GPT, "--prompt-file", "p.txt", "--tokens", "3"], 2, "limit", setup=write("p.txt", "First " * 2000000)),
         Probe("flags: --prompt-file /dev/stdin", ["sample", GPT, "--prompt-file", "/dev/stdin", "--tokens", "3"], 2, None, stdin="First"),
