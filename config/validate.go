@@ -20,13 +20,17 @@ const (
 	maxBlocks    = 64
 	maxFFMult    = 64
 	maxBatch     = 4096
-	maxVocab     = 1 << 20
 	maxBuckets   = 64
 	// maxThreads is --threads' bound too: each thread is a goroutine and a
 	// workspace, made before the first step (train.threads = 2^31 asked
 	// for 16 GiB of workspace pointers).
 	maxThreads = 4096
 )
+
+// MaxVocab bounds model.vocab, and so the distinct tokens a corpus may
+// have: corpus stops counting a word corpus's words past it, before the
+// count itself (a map of every distinct word) outgrows memory.
+const MaxVocab = 1 << 20
 
 // Validate reports the first impossible or absurd value in c as an *Error
 // naming c.Path and the key. Stride 0 and Out "" are accepted (they mean
@@ -89,7 +93,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.intIn("data.buckets", d.Buckets, 1, maxBuckets)
 
 	m := c.Model
-	v.intIn("model.vocab", m.Vocab, 0, maxVocab)
+	v.intIn("model.vocab", m.Vocab, 0, MaxVocab)
 	v.intIn("model.context", m.Context, 1, maxContext)
 	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
 	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
@@ -209,12 +210,17 @@ func wordTokens(ctx context.Context, r io.Reader) ([]string, int, error) {
 	n := 0
 	err := eachWord(ctx, r, func(w []byte) {
 		n++
-		if !words[string(w)] { // the lookup does not allocate
+		if !words[string(w)] && len(words) <= config.MaxVocab { // the lookup does not allocate
 			words[string(w)] = true
 		}
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	// Past the bound the map stops growing (a gigabyte of distinct words
+	// would take many gigabytes as a map); the vocabulary is refused here.
+	if len(words) > config.MaxVocab {
+		return nil, 0, fmt.Errorf("text has more than %d distinct words, the most a vocabulary (model.vocab) may have: use the char tokenizer, or a corpus of fewer distinct words", config.MaxVocab)
 	}
 	tokens := make([]string, 0, len(words))
 	for w := range words {

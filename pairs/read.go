@@ -25,6 +25,23 @@ import (
 // under 2 KB; a longer line means the file is not a pairs file.
 const MaxLineBytes = 64 << 10
 
+// MaxHeldBytes bounds the memory the kept pairs take while a file is read
+// (as pairCost estimates it): every kept pair is held until the
+// vocabularies exist, so the largest file Load opens (1 GiB) of short
+// pairs took tens of gigabytes (94 MB of 3-word pairs: 2.55 GB). With
+// the garbage collector's slack the peak is about twice the bound, as a
+// text corpus's (docs/architecture.md); Tatoeba's English–French (230k
+// pairs with their attribution) holds about 260 MiB.
+const MaxHeldBytes = 512 << 20
+
+// pairCost estimates the bytes a kept pair holds until the corpus is
+// built: a string header and then an id per word, the line's text, the
+// structs around them. Measured: 5M pairs of 3+3 words peaked at 510
+// bytes a pair of RSS; this gives 484.
+func pairCost(p words, lineBytes int) int64 {
+	return int64(160 + 48*(len(p.src)+len(p.tgt)) + 2*lineBytes)
+}
+
 // splitBuckets is the resolution of the train/test split: a pair is a
 // test pair when the hash of its source sentence, modulo splitBuckets, is
 // at or above split · splitBuckets.
@@ -156,6 +173,7 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 	var train, test []words
 	cut := uint64(math.Round(opts.Split * splitBuckets))
 	h := &hashing{h: sha256.New()}
+	var held int64
 	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
 	for {
 		raw, err := readLine(br)
@@ -182,8 +200,15 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 				c.TooLong++
 			case testSide(p.src, cut):
 				test = append(test, p)
+				held += pairCost(p, len(raw))
 			default:
 				train = append(train, p)
+				held += pairCost(p, len(raw))
+			}
+			if held > MaxHeldBytes {
+				return nil, &Error{Path: path, Line: c.Lines, Msg: fmt.Sprintf(
+					"the %d pairs kept up to here take about %d MiB of memory, more than the %d MiB a pairs corpus may (gptg holds every kept pair while it reads): train on a part of the file (head -n %d), or keep fewer pairs with data.max_source and data.max_target",
+					len(train)+len(test), held>>20, MaxHeldBytes>>20, c.Lines-1)}
 			}
 		}
 		if err == io.EOF {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,8 +64,56 @@ func round6RunsInputs(t *testing.T) []badInput {
 			linkOut(t, dir, "runs/toy", "checkpoint.safetensors")
 		}, args: []string{"train", "--resume", "runs/toy", "--set", "train.max_steps=8"}, code: 1,
 			msg: "runs/toy/checkpoint.safetensors is a symbolic link"},
+		{name: "train --resume: the lock file a hard link to a file outside the run", setup: func(t *testing.T, dir string) {
+			lmRun(t, dir)
+			hardLinkLock(t, dir)
+		}, args: []string{"train", "--resume", "runs/lm", "--set", "train.max_steps=4"}, code: 1,
+			msg: "runs/lm: its lock file .gptg.lock has 2 names (a hard link to another file, whose content gptg would overwrite): remove runs/lm/.gptg.lock"},
+		{name: "word corpus: more distinct words than a vocabulary may have", setup: func(t *testing.T, dir string) {
+			var b strings.Builder
+			for i := range 1<<20 + 1 {
+				fmt.Fprintf(&b, "w%d ", i)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "w.txt"), []byte(b.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, files: map[string]string{"w.toml": "[data]\npath = \"w.txt\"\ntokenizer = \"word\"\n"},
+			args: []string{"graph", "w.toml"}, code: 1, msg: "data file w.txt: text has more than 1048576 distinct words"},
 		{name: "config: train.threads = 2^31", files: map[string]string{"c.toml": "[data]\npath = \"builtin:toy\"\n[train]\nthreads = 2147483648\n"},
 			args: []string{"graph", "c.toml"}, code: 2, msg: "train.threads: 2147483648 is out of range (allowed: 0..4096)"},
+	}
+}
+
+// hardLinkLock makes runs/lm's lock file a second name of dir/precious.txt.
+func hardLinkLock(t *testing.T, dir string) {
+	t.Helper()
+	lock := filepath.Join(dir, "runs/lm/.gptg.lock")
+	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("keep me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "precious.txt"), lock); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLockHardLinkKeepsFile: the lock file as a hard link to another file
+// is refused before the pid is written into it (it was: "keep me" became
+// the pid).
+func TestLockHardLinkKeepsFile(t *testing.T) {
+	dir := t.TempDir()
+	lmRun(t, dir)
+	hardLinkLock(t, dir)
+	for _, args := range [][]string{{"train", "--resume", "runs/lm", "--set", "train.max_steps=4"}, {"train", "lm.toml", "--force"}} {
+		r := gptg(t, dir, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "hard link") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1 naming the hard link", args, r.code, r.stderr)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "precious.txt")); string(b) != "keep me\n" {
+			t.Errorf("%v: the file the lock file links to now holds %q", args, b)
+		}
 	}
 }
 
@@ -147,5 +197,49 @@ func TestHugeStrideTrains(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "over 1 batches") {
 		t.Errorf("want the test loss over the one test window; got %q", r.stdout)
+	}
+}
+
+// TestCorpusCountsBounded: the first pass over a corpus holds what it
+// counts, and that was unbounded: a word corpus's map of distinct words
+// (before the vocabulary bound was checked, after the whole file: 6M
+// distinct words took 573 MB, a gigabyte of them many gigabytes) and every
+// kept sentence pair of a pairs file (94 MB of 3-word pairs took 2.55 GB;
+// the 1 GiB a corpus may be, tens of gigabytes). Both now stop at their
+// bound, in bounded memory.
+func TestCorpusCountsBounded(t *testing.T) {
+	dir := t.TempDir()
+	var words strings.Builder
+	for i := range 4_000_000 {
+		words.WriteString("w")
+		words.WriteString(strconv.Itoa(i))
+		words.WriteByte(' ')
+	}
+	files := map[string]string{
+		"w.txt":  words.String(),
+		"w.toml": "[data]\npath = \"w.txt\"\ntokenizer = \"word\"\n",
+		"p.tsv":  strings.Repeat("a\tb\n", 5_000_000),
+		"p.toml": "[data]\nformat = \"pairs\"\npath = \"p.tsv\"\n[model]\narch = \"encoder-decoder\"\nembedding = 8\nheads = 2\nblocks = 1\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		config, msg string
+		code        int
+		maxMB       int64
+	}{
+		{"w.toml", "text has more than 1048576 distinct words, the most a vocabulary (model.vocab) may have", 1, 250},
+		{"p.toml", "p.tsv:2049126: the 2049126 pairs kept up to here take about 512 MiB of memory, more than the 512 MiB a pairs corpus may", 2, 1100},
+	} {
+		r := gptg(t, dir, "graph", c.config)
+		if r.code != c.code || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("graph %s: exit %d, stderr %q; want exit %d and %q", c.config, r.code, r.stderr, c.code, c.msg)
+		}
+		if r.maxRSSKB > c.maxMB<<10 {
+			t.Errorf("graph %s: peak memory %d MiB, more than %d MiB", c.config, r.maxRSSKB>>10, c.maxMB)
+		}
 	}
 }

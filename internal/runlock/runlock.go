@@ -29,16 +29,16 @@ type Lock struct {
 	path string
 }
 
-// ErrLost is wrapped by Held's error when the lock file was removed or
+// ErrLost is wrapped by Intact's error when the lock file was removed or
 // replaced while the lock was held.
 var ErrLost = errors.New("lock file removed or replaced while the run held it")
 
-// Held reports whether the lock file in the folder is still the one this
+// Intact reports whether the lock file in the folder is still the one this
 // lock holds. flock locks a file, not a name: once the file is deleted
 // (someone "cleaning up a stale lock") or replaced, a second gptg creates
 // a new one, locks it too, and two processes write one run folder. A
 // holder that checks before it writes stops instead.
-func (l *Lock) Held() error {
+func (l *Lock) Intact() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
@@ -122,13 +122,21 @@ func checkRegular(dir, path string) error {
 }
 
 // checkOpened is checkRegular of the file opened, against a swap between
-// the Lstat and the open.
+// the Lstat and the open, and refuses a lock file with a second name (a
+// hard link): Acquire writes its pid into the file, which would overwrite
+// the other name's content, wherever it is.
 func checkOpened(dir, path string, f *os.File) error {
 	info, err := f.Stat()
-	if err != nil || info.Mode().IsRegular() {
+	if err != nil {
 		return nil
 	}
-	return fmt.Errorf("%s: its lock file %s is not a regular file (%s): the folder is damaged; remove %s", dir, Name, info.Mode().Type(), path)
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s: its lock file %s is not a regular file (%s): the folder is damaged; remove %s", dir, Name, info.Mode().Type(), path)
+	}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return fmt.Errorf("%s: its lock file %s has %d names (a hard link to another file, whose content gptg would overwrite): remove %s", dir, Name, st.Nlink, path)
+	}
+	return nil
 }
 
 // holder names the process whose pid the lock file records.

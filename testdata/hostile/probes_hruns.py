@@ -303,6 +303,21 @@ def probes(h):
           check=lambda d, c, o, e: None if sorted([c, _race["r"].returncode]) == [0, 1] and ("in use" in e + _race["r"].stderr or "already holds" in e + _race["r"].stderr)
           else "two trainings of one folder: exits %d and %d (%s | %s)" % (c, _race["r"].returncode, e.strip()[:150], _race["r"].stderr.strip()[:150])))
 
+    def hard(rel, outside):
+        """rel (a file of a run) becomes a second name of a file outside the run."""
+        def setup(d):
+            p = os.path.join(d, rel)
+            shutil.copy(p, os.path.join(d, outside)) if os.path.getsize(p) else open(os.path.join(d, outside), "w").write("keep me\n")
+            os.remove(p)
+            os.link(os.path.join(d, outside), p)
+        return setup
+    add(P("r6 runs: the lock file a hard link to a file outside the run, resume", RES, 1, "hard link", setup=hard(GPT + "/.gptg.lock", "precious.txt")))
+    add(P("r6 runs: the lock file a hard link to a file outside the run, train --force", ["train", "c.toml", "--force"], 1, "hard link", setup=hard(GPT + "/.gptg.lock", "precious.txt")))
+    add(P("r6 runs: resume with metrics.jsonl a hard link outside (cp -al backup; the rewrite parts them)", RES, 0, None, allow=(GPT,),
+          setup=hard(GPT + "/metrics.jsonl", "backup.jsonl")))
+    add(P("r6 runs: resume with the checkpoint a hard link outside (cp -al backup; the rewrite parts them)", RES, 0, None, allow=(GPT,),
+          setup=hard(GPT + "/checkpoint.safetensors", "backup.safetensors")))
+
     # ---------------------------------------------------------- the run folder changes under a training
     add(P("r6 runs: the run folder deleted mid-run", ["train", "long.toml", "--quiet"], 1, None, setup=h.write("long.toml", LONG),
           during=during_do(lambda d: shutil.rmtree(os.path.join(d, "runs/long")), 0.8), allow=("runs/long",), check=not_done, timeout=120))
@@ -403,6 +418,8 @@ def probes(h):
     add(P("r6 runs: word corpus of 1.2M distinct words", K, 1, None, setup=corpus(" ".join("w%d" % i for i in range(1200000)), extra='tokenizer = "word"\n'), max_mb=1500, timeout=120))
     add(P("r6 runs: char corpus of 1.1M distinct characters", K, 1, None,
           setup=corpus("".join(chr(c) for c in range(0x100, 0x10ffff) if not 0xd800 <= c < 0xe000)[:1100000] * 2), max_mb=1500, timeout=120))
+    add(P("r6 runs: word corpus of 6M distinct words (53 MB): refused in bounded memory", K, 1, "distinct words", max_mb=300, timeout=180,
+          setup=corpus(" ".join("w%d" % i for i in range(6000000)), extra='tokenizer = "word"\n')))
     add(P("r6 runs: corpus a sparse 6 GB file", K, 2, None,
           setup=h.seq(corpus("x"), lambda d: os.truncate(os.path.join(d, "k.txt"), 6 << 30)), timeout=60))
     add(P("r6 runs: corpus /proc/self/fd/0 with a pipe on stdin", ["train", "k.toml", "--set", "data.path=/proc/self/fd/0"], 2, None, setup=corpus("x"), stdin="First Citizen:\n" * 1000))
@@ -434,6 +451,10 @@ def probes(h):
     add(P("r6 runs: pairs of invalid UTF-8", X, 2, "UTF-8", setup=pairs(good.encode() + b"a\xff\tb\n", "wb")))
     add(P("r6 runs: pairs with 100k distinct words (one step; the evaluation is the work)", X + ["--set", "train.max_steps=1"], 0, None, max_mb=1500, timeout=240,
           setup=pairs(good + "".join("s%d s%d\tt%d\n" % (i, i + 1, i) for i in range(0, 100000, 2))), allow=("runs/t2",)))
+    add(P("r6 runs: pairs of 12M short lines (48 MB): refused in bounded memory", X, 2, "a pairs corpus may", max_mb=1100, timeout=240,
+          setup=pairs("a\tb\n" * 12000000)))
+    add(P("r6 runs: pairs of one sentence 100,000 times (every copy on one side of the split)", X, 2, None, timeout=120,
+          setup=pairs("a1 a2\tb1 b2\n" * 100000)))
     add(P("r6 runs: pairs with a line of a lone tab (left out: no source word)", X, 0, None, setup=pairs(good + "\t\n"), allow=("runs/t2",)))
     add(P("r6 runs: pairs with NBSP between words", X, 0, None, setup=pairs(good.replace(" ", "\u00a0")), allow=("runs/t2",)))
     add(P("r6 runs: translation resume after pairs appended", ["train", "--resume", TR, "--set", "train.max_steps=8"], 2, None,
