@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -254,7 +255,10 @@ func (e *metricsEntry) update(f *folder) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		// A FIFO, a device, a link out of the folder: the run's file
+		// cannot be served, which is no fault of the server's (403, as
+		// for a model file).
+		return unservable(train.MetricsFile, err)
 	}
 	defer mf.Close()
 	for more := true; more; {
@@ -296,3 +300,16 @@ func (c columns) slice(i, j int) columns {
 
 // len is the number of rows.
 func (c columns) len() int { return len(c.Step) }
+
+// unservable is the error of a run's file that exists but cannot be
+// served (not a regular file, or a link that leads out of the folder).
+func unservable(name string, err error) error {
+	msg := oneLine(unwrapPath(err).Error())
+	switch {
+	case strings.Contains(msg, "escapes from parent"): // os.Root's refusal
+		msg = name + " is a link that leads out of the served folders"
+	case !strings.HasPrefix(msg, name):
+		msg = name + ": " + msg
+	}
+	return &requestError{http.StatusForbidden, msg + ": not served"}
+}

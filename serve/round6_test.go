@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,4 +165,42 @@ func serveOne(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	return w
+}
+
+// TestMetricsThatCannotBeServed: a metrics.jsonl that is a FIFO, a link to
+// a FIFO or a link out of the folder is a 403 naming it, and its run is
+// damaged in the table. Before, /api/metrics answered 500 and the table
+// called the run finished.
+func TestMetricsThatCannotBeServed(t *testing.T) {
+	fixtures(t)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	os.WriteFile(filepath.Join(dir, "secret"), []byte(`{"step":1,"loss":1}`+"\n"), 0o644)
+	for _, name := range []string{"fifo", "linkfifo", "out"} {
+		copyRun(t, causalRun, filepath.Join(runs, name))
+		os.Remove(filepath.Join(runs, name, train.MetricsFile))
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(syscall.Mkfifo(filepath.Join(runs, "fifo", train.MetricsFile), 0o644))
+	must(os.Symlink("../fifo/"+train.MetricsFile, filepath.Join(runs, "linkfifo", train.MetricsFile)))
+	must(os.Symlink("../../secret", filepath.Join(runs, "out", train.MetricsFile)))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	list := decode[runsList](t, get(t, s, "/api/runs"))
+	for _, c := range []struct{ id, want string }{
+		{"runs/fifo", "metrics.jsonl is not a regular file"},
+		{"runs/linkfifo", "metrics.jsonl is not a regular file"},
+		{"runs/out", "metrics.jsonl is a link that leads out of the served folders"},
+	} {
+		w := get(t, s, "/api/metrics?id="+c.id)
+		if w.Code != 403 || !strings.Contains(w.Body.String(), c.want) {
+			t.Errorf("metrics of %s: %d %.200s, want 403 %q", c.id, w.Code, w.Body.String(), c.want)
+		}
+		if r := runByID(t, list, c.id); r.State != stateDamaged || !strings.Contains(r.Problem, c.want) {
+			t.Errorf("%s in the table: %s %q, want damaged: %q", c.id, r.State, r.Problem, c.want)
+		}
+	}
 }

@@ -151,6 +151,8 @@ func (c *runCache) info(f *folder) runInfo {
 			ri.TestLoss = m.test.TestLoss
 		}
 		ri.Rows, ri.BadRows = c.metrics.rows, c.metrics.bad
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		metricsErr = unservable(train.MetricsFile, err)
 	}
 	if info, err := r.fs.Stat(join(train.ModelFile)); err == nil && info.Mode().IsRegular() {
 		ri.HasModel = true

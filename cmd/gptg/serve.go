@@ -172,9 +172,12 @@ func joinDirs(dirs []string) string {
 // checkAddr refuses an --addr that is not HOST:PORT with a numeric port,
 // a usage error rather than the resolver's complaint at run time.
 func checkAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--addr %s: not HOST:PORT (%v)", quote.Value(addr), err)
+	}
+	if len(host) > 253 { // DNS's longest name; the resolver's error would echo it whole
+		return usagef("--addr %s: the host is longer than 253 bytes", quote.Value(addr))
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return usagef("--addr %s: the port %s is not a number from 0 to 65535", quote.Value(addr), quote.Value(port))
