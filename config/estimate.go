@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"math"
+
+	"github.com/gptg/gptg/internal/memlimit"
 )
 
 // DefaultMaxMemory is train.max_memory's default, in GiB: well above what
@@ -186,9 +188,19 @@ func (m Model) ForwardMemory(batch, seqLen, graphs int) MemoryEstimate {
 
 // CheckMemory refuses an estimate above limitGiB, saying what it is for,
 // and how to raise the limit (override, e.g. "--set train.max_memory=N").
+//
+// Within the limit, the estimate must also fit in what the process may
+// still take (internal/memlimit: ulimit -v and -d, the cgroup's
+// memory.max, the machine's memory): a default of 8 GiB on a smaller
+// machine or container would otherwise end in the runtime's
+// out-of-memory trace.
 func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) error {
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
+		if h, ok := memlimit.Find(); ok && e.Total() > h.Bytes {
+			return fmt.Errorf("%s needs %s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
+				what, e, FormatBytes(h.Bytes), h.Limit)
+		}
 		return nil
 	}
 	return fmt.Errorf("%s needs %s, more than the limit of %s: make the model smaller, or raise the limit with %s%s",
