@@ -67,8 +67,10 @@ func TestMemoryEstimate(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "raise the limit with --set train.max_memory=") {
 		t.Fatalf("got %v", err)
 	}
+	// Raised, the limit is no longer what refuses it; the machine may
+	// still be (39 GiB: more than many have), which says so instead.
 	c.Train.MaxMemory = 70
-	if err := c.CheckTrainMemory(); err != nil {
+	if err := c.CheckTrainMemory(); err != nil && !strings.Contains(err.Error(), "more than this process may still use") {
 		t.Fatalf("with max_memory 70: %v", err)
 	}
 }
