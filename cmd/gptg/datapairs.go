@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 )
@@ -125,6 +126,14 @@ func checkPairsOut(out string, names []string, r atomicfile.Rules) error {
 	// by file below.
 	if err := checkOutputFolder("--out", out, fmt.Sprintf("data pairs writes a folder of files (%s)", strings.Join(names, ", ")), true); err != nil {
 		return err
+	}
+	// Not even with --force: a run's config.toml is its record (resume and
+	// eval read it), which data pairs' config.toml would replace.
+	for _, f := range []string{train.ModelFile, train.CheckpointFile} {
+		if _, err := os.Lstat(filepath.Join(out, f)); err == nil {
+			return usagef("--out %s is a training run's folder (it holds %s): data pairs would replace the run's config.toml; give another folder",
+				quote.Name(out), f)
+		}
 	}
 	for _, name := range names {
 		rules := r

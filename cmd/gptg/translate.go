@@ -97,7 +97,8 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
+	n := 1
+	for ; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			fmt.Fprintln(stdout)
@@ -111,7 +112,9 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 			return fmt.Errorf("stdin:%d: %w", n, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return usagef("stdin:%d: the line is longer than 1 MiB, more than any sentence the model reads", n)
+	} else if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
 	}
 	return nil

@@ -8,6 +8,9 @@ import (
 	"testing"
 )
 
+// Round six of hostile input (issue #24): what the independent audit found
+// (testdata/hostile/probes_audit.py).
+
 // TestProcessMemoryLimit: a model within train.max_memory (8 GiB by
 // default) but beyond what the process may use (here ulimit -v 2.4 GiB,
 // as a small container would give) is refused in one line with exit 2
@@ -38,5 +41,26 @@ func TestProcessMemoryLimit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "runs", "big")); err == nil {
 		t.Error("the refused training left a run folder")
+	}
+}
+
+// TestTranslateLongStdinLine: a line of standard input past 1 MiB is bad
+// input naming its line (exit 2), like a sentence too long for the model;
+// it was exit 1 "bufio.Scanner: token too long" (round six's audit).
+func TestTranslateLongStdinLine(t *testing.T) {
+	dir := t.TempDir()
+	writeTranslationModel(t, dir)
+	cmd := exec.Command(gptgBin, "translate", translationModelFile)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader("a1 a2\n" + strings.Repeat("a1 ", 700_000) + "\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	want := "gptg translate: stdin:2: the line is longer than 1 MiB, more than any sentence the model reads"
+	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line %q", code, stderr.String(), want)
+	}
+	if strings.Count(stdout.String(), "\n") != 1 {
+		t.Errorf("stdout %q: want the first line's translation", stdout.String())
 	}
 }
