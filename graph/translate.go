@@ -142,6 +142,9 @@ type TranslationOptions struct {
 	CrossKeys bool
 	// Memory lends the fused ops' buffers (see Options.Memory).
 	Memory *fused.Memory
+	// Weights, when set, gives the parameters their values (shared, for
+	// forward-only graphs) instead of a random start from Seed.
+	Weights Weights
 	Backend
 }
 
@@ -160,6 +163,27 @@ type translator struct {
 	fused   *fused.Emitter // the decoder's fused emitter; nil unfused
 	tgt     *G.Node        // the target embedding, which a tied output layer reads too
 	srcRows int
+	weights Weights // when set, the parameters' values (instead of the RNG's)
+}
+
+// Weights gives a forward-only graph its parameters' values instead of
+// drawing them: the value of parameter name, of the given shape and the
+// graph's dtype. The graph reads it and never writes it, so every graph
+// built from one model file can share the file's one copy of the weights
+// (a translator builds an encoder and a decoder per sentence length;
+// copying the weights into each took a copy of the model per graph). It
+// panics on a tensor it cannot give; the builder returns that as an error.
+type Weights func(name string, shape []int) *tensor.Dense
+
+// param is the builder's param, or with Weights the given value.
+func (t *translator) param(name string, init initializer, shape ...int) *G.Node {
+	if t.weights == nil {
+		return t.builder.param(name, init, shape...)
+	}
+	node := G.NewTensor(t.g, t.dt, len(shape), G.WithShape(shape...), G.WithName(name),
+		G.WithValue(t.weights(name, shape)))
+	t.params = append(t.params, &Param{Name: name, Shape: append([]int(nil), shape...), Node: node})
+	return node
 }
 
 // BuildTranslation emits the encoder–decoder graph of spec.
@@ -194,7 +218,7 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	if o.Dropout {
 		b.dropoutP = spec.Dropout
 	}
-	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: o.Batch * o.SrcLen}
+	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: o.Batch * o.SrcLen, weights: o.Weights}
 	if !o.Unfused {
 		// One team and one Memory for both sides: the larger sizes the team.
 		sizes := func(T int) fused.Sizes {

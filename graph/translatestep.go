@@ -66,8 +66,9 @@ type StepBlock struct {
 }
 
 // BuildTranslationStep emits the step graph of spec for rows rows,
-// sources of length srcLen and at most tgtLen target positions.
-func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Backend) (m *TranslationStep, err error) {
+// sources of length srcLen and at most tgtLen target positions; weights,
+// when not nil, gives its parameters their values (shared).
+func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Backend, weights Weights) (m *TranslationStep, err error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 	b := &builder{g: g, dt: dt, batch: R, seqLen: 1, op: e,
 		spec: config.Model{Embedding: C, Heads: spec.Heads, Bias: true},
 		rng:  rand.New(rand.NewSource(0))}
-	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: R * S}
+	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: R * S, weights: weights}
 	if !be.Unfused {
 		t.fused = fused.New(dt, fused.Sizes{Batch: R, Seq: 1, Width: C, Heads: spec.Heads,
 			Vocab: spec.TgtVocab, Context: T}, be.Threads, nil)

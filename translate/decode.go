@@ -175,15 +175,12 @@ func (tr *Translator) targetLen() int {
 	return T
 }
 
-// build compiles one forward graph of the model and loads its weights.
+// build compiles one forward graph of the model, reading its weights.
 func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram, error) {
 	m, err := graph.BuildTranslation(tr.Spec, graph.TranslationOptions{
 		Batch: batch, SrcLen: S, TgtLen: tr.targetLen(), Part: part, Backend: tr.Backend,
-		CrossKeys: part == "encoder" && !tr.Recompute})
+		CrossKeys: part == "encoder" && !tr.Recompute, Weights: tr.Weights})
 	if err != nil {
-		return nil, err
-	}
-	if err := tr.Apply(m.Params); err != nil {
 		return nil, err
 	}
 	return tape.CompileTranslation(m, false)
@@ -233,11 +230,8 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 	}
 	p, ok := tr.step[key]
 	if !ok {
-		m, err := graph.BuildTranslationStep(tr.Spec, rows, S, T, tr.Backend)
+		m, err := graph.BuildTranslationStep(tr.Spec, rows, S, T, tr.Backend, tr.Weights)
 		if err != nil {
-			return nil, err
-		}
-		if err := tr.Apply(m.Params); err != nil {
 			return nil, err
 		}
 		if p, err = tape.CompileTranslationStep(m); err != nil {

@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -96,16 +99,28 @@ func IsTranslationFile(path string) bool {
 	return err == nil && IsTranslation(meta)
 }
 
-// Load reads an encoder–decoder model file and checks its metadata; the
-// tensors are checked against the graph when it is built (Apply).
-func Load(path string) (*Model, error) {
+// Load reads an encoder–decoder model file and checks its metadata, its
+// tensors' names and shapes, and their values.
+func Load(path string) (*Model, error) { return LoadChecked(path, nil) }
+
+// LoadChecked is Load with check, which is called with the model the
+// metadata describes (no tensors yet) and the bytes of the file's tensor
+// data before any tensor is read: a memory check refuses a model too
+// large for the process there, unread.
+func LoadChecked(path string, check func(m *Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
 	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
 		var err error
 		if m, err = fromMeta(path, meta); err != nil {
 			return err
 		}
-		return savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec))
+		if err := savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec)); err != nil {
+			return err
+		}
+		if check != nil {
+			return check(m, dataBytes)
+		}
+		return nil
 	}})
 	if err != nil {
 		return nil, err
@@ -117,7 +132,70 @@ func Load(path string) (*Model, error) {
 	if err := m.checkNames(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := m.toDtype(); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// toDtype checks every tensor's values and stores it in the model's dtype
+// (a file may hold float64 tensors of a float32 model), so that the graphs
+// can read the tensors themselves (Weights).
+func (m *Model) toDtype() error {
+	narrow := m.Spec.Dtype != "float64"
+	for name, t := range m.Tensors {
+		bad := func(i int, v float64) error {
+			if math.IsNaN(v) || math.IsInf(v, 0) { // NaN would only show as garbage
+				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, name, v, i)
+			}
+			return fmt.Errorf("%s: tensor %s holds %g at entry %d, beyond the range of the model's float32", m.Path, name, v, i)
+		}
+		for i, v := range t.F32 {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return bad(i, f)
+			}
+		}
+		for i, v := range t.F64 {
+			if math.IsNaN(v) || math.IsInf(v, 0) || narrow && math.Abs(v) > math.MaxFloat32 {
+				return bad(i, v)
+			}
+		}
+		switch {
+		case narrow && t.F64 != nil:
+			t.F32 = make([]float32, len(t.F64))
+			for i, v := range t.F64 {
+				t.F32[i] = float32(v)
+			}
+			t.F64 = nil
+		case !narrow && t.F32 != nil:
+			t.F64 = make([]float64, len(t.F32))
+			for i, v := range t.F32 {
+				t.F64[i] = float64(v)
+			}
+			t.F32 = nil
+		default:
+			continue
+		}
+		m.Tensors[name] = t
+	}
+	return nil
+}
+
+// Weights gives a forward graph of the model its parameters' values: the
+// file's own tensors, which every graph of a translator shares (see
+// graph.Weights). It panics, as graph.Weights may, on a tensor that the
+// graph needs and the file lacks or holds in another shape.
+func (m *Model) Weights(name string, shape []int) *tensor.Dense {
+	t, ok := m.Tensors[name]
+	switch {
+	case !ok:
+		panic(fmt.Errorf("%s: no tensor %s", m.Path, name))
+	case !slices.Equal(t.Shape, shape):
+		panic(fmt.Errorf("%s: tensor %s has shape %v, the model needs %v", m.Path, name, t.Shape, shape))
+	case t.F32 != nil:
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(t.F32))
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(t.F64))
 }
 
 // maxParams is an upper bound of the parameters of a model of spec s
@@ -252,9 +330,11 @@ func (m *Model) checkSizes() error {
 	return nil
 }
 
-// Apply loads the file's tensors into a graph's parameters, which must
-// match them one for one in name and shape.
+// Apply copies the file's tensors into a graph's parameters (a training
+// run's, which it changes), which must match them one for one in name and
+// shape. Forward-only graphs read the tensors themselves (Weights).
 func (m *Model) Apply(params []*graph.Param) error {
+	var buf []float64 // one conversion buffer: not a float64 copy of the whole model in garbage
 	for _, p := range params {
 		t, ok := m.Tensors[p.Name]
 		if !ok {
@@ -265,10 +345,11 @@ func (m *Model) Apply(params []*graph.Param) error {
 		}
 		data := t.F64
 		if t.F32 != nil {
-			data = make([]float64, len(t.F32))
+			buf = slices.Grow(buf[:0], len(t.F32))[:len(t.F32)]
 			for i, v := range t.F32 {
-				data[i] = float64(v)
+				buf[i] = float64(v)
 			}
+			data = buf
 		}
 		if err := savedmodel.CheckValues(data, p); err != nil { // NaN would only show as garbage
 			return fmt.Errorf("%s: tensor %s %v", m.Path, p.Name, err)

@@ -50,11 +50,8 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	be := backend(threads)
 	var evals []*tape.TranslationProgram
 	for _, s := range shapes {
-		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be})
+		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be, Weights: m.Weights})
 		if err != nil {
-			return err
-		}
-		if err := m.Apply(g.Params); err != nil {
 			return err
 		}
 		p, err := tape.CompileTranslation(g, false)

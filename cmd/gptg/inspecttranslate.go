@@ -20,12 +20,10 @@ func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: 1, SrcLen: 1, TgtLen: 1})
+	// The graph reads the file's tensors (Weights), which it checks.
+	g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: 1, SrcLen: 1, TgtLen: 1, Weights: m.Weights})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := m.Apply(g.Params); err != nil {
-		return err
 	}
 	if vocab {
 		for _, side := range []struct {
