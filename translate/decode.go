@@ -27,9 +27,15 @@ type Translator struct {
 	Backend graph.Backend
 	// Recompute decodes without the cache.
 	Recompute bool
-	enc       map[[2]int]*tape.TranslationProgram     // by (rows, source length S)
-	dec       map[[2]int]*tape.TranslationProgram     // by (rows, S): beams, or sentences
-	step      map[[2]int]*tape.TranslationStepProgram // by (rows, S)
+	// Check, when set, is called with a source length (in positions, EOS
+	// included) before the graphs for it are built; its error refuses the
+	// sentence. A model of sinusoidal positions reads a sentence of any
+	// length, and an encoder's attention maps grow as its square: gptg
+	// checks the memory they take against its limits.
+	Check func(srcLen int) error
+	enc   map[[2]int]*tape.TranslationProgram     // by (rows, source length S)
+	dec   map[[2]int]*tape.TranslationProgram     // by (rows, S): beams, or sentences
+	step  map[[2]int]*tape.TranslationStepProgram // by (rows, S)
 }
 
 // NewTranslator prepares m for decoding.
@@ -191,6 +197,19 @@ func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram
 // first word of rows rows: one per sentence, or rows beams of one
 // sentence.
 func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error) {
+	S := len(src) / sentences
+	if !tr.built(sentences, rows, S) {
+		if tr.Check != nil {
+			if err := tr.Check(S); err != nil {
+				return nil, err
+			}
+		}
+		// Each pair of graphs holds activations for its length: one for
+		// every length of a long input would add up.
+		if tr.Programs()+2 > MaxPrograms {
+			tr.Close()
+		}
+	}
 	enc, err := tr.encode(sentences, src)
 	if err != nil {
 		return nil, err
@@ -213,7 +232,7 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 			rowsSrc = append(rowsSrc, src...)
 		}
 	}
-	S, T := len(src)/sentences, tr.targetLen()
+	T := tr.targetLen()
 	key := [2]int{rows, S}
 	if tr.Recompute {
 		p, ok := tr.dec[key]
@@ -250,6 +269,22 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 	return &cached{p: p, tokens: make([]int, rows)}, nil
 }
 
+// MaxPrograms bounds the graphs a translator keeps: decoding a sentence
+// of a length (and number of rows) it has no graphs for closes them all
+// first when the two new ones would make more.
+const MaxPrograms = 6
+
+// built reports whether the graphs for sentences sentences of length S
+// decoded over rows rows are built.
+func (tr *Translator) built(sentences, rows, S int) bool {
+	_, enc := tr.enc[[2]int{sentences, S}]
+	_, step := tr.step[[2]int{rows, S}]
+	if tr.Recompute {
+		_, step = tr.dec[[2]int{rows, S}]
+	}
+	return enc && step
+}
+
 // decoding is the decoder's side of a search over rows hypotheses, all
 // of the same length: next returns the logits (rows, V) of the word after
 // each row's words. Row r's words are row parents[r]'s of the previous
@@ -263,6 +298,7 @@ type decoding interface {
 type cached struct {
 	p      *tape.TranslationStepProgram
 	tokens []int
+	logits []float64 // reused: a new slice per word is garbage the size of the vocabulary times the rows
 }
 
 func (c *cached) next(words [][]int, parents []int) ([]float64, error) {
@@ -280,7 +316,8 @@ func (c *cached) next(words [][]int, parents []int) ([]float64, error) {
 	if err := c.p.Step(c.tokens); err != nil {
 		return nil, err
 	}
-	return graph.Float64s(c.p.Logits.Value()), nil
+	c.logits = graph.Float64sInto(c.logits, c.p.Logits.Value())
+	return c.logits, nil
 }
 
 // recomputed decodes with the whole decoder graph, rerun over every word

@@ -17,11 +17,14 @@ import (
 // cross-attention alignment of a sentence and its translation — the
 // model's own greedy one, or target — per block and head.
 func translationAttention(path, text, target, format, out string, be graph.Backend, stdout io.Writer) error {
-	m, err := translate.Load(path)
+	graphs := decodeGraphs(1, false, true)
+	m, err := openTranslation(path, "drawing the attention of", graphs)
 	if err != nil {
 		return err
 	}
-	a, err := translate.NewTranslator(m, be).Attention(text, target)
+	tr := translate.NewTranslator(m, be)
+	tr.Check = checkLonger(m, "drawing the attention of", graphs)
+	a, err := tr.Attention(text, target)
 	if errors.Is(err, translate.ErrInput) {
 		return usagef("%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/gptg/gptg/bleu"
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
@@ -20,13 +21,15 @@ import (
 // the greedy translations of the test sources (show of them printed) and
 // their corpus BLEU against the references.
 func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) error {
-	m, err := translate.Load(model)
+	// The run's config says the graphs' batch and buckets; what is wrong
+	// with it is said after what is wrong with the model, as before.
+	cfg, cfgErr := runConfig(model, "the test pairs")
+	m, err := openTranslation(model, "evaluating", evalGraphs(cfg))
 	if err != nil {
 		return err
 	}
-	cfg, err := runConfig(model, "the test pairs")
-	if err != nil {
-		return err
+	if cfgErr != nil {
+		return cfgErr
 	}
 	if cfg == nil {
 		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
@@ -72,6 +75,7 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	fmt.Fprintf(stdout, "test loss %.6f (per target word, %d test pairs of %s)\n", loss, len(c.Test), c.Path)
 
 	tr := translate.NewTranslator(m, be)
+	tr.Check = checkLonger(m, "evaluating", evalGraphs(cfg))
 	plans := test.InOrder()
 	batch := make([]*pairs.Batch, len(shapes))
 	shown := 0
@@ -107,4 +111,20 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "greedy translations of the %d test pairs, lower-cased 13a tokens: %s\n", len(hyps), score)
 	return nil
+}
+
+// evalGraphs are the graphs evalTranslation builds, at the largest of the
+// run's shapes: a loss graph per bucket of the training batch, then the
+// greedy decoders of the test batches (a translator keeps up to
+// translate.MaxPrograms).
+func evalGraphs(cfg *config.Config) translationGraphs {
+	batch, buckets := config.Default().Train.Batch, 1
+	if cfg != nil {
+		batch, buckets = cfg.Train.Batch, max(cfg.Data.Buckets, 1)
+	}
+	return func(m *translate.Model, S int) config.TranslationGraphs {
+		return config.TranslationGraphs{SrcLen: S, TgtLen: targetLen(m),
+			Wholes: buckets, WholeBatch: batch, Loss: true,
+			Decoders: min(buckets, translate.MaxPrograms/2), DecodeRows: batch}
+	}
 }

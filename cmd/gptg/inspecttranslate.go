@@ -16,7 +16,9 @@ import (
 // its metadata, then its parameters, checked against the graph it
 // describes; --vocab prints both vocabularies.
 func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
-	m, err := translate.Load(path)
+	m, err := openTranslation(path, "inspecting", func(*translate.Model, int) config.TranslationGraphs {
+		return config.TranslationGraphs{SrcLen: 1, TgtLen: 1, Wholes: 1, WholeBatch: 1}
+	})
 	if err != nil {
 		return err
 	}

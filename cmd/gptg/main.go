@@ -166,6 +166,13 @@ func (e usageError) Error() string { return e.msg + " (see --help)" }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// refusedError marks work refused before it starts, its input not wrong
+// but too large (a model for the memory limits): exit 2, without usage's
+// "(see --help)".
+type refusedError struct{ error }
+
+func (e refusedError) Unwrap() error { return e.error }
+
 // interruptedError marks a run stopped by a signal after saving (exit 130).
 type interruptedError struct{ error }
 
@@ -173,6 +180,7 @@ func exitCode(err error) int {
 	var ue usageError
 	var ce *config.Error
 	var ie interruptedError
+	var re refusedError
 	var ne *nanogpt.InputError
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
@@ -180,7 +188,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
+	case errors.As(err, &ue), errors.As(err, &re), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
 		return 2
 	}
 	return 1

@@ -68,12 +68,14 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	if err := refuseLanguageModel(path, "translate"); err != nil {
 		return err
 	}
-	m, err := translate.Load(path)
+	graphs := decodeGraphs(*beam, *noCache, false)
+	m, err := openTranslation(path, "translating with", graphs)
 	if err != nil {
 		return err
 	}
 	tr := translate.NewTranslator(m, backend(*threads))
 	tr.Recompute = *noCache
+	tr.Check = checkLonger(m, "translating", graphs)
 	opts := translate.Options{Beam: *beam, Alpha: *alpha}
 	one := func(line string) error {
 		r, err := tr.Translate(line, opts)

@@ -165,10 +165,17 @@ const translationModelFile = "runs/tr/model.safetensors"
 // learned positions (6 rows), to dir/translationModelFile.
 func writeTranslationModel(t *testing.T, dir string) {
 	t.Helper()
+	writeTranslationModelPositions(t, dir, "learned")
+}
+
+// writeTranslationModelPositions is writeTranslationModel with learned or
+// sinusoidal positions.
+func writeTranslationModelPositions(t *testing.T, dir, positions string) {
+	t.Helper()
 	mc := config.DefaultModel()
 	mc.Arch, mc.Embedding, mc.Heads, mc.Blocks = config.ArchEncoderDecoder, 8, 2, 1
 	mc.EncoderBlocks, mc.DecoderBlocks, mc.FFHidden = 1, 1, 16
-	mc.Norm, mc.Positions, mc.Context = "post", "learned", 6
+	mc.Norm, mc.Positions, mc.Context = "post", positions, 6
 	vocab := func(prefix string) *pairs.Vocab {
 		words := append([]string(nil), pairs.Specials...)
 		for i := range 6 {

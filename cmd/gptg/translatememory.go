@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/translate"
+)
+
+// memoryLimit is GPTG_MAX_MEMORY in GiB, or config.DefaultMaxMemory.
+func memoryLimit() (float64, error) {
+	s := os.Getenv(envMaxMemory)
+	if s == "" {
+		return config.DefaultMaxMemory, nil
+	}
+	limit, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(limit > 0) {
+		return 0, usagef("%s=%q is not a number of GiB", envMaxMemory, s)
+	}
+	return limit, nil
+}
+
+// translationGraphs says which graphs a command builds from a
+// translation model for sources of srcLen positions (words and EOS).
+type translationGraphs func(m *translate.Model, srcLen int) config.TranslationGraphs
+
+// usualSource is the source length a translation model's memory is
+// checked at when it is opened: the longest its positions hold (learned)
+// or it was trained on (sinusoidal; a longer sentence is checked when it
+// comes, Translator.Check).
+func usualSource(m *translate.Model) int {
+	if m.Spec.Positions == "learned" {
+		return m.Spec.MaxLen
+	}
+	return m.MaxSource + 1
+}
+
+// targetLen is the decoder's length (translate.Translator's).
+func targetLen(m *translate.Model) int {
+	T := m.MaxTarget + 1
+	if m.Spec.Positions == "learned" {
+		T = min(T, m.Spec.MaxLen)
+	}
+	return T
+}
+
+// openTranslation reads a translation model file after checking, from its
+// header, that the model and the graphs the command builds (graphs, for
+// what: "translating with", …) fit in GPTG_MAX_MEMORY and in what the
+// process may still take: a model too large is refused unread, in one
+// line, instead of ending in the runtime's out-of-memory trace.
+func openTranslation(path, what string, graphs translationGraphs) (*translate.Model, error) {
+	limit, err := memoryLimit()
+	if err != nil {
+		return nil, err
+	}
+	return translate.LoadChecked(path, func(m *translate.Model, dataBytes int64) error {
+		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), dataBytes, graphs(m, usualSource(m)))
+		if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, what), envMaxMemory+"="); err != nil {
+			return refusedError{err}
+		}
+		return nil
+	})
+}
+
+// checkLonger is a Translator.Check for tr's model, opened with
+// openTranslation: a source longer than usualSource is checked again, its
+// graphs at its length — all of the estimate against GPTG_MAX_MEMORY, and
+// what is not yet held (all but the weights) against what the process may
+// still take. The error is the translator's ErrInput: the sentence is
+// refused, exit 2.
+func checkLonger(m *translate.Model, what string, graphs translationGraphs) func(int) error {
+	return func(S int) error {
+		if S <= usualSource(m) {
+			return nil
+		}
+		limit, err := memoryLimit()
+		if err != nil {
+			return err
+		}
+		what := fmt.Sprintf("%s a sentence of %d words with %s", what, S-1, m.Path)
+		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, graphs(m, S))
+		if e.Total() <= limit*config.GiB {
+			e.Weights = 0 // loaded already: the process's headroom has them
+		}
+		if err := config.CheckMemory(e, limit, what, envMaxMemory+"="); err != nil {
+			return fmt.Errorf("%w: %v", translate.ErrInput, err)
+		}
+		return nil
+	}
+}
+
+// decodeGraphs are the graphs a translator keeps while it translates
+// sentence by sentence over rows rows (the beam width): up to
+// translate.MaxPrograms, an encoder and a decoder step each — or, with
+// recompute (--no-cache), an encoder and a whole decoder, counted as whole
+// graphs. attention adds the whole model's graph of one sentence.
+func decodeGraphs(rows int, recompute, attention bool) translationGraphs {
+	return func(m *translate.Model, S int) config.TranslationGraphs {
+		g := config.TranslationGraphs{SrcLen: S, TgtLen: targetLen(m)}
+		if recompute {
+			g.Wholes, g.WholeBatch = translate.MaxPrograms/2, rows
+		} else {
+			g.Decoders, g.DecodeRows = translate.MaxPrograms/2, rows
+		}
+		if attention {
+			g.Wholes, g.WholeBatch = g.Wholes+1, 1
+		}
+		return g
+	}
+}

@@ -1,0 +1,102 @@
+package config
+
+// The memory estimate of a translation model's forward graphs (translate,
+// eval, attention, inspect, serve), as estimate.go's ForwardMemory is the
+// GPT's. A translation model's graphs read the model file's own tensors
+// (graph.Weights), so the weights count once however many graphs a
+// command builds; each graph adds its activations.
+
+// TranslationParams is the number of parameters of an encoder–decoder of
+// this [model] table with vocabularies of srcVocab and tgtVocab words:
+// what graph.BuildTranslation declares and its model file holds.
+func (m Model) TranslationParams(srcVocab, tgtVocab int) int64 {
+	C, F := int64(m.Embedding), int64(m.FFHidden)
+	linear := C*C + C
+	norm := 2 * C
+	ff := C*F + F + F*C + C
+	n := int64(srcVocab+tgtVocab) * C
+	if m.Positions == "learned" {
+		n += 2 * int64(m.Context) * C
+	}
+	n += int64(m.EncoderBlocks) * (4*linear + 2*norm + ff)
+	n += int64(m.DecoderBlocks) * (8*linear + 3*norm + ff)
+	n += 2 * norm // encoder.norm, decoder.norm
+	if !m.TieEmbeddings {
+		n += int64(tgtVocab)*C + int64(tgtVocab)
+	}
+	return n
+}
+
+// TranslationGraphs says which graphs a command builds from a translation
+// model. Lengths are in positions: SrcLen the longest source with its EOS,
+// TgtLen the decoder's (the longest translation and EOS).
+type TranslationGraphs struct {
+	SrcLen, TgtLen int
+	// Decoders is the number of encoder and decoder-step graph pairs that
+	// decoding builds (one per source length and number of rows met), each
+	// of DecodeRows rows: the beam width, or the sentences of a batch.
+	Decoders, DecodeRows int
+	// Wholes is the number of whole-model graphs of WholeBatch sentences
+	// each (eval's loss graphs, one per bucket; attention's one), with the
+	// loss when Loss.
+	Wholes, WholeBatch int
+	Loss               bool
+}
+
+// TranslationMemory estimates the graphs g of a translation model with
+// vocabularies of srcVocab and tgtVocab words whose file holds fileBytes
+// of tensor data (0: as many as the model's dtype takes).
+//
+// Weights: the file's tensors, which the graphs read; a file whose
+// tensors are of the other float type is converted once, both copies
+// held for a moment.
+//
+// Activations, per position and block, as forwardValues counts a GPT
+// block's: the encoder about 12 values of the embedding's width, two of
+// the feed-forward's and a row of attention weights per head; the decoder
+// 18 and the same (self- and cross-attention). An encoder graph also keeps
+// each decoder block's cross-attention keys and values of its output, which
+// decoding copies to float64 for the step graph (once per row); the step
+// graph keeps the self-attention caches (TgtLen rows) and the cross keys
+// and values (SrcLen rows) per row and block, and the logits of one
+// position. A whole graph keeps every attention map and the logits of
+// every position (twice with the loss: the log-probabilities).
+func (m Model) TranslationMemory(srcVocab, tgtVocab int, fileBytes int64, g TranslationGraphs) MemoryEstimate {
+	P, E := m.TranslationParams(srcVocab, tgtVocab), m.elemSize()
+	weights := float64(P) * E
+	if fileBytes > 0 && float64(fileBytes) != weights {
+		weights += float64(fileBytes)
+	}
+	C, F, H := float64(m.Embedding), float64(m.FFHidden), float64(m.Heads)
+	Be, Bd := float64(m.EncoderBlocks), float64(m.DecoderBlocks)
+	S, T, V := float64(g.SrcLen), float64(g.TgtLen), float64(tgtVocab)
+
+	encoder := func(rows float64, cross bool) float64 { // values of an encoder graph over rows·S positions
+		n := rows * S
+		v := n * (Be*(12*C+2*F+H*S) + 4*C)
+		if cross {
+			v += 2 * Bd * n * C
+		}
+		return v
+	}
+	var values, float64s float64
+	if g.Decoders > 0 {
+		R := float64(g.DecodeRows)
+		step := Bd*R*C*(2*T+2*S) + R*(Bd*(18*C+2*F+H*(T+1+S))+4*C) + R*V
+		values += float64(g.Decoders) * (encoder(R, true) + step)
+		// decoding's float64 copies of the cross keys and values (the
+		// encoder's rows, then one per beam row), and of a step's logits
+		float64s += 8 * (2*Bd*C*S*(1+R) + 2*R*V)
+	}
+	if g.Wholes > 0 {
+		B := float64(g.WholeBatch)
+		n := B * T
+		logits := n * V
+		if g.Loss {
+			logits *= 2
+		}
+		whole := encoder(B, false) + n*(Bd*(18*C+2*F+H*(T+S))+4*C) + logits
+		values += float64(g.Wholes) * whole
+	}
+	return MemoryEstimate{Params: P, Weights: weights, Activations: E*values + float64s}
+}
