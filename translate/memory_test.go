@@ -70,7 +70,6 @@ func TestGraphsShareTheFileWeights(t *testing.T) {
 	}
 }
 
-
 // TestTranslationParamsCountTheGraph: config's count of a translation
 // model's parameters, which its memory estimate starts from, is the
 // graph's.
