@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -23,6 +24,7 @@ import (
 // recently used idle runners and models are dropped to make room.
 type modelCache struct {
 	budget  int64
+	limit   string // what capped the budget below --model-memory ("the process may use under ulimit -v …"), or ""
 	open    func(string) (*savedmodel.Model, error)
 	backend graph.Backend
 
@@ -68,17 +70,33 @@ var gptKind = modelKind{
 var translationKind = modelKind{
 	name: "translation",
 	load: func(c *modelCache, path string) (any, int64, int64, error) {
-		m, err := translate.Load(path)
+		var perRunner int64
+		// Checked from the file's header: a model that cannot fit is
+		// refused before its tensors are read.
+		m, err := translate.LoadChecked(path, func(m *translate.Model, dataBytes int64) error {
+			perRunner = translatorMemory(m)
+			return c.fits(dataBytes + perRunner)
+		})
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		weights := tensorBytes(m.Tensors)
-		return m, weights, translatorMemory(m, weights), nil
+		return m, tensorBytes(m.Tensors), perRunner, nil
 	},
 	newRunner: func(c *modelCache, m any) (runner, error) {
-		return translate.NewTranslator(m.(*translate.Model), c.backend), nil
+		tm := m.(*translate.Model)
+		tr := translate.NewTranslator(tm, c.backend)
+		// A sentence longer than the model's usual (sinusoidal positions
+		// read any length) needs more than the runner was accounted.
+		tr.Check = func(S int) error {
+			if S <= usualSource(tm) {
+				return nil
+			}
+			return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the sentence has %d words; this server translates at most %d with this model (its memory is accounted for that length)", S-1, usualSource(tm)-1)}
+		}
+		return tr, nil
 	},
-	keep: func(r runner) bool { return r.(*translate.Translator).Programs() <= maxTranslatorPrograms },
+	// A translator bounds its own graphs (translate.MaxPrograms).
+	keep: func(runner) bool { return true },
 }
 
 func tensorBytes(ts map[string]modelfile.Tensor) int64 {
@@ -89,28 +107,30 @@ func tensorBytes(ts map[string]modelfile.Tensor) int64 {
 	return n
 }
 
-// maxTranslatorPrograms bounds the graphs a kept translator holds: it
-// compiles an encoder and a decoder step per sentence length and beam
-// width it meets, so one that met many is closed after its request.
-const maxTranslatorPrograms = 6
+// usualSource is the longest source, in positions (words and EOS), whose
+// graphs a translator's memory is accounted for: what the model's learned
+// positions hold, or the longest it was trained on (sinusoidal).
+func usualSource(m *translate.Model) int {
+	if m.Spec.Positions == "learned" {
+		return m.Spec.MaxLen
+	}
+	return m.MaxSource + 1
+}
 
-// translatorMemory estimates one translator's graphs, each a copy of the
-// weights with its activations: up to maxTranslatorPrograms kept
-// encoders and decoder steps, for maxBeam rows of one position (the
-// decoder's keys and values cached over the longest translation), and
-// the whole-model graph of an attention request over the longest source
-// and translation. Per position and block a graph holds about 12 values
-// of the embedding's width, the feed-forward's hidden layer and a row of
-// attention weights per head; per row, the target vocabulary's logits.
-func translatorMemory(m *translate.Model, weights int64) int64 {
-	s := m.Spec
-	S, T := int64(m.MaxSource+1), int64(m.MaxTarget+1)
-	E, H, V, blocks := int64(s.Embedding), int64(s.Heads), int64(s.TgtVocab), int64(s.EncoderBlocks+2*s.DecoderBlocks)
-	beam := int64(maxBeam)
-	perPosition := func(seen int64) int64 { return (12*E + int64(s.FFHidden) + H*seen) * blocks }
-	step := weights + 8*((beam+S)*perPosition(max(S, T))+beam*T*2*E*int64(s.DecoderBlocks)+beam*V)
-	whole := weights + 8*((S+T)*perPosition(S+T)+T*V)
-	return maxTranslatorPrograms*step + whole
+// translatorMemory estimates one translator's graphs (their activations:
+// the graphs read the model's tensors, counted as its weights): up to
+// translate.MaxPrograms kept encoders and decoder steps for maxBeam rows,
+// and the whole-model graph of an attention request, over the longest
+// source and translation (config.TranslationMemory).
+func translatorMemory(m *translate.Model) int64 {
+	T := m.MaxTarget + 1
+	if m.Spec.Positions == "learned" {
+		T = min(T, m.Spec.MaxLen)
+	}
+	e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, config.TranslationGraphs{
+		SrcLen: usualSource(m), TgtLen: T,
+		Decoders: translate.MaxPrograms / 2, DecodeRows: maxBeam, Wholes: 1, WholeBatch: 1})
+	return int64(e.Activations)
 }
 
 type modelEntry struct {
@@ -128,9 +148,18 @@ type modelEntry struct {
 	lastUse   int64 // c.clock at the last use
 }
 
-func newModelCache(budget int64, open func(string) (*savedmodel.Model, error), be graph.Backend) *modelCache {
-	return &modelCache{budget: budget, open: open, backend: be, entries: map[string]*modelEntry{}}
+func newModelCache(budget int64, limit string, open func(string) (*savedmodel.Model, error), be graph.Backend) *modelCache {
+	return &modelCache{budget: budget, limit: limit, open: open, backend: be, entries: map[string]*modelEntry{}}
 }
+
+// TooLarge marks an OpenModel error that says the model needs more memory
+// than the process may take: the answer is 507, as for a model over the
+// server's model memory, not 422 (a damaged model).
+func TooLarge(err error) error { return tooLarge{err} }
+
+type tooLarge struct{ error }
+
+func (e tooLarge) Unwrap() error { return e.error }
 
 // sampler returns a sampler of the GPT model file at path (version key)
 // for the caller's sole use; release gives it back.
@@ -171,7 +200,14 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 		c.loads++
 		c.mu.Unlock()
 		m, weights, perRunner, err := k.load(c, path) // slow: without the lock
-		if err != nil {
+		var re *requestError
+		var tl tooLarge
+		switch {
+		case errors.As(err, &re): // 507: the model does not fit
+			err = re
+		case errors.As(err, &tl):
+			err = &requestError{http.StatusInsufficientStorage, oneLine(err.Error())}
+		case err != nil:
 			// The request is fine; the run's model cannot be run (damaged,
 			// too large): 422, not a server fault.
 			err = &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
@@ -219,12 +255,24 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 	return s, func() { c.release(e, s) }, nil
 }
 
+// fits refuses a model that needs more than the whole budget (507).
+func (c *modelCache) fits(need int64) error {
+	if need <= c.budget {
+		return nil
+	}
+	raise := "raise --model-memory"
+	if c.limit != "" {
+		raise = "all that " + c.limit
+	}
+	return &requestError{http.StatusInsufficientStorage, fmt.Sprintf("this model needs about %s to run, more than the server's model memory (%s; %s)",
+		config.FormatBytes(float64(need)), config.FormatBytes(float64(c.budget)), raise)}
+}
+
 // admitLocked accounts for a loaded model, refusing one larger than the
 // whole budget and making room for it.
 func (c *modelCache) admitLocked(e *modelEntry, m any) error {
-	if total := e.weights + e.perRunner; total > c.budget {
-		return &requestError{http.StatusInsufficientStorage, fmt.Sprintf("this model needs about %s to run, more than the server's model memory (%s; raise --model-memory)",
-			config.FormatBytes(float64(total)), config.FormatBytes(float64(c.budget)))}
+	if err := c.fits(e.weights + e.perRunner); err != nil {
+		return err
 	}
 	if err := c.makeRoomLocked(e.weights+e.perRunner, e); err != nil {
 		return err

@@ -22,11 +22,14 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
@@ -78,6 +81,21 @@ const (
 	heartbeat     = 15 * time.Second
 )
 
+// The model memory is capped by what the process may still take when the
+// server starts (internal/memlimit: ulimit -v and -d, the cgroup's limit,
+// the machine), less serverReserve for the rest of the server (its metrics
+// cache, requests' answers, the runtime): a model admitted under a larger
+// budget ended the whole server in the runtime's out-of-memory trace.
+// findHeadroom is a variable so that the tests can fake a limit.
+var findHeadroom = memlimit.Find
+
+const serverReserve = 256 << 20
+
+// formatGiB prints a --model-memory as given, in GiB.
+func formatGiB(n int64) string {
+	return strconv.FormatFloat(float64(n)/config.GiB, 'g', 4, 64) + " GiB"
+}
+
 // Bounds of what clients can hold; variables so that the tests can lower
 // them.
 var (
@@ -100,6 +118,10 @@ var (
 
 // Server answers the pages and the API. It is safe for concurrent use.
 type Server struct {
+	// Note, when not empty, is what the server changed of its options,
+	// for its log: a --model-memory larger than the process may take.
+	Note string
+
 	opts  Options
 	roots []*root
 	mux   *http.ServeMux
@@ -136,7 +158,8 @@ func New(opts Options) (*Server, error) {
 	if opts.TimeLimit <= 0 {
 		opts.TimeLimit = DefaultTimeLimit
 	}
-	if opts.ModelMemory <= 0 {
+	given := opts.ModelMemory > 0
+	if !given {
 		opts.ModelMemory = DefaultModelMemory
 	}
 	if opts.Backend.Threads <= 0 {
@@ -156,7 +179,20 @@ func New(opts Options) (*Server, error) {
 		s.roots = append(s.roots, r)
 	}
 	labelRoots(s.roots)
-	s.models = newModelCache(opts.ModelMemory, opts.OpenModel, opts.Backend)
+	budget, limit := opts.ModelMemory, ""
+	if h, ok := findHeadroom(); ok && float64(budget) > h.Bytes-serverReserve {
+		budget, limit = max(int64(h.Bytes-serverReserve), 1), fmt.Sprintf("this process may use, under %s", h.Limit)
+		what := "--model-memory " + formatGiB(opts.ModelMemory)
+		if !given {
+			what += " (the default)"
+		}
+		s.Note = fmt.Sprintf("%s is more than this process may use (%s, under %s, less %s for the server itself): using %s",
+			what, config.FormatBytes(h.Bytes), h.Limit, config.FormatBytes(serverReserve), config.FormatBytes(float64(budget)))
+		if budget < 1<<20 {
+			s.Note += ": no model can be run (the runs and their curves are served)"
+		}
+	}
+	s.models = newModelCache(budget, limit, opts.OpenModel, opts.Backend)
 	s.metrics = newMetricsCache(metricsMemory)
 	s.routes()
 	return s, nil

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +87,94 @@ func TestTranslationLongSentenceUnderUlimit(t *testing.T) {
 	code, _, stderr = run("", "attention", translationModelFile, "--text", long)
 	if want := "drawing the attention of a sentence of 15000 words"; code != 2 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("attention of a 15,000-word sentence under ulimit -v 2500000: exit %d, stderr %q; want exit 2 and one line with %q", code, stderr, want)
+	}
+}
+
+// vmSizeKB is a running process's VmSize, in KiB.
+func vmSizeKB(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no VmSize")
+	return 0
+}
+
+// TestServeModelMemoryUnderUlimit: under ulimit -v, serve caps
+// --model-memory to what the process may take (less its reserve for
+// itself) and says so once at start; a model that does not fit is
+// answered 507 naming the limit, and the server stays up. It used to admit
+// models up to --model-memory and exit with the runtime's out-of-memory
+// trace (session 10: ulimit -v 2700000, --model-memory 20, a 202 MB
+// model). The limit is set from the server's own VmSize, measured: a
+// little less than it and its reserve, so that no model fits.
+func TestServeModelMemoryUnderUlimit(t *testing.T) {
+	dir := t.TempDir()
+	copyRunFolder(t, filepath.Dir(causalModel), filepath.Join(dir, "runs", "c"))
+	var v0 int64
+	for range 2 {
+		cmd, _, _ := startServe(t, dir, "--addr", "127.0.0.1:0")
+		v0 = max(v0, vmSizeKB(t, cmd.Process.Pid)) // as it starts, when it checks its headroom
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	limit := v0 + (256-100)<<10 // KiB: the reserve is 256 MiB; VmSize varies by tens of MiB from run to run
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit), gptgBin,
+		"serve", "--addr", "127.0.0.1:0", "--model-memory", "20")
+	cmd.Dir = dir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	_, u, ok := strings.Cut(strings.TrimSpace(line), " on ")
+	u, _, _ = strings.Cut(u, " ")
+	if err != nil || !ok {
+		t.Fatalf("serve under ulimit -v %d: first line %q (%v), stderr %q", limit, line, err, stderr.String())
+	}
+	go io.Copy(io.Discard, stdout)
+	for wait := time.Now(); !strings.Contains(stderr.String(), "\n") && time.Since(wait) < 5*time.Second; {
+		time.Sleep(10 * time.Millisecond) // the note comes through a pipe
+	}
+	want := "gptg serve: --model-memory 20 GiB is more than this process may use ("
+	if s := stderr.String(); !strings.HasPrefix(s, want) || !strings.Contains(s, fmt.Sprintf("under ulimit -v %d KiB", limit)) || strings.Count(s, "\n") != 1 {
+		t.Errorf("serve under ulimit -v %d: stderr %q; want one line %q…", limit, s, want)
+	}
+	post := func() (int, string) {
+		req, _ := http.NewRequest("POST", u+"/api/generate", strings.NewReader(`{"id":"runs/c","prompt":"F","tokens":3}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST /api/generate: %v; stderr %q", err, stderr.String())
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for range 2 {
+		if code, body := post(); code != http.StatusInsufficientStorage || !strings.Contains(body, fmt.Sprintf("under ulimit -v %d KiB", limit)) {
+			t.Errorf("generate on a model that does not fit: %d %.80s; want 507 naming the limit (stderr %q)", code, body, stderr.String())
+		}
+	}
+	if resp, err := http.Get(u + "/api/runs"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("after the 507s the server does not answer: %v %v; stderr %q", resp, err, stderr.String())
+	} else {
+		resp.Body.Close()
 	}
 }

@@ -69,7 +69,7 @@ func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmode
 	g := graphs(m.Spec)
 	e := m.Spec.ForwardMemory(g.batch, g.seqLen, g.count)
 	if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, g.what), envMaxMemory+"="); err != nil {
-		return nil, err
+		return nil, refusedError{err} // exit 2; serve answers 507
 	}
 	return m, nil
 }

@@ -99,8 +99,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		OpenModel: func(path string) (*savedmodel.Model, error) {
 			m, err := openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
 			var ue usageError
-			if errors.As(err, &ue) { // an answer to a request, not a command line: no "(see --help)"
+			var re refusedError
+			switch {
+			case errors.As(err, &ue): // an answer to a request, not a command line: no "(see --help)"
 				return nil, errors.New(ue.msg)
+			case errors.As(err, &re): // too large for what is left: 507
+				return nil, serve.TooLarge(err)
 			}
 			return m, err
 		},
@@ -115,6 +119,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageError{err.Error()}
 	}
 	defer srv.Close()
+	if srv.Note != "" {
+		fmt.Fprintf(stderr, "gptg serve: %s\n", srv.Note)
+	}
 	if err := checkAddr(*addr); err != nil {
 		return err
 	}

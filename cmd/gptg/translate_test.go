@@ -206,6 +206,7 @@ func writeTranslationModelPositions(t *testing.T, dir, positions string) {
 func translationInputs(languageModel string) []badInput {
 	tm := translationModelFile
 	with := writeTranslationModel
+	sinusoidal := func(t *testing.T, dir string) { writeTranslationModelPositions(t, dir, "sinusoidal") }
 	return []badInput{
 		{name: "translate: no model", args: []string{"translate"}, code: 2,
 			msg: "translate needs exactly one MODEL file or run folder, got 0"},
@@ -227,6 +228,14 @@ func translationInputs(languageModel string) []badInput {
 			msg: "cannot translate: the target has 5 words; this model writes at most 4"},
 		{name: "attention: a translation source of no words", setup: with, args: []string{"attention", tm, "--text", "  "}, code: 2,
 			msg: "cannot translate: the sentence has no words"},
+		// Sinusoidal positions read a sentence of any length; the encoder's
+		// attention maps grow as its square (issue #24, session 11).
+		{name: "translate: a sentence whose graphs need more than the memory limit", setup: sinusoidal,
+			args: []string{"translate", tm, "--text", strings.Repeat("a1 a2 a3 ", 10000)}, code: 2,
+			msg: "cannot translate: translating a sentence of 30000 words with runs/tr/model.safetensors needs about"},
+		{name: "attention: a sentence whose graphs need more than the memory limit", setup: sinusoidal,
+			args: []string{"attention", tm, "--text", strings.Repeat("a1 a2 a3 ", 10000)}, code: 2,
+			msg: "cannot translate: drawing the attention of a sentence of 30000 words with runs/tr/model.safetensors needs about"},
 		// A translation run records its pairs file's sha256 and size.
 		{name: "eval: a translation run's pairs file was edited", files: toyTranslation(), setup: editedPairs,
 			args: []string{"eval", "runs/toy"}, code: 2, msg: "toy.tsv is not the corpus run runs/toy was trained on: it has sha256 "},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/translate"
@@ -86,7 +87,9 @@ func checkLonger(m *translate.Model, what string, graphs translationGraphs) func
 			e.Weights = 0 // loaded already: the process's headroom has them
 		}
 		if err := config.CheckMemory(e, limit, what, envMaxMemory+"="); err != nil {
-			return fmt.Errorf("%w: %v", translate.ErrInput, err)
+			// The sentence, not the model, is what is too large.
+			msg := strings.Replace(err.Error(), "make the model smaller", "give shorter sentences", 1)
+			return fmt.Errorf("%w: %s", translate.ErrInput, msg)
 		}
 		return nil
 	}
