@@ -33,6 +33,7 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
+	stdin string // a file of the row's directory given as standard input
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -247,6 +248,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, leftoverInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -264,7 +266,7 @@ func TestBadInputs(t *testing.T) {
 				row.setup(t, dir)
 			}
 			before := listFiles(t, dir)
-			r := gptg(t, dir, row.args...)
+			r := runGptgWith(t, dir, runOptions{stdin: row.stdin}, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -334,6 +336,9 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 				a = string(r[:57]) + "…"
 			}
 			args = append(args, a)
+		}
+		if d.row.stdin != "" {
+			args = append(args, "<", d.row.stdin)
 		}
 		fmt.Fprintf(&b, "| %d | %s | `%s` | %d | `%s` |\n", i+1, cell.Replace(d.row.name),
 			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(clean.Replace(d.got.stderr))))
