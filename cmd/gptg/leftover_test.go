@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/gptg/gptg/internal/testmodel"
 )
 
 // The rows and tests of this file are the non-blocking findings left from
@@ -19,11 +22,37 @@ func leftoverInputs(t *testing.T) []badInput {
 			}
 		}
 	}
+	tiny, err := os.ReadFile(testmodel.TinyText()) // the causal model's corpus
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := string(tiny[:3000])
+	modelVocab := len(runeSet(string(tiny)))
+	if len(runeSet(half)) >= modelVocab {
+		t.Fatalf("the first 3000 bytes of %s hold all its %d characters", testmodel.TinyText(), modelVocab)
+	}
+	lacks := fmt.Sprintf("--init: the corpus half.txt lacks %d of the %d char tokens of", modelVocab-len(runeSet(half)), modelVocab)
+	initCfg := "[data]\npath = \"half.txt\"\n[train]\nout = \"r\"\n"
 	return []badInput{
 		{name: "ablate /dev/stdin redirected from a config (each run read its own stdin and failed, exit 1, ab/ left)",
 			files: map[string]string{"c.toml": cfg}, stdin: "c.toml",
 			args: []string{"ablate", "/dev/stdin", "--out", "ab"}, code: 2, msg: "config /dev/stdin: is in /dev; each run reads its config again"},
 		{name: "ablate of a config that is a link to /dev/stdin", files: map[string]string{"c.toml": cfg}, stdin: "c.toml", setup: link("/dev/stdin", "x.toml"),
 			args: []string{"ablate", "x.toml", "--out", "ab"}, code: 2, msg: "config x.toml: leads to /dev/stdin; each run reads its config again"},
+		{name: "train --init on a corpus missing some of the model's characters (said model.vocab, then \"leave vocab out\")",
+			files: map[string]string{"c.toml": initCfg, "half.txt": half},
+			args:  []string{"train", "c.toml", "--init", causalModel}, code: 2, msg: lacks},
+		{name: "train --init with model.vocab set to the model's, on a corpus missing some of its characters",
+			files: map[string]string{"c.toml": initCfg, "half.txt": half},
+			args:  []string{"train", "c.toml", "--init", causalModel, "--set", fmt.Sprintf("model.vocab=%d", modelVocab)}, code: 2, msg: lacks},
 	}
+}
+
+// runeSet is the set of characters of s.
+func runeSet(s string) map[rune]bool {
+	set := map[rune]bool{}
+	for _, r := range s {
+		set[r] = true
+	}
+	return set
 }
