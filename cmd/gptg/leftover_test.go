@@ -45,6 +45,8 @@ func leftoverInputs(t *testing.T) []badInput {
 		{name: "train --init with model.vocab set to the model's, on a corpus missing some of its characters",
 			files: map[string]string{"c.toml": initCfg, "half.txt": half},
 			args:  []string{"train", "c.toml", "--init", causalModel, "--set", fmt.Sprintf("model.vocab=%d", modelVocab)}, code: 2, msg: lacks},
+		{name: "train --resume --force (--force was ignored silently)", args: []string{"train", "--resume", "runs/x", "--force"}, code: 2,
+			msg: "--resume continues the run from its checkpoint and --force would start it over: give one of them"},
 	}
 }
 
