@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gptg/gptg/internal/testmodel"
@@ -47,6 +48,22 @@ func leftoverInputs(t *testing.T) []badInput {
 			args:  []string{"train", "c.toml", "--init", causalModel, "--set", fmt.Sprintf("model.vocab=%d", modelVocab)}, code: 2, msg: lacks},
 		{name: "train --resume --force (--force was ignored silently)", args: []string{"train", "--resume", "runs/x", "--force"}, code: 2,
 			msg: "--resume continues the run from its checkpoint and --force would start it over: give one of them"},
+		{name: "train --resume: config.toml without its run id line (resumed over any checkpoint of the config)", setup: func(t *testing.T, dir string) {
+			lmRun(t, dir)
+			path := filepath.Join(dir, "runs/lm/config.toml")
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, rest, _ := strings.Cut(string(text), "\n")
+			if !strings.HasPrefix(first, "# run id: ") {
+				t.Fatalf("config.toml starts %q, not with its run id", first)
+			}
+			if err := os.WriteFile(path, []byte(rest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, args: []string{"train", "--resume", "runs/lm", "--set", "train.max_steps=4"}, code: 1,
+			msg: "runs/lm/config.toml has no run id line, so nothing says that runs/lm/checkpoint.safetensors (of run "},
 	}
 }
 
