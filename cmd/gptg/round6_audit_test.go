@@ -24,7 +24,7 @@ func TestProcessMemoryLimit(t *testing.T) {
 	if r := gptg(t, dir, "graph", "big.toml"); r.code != 0 {
 		t.Fatalf("gptg graph big.toml without a process limit: exit %d: %s", r.code, r.stderr)
 	}
-	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}} {
+	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}, {"ablate", "big.toml", "--out", "ab"}} {
 		r := runGptgWith(t, dir, runOptions{shell: `ulimit -v 2500000 && exec "$0" "$@"`}, args...)
 		want := "more than this process may still use"
 		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "ulimit -v 2500000 KiB") ||
@@ -33,8 +33,10 @@ func TestProcessMemoryLimit(t *testing.T) {
 				strings.Join(args, " "), r.code, r.stderr, want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "big")); err == nil {
-		t.Error("the refused training left a run folder")
+	for _, d := range []string{"runs/big", "ab"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+			t.Errorf("the refused training left %s", d)
+		}
 	}
 }
 
