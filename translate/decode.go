@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"unicode/utf8"
+
+	G "gorgonia.org/gorgonia"
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
@@ -32,10 +35,11 @@ type Translator struct {
 	// sentence. A model of sinusoidal positions reads a sentence of any
 	// length, and an encoder's attention maps grow as its square: gptg
 	// checks the memory they take against its limits.
-	Check func(srcLen int) error
-	enc   map[[2]int]*tape.TranslationProgram     // by (rows, source length S)
-	dec   map[[2]int]*tape.TranslationProgram     // by (rows, S): beams, or sentences
-	step  map[[2]int]*tape.TranslationStepProgram // by (rows, S)
+	Check     func(srcLen int) error
+	crossBufs [][]float64                             // decoding's float64 copies of the cross-attention keys and values
+	enc       map[[2]int]*tape.TranslationProgram     // by (rows, source length S)
+	dec       map[[2]int]*tape.TranslationProgram     // by (rows, S): beams, or sentences
+	step      map[[2]int]*tape.TranslationStepProgram // by (rows, S)
 }
 
 // NewTranslator prepares m for decoding.
@@ -258,10 +262,27 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 		}
 		tr.step[key] = p
 	}
+	// The encoder's keys and values as float64s, once per row, in buffers
+	// kept from sentence to sentence: new ones each time were garbage of
+	// the cross-attention's size per sentence (per batch, for eval).
+	B := len(enc.CrossKeys)
+	for len(tr.crossBufs) < 2*B {
+		tr.crossBufs = append(tr.crossBufs, nil)
+	}
+	expand := func(j int, v G.Value) []float64 {
+		x := graph.Float64sInto(tr.crossBufs[j], v)
+		n := len(x)
+		x = slices.Grow(x, (rows/sentences-1)*n)
+		for r := sentences; r < rows; r += sentences {
+			x = append(x, x[:n]...)
+		}
+		tr.crossBufs[j] = x
+		return x
+	}
 	var keys, values [][]float64
-	for i := range enc.CrossKeys {
-		keys = append(keys, repeat(graph.Float64s(enc.CrossKeys[i].Value())))
-		values = append(values, repeat(graph.Float64s(enc.CrossValues[i].Value())))
+	for i := range B {
+		keys = append(keys, expand(2*i, enc.CrossKeys[i].Value()))
+		values = append(values, expand(2*i+1, enc.CrossValues[i].Value()))
 	}
 	if err := p.Start(rowsSrc, keys, values); err != nil {
 		return nil, err

@@ -143,7 +143,8 @@ func LoadChecked(path string, check func(m *Model, dataBytes int64) error) (*Mod
 // can read the tensors themselves (Weights).
 func (m *Model) toDtype() error {
 	narrow := m.Spec.Dtype != "float64"
-	for name, t := range m.Tensors {
+	for _, name := range slices.Sorted(maps.Keys(m.Tensors)) { // the first bad one, the same each time
+		t := m.Tensors[name]
 		bad := func(i int, v float64) error {
 			if math.IsNaN(v) || math.IsInf(v, 0) { // NaN would only show as garbage
 				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, name, v, i)
