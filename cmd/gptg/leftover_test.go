@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,4 +75,27 @@ func runeSet(s string) map[rune]bool {
 		set[r] = true
 	}
 	return set
+}
+
+// TestDataOutputFailureLeavesNoFolders: data toy and data export make the
+// folders --out names; when the write then fails (here ulimit -f 0: the
+// file may not grow), the folders they made are removed again, and a
+// folder that was there stays.
+func TestDataOutputFailureLeavesNoFolders(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"data", "toy", "--out", "a/b/t.txt", "--sentences", "10"},
+		{"data", "export", "toy", "--out", "kept/b/c/t.txt"},
+	} {
+		r := runGptgWith(t, dir, runOptions{shell: `ulimit -f 0 && exec "$0" "$@"`}, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "file too large") {
+			t.Errorf("gptg %s under ulimit -f 0: exit %d, stderr %q; want exit 1, file too large", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if files := listFiles(t, dir); !slices.Equal(files, []string{"kept"}) {
+		t.Errorf("files left: %v, want only kept (the folder that was there)", files)
+	}
 }
