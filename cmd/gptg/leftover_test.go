@@ -99,3 +99,26 @@ func TestDataOutputFailureLeavesNoFolders(t *testing.T) {
 		t.Errorf("files left: %v, want only kept (the folder that was there)", files)
 	}
 }
+
+// TestFlagErrorsSayDoubleDash: the flag package's own errors (an unknown
+// flag, a bad value, a missing argument) name flags as the help and the
+// docs do, --threads, not Go's -threads, in every command.
+func TestFlagErrorsSayDoubleDash(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "m.safetensors", "--threads", "-3"}, `invalid value "-3" for flag --threads:`},
+		{[]string{"serve", ".", "--threads", "1.5"}, `invalid value "1.5" for flag --threads:`},
+		{[]string{"sample", "m.safetensors", "--tokens"}, "flag needs an argument: --tokens"},
+		{[]string{"graph", "c.toml", "--forward=maybe"}, `invalid boolean value "maybe" for --forward:`},
+		{[]string{"ablate", "c.toml", "--jbos", "2"}, "flag provided but not defined: --jbos; did you mean --jobs?"},
+		{[]string{"sweep", "run", "sw", "--index", "x"}, `invalid value "x" for flag --index:`},
+	} {
+		r := gptg(t, dir, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("gptg %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+}
