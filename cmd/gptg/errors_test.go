@@ -33,6 +33,7 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
+	env   []string // KEY=VALUE set for the run (shown before the command)
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -247,6 +248,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, round6Audit3Inputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -264,7 +266,7 @@ func TestBadInputs(t *testing.T) {
 				row.setup(t, dir)
 			}
 			before := listFiles(t, dir)
-			r := gptg(t, dir, row.args...)
+			r := runGptg(t, dir, row.env, commandCPU, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -325,7 +327,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked", filepath.Dir(wordModel), "runs/words",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
-		for _, a := range append([]string{"gptg"}, d.row.args...) {
+		for _, a := range append(append(slices.Clone(d.row.env), "gptg"), d.row.args...) {
 			a = clean.Replace(a)
 			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 || !utf8.ValidString(a) {
 				a = strconv.Quote(a)
