@@ -397,6 +397,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: it has no %s, so it is not a run folder (or the run never started)", dir, ConfigFile)
 	}
 	cfg, err := config.Load(path, lengthSets(sets))
+	if err == nil {
+		err = cfg.CheckTrainMemory()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/train"
 )
 
 var ablateCommand = command{
@@ -106,10 +107,19 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		return usagef("%v", err)
 	}
 	// Every config is read before anything is made: a broken one among
-	// many stops the ablation here, not after an empty folder exists.
+	// many stops the ablation here, not after an empty folder exists. So
+	// does one whose training would not fit (train.max_memory, or what
+	// this process may take), unless its runs are all finished in --out:
+	// those are only measured again.
 	for _, p := range pos {
-		if _, err := config.Load(p, sets); err != nil {
+		c, err := config.Load(p, sets)
+		if err != nil {
 			return err
+		}
+		if *force || !allFinished(specs, p) {
+			if err := c.CheckTrainMemory(); err != nil {
+				return err
+			}
 		}
 	}
 	if *base != "" {
@@ -140,6 +150,20 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	return reportTable(stdout, *out, results, *baseline, err)
+}
+
+// allFinished says every run of the config file cfg already finished in its
+// folder (an ablation run again on the same --out only measures it).
+func allFinished(specs []ablate.Spec, cfg string) bool {
+	for _, s := range specs {
+		if s.Config != cfg {
+			continue
+		}
+		if step, total, err := train.Progress(s.Dir); err != nil || step != total {
+			return false
+		}
+	}
+	return true
 }
 
 // baselineConfig is the config file of the baseline (the named variant,

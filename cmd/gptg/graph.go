@@ -63,6 +63,9 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckTrainMemory(); err != nil { // again below once the data gives the vocabulary
+		return err
+	}
 	// With --dot to standard output the table would spoil the DOT: only
 	// the DOT goes there.
 	table := stdout

@@ -25,7 +25,7 @@ func TestProcessMemoryLimit(t *testing.T) {
 	if r := gptg(t, dir, "graph", "big.toml"); r.code != 0 {
 		t.Fatalf("gptg graph big.toml without a process limit: exit %d: %s", r.code, r.stderr)
 	}
-	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}} {
+	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}, {"ablate", "big.toml", "--out", "ab"}} {
 		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 2500000 && exec "$0" "$@"`, gptgBin}, args...)...)
 		cmd.Dir = dir
 		var stderr strings.Builder
@@ -39,8 +39,10 @@ func TestProcessMemoryLimit(t *testing.T) {
 				strings.Join(args, " "), code, stderr.String(), want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "runs", "big")); err == nil {
-		t.Error("the refused training left a run folder")
+	for _, d := range []string{"runs/big", "ab"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+			t.Errorf("the refused training left %s", d)
+		}
 	}
 }
 

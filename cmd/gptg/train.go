@@ -132,6 +132,9 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 		if err != nil {
 			return err
 		}
+		if err := cfg.CheckTrainMemory(); err != nil {
+			return err
+		}
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
