@@ -572,6 +572,11 @@ func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if err != nil {
 		return nil, err
 	}
+	if opts.Init != "" {
+		if err := checkInitVocab(opts.Init, cfg, data); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err
 	}
