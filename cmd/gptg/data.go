@@ -96,8 +96,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	text := corpus.ToySentences(*n, *seed)
-	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+	if err := writeOutput(*out, stdout, func(w io.Writer) error { return corpus.WriteToySentences(w, *n, *seed) }); err != nil {
 		return err
 	}
 	if !atomicfile.IsStdout(*out) {
