@@ -89,8 +89,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force}); err != nil {
 		return err
 	}
-	text := corpus.ToySentences(*n, *seed)
-	if err := writeOutputMakingFolders(*out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+	if err := writeOutputMakingFolders(*out, stdout, func(w io.Writer) error { return corpus.WriteToySentences(w, *n, *seed) }); err != nil {
 		return err
 	}
 	if !atomicfile.IsStdout(*out) {

@@ -34,7 +34,8 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
-	stdin string // a file of the row's directory given as standard input
+	stdin string   // a file of the row's directory given as standard input
+	env   []string // KEY=VALUE set for the run (shown before the command)
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -249,6 +250,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, round6Audit3Inputs(t)...)
 	rows = append(rows, leftoverInputs(t)...)
 
 	var table []errorDoc
@@ -267,7 +269,7 @@ func TestBadInputs(t *testing.T) {
 				row.setup(t, dir)
 			}
 			before := listFiles(t, dir)
-			r := runGptgWith(t, dir, runOptions{stdin: row.stdin}, row.args...)
+			r := runGptgWith(t, dir, runOptions{stdin: row.stdin, env: row.env}, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -332,7 +334,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked", filepath.Dir(wordModel), "runs/words",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
-		for _, a := range append([]string{"gptg"}, d.row.args...) {
+		for _, a := range append(append(slices.Clone(d.row.env), "gptg"), d.row.args...) {
 			a = clean.Replace(a)
 			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 || !utf8.ValidString(a) {
 				a = strconv.Quote(a)
