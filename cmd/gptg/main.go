@@ -22,6 +22,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
@@ -60,6 +61,12 @@ func init() {
 }
 
 func main() {
+	// Before anything is allocated: a soft memory limit below what the
+	// process may take (ulimit -v/-d, its cgroups, the machine), unless
+	// GOMEMLIMIT sets one, so that the garbage collector works harder
+	// near it instead of the heap growing into the runtime's out-of-memory
+	// trace.
+	memlimit.SetSoftLimit()
 	os.Exit(run(os.Args[1:], stdoutOf(os.Stdout), os.Stderr))
 }
 
