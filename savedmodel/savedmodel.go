@@ -85,13 +85,35 @@ func Tensors(params []*graph.Param) ([]modelfile.Tensor, error) {
 // than the model its metadata describes is refused unread. Tensors are
 // checked against the rebuilt graph by Apply.
 func Load(path string) (*Model, error) {
+	return LoadChecked(path, nil)
+}
+
+// LoadChecked is Load with a check of the caller's before the tensors are
+// read: check sees the model the metadata describes (its dtype, when the
+// metadata leaves it to the tensors, guessed from the size of their data)
+// and the bytes of tensor data the file holds. A caller refuses there a
+// model too large to build without reading a byte of it.
+func LoadChecked(path string, check func(spec config.Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
 	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
 		var err error
 		if m, err = fromMeta(path, meta); err != nil {
 			return err
 		}
-		return CheckDataSize(path, dataBytes, m.Spec.ParamCount())
+		if err := CheckDataSize(path, dataBytes, m.Spec.ParamCount()); err != nil {
+			return err
+		}
+		if check == nil {
+			return nil
+		}
+		spec := m.Spec
+		if spec.Dtype == "" { // more than 6 bytes a parameter: float64 tensors
+			spec.Dtype = "float32"
+			if dataBytes > 6*spec.ParamCount() {
+				spec.Dtype = "float64"
+			}
+		}
+		return check(spec, dataBytes)
 	}})
 	if err != nil {
 		return nil, err

@@ -184,10 +184,12 @@ func exitCode(err error) int {
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
+	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
+		errors.As(err, &me):
 		return 2
 	}
 	return 1
