@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,6 +393,12 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		}
 		args = append(args, "--force")
 	}
+	// Said here rather than by the training it would start: the same
+	// line, without a process that cannot fit.
+	if err := r.cfg.CheckTrainMemory(); err != nil {
+		event("failed: " + err.Error())
+		return Failed, false, err
+	}
 	event(kind)
 	if err := gptg(ctx, opts.Exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
 		if ctx.Err() != nil {
@@ -706,6 +713,16 @@ func sampleText(m *savedmodel.Model, prompt, dir string, be graph.Backend) (stri
 		// word to start from: the run trained, only its sample cannot
 		// start, and the table says why instead of calling the run failed.
 		return fmt.Sprintf("(no sample: the prompt %q cannot start one: %v; set [sample] prompt)", prompt, err), nil
+	}
+	// The run trained in its own process; sampling here, in the ablation's,
+	// must fit what this one may still take (as gptg sample checks its
+	// own): if it does not, the run is still a trained run without a sample.
+	graphs := 1
+	if !m.Spec.Mask {
+		graphs = m.Spec.Context // sample.New builds one per prompt length
+	}
+	if err := config.CheckMemory(m.Spec.ForwardMemory(1, m.Spec.Context, graphs), math.Inf(1), "sampling this model", ""); err != nil {
+		return fmt.Sprintf("(no sample: %v)", err), nil
 	}
 	s, err := sample.New(m, be)
 	if err != nil {

@@ -247,13 +247,23 @@ func FormatBytes(n float64) string {
 }
 
 // CheckTrainMemory refuses a config whose training would need more than
-// train.max_memory, before anything is allocated. With model.vocab still 0
-// (taken from the data later) it checks the rest of the model, and the
-// trainer checks again once the vocabulary is known.
+// train.max_memory (or than the process may still take), before anything
+// is allocated. With model.vocab still 0 (taken from the data later) it
+// checks the rest of the model, and the trainer checks again once the
+// vocabulary is known.
+//
+// Only what trains calls it (train, graph, ablate, sweep): Load does not,
+// so that sample, eval or attention reading a run's config.toml for its
+// settings are not refused for what training the run would need — they
+// check their own, forward-only, estimate.
 func (c *Config) CheckTrainMemory() error {
 	what := fmt.Sprintf("training this model (batch %d × context %d)", c.Train.Batch, c.Model.Context)
 	if err := CheckMemory(c.TrainMemory(), c.Train.MaxMemory, what, "--set train.max_memory="); err != nil {
-		return &Error{File: c.Path, Key: "train.max_memory", Msg: err.Error()}
+		file := c.Path
+		if c.maxMemoryFrom != "" {
+			file = c.maxMemoryFrom
+		}
+		return &Error{File: file, Key: "train.max_memory", Msg: err.Error()}
 	}
 	return nil
 }

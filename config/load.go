@@ -181,11 +181,8 @@ func build(path string, values map[string]setting) (*Config, error) {
 	if err := c.checkPairs(origin); err != nil {
 		return nil, err
 	}
-	if err := c.CheckTrainMemory(); err != nil {
-		if s, ok := values["train.max_memory"]; ok {
-			err.(*Error).File = s.from
-		}
-		return nil, err
+	if s, ok := values["train.max_memory"]; ok {
+		c.maxMemoryFrom = s.from // CheckTrainMemory blames it
 	}
 	if _, given := values["train.out"]; !given && !plainName(c.Name) {
 		return nil, &Error{File: path, Key: "train.out",

@@ -16,6 +16,10 @@ type Config struct {
 	Model  Model  `toml:"model" json:"model"`
 	Train  Train  `toml:"train" json:"train"`
 	Sample Sample `toml:"sample" json:"sample"`
+
+	// maxMemoryFrom is the file (or "--set") that set train.max_memory,
+	// "" when it is the default: CheckTrainMemory's refusal names it.
+	maxMemoryFrom string
 }
 
 // Data says where the corpus is and how it is cut into windows.

@@ -287,7 +287,11 @@ func (p *Plan) Expand() ([]Entry, error) {
 					varying = append(varying, kv)
 				}
 			}
-			if _, err := config.Load(cfgPath, sets); err != nil {
+			c, err := config.Load(cfgPath, sets)
+			if err == nil {
+				err = c.CheckTrainMemory()
+			}
+			if err != nil {
 				return nil, errorf("sweep file %s: %v", p.Path, err)
 			}
 			variant, dir := name, filepath.Join(RunsDir, name)

@@ -397,6 +397,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: it has no %s, so it is not a run folder (or the run never started)", dir, ConfigFile)
 	}
 	cfg, err := config.Load(path, lengthSets(sets))
+	if err == nil {
+		err = cfg.CheckTrainMemory()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
@@ -568,6 +571,11 @@ func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	}
 	if err != nil {
 		return nil, err
+	}
+	if opts.Init != "" {
+		if err := checkInitVocab(opts.Init, cfg, data); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err

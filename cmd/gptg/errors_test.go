@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
+	stdin string // a file of the row's directory given as standard input
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -247,6 +249,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, leftoverInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -264,7 +267,7 @@ func TestBadInputs(t *testing.T) {
 				row.setup(t, dir)
 			}
 			before := listFiles(t, dir)
-			r := gptg(t, dir, row.args...)
+			r := runGptgWith(t, dir, runOptions{stdin: row.stdin}, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -289,6 +292,10 @@ func TestBadInputs(t *testing.T) {
 	}
 	checkErrorsDoc(t, table)
 }
+
+// runIDs matches a run id (train's newRunID) in a message: random, so
+// the table shows one fixed id instead.
+var runIDs = regexp.MustCompile(`\b[0-9a-f]{16}\b`)
 
 // errorDoc is one row of docs/errors.md: the input and what gptg said.
 type errorDoc struct {
@@ -335,8 +342,11 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			}
 			args = append(args, a)
 		}
+		if d.row.stdin != "" {
+			args = append(args, "<", d.row.stdin)
+		}
 		fmt.Fprintf(&b, "| %d | %s | `%s` | %d | `%s` |\n", i+1, cell.Replace(d.row.name),
-			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(clean.Replace(d.got.stderr))))
+			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(runIDs.ReplaceAllString(clean.Replace(d.got.stderr), "1234abcd5678ef90"))))
 	}
 	const path = "../../docs/errors.md"
 	if os.Getenv("GPTG_UPDATE_ERRORS") == "1" {
