@@ -55,7 +55,7 @@ func fakeSystem(t *testing.T, files map[string]string, ulimitV, ulimitD uint64) 
 func baseFiles() map[string]string {
 	return map[string]string{
 		"proc/self/status": "Name:\tgptg\nVmPeak:\t 1700000 kB\nVmSize:\t 1638400 kB\nVmData:\t  102400 kB\nVmRSS:\t   51200 kB\n" +
-			"Threads:\t" + strconv.Itoa(runtime.GOMAXPROCS(0)+4) + "\nCpus_allowed_list:\t0-1\n",
+			"Threads:\t" + strconv.Itoa(runtime.GOMAXPROCS(0)+expectedExtraThreads) + "\nCpus_allowed_list:\t0-1\n",
 		"proc/meminfo":     "MemTotal:       16777216 kB\nMemFree:         1000 kB\nHugePages_Total:       0\n",
 		"proc/self/cgroup": "",
 	}
@@ -198,9 +198,9 @@ func TestFindNothing(t *testing.T) {
 // has yet to start is not headroom (with cgo each reserves 72 MiB).
 func TestFindThreadsToCome(t *testing.T) {
 	files := baseFiles()
-	files["proc/self/status"] = strings.Replace(files["proc/self/status"], "Threads:\t"+strconv.Itoa(runtime.GOMAXPROCS(0)+4), "Threads:\t1", 1)
+	files["proc/self/status"] = strings.Replace(files["proc/self/status"], "Threads:\t"+strconv.Itoa(runtime.GOMAXPROCS(0)+expectedExtraThreads), "Threads:\t1", 1)
 	fakeSystem(t, files, 2500000*1024, 0)
-	want := float64(2500000*1024-1638400*1024) - float64(runtime.GOMAXPROCS(0)+3)*threadReserve
+	want := float64(2500000*1024-1638400*1024) - float64(runtime.GOMAXPROCS(0)+expectedExtraThreads-1)*threadReserve
 	if h, _ := Find(); h.Bytes != max(want, 0) {
 		t.Errorf("headroom %.0f with 1 thread running; want %.0f", h.Bytes, want)
 	}
