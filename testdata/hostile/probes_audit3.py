@@ -308,8 +308,8 @@ def memory_probes(h):
     M("data toy of 10M sentences", ["data", "toy", "--out", "o/t.txt", "--sentences", "10000000"], [], [("cg", 80 * MiB)])
     M("ablate of two seeds", ["ablate", "c.toml", "--seeds", "2", "--out", "o/ab"], [], [("cg", 40 * MiB), ("v", 1_700_000)])
     M("sweep, run and collect locally", [], [], [("cg", 40 * MiB), ("v", 1_700_000)],
-      shell="printf 'configs=[\"c.toml\"]\\nseeds=2\\nout=\"o/sw\"\\n[set]\\n\"train.lr\"=[0.001,0.002]\\n' > o/s.toml && "
-            "$G sweep o/s.toml >/dev/null && $G sweep run o/sw --jobs 2 >/dev/null && $G sweep collect o/sw >/dev/null")
+      shell="printf 'configs=[\"../c.toml\"]\\nseeds=2\\nout=\"sw\"\\n[set]\\n\"train.lr\"=[0.001,0.002]\\n' > o/s.toml && "
+            "$G sweep o/s.toml --out o/sw >/dev/null && $G sweep run o/sw --jobs 2 >/dev/null && $G sweep collect o/sw >/dev/null")
     return ps
 
 
