@@ -168,12 +168,14 @@ def _train(h, big, cfg, text):
         raise h.NotRun("could not train the fixture %s: %s" % (cfg, r.stderr.strip()[:300]))
 
 
-def _ensure(h, big, name):
-    """Makes the large fixture name in big/ once."""
+def _ensure(h, big, name, d):
+    """Makes the large fixture name in big/ once (d: the probe's folder)."""
     p = os.path.join(big, name)
     if os.path.exists(p):
         return
     os.makedirs(big, exist_ok=True)
+    if os.path.exists(p + ".tmp"):  # left by an interrupted run
+        shutil.rmtree(p + ".tmp") if os.path.isdir(p + ".tmp") else os.remove(p + ".tmp")
     if name == "runs/big":
         _train(h, big, "big.toml", BIG_GPT)
     elif name in ("big.toml", "bc.toml", "bp.toml"):
@@ -198,7 +200,7 @@ def _ensure(h, big, name):
     elif name == "runs/bigm":
         os.makedirs(p + ".tmp")
         for f in ("config.toml", "model.safetensors"):
-            shutil.copy(os.path.join(os.path.dirname(big), "fixtures", "runs/c", f), os.path.join(p + ".tmp", f))
+            shutil.copy(os.path.join(d, "runs/c", f), os.path.join(p + ".tmp", f))
         _metrics(os.path.join(p + ".tmp", "metrics.jsonl"), h)
         os.rename(p + ".tmp", p)
     else:
@@ -219,7 +221,7 @@ def big(h, *names):
     def setup(d):
         bigdir = os.environ.get("GPTG_PROBE_BIG") or os.path.join(os.path.dirname(d), "big")
         for name in names:
-            _ensure(h, bigdir, name)
+            _ensure(h, bigdir, name, d)
             src, dst = os.path.join(bigdir, name), os.path.join(d, name)
             if os.path.isdir(src):
                 os.makedirs(dst, exist_ok=True)
