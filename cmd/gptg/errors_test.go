@@ -34,7 +34,8 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
-	stdin string // a file of the row's directory given as standard input
+	stdin string   // a file of the row's directory given as standard input
+	env   []string // KEY=VALUE set for the run (shown before the command)
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -99,7 +100,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "nanoGPT style --section.key, unknown key", files: map[string]string{"c.toml": ""},
 			args: []string{"graph", "c.toml", "--model.haeds", "2"}, code: 2, msg: "--set model.haeds: unknown key; did you mean model.heads?"},
 		{name: "misspelt flag", files: map[string]string{"c.toml": ""},
-			args: []string{"train", "c.toml", "--sett", "train.epochs=1"}, code: 2, msg: "flag provided but not defined: -sett; did you mean --set?"},
+			args: []string{"train", "c.toml", "--sett", "train.epochs=1"}, code: 2, msg: "flag provided but not defined: --sett; did you mean --set?"},
 		{name: "misspelt command, not a prefix", args: []string{"smaple"}, code: 2, msg: `unknown command "smaple"; did you mean "sample"?`},
 		{name: "version with an argument", args: []string{"version", "x"}, code: 2, msg: "version takes no arguments"},
 		{name: "train: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
@@ -118,11 +119,11 @@ func TestBadInputs(t *testing.T) {
 		{name: "sample --top-p 2", args: []string{"sample", model, "--top-p", "2"}, code: 2, msg: "--top-p 2 must be between 0 and 1"},
 		{name: "sample --top-k -1", args: []string{"sample", model, "--top-k", "-1"}, code: 2, msg: "--top-k -1 must be ≥ 0"},
 		{name: "sample --tokens -5", args: []string{"sample", model, "--tokens", "-5"}, code: 2, msg: "--tokens -5 must be between 0 and 1000000"},
-		{name: "sample --tokens abc", args: []string{"sample", model, "--tokens", "abc"}, code: 2, msg: `invalid value "abc" for flag -tokens`},
+		{name: "sample --tokens abc", args: []string{"sample", model, "--tokens", "abc"}, code: 2, msg: `invalid value "abc" for flag --tokens`},
 		{name: "sample --samples 0", args: []string{"sample", model, "--samples", "0"}, code: 2, msg: "--samples 0 must be between 1 and 1000"},
 		{name: "sample --prompt and --prompt-file", files: map[string]string{"p.txt": "First"},
 			args: []string{"sample", model, "--prompt", "A", "--prompt-file", "p.txt"}, code: 2, msg: "give --prompt or --prompt-file, not both"},
-		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: -frobnicate"},
+		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: --frobnicate"},
 		{name: "sample missing prompt file", args: []string{"sample", model, "--prompt-file", "nope.txt"}, code: 2, msg: "--prompt-file nope.txt: no such file"},
 		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 2,
 			msg: `the prompt: 5 characters outside the vocabulary: "G", "K", "X", "x", "€"`},
@@ -249,6 +250,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, round6Audit3Inputs(t)...)
 	rows = append(rows, leftoverInputs(t)...)
 
 	var table []errorDoc
@@ -267,7 +269,7 @@ func TestBadInputs(t *testing.T) {
 				row.setup(t, dir)
 			}
 			before := listFiles(t, dir)
-			r := runGptgWith(t, dir, runOptions{stdin: row.stdin}, row.args...)
+			r := runGptgWith(t, dir, runOptions{stdin: row.stdin, env: row.env}, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -332,7 +334,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked", filepath.Dir(wordModel), "runs/words",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
-		for _, a := range append([]string{"gptg"}, d.row.args...) {
+		for _, a := range append(append(slices.Clone(d.row.env), "gptg"), d.row.args...) {
 			a = clean.Replace(a)
 			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 || !utf8.ValidString(a) {
 				a = strconv.Quote(a)

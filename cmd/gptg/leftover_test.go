@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,4 +75,50 @@ func runeSet(s string) map[rune]bool {
 		set[r] = true
 	}
 	return set
+}
+
+// TestDataOutputFailureLeavesNoFolders: data toy and data export make the
+// folders --out names; when the write then fails (here ulimit -f 0: the
+// file may not grow), the folders they made are removed again, and a
+// folder that was there stays.
+func TestDataOutputFailureLeavesNoFolders(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"data", "toy", "--out", "a/b/t.txt", "--sentences", "10"},
+		{"data", "export", "toy", "--out", "kept/b/c/t.txt"},
+	} {
+		r := runGptgWith(t, dir, runOptions{shell: `ulimit -f 0 && exec "$0" "$@"`}, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "file too large") {
+			t.Errorf("gptg %s under ulimit -f 0: exit %d, stderr %q; want exit 1, file too large", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if files := listFiles(t, dir); !slices.Equal(files, []string{"kept"}) {
+		t.Errorf("files left: %v, want only kept (the folder that was there)", files)
+	}
+}
+
+// TestFlagErrorsSayDoubleDash: the flag package's own errors (an unknown
+// flag, a bad value, a missing argument) name flags as the help and the
+// docs do, --threads, not Go's -threads, in every command.
+func TestFlagErrorsSayDoubleDash(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "m.safetensors", "--threads", "-3"}, `invalid value "-3" for flag --threads:`},
+		{[]string{"serve", ".", "--threads", "1.5"}, `invalid value "1.5" for flag --threads:`},
+		{[]string{"sample", "m.safetensors", "--tokens"}, "flag needs an argument: --tokens"},
+		{[]string{"graph", "c.toml", "--forward=maybe"}, `invalid boolean value "maybe" for --forward:`},
+		{[]string{"ablate", "c.toml", "--jbos", "2"}, "flag provided but not defined: --jbos; did you mean --jobs?"},
+		{[]string{"sweep", "run", "sw", "--index", "x"}, `invalid value "x" for flag --index:`},
+	} {
+		r := gptg(t, dir, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("gptg %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
 }
