@@ -35,11 +35,11 @@ func writeGPTModel(t *testing.T, path string, spec config.Model) {
 	}
 }
 
-// underLimit runs gptg args in dir under ulimit -v kib and sorts what
+// underAddressLimit runs gptg args in dir under ulimit -v kib and sorts what
 // happened: "ok" (exit 0), "refused" (exit 2, one line), "nostart" (the Go
 // runtime itself cannot start under so little: gptg version fails too),
 // or "crash" with what it printed.
-func underLimit(t *testing.T, dir string, kib int64, args ...string) (string, string) {
+func underAddressLimit(t *testing.T, dir string, kib int64, args ...string) (string, string) {
 	t.Helper()
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kib), gptgBin}, args...)...)
@@ -87,13 +87,13 @@ func TestModelCommandsUnderAddressLimit(t *testing.T) {
 	// between one at which it cannot and one at which it must.
 	sample := []string{"sample", "m.safetensors", "--tokens", "3", "--prompt", "R", "--threads", "1"}
 	lo, hi := int64(1024*MiB), int64(4096*MiB)
-	if got, msg := underLimit(t, dir, hi, sample...); got != "ok" {
+	if got, msg := underAddressLimit(t, dir, hi, sample...); got != "ok" {
 		t.Fatalf("sample under ulimit -v %d KiB: %s: %s", hi, got, firstLines(msg, 3))
 	}
 	seen := map[string]int{}
 	for hi-lo > 32*MiB {
 		mid := (lo + hi) / 2
-		got, msg := underLimit(t, dir, mid, sample...)
+		got, msg := underAddressLimit(t, dir, mid, sample...)
 		seen[got]++
 		switch got {
 		case "ok":
@@ -113,7 +113,7 @@ func TestModelCommandsUnderAddressLimit(t *testing.T) {
 		{"inspect", "m.safetensors"},
 	}
 	check := func(kib int64, args []string) {
-		got, msg := underLimit(t, dir, kib, args...)
+		got, msg := underAddressLimit(t, dir, kib, args...)
 		seen[got]++
 		if got == "crash" {
 			t.Errorf("gptg %s under ulimit -v %d KiB (sample's edge %d): neither a run nor a one-line refusal: %s",
