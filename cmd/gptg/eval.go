@@ -42,8 +42,8 @@ A run folder stands for its model.safetensors. Without --data, the corpus,
 split and stride are those of the config.toml beside the model file: the
 corpus the run recorded (data.sha256, data.size), found from any working
 directory (data.path, where it was when the run started, the same place
-relative to the run folder or inside it, or built into gptg); a file that
-holds other text is refused.
+relative to the run folder or inside it, its name beside the run folder,
+or built into gptg); a file that holds other text is refused.
 
 Flags:
   --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
