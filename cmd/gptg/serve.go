@@ -99,11 +99,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		OpenModel: func(path string) (*savedmodel.Model, error) {
 			m, err := openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
 			var ue usageError
-			var re refusedError
+			var me *config.MemoryError
 			switch {
 			case errors.As(err, &ue): // an answer to a request, not a command line: no "(see --help)"
 				return nil, errors.New(ue.msg)
-			case errors.As(err, &re): // too large for what is left: 507
+			case errors.As(err, &me): // too large for what is left: 507
 				return nil, serve.TooLarge(err)
 			}
 			return m, err

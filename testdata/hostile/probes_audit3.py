@@ -168,12 +168,14 @@ def _train(h, big, cfg, text):
         raise h.NotRun("could not train the fixture %s: %s" % (cfg, r.stderr.strip()[:300]))
 
 
-def _ensure(h, big, name):
-    """Makes the large fixture name in big/ once."""
+def _ensure(h, big, name, d):
+    """Makes the large fixture name in big/ once (d: the probe's folder)."""
     p = os.path.join(big, name)
     if os.path.exists(p):
         return
     os.makedirs(big, exist_ok=True)
+    if os.path.exists(p + ".tmp"):  # left by an interrupted run
+        shutil.rmtree(p + ".tmp") if os.path.isdir(p + ".tmp") else os.remove(p + ".tmp")
     if name == "runs/big":
         _train(h, big, "big.toml", BIG_GPT)
     elif name in ("big.toml", "bc.toml", "bp.toml"):
@@ -198,7 +200,7 @@ def _ensure(h, big, name):
     elif name == "runs/bigm":
         os.makedirs(p + ".tmp")
         for f in ("config.toml", "model.safetensors"):
-            shutil.copy(os.path.join(os.path.dirname(big), "fixtures", "runs/c", f), os.path.join(p + ".tmp", f))
+            shutil.copy(os.path.join(d, "runs/c", f), os.path.join(p + ".tmp", f))
         _metrics(os.path.join(p + ".tmp", "metrics.jsonl"), h)
         os.rename(p + ".tmp", p)
     else:
@@ -219,7 +221,7 @@ def big(h, *names):
     def setup(d):
         bigdir = os.environ.get("GPTG_PROBE_BIG") or os.path.join(os.path.dirname(d), "big")
         for name in names:
-            _ensure(h, bigdir, name)
+            _ensure(h, bigdir, name, d)
             src, dst = os.path.join(bigdir, name), os.path.join(d, name)
             if os.path.isdir(src):
                 os.makedirs(dst, exist_ok=True)
@@ -308,10 +310,271 @@ def memory_probes(h):
     M("data toy of 10M sentences", ["data", "toy", "--out", "o/t.txt", "--sentences", "10000000"], [], [("cg", 80 * MiB)])
     M("ablate of two seeds", ["ablate", "c.toml", "--seeds", "2", "--out", "o/ab"], [], [("cg", 40 * MiB), ("v", 1_700_000)])
     M("sweep, run and collect locally", [], [], [("cg", 40 * MiB), ("v", 1_700_000)],
-      shell="printf 'configs=[\"c.toml\"]\\nseeds=2\\nout=\"o/sw\"\\n[set]\\n\"train.lr\"=[0.001,0.002]\\n' > o/s.toml && "
-            "$G sweep o/s.toml >/dev/null && $G sweep run o/sw --jobs 2 >/dev/null && $G sweep collect o/sw >/dev/null")
+      shell="printf 'configs=[\"../c.toml\"]\\nseeds=2\\nout=\"sw\"\\n[set]\\n\"train.lr\"=[0.001,0.002]\\n' > o/s.toml && "
+            "$G sweep o/s.toml --out o/sw >/dev/null && $G sweep run o/sw --jobs 2 >/dev/null && $G sweep collect o/sw >/dev/null")
     return ps
 
 
+# ------------------------------------------------ answers checked independently
+
+# The reference: /work/shared/reference/gptref.py (../shared beside the
+# repository in CI), PyTorch's implementation of the same model, loaded as a
+# module; GPTG_REFERENCE names another copy. Without it or without PyTorch
+# these probes are "not run".
+REF_PY = r"""
+import sys, json, importlib.util, os
+os.environ["GPTREF_MALLOC"] = "glibc"
+argv, sys.argv = sys.argv[1:], ["gptref.py", "--threads", "1"]
+spec = importlib.util.spec_from_file_location("gptref", os.environ["GPTREF"])
+g = importlib.util.module_from_spec(spec); spec.loader.exec_module(g)
+import torch, torch.nn.functional as F
+def load(path):
+    tensors, meta = g.load_safetensors(path)
+    m = json.loads(meta["model"])
+    sw = {k: m[k] for k in g.DEFAULTS if k in m}
+    act = sw.get("activation"); sw["activation"] = "gelu"
+    V, C = tensors["tok.weight"].shape; T = tensors["pos.weight"].shape[0]
+    blocks = len({k.split(".")[1] for k in tensors if k.startswith("blocks.")})
+    model = g.GPT(V, T, C, blocks, **sw).double()
+    model.load_state_dict({k: v.to(torch.float64) for k, v in tensors.items()})
+    if act in ("gelu_exact", "relu"):  # gptref knows gelu (tanh) only
+        for mod in model.modules():
+            if hasattr(mod, "act"):
+                mod.act = F.gelu if act == "gelu_exact" else F.relu
+    return model.eval(), json.loads(meta["vocab"])
+what = argv[0]
+model, vocab = load(argv[1])
+if what == "eval":  # MODEL DATA SPLIT STRIDE BATCH: the seed's test loss
+    text = open(argv[2], encoding="utf-8").read()
+    _, _, (xte, yte) = g.split_data(text, model.context, int(argv[4]) or None, float(argv[3]))
+    tl, n = g.test_loss(model, xte, yte, int(argv[5]))
+    print("%.6f" % tl)
+elif what == "greedy":  # MODEL PROMPT N: the likeliest next token, N times
+    stoi = {c: i for i, c in enumerate(vocab)}
+    ids = [stoi[c] for c in argv[2]]
+    with torch.no_grad():
+        for _ in range(int(argv[3])):
+            x = torch.tensor([ids[-model.context:]])
+            ids.append(int(model(x)[0, -1].argmax()))
+    sys.stdout.write("".join(vocab[i] for i in ids))
+"""
+
+
+def reference(h):
+    """A setup writing ref.py beside the probe; NotRun without the reference or PyTorch."""
+    def setup(d):
+        ref = os.environ.get("GPTG_REFERENCE") or os.path.join(os.path.dirname(h.REPO), "shared", "reference", "gptref.py")
+        if not os.path.exists(ref):
+            ref = "/work/shared/reference/gptref.py"
+        if not os.path.exists(ref):
+            raise h.NotRun("no gptref.py (GPTG_REFERENCE, or ../shared/reference beside the repository)")
+        if subprocess.run(["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode:
+            raise h.NotRun("the reference needs PyTorch (/usr/bin/python3 with torch)")
+        with open(os.path.join(d, "ref.py"), "w") as f:
+            f.write(REF_PY)
+        with open(os.path.join(d, "ref.sh"), "w") as f:
+            f.write("GPTREF=%s /usr/bin/python3 ref.py \"$@\"\n" % ref)
+        os.makedirs(os.path.join(d, "o"), exist_ok=True)
+    return setup
+
+
+def close_numbers(tol):
+    """stdout holds "A B": two numbers that must agree within tol."""
+    def check(d, code, out, err):
+        try:
+            a, b = (float(x) for x in out.split())
+        except ValueError:
+            return "no two numbers in %r" % out[:300]
+        if abs(a - b) > tol:
+            return "gptg says %s, the reference %s" % (a, b)
+    return check
+
+
+def same_text(d, code, out, err):
+    parts = out.split("\0")
+    if len(parts) != 2 or not parts[0] or parts[0] != parts[1]:
+        return "gptg and the reference differ: %r" % out[:400]
+
+
+def answer_probes(h):
+    P = h.Probe
+    ps = []
+
+    def A(name, *a, **k):
+        ps.append(P("audit3: " + name, *a, **k))
+
+    TRAIN = "$G train c.toml --set train.out=o/m --set train.max_steps=40 --set train.lr=0.01 --quiet %s >/dev/null && "
+    EVAL = "echo $($G eval o/m --data tiny.txt --batch %d --split %s --stride %d | sed -n 's/^test loss //p') $(sh ref.sh eval o/m/model.safetensors tiny.txt %s %d %d)"
+    variants = [
+        ("post-norm residual blocks", "--set model.residual=true --set model.norm=post"),
+        ("ReLU and four heads", "--set model.activation=relu --set model.heads=4"),
+        ("no causal mask", "--set model.mask=false"),
+        ("no Q/K/V and no output projection", "--set model.qkv=false --set model.out_proj=false"),
+        ("three pre-norm blocks of ff_mult 2", "--set model.ff_mult=2 --set model.blocks=3 --set model.residual=true --set model.norm=pre"),
+        ("exact GELU", "--set model.activation=gelu_exact"),
+        ("float64", "--set model.dtype=float64"),
+    ]
+    for name, sets in variants:
+        A("eval of a trained model with %s equals PyTorch's loss of the same file" % name, [], 0, setup=reference(h),
+          shell=TRAIN % sets + EVAL % (4, "0.9", 4, "0.9", 4, 4), allow=("o", "ref.py", "ref.sh"), check=close_numbers(2e-5), timeout=300)
+    for split, stride, batch in (("0.29", 4, 4), ("0.57", 1, 7), ("0.9", 3, 5), ("0.5", 8, 1)):
+        A("eval --split %s --stride %d --batch %d equals PyTorch's loss over the same windows" % (split, stride, batch), [], 0,
+          setup=reference(h), shell=TRAIN % "" + EVAL % (batch, split, stride, split, stride, batch),
+          allow=("o", "ref.py", "ref.sh"), check=close_numbers(2e-5), timeout=300)
+    A("the test loss training logged equals PyTorch's loss of the model it wrote", [], 0, setup=reference(h),
+      shell=TRAIN % "" + "echo $(python3 -c \"import json; print([json.loads(l) for l in open('o/m/metrics.jsonl') if 'test_loss' in l][-1]['test_loss'])\") "
+            "$(sh ref.sh eval o/m/model.safetensors tiny.txt 0.9 4 4)",
+      allow=("o", "ref.py", "ref.sh"), check=close_numbers(2e-5), timeout=300)
+    for prompt in ("First", "First Citizen:\\nBefore we proceed"):
+        A("greedy sample (--temperature 0) from %r equals PyTorch's argmax continuation" % prompt, [], 0, setup=reference(h),
+          shell=TRAIN % "" + "$G sample o/m --temperature 0 --tokens 30 --prompt \"$(printf '%s')\" | head -c -1 > o/a; "
+                             "sh ref.sh greedy o/m/model.safetensors \"$(printf '%s')\" 30 > o/b; cat o/a; printf '\\0'; cat o/b" % (prompt, prompt),
+          allow=("o", "ref.py", "ref.sh"), check=same_text, timeout=300)
+
+    # BLEU recomputed from the pairs eval --show prints (sacreBLEU's 13a
+    # tokens, lower-cased, corpus n-gram counts, brevity penalty).
+    A("eval's BLEU of a translation run equals BLEU recomputed from the translations it shows", [], 0,
+      setup=h.seq(h.write("toy5.tsv", _toy5()), h.write("toy5.toml", h.TR_TOML.replace("toy.tsv", "toy5.tsv").replace("max_source = 4", "max_source = 8")
+                                                      .replace("max_target = 4", "max_target = 8").replace('"runs/toy"', '"o/t5"'))),
+      shell="$G train toy5.toml --set train.max_steps=500 --set train.lr=0.01 --quiet >/dev/null && $G eval o/t5 --show 1000 > o/e && python3 -c \"$BLEU\" < o/e",
+      env={"BLEU": BLEU_PY}, allow=("o",), stdout="SAME", timeout=300)
+    A("inspect's parameter total equals the sum of the file's tensor sizes", [], 0,
+      shell="$G inspect runs/c > o/i && python3 -c \"$SUM\"", env={"SUM": SUM_PY}, allow=("o",), stdout="SAME",
+      setup=lambda d: os.makedirs(os.path.join(d, "o")))
+    A("graph's parameter total of a config equals inspect's of the model trained from it", [], 0,
+      shell="$G graph words.toml | grep -E '^total' > o/a && $G inspect runs/words | grep -E '^total' > o/b && cmp o/a o/b && echo SAME",
+      allow=("o",), stdout="SAME", setup=lambda d: os.makedirs(os.path.join(d, "o")))
+    A("data toy --sentences 20000: 20000 lines, every one of the grammar", [], 0,
+      shell="$G data toy --out o/t.txt --sentences 20000 --seed 9 >/dev/null && python3 -c \"$GRAMMAR\" < o/t.txt",
+      env={"GRAMMAR": GRAMMAR_PY}, allow=("o",), stdout="SAME 20000")
+    A("ablate's mean ± sd equal the mean and sample sd of its runs' test losses", [], 0,
+      shell="$G ablate c.toml --seeds 3 --out o/ab >/dev/null 2>&1 || exit 3; python3 -c \"$STATS\" o/ab/runs.csv o/ab/summary.csv",
+      env={"STATS": STATS_PY}, allow=("o",), stdout="SAME", timeout=180)
+    # Outputs over hard links: a second name of an input is the input.
+    for cmd, out in ((["attention", "runs/c", "--text", "Fi", "--out", "hl.svg"], "hl.svg"),
+                     (["plot", "runs/c", "--out", "hl.png"], "hl.png"),
+                     (["graph", "c.toml", "--dot", "hl.dot"], "hl.dot"),
+                     (["data", "toy", "--out", "hl.txt", "--sentences", "3"], "hl.txt"),
+                     (["import", "nanogpt", "ckpt.pt", "--out", "hl.safetensors"], "hl.safetensors")):
+        A("%s --out a hard link of the run's metrics.jsonl is refused, the metrics unharmed" % cmd[0], cmd, 2,
+          setup=lambda d, out=out: os.link(os.path.join(d, "runs/c/metrics.jsonl"), os.path.join(d, out)))
+    # Two writers of one output at once: the file is one of them, whole.
+    for name, a, b in (("data toy --force", "$G data toy --out o/x --sentences 200000 --seed 1 --force", "$G data toy --out o/x --sentences 200000 --seed 2 --force"),
+                       ("import --force", "$G import nanogpt ckpt.pt --out o/x --force", "$G import nanogpt ckpt.pt --out o/x --force"),
+                       ("graph --dot --force", "$G graph c.toml --dot o/x --force", "$G graph words.toml --dot o/x --force")):
+        A("two %s into one file at once: it ends as one of them, whole" % name, [], 0,
+          shell="mkdir -p o; %s >/dev/null 2>&1 & %s >/dev/null 2>&1; wait; "
+                "%s >/dev/null 2>&1; mv o/x o/one; %s >/dev/null 2>&1; mv o/x o/two; "
+                "cmp -s o/x2 o/one 2>/dev/null; ls o/x >/dev/null && { cmp -s o/x o/one || cmp -s o/x o/two; } && echo WHOLE"
+                % (a, b, a.replace("o/x", "o/x").replace("--force", "--force"), b) if False else
+                "mkdir -p o; (%s >/dev/null 2>&1 & %s >/dev/null 2>&1; wait); cp o/x o/both; rm o/x; "
+                "%s >/dev/null 2>&1; mv o/x o/one; %s >/dev/null 2>&1; mv o/x o/two; "
+                "if cmp -s o/both o/one || cmp -s o/both o/two; then echo WHOLE; else echo TORN; fi" % (a, b, a, b),
+          allow=("o",), stdout="WHOLE", timeout=120)
+    # stdin a FIFO whose writer stays (a terminal nobody types into).
+    OPEN = "mkfifo o/f && (sleep 30 > o/f 2>/dev/null &) && "
+    A("translate --text does not read standard input (kept open, nothing written)", [], 0,
+      shell=OPEN + "$G translate runs/toy --text a1 < o/f", timeout=20, allow=("o",), setup=lambda d: os.makedirs(os.path.join(d, "o")))
+    A("sample --prompt-file /dev/stdin on a pipe kept open is refused, no hang", [], 2, "named pipe",
+      shell=OPEN + "$G sample runs/c --prompt-file /dev/stdin --tokens 3 < o/f", timeout=20, allow=("o",), setup=lambda d: os.makedirs(os.path.join(d, "o")))
+    A("data toy of 10M sentences into a pipe closed after one line ends at once (SIGPIPE or 0)", [], 0,
+      shell="$G data toy --out - --sentences 10000000 | head -1 >/dev/null; echo ENDED ${PIPESTATUS[0]}", stdout="ENDED", timeout=20)
+    A("data toy of 200k sentences into /dev/full: exit 1, one line", [], 1, "no space left",
+      shell="$G data toy --out - --sentences 200000 > /dev/full")
+    for k, v in (("train.batch", "8"), ("model.dropout", "0.2"), ("train.lr", "0.5"), ("train.grad_accum", "2"), ("data.sampling", "random")):
+        A("resume --set %s=%s (not the run's length) is refused" % (k, v),
+          ["train", "--resume", "runs/c", "--set", "train.max_steps=6", "--set", "%s=%s" % (k, v)], 2, "--resume changes only")
+    A("resume after data.split was edited in the run's config.toml is refused", ["train", "--resume", "runs/c", "--set", "train.max_steps=6"], 2,
+      "edited since the run started", setup=lambda d: h.rewrite(os.path.join(d, "runs/c/config.toml"), lambda t: t.replace("split = 0.9", "split = 0.5")),
+      allow=("runs/c/config.toml",))
+    return ps
+
+
+def _toy5():
+    import random
+    r = random.Random(3)
+    lines = []
+    for _ in range(400):
+        a = [r.randrange(9) for _ in range(r.randint(4, 7))]
+        lines.append(" ".join("a%d" % x for x in a) + "\t" + " ".join("b%d" % x for x in reversed(a)))
+    return "\n".join(lines) + "\n"
+
+
+BLEU_PY = r"""
+import sys, re, math, collections
+t = sys.stdin.read()
+refs = re.findall(r'^reference: (.*)$', t, re.M)
+hyps = re.findall(r'^greedy:    ?(.*)$', t, re.M)
+def tok(line):
+    line = ' ' + line + ' '
+    line = re.sub(r'([\{-\~\[-\` -\&\(-\+\:-\@\/])', r' \1 ', line)
+    line = re.sub(r'([^0-9])([\.,])', r'\1 \2 ', line)
+    line = re.sub(r'([\.,])([^0-9])', r' \1 \2', line)
+    line = re.sub(r'([0-9])(-)', r'\1 \2 ', line)
+    return line.split()
+m = [0] * 4; tot = [0] * 4; hl = rl = 0
+for hy, rf in zip(hyps, refs):
+    hy, rf = tok(hy.lower()), tok(rf.lower())
+    hl += len(hy); rl += len(rf)
+    for n in range(1, 5):
+        hc = collections.Counter(tuple(hy[i:i + n]) for i in range(len(hy) - n + 1))
+        rc = collections.Counter(tuple(rf[i:i + n]) for i in range(len(rf) - n + 1))
+        m[n - 1] += sum(min(c, rc[g]) for g, c in hc.items()); tot[n - 1] += max(len(hy) - n + 1, 0)
+bp = 1.0 if hl > rl else math.exp(1 - rl / hl)
+bleu = bp * math.exp(sum(math.log(a / b) for a, b in zip(m, tot)) / 4) * 100 if min(m) > 0 else 0.0
+got = re.search(r'BLEU = ([0-9.]+) ', t)
+ok = hyps and len(hyps) == len(refs) and got and abs(float(got.group(1)) - round(bleu, 2)) < 0.006 and bleu > 1
+print('SAME' if ok else 'DIFF %s vs %.2f over %d pairs' % (got and got.group(1), bleu, len(hyps)))
+"""
+
+SUM_PY = r"""
+import json, struct, re
+raw = open('runs/c/model.safetensors', 'rb').read()
+n = struct.unpack('<Q', raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+want = 0
+for k, v in h.items():
+    if k != '__metadata__':
+        c = 1
+        for x in v['shape']:
+            c *= x
+        want += c
+got = int(re.search(r'^total\s+(\d+)', open('o/i').read(), re.M).group(1))
+print('SAME' if got == want else 'DIFF %d vs %d' % (got, want))
+"""
+
+GRAMMAR_PY = r"""
+import sys
+D = {'the', 'a', 'every', 'this', 'my'}; A = {'big', 'small', 'red', 'quiet', 'happy', 'old', 'clever'}
+S = {'cat', 'dog', 'bird', 'child', 'teacher', 'farmer'}; V = {'chases', 'sees', 'likes', 'finds', 'follows', 'carries'}
+O = {'ball', 'mouse', 'book', 'tree', 'apple', 'hat'}
+def phrase(w, i, nouns):
+    if i >= len(w) or w[i] not in D: return -1
+    i += 1
+    if i < len(w) and w[i] in A: i += 1
+    return i + 1 if i < len(w) and w[i] in nouns else -1
+bad = n = 0
+for line in sys.stdin:
+    n += 1
+    w = line.split()
+    i = phrase(w, 0, S)
+    ok = i > 0 and i < len(w) and w[i] in V
+    j = phrase(w, i + 1, O) if ok else -1
+    bad += not (ok and j == len(w) - 1 and w[-1] == '.')
+print('SAME %d' % n if not bad else 'DIFF %d of %d lines' % (bad, n))
+"""
+
+STATS_PY = r"""
+import csv, sys, statistics
+runs = [float(r['test_loss']) for r in csv.DictReader(open(sys.argv[1]))]
+row = next(csv.DictReader(open(sys.argv[2])))
+keys = {k.lower(): k for k in row}
+mean = next(float(row[k]) for l, k in keys.items() if 'test' in l and 'mean' in l)
+sd = next(float(row[k]) for l, k in keys.items() if 'test' in l and 'sd' in l)
+ok = len(runs) == 3 and abs(mean - statistics.mean(runs)) < 1.5e-4 and abs(sd - statistics.stdev(runs)) < 1.5e-4  # both tables round to 4 decimals
+print('SAME' if ok else 'DIFF mean %s sd %s vs %s %s (%s; columns %s)' % (mean, sd, statistics.mean(runs), statistics.stdev(runs), runs, list(row)))
+"""
+
+
 def probes(h):
-    return memory_probes(h)
+    return memory_probes(h) + answer_probes(h)
