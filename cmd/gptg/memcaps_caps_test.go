@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// addressUsed is the address space (KiB) gptg counts as taken when it
+// checks a memory estimate (its VmSize, with the threads still to come):
+// the ulimit -v under which a command refuses a 3 GiB training, less the
+// headroom its refusal reports. Limits set from it leave a chosen
+// headroom, whatever the Go runtime reserves on this machine.
+func addressUsed(t *testing.T, dir string) int64 {
+	t.Helper()
+	writeFiles(t, dir, map[string]string{"huge.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\ncontext = 512\nembedding = 256\nblocks = 4\nheads = 8\n[train]\nbatch = 32\n"})
+	limit := peakVM(t, dir, "version") + 512<<10
+	r := underVM(t, dir, limit, "graph", "huge.toml")
+	m := regexp.MustCompile(`more than this process may still use \(([0-9]+) MiB, under ulimit -v`).FindStringSubmatch(r.stderr)
+	if r.code != 2 || m == nil {
+		t.Fatalf("gptg graph huge.toml under ulimit -v %d: exit %d, stderr %q; want the headroom it refuses", limit, r.code, r.stderr)
+	}
+	mib, _ := strconv.ParseInt(m[1], 10, 64)
+	return limit - mib<<10
+}
+
+// pairsFile is n lines of one-word pairs over 997 distinct sentences
+// (some of them test pairs).
+func pairsFile(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "a%d\tb%d\n", i%997, i%997)
+	}
+	return b.String()
+}
+
+// TestPairsBoundFitsTheProcess: the kept pairs of a pairs file are held
+// up to a fixed 512 MiB (about twice that at the peak), which a process
+// under ulimit -v may not have: 268 MB in use ended in the runtime's
+// "fatal error: out of memory" (session 10's audit). The bound is now the
+// smaller of the two, and the refusal names the limit and the lines that
+// fit; those lines then read under the same limit.
+func TestPairsBoundFitsTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"p.tsv":  pairsFile(600_000), // about 157 MiB held
+		"p.toml": pairsConfig,
+	})
+	// Room for 68 MiB of pairs (half of what is left after a heap arena),
+	// give or take a thread's reservation (72 MiB) the run may start or not.
+	limit := addressUsed(t, dir) + 200<<10
+	r := underVM(t, dir, limit, "data", "pairs", "p.toml")
+	want := fmt.Sprintf("this process may still hold under ulimit -v %d KiB (gptg holds every kept pair while it reads): train on a part of the file (head -n ", limit)
+	if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("gptg data pairs p.toml under ulimit -v %d (200 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line with %q",
+			limit, r.code, r.stderr, want)
+	}
+	var lines int
+	fmt.Sscanf(r.stderr[strings.Index(r.stderr, "head -n ")+len("head -n "):], "%d", &lines)
+	if lines < 10_000 || lines >= 600_000 {
+		t.Fatalf("the refusal suggests head -n %d: want a part of the file", lines)
+	}
+	writeFiles(t, dir, map[string]string{"p.tsv": pairsFile(lines)})
+	if r := underVM(t, dir, limit, "data", "pairs", "p.toml"); r.code != 0 {
+		t.Errorf("gptg data pairs of the %d lines the refusal suggested, under the same limit: exit %d, stderr %.600q", lines, r.code, r.stderr)
+	}
+}
+
+// TestCorpusFitsTheProcess: a text corpus's token ids are held whole (two
+// bytes a token), up to the 1 GiB a corpus may be: 2 GiB, which a process
+// under ulimit -v may not have (a 211 MB corpus under ulimit -v 1900000
+// ended in "fatal error: out of memory" with 12 MB in use). Now refused
+// in one line naming the need and the limit; with room for them it loads.
+func TestCorpusFitsTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "[data]\npath = \"c.txt\"\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\nheads = 2\n"
+	writeFiles(t, dir, map[string]string{
+		"c.txt":  strings.Repeat("the quick brown fox jumps over the lazy dog\n", 2_800_000), // 123 MB: 235 MiB of ids
+		"c.toml": cfg,
+	})
+	// The headroom a run sees differs from the measured one by a thread's
+	// reservation (72 MiB, built with cgo) either way: 150 MiB leaves
+	// room for graph's first check (64 MiB) and none for the ids.
+	used := addressUsed(t, dir)
+	limit := used + 150<<10
+	r := underVM(t, dir, limit, "graph", "c.toml")
+	want := "data file c.txt: its 123200000 char tokens take 235 MiB as ids, more than this process may still use ("
+	if r.code != 1 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, fmt.Sprintf("under ulimit -v %d KiB)", limit)) ||
+		strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("gptg graph c.toml under ulimit -v %d (150 MiB of headroom): exit %d, stderr %.600q; want exit 1 and one line with %q",
+			limit, r.code, r.stderr, want)
+	}
+	if r := underVM(t, dir, used+512<<10, "graph", "c.toml"); r.code != 0 {
+		t.Errorf("gptg graph c.toml with 512 MiB of headroom: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+}
