@@ -39,10 +39,11 @@ const MaxHeldBytes = 512 << 20
 
 // heldPeak is the process's growth (address space or memory in use) per
 // byte of pairCost while a file is read, vocabularies built and pairs
-// encoded: measured 1.3 (1M pairs: pairCost 261 MiB, VmPeak +336 MiB) to
-// 1.7 (at the bound: +850 MiB), the garbage collector's slack and the
-// kept pairs' slices growing by doubling.
-const heldPeak = 2
+// encoded (gptg data pairs), the garbage collector held to the headroom
+// by the soft memory limit gptg sets: measured, VmPeak +131 MiB for 600k
+// pairs of pairCost 156 MiB (0.84), +75 MiB for 221k of 57 MiB (1.3); peak
+// RSS 1.3 and 1.8 times.
+const heldPeak = 1.5
 
 // pairCost estimates the bytes a kept pair holds until the corpus is
 // built: a string header and then an id per word, the line's text, the

@@ -48,8 +48,9 @@ func TestPairsBoundFitsTheProcess(t *testing.T) {
 		"p.tsv":  pairsFile(600_000), // about 157 MiB held
 		"p.toml": pairsConfig,
 	})
-	// Room for 68 MiB of pairs (half of what is left after a heap arena),
-	// give or take a thread's reservation (72 MiB) the run may start or not.
+	// Room for 90 MiB of pairs (what is left after a heap arena, over
+	// 1.5), give or take a thread's reservation (72 MiB) the run may start
+	// or not: never the 157 MiB of the file.
 	limit := addressUsed(t, dir) + 200<<10
 	r := underVM(t, dir, limit, "data", "pairs", "p.toml")
 	want := fmt.Sprintf("this process may still hold under ulimit -v %d KiB (gptg holds every kept pair while it reads): train on a part of the file (head -n ", limit)
@@ -94,5 +95,34 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 	}
 	if r := underVM(t, dir, used+512<<10, "graph", "c.toml"); r.code != 0 {
 		t.Errorf("gptg graph c.toml with 512 MiB of headroom: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+}
+
+// TestPictureFitsTheProcess: an attention .png may hold 65,536 cells,
+// which take about 500 MB to draw (4 heads over 128 tokens); under a
+// tighter ulimit -v that ended in the runtime's out-of-memory trace. Now
+// the bound is lowered to what the process may still take, and the
+// refusal names the tokens that fit, which then draw under the same limit.
+func TestPictureFitsTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"att.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\ncontext = 128\nembedding = 16\nblocks = 1\nheads = 4\n[train]\nbatch = 2\nmax_steps = 1\neval_batches = 1\nout = \"att\"\n"})
+	if r := gptg(t, dir, "train", "att.toml"); r.code != 0 {
+		t.Fatalf("gptg train att.toml: exit %d: %s", r.code, r.stderr)
+	}
+	text := strings.Repeat("To be, or not to be: that is the question. ", 3)[:128]
+	limit := addressUsed(t, dir) + 200<<10
+	r := underVM(t, dir, limit, "attention", "att", "--text", text, "--out", "a.png")
+	want := fmt.Sprintf("a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v %d KiB: ", limit)
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "gptg attention: "+want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("gptg attention (128 tokens, .png) under ulimit -v %d (200 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line %q…",
+			limit, r.code, r.stderr, want)
+	}
+	var fit int
+	fmt.Sscanf(r.stderr[strings.Index(r.stderr, "at most ")+len("at most "):], "%d", &fit)
+	if fit < 8 || fit >= 128 {
+		t.Fatalf("the refusal says %d tokens fit: want fewer than 128", fit)
+	}
+	if r := underVM(t, dir, limit, "attention", "att", "--text", text[:fit], "--out", "a.png", "--force"); r.code != 0 {
+		t.Errorf("gptg attention of the %d tokens the refusal named, under the same limit: exit %d, stderr %.600q", fit, r.code, r.stderr)
 	}
 }
