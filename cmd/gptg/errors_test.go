@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,10 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
+	// headroomMB, when set, runs the row under a ulimit -v that leaves the
+	// process about this much (addressUsed): a refusal that names the
+	// limit. Its numbers depend on the machine; the table shows them as N.
+	headroomMB int64
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -247,6 +252,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, memcapsInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -263,8 +269,18 @@ func TestBadInputs(t *testing.T) {
 			if row.setup != nil {
 				row.setup(t, dir)
 			}
+			var limit int64
+			if row.headroomMB > 0 {
+				limit = addressUsed(t, dir) + row.headroomMB<<10
+				os.Remove(filepath.Join(dir, "huge.toml"))
+			}
 			before := listFiles(t, dir)
-			r := gptg(t, dir, row.args...)
+			var r result
+			if limit > 0 {
+				r = underVM(t, dir, limit, row.args...)
+			} else {
+				r = gptg(t, dir, row.args...)
+			}
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -335,8 +351,13 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			}
 			args = append(args, a)
 		}
+		command, stderr := strings.Join(args, " "), strings.TrimSpace(clean.Replace(d.got.stderr))
+		if d.row.headroomMB > 0 {
+			command = "ulimit -v N; " + command
+			stderr = regexp.MustCompile(`[0-9]+`).ReplaceAllString(stderr, "N")
+		}
 		fmt.Fprintf(&b, "| %d | %s | `%s` | %d | `%s` |\n", i+1, cell.Replace(d.row.name),
-			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(clean.Replace(d.got.stderr))))
+			cell.Replace(command), d.got.code, cell.Replace(stderr))
 	}
 	const path = "../../docs/errors.md"
 	if os.Getenv("GPTG_UPDATE_ERRORS") == "1" {

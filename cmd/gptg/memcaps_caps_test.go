@@ -126,3 +126,27 @@ func TestPictureFitsTheProcess(t *testing.T) {
 		t.Errorf("gptg attention of the %d tokens the refusal named, under the same limit: exit %d, stderr %.600q", fit, r.code, r.stderr)
 	}
 }
+
+// memcapsInputs are TestBadInputs' rows for fixed bounds lowered to what
+// the process may still take (each under a ulimit -v leaving it
+// headroomMB).
+func memcapsInputs() []badInput {
+	attModel := func(t *testing.T, dir string) {
+		writeFiles(t, dir, map[string]string{"att.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\ncontext = 128\nembedding = 16\nblocks = 1\nheads = 4\n[train]\nbatch = 2\nmax_steps = 1\neval_batches = 1\nout = \"att\"\n"})
+		if r := gptg(t, dir, "train", "att.toml", "--quiet"); r.code != 0 {
+			t.Fatalf("gptg train att.toml: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	return []badInput{
+		{name: "pairs: more kept pairs than the process may still hold", headroomMB: 200,
+			files: map[string]string{"p.tsv": pairsFile(600_000), "p.toml": pairsConfig},
+			args:  []string{"data", "pairs", "p.toml"}, code: 2, msg: "this process may still hold under ulimit -v"},
+		{name: "corpus: token ids larger than the process may still take", headroomMB: 150,
+			files: map[string]string{"c.txt": strings.Repeat("the quick brown fox jumps over the lazy dog\n", 2_800_000),
+				"c.toml": "[data]\npath = \"c.txt\"\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\nheads = 2\n"},
+			args: []string{"graph", "c.toml"}, code: 1, msg: "data file c.txt: its 123200000 char tokens take 235 MiB as ids, more than this process may still use"},
+		{name: "attention: a picture larger than the process may still draw", headroomMB: 200, setup: attModel,
+			args: []string{"attention", "att", "--text", strings.Repeat("To be, or not to be: that is the question. ", 3)[:128], "--out", "a.png"},
+			code: 2, msg: "a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v"},
+	}
+}
