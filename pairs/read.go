@@ -186,11 +186,10 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 	h := &hashing{h: sha256.New()}
 	var held int64
 	bound := memlimit.Cap(MaxHeldBytes, heldPeak)
-	// fit is the last line at which the kept pairs took at most nine
-	// tenths of the bound, what a refusal under a process limit suggests
-	// reading: the headroom differs by a few MiB from one run to the next
-	// (threads come and go), and a prefix cut at the bound itself could be
-	// refused again.
+	// fit is the last line at which the kept pairs took at most
+	// bound.Safe(), what a refusal under a process limit suggests reading:
+	// the headroom differs from one run to the next (threads come and go),
+	// and a prefix cut at the bound itself could be refused again.
 	fit := 0
 	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
 	for {
@@ -229,7 +228,7 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 				}
 				return nil, &Error{Path: path, Line: c.Lines, Msg: tooManyPairs(len(train)+len(test), held, bound, fit)}
 			}
-			if float64(held) <= 0.9*bound.Bytes {
+			if float64(held) <= bound.Safe() {
 				fit = c.Lines
 			}
 		}

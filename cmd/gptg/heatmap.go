@@ -351,8 +351,14 @@ func checkPictureSize(panels [][]panel, format string) error {
 	if cells <= limit {
 		return nil
 	}
+	// Under a process limit, the tokens that fit the next run too (its
+	// headroom may be a little less).
+	fits := limit
+	if bound.Limit != "" {
+		fits = int(bound.Safe() / pictureCellBytes[format])
+	}
 	advice := "a shorter --text"
-	if fit := int(math.Sqrt(float64(limit) / float64(count))); square && count > 0 && fit > 0 {
+	if fit := int(math.Sqrt(float64(fits) / float64(count))); square && count > 0 && fit > 0 {
 		advice = fmt.Sprintf("a --text of at most %d tokens", fit)
 	}
 	if bound.Limit != "" {
