@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/config"
@@ -506,6 +507,15 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 	msg := strings.TrimSpace(lines[len(lines)-1])
 	if msg == "" {
 		msg = fmt.Sprintf("gptg %s: %v", args[0], err)
+	}
+	// SIGKILL that we did not send leaves no line of gptg's own: the
+	// kernel's OOM killer (a cgroup's limit, the machine's memory) is the
+	// usual sender, and "signal: killed" or a progress line said nothing.
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && ctx.Err() == nil {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			msg = fmt.Sprintf("gptg %s was killed (SIGKILL) before it could say why: most often by the kernel's out-of-memory killer, when the container (cgroup) or the machine gives less memory than the run needs (dmesg tells)", args[0])
+		}
 	}
 	if len(lines) > 1 && ctx.Err() == nil {
 		werr := os.MkdirAll(filepath.Dir(logPath), 0o755)

@@ -272,3 +272,19 @@ func TestRunFinishedByAnotherRunner(t *testing.T) {
 		t.Errorf("events %q", events)
 	}
 }
+
+// TestKilledChildIsNamed: a run killed by SIGKILL it did not get from us
+// (the kernel's OOM killer under a cgroup's limit: audit3's M16) is
+// reported as killed, with the likely cause — not as "signal: killed" or
+// as the last progress line it printed.
+func TestKilledChildIsNamed(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.stderr.log")
+	err := gptg(context.Background(), "/bin/sh", io.Discard, log, "-c", "echo step 10/100 >&2; kill -9 $$")
+	if err == nil || !strings.Contains(err.Error(), "killed (SIGKILL)") || !strings.Contains(err.Error(), "out-of-memory") {
+		t.Fatalf("err %v; want the kill named with its likely cause", err)
+	}
+	err = gptg(context.Background(), "/bin/sh", io.Discard, log, "-c", "echo 'gptg train: bad thing' >&2; exit 1")
+	if err == nil || err.Error() != "gptg train: bad thing" {
+		t.Fatalf("err %v; want gptg's own last line", err)
+	}
+}

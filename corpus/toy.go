@@ -1,6 +1,8 @@
 package corpus
 
 import (
+	"bufio"
+	"io"
 	"math/rand/v2"
 	"strings"
 )
@@ -27,9 +29,19 @@ const (
 // ToySentences returns n sentences of the toy grammar, one per line, drawn
 // from seed: the same seed gives the same text.
 func ToySentences(n int, seed uint64) string {
+	var b strings.Builder
+	WriteToySentences(&b, n, seed) // a strings.Builder never fails
+	return b.String()
+}
+
+// WriteToySentences writes what ToySentences returns to w as it draws it,
+// in memory of a few KiB whatever n: `gptg data toy` writes up to 10M
+// sentences (400 MB), which as one string took 1 GB and crashed a process
+// limited below that (issue #24, session 11's audit).
+func WriteToySentences(w io.Writer, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	pick := func(words []string) string { return words[rng.IntN(len(words))] }
-	var b strings.Builder
+	b := bufio.NewWriterSize(w, 64<<10)
 	for i := 0; i < n; i++ {
 		phrase := func(nouns []string) {
 			b.WriteString(pick(toyDeterminers) + " ")
@@ -41,9 +53,11 @@ func ToySentences(n int, seed uint64) string {
 		phrase(toySubjects)
 		b.WriteString(" " + pick(toyVerbs) + " ")
 		phrase(toyObjects)
-		b.WriteString(" .\n")
+		if _, err := b.WriteString(" .\n"); err != nil {
+			return err // a full disk or closed pipe: stop drawing
+		}
 	}
-	return b.String()
+	return b.Flush()
 }
 
 // IsToySentence says whether words (without the full stop) follow the toy

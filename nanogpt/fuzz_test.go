@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/gptg/gptg/config"
 )
 
 // FuzzUnpickle feeds arbitrary bytes to the checkpoint unpickler: it must
@@ -80,7 +82,7 @@ func FuzzImport(f *testing.F) {
 		if err == nil {
 			var c *checkpoint
 			if c, err = readCheckpoint("ckpt.pt", bytes.NewReader(archive), int64(len(archive))); err == nil {
-				_, err = convert(c, vocab)
+				_, err = convert(c, vocab, config.DefaultMaxMemory)
 			}
 		}
 		elapsed := time.Since(start)

@@ -109,6 +109,16 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
+// LoadMeta is Load without the tensors: the model and vocabulary a file's
+// header describes, read without its (perhaps large) data.
+func LoadMeta(path string) (*Model, error) {
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	return fromMeta(path, meta)
+}
+
 // CheckDataSize refuses a model file whose tensor data (dataBytes) is
 // larger than params parameters can take, at 8 bytes each (float64) and a
 // little slack: what a file holds beyond its model would be read into

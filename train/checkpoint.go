@@ -134,9 +134,20 @@ func readCheckpoint(dir string, cfg *config.Config, runID string, total int, par
 	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil {
 		return nil, fmt.Errorf("%s: bad state: %v", path, err)
 	}
-	if st.RunID != "" && runID != "" && st.RunID != runID {
+	// Both carry the run id since run ids exist; a run older than them has
+	// it in neither. One without the other is a file edited or swapped:
+	// without the check, a config.toml whose id line was deleted resumed
+	// over any checkpoint of the same config.
+	switch conf := filepath.Join(dir, ConfigFile); {
+	case st.RunID != "" && runID != "" && st.RunID != runID:
 		return nil, fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
 			path, st.RunID, ConfigFile, runID)
+	case st.RunID != "" && runID == "":
+		return nil, fmt.Errorf("%s has no run id line, so nothing says that %s (of run %s) is this run's: if it is, put the line %q back at the top of %s; else start over with --force",
+			conf, path, st.RunID, runIDPrefix+st.RunID, ConfigFile)
+	case st.RunID == "" && runID != "":
+		return nil, fmt.Errorf("%s has no run id, so nothing says that it belongs to this run (%s is run %s): put this run's checkpoint back, or start over with --force",
+			path, ConfigFile, runID)
 	}
 	if err := sameRun(cfg, dir, f.Meta["config"]); err != nil {
 		return nil, err

@@ -6,8 +6,73 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/savedmodel"
 )
+
+// checkInitVocab refuses a corpus whose tokens are not those of the model
+// file a new run starts from (--init), before model.vocab is compared
+// with the corpus: the corpus is what differs, and "model.vocab is 55 but
+// the corpus has 52" sent the user round in a circle (set model.vocab,
+// then "leave vocab out"). It reads the file's header only.
+func checkInitVocab(path string, cfg *config.Config, data *corpus.Dataset) error {
+	m, err := savedmodel.LoadMeta(path)
+	if err != nil {
+		return fmt.Errorf("--init: %w", err)
+	}
+	have, want := data.Vocab, m.Vocab
+	if slices.Equal(have.Tokens(), want.Tokens()) && have.Kind() == want.Kind() {
+		return nil
+	}
+	fail := func(format string, args ...any) error {
+		return &config.Error{File: cfg.Path, Key: "--init", Msg: fmt.Sprintf(format, args...) +
+			"; fine-tuning needs a corpus of exactly the model's tokens, as the text it was trained on has: use such a corpus, or train a new model without --init"}
+	}
+	if have.Kind() != want.Kind() {
+		return fail("%s is a %s-level model, and the corpus %s is read as %s tokens (data.tokenizer)", path, want.Kind(), cfg.Data.Path, have.Kind())
+	}
+	missing, extra := tokensNotIn(want, have), tokensNotIn(have, want)
+	var parts []string
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("lacks %d of the %d %s tokens of %s (%s)", len(missing), want.Size(), want.Kind(), path, listTokens(missing)))
+	}
+	if len(extra) > 0 {
+		parts = append(parts, fmt.Sprintf("has %d %s tokens that %s does not know (%s)", len(extra), have.Kind(), path, listTokens(extra)))
+	}
+	if len(parts) == 0 { // the same tokens in another order
+		parts = append(parts, fmt.Sprintf("has the tokens of %s in another order", path))
+	}
+	return fail("the corpus %s %s", cfg.Data.Path, strings.Join(parts, " and "))
+}
+
+// tokensNotIn lists the tokens of a that b does not have, in a's order.
+func tokensNotIn(a, b *corpus.Vocab) []string {
+	in := map[string]bool{}
+	for _, t := range b.Tokens() {
+		in[t] = true
+	}
+	var out []string
+	for _, t := range a.Tokens() {
+		if !in[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// listTokens quotes the first few tokens of a list.
+func listTokens(tokens []string) string {
+	const most = 8
+	q := make([]string, 0, most+1)
+	for i, t := range tokens {
+		if i == most {
+			q = append(q, "…")
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", t))
+	}
+	return strings.Join(q, ", ")
+}
 
 // initFrom sets the new run's parameters to those of the model file at
 // path: fine-tuning, as nanoGPT's init_from. The file must hold the model

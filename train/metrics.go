@@ -188,10 +188,13 @@ func (l *metricsLog) reset(keep, step int, log io.Writer) error {
 			keep = n
 		}
 	}
-	if err := atomicfile.WriteFile(l.path, kept); err != nil {
+	// The run names this file itself: whatever is at its path (a link
+	// planted in the folder) is replaced, never written through, and the
+	// append that follows follows no link either.
+	if err := atomicfile.WriteOwnFile(l.path, kept); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := atomicfile.OpenAppend(l.path)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

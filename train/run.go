@@ -339,7 +339,9 @@ func (t *trainer) writeConfig() error {
 	}
 	head := runIDPrefix + t.runID + " (gptg train --resume checks that the checkpoint belongs to this run)\n" + t.origin.header() + t.parentLine + t.exampleLine()
 	text = append([]byte(head), text...)
-	return atomicfile.WriteFile(filepath.Join(t.dir, ConfigFile), text)
+	// Named by the run, not the user: a link there is replaced, not
+	// written through (atomicfile.WriteOwn).
+	return atomicfile.WriteOwnFile(filepath.Join(t.dir, ConfigFile), text)
 }
 
 // readRunID finds the run id line in a config.toml's text ("" if none:
@@ -571,6 +573,11 @@ func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	}
 	if err != nil {
 		return nil, err
+	}
+	if opts.Init != "" {
+		if err := checkInitVocab(opts.Init, cfg, data); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 		return nil, err

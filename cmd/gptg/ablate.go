@@ -95,6 +95,9 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			return usagef("config %s: no such file", p)
 		}
+		if err := checkRereadable(p); err != nil {
+			return err
+		}
 	}
 	if *out == "" {
 		*out = filepath.Join("runs", "ablate-"+time.Now().Format("20060102-150405"))
@@ -150,6 +153,51 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	return reportTable(stdout, *out, results, *baseline, err)
+}
+
+// checkRereadable refuses a config that the runs could not read again:
+// each run is a gptg process of its own that opens its config by path,
+// and a path into /dev or /proc (/dev/stdin, /proc/self/fd/0), or a link
+// to one, names another file there — `ablate /dev/stdin < c.toml` reads
+// c.toml here, while every run read its own standard input and failed.
+// Links are followed one at a time, so that the last hop (/proc/self/fd/0
+// resolves to the redirected file itself) cannot hide the first.
+func checkRereadable(path string) error {
+	p := path
+	for range 40 { // the kernel's limit of links in a path
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil // the config's own reading names the problem
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+		if err != nil {
+			return nil
+		}
+		full := filepath.Join(dir, filepath.Base(abs))
+		for _, special := range []string{"/dev", "/proc"} {
+			if full == special || strings.HasPrefix(full, special+"/") {
+				what := "is in " + special
+				if given, _ := filepath.Abs(path); !strings.HasPrefix(given, special+"/") {
+					what = "leads to " + quote.Name(full)
+				}
+				return usagef("config %s: %s; each run reads its config again in a process of its own, "+
+					"where that is not this file: copy the config into a regular file", quote.Name(path), what)
+			}
+		}
+		st, err := os.Lstat(full)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			return nil
+		}
+		target, err := os.Readlink(full)
+		if err != nil {
+			return nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		p = target
+	}
+	return nil
 }
 
 // allFinished says every run of the config file cfg already finished in its

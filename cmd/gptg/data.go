@@ -4,8 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -91,13 +89,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force}); err != nil {
 		return err
 	}
-	if !atomicfile.IsStdout(*out) {
-		if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-			return err
-		}
-	}
-	text := corpus.ToySentences(*n, *seed)
-	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+	if err := writeOutputMakingFolders(*out, stdout, func(w io.Writer) error { return corpus.WriteToySentences(w, *n, *seed) }); err != nil {
 		return err
 	}
 	if !atomicfile.IsStdout(*out) {
@@ -135,12 +127,7 @@ func runDataBuiltin(pos []string, out string, force bool, stdout io.Writer) erro
 	if err := checkOutput("--out", out, atomicfile.Rules{Force: force}); err != nil {
 		return err
 	}
-	if !atomicfile.IsStdout(out) {
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-	}
-	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(text); return err }); err != nil {
+	if err := writeOutputMakingFolders(out, stdout, func(w io.Writer) error { _, err := w.Write(text); return err }); err != nil {
 		return err
 	}
 	wrote(stdout, out, " (%s, %d bytes)", builtin.Prefix+name, len(text))

@@ -34,6 +34,8 @@ type badInput struct {
 	// maxMB, when set, bounds the peak memory of the run: a refusal that
 	// must come before any allocation sized by the input.
 	maxMB int64
+	stdin string   // a file of the row's directory given as standard input
+	env   []string // KEY=VALUE set for the run (shown before the command)
 	// headroomMB, when set, runs the row under a ulimit -v that leaves the
 	// process about this much (addressUsed): a refusal that names the
 	// limit. Its numbers depend on the machine; the table shows them as N.
@@ -102,7 +104,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "nanoGPT style --section.key, unknown key", files: map[string]string{"c.toml": ""},
 			args: []string{"graph", "c.toml", "--model.haeds", "2"}, code: 2, msg: "--set model.haeds: unknown key; did you mean model.heads?"},
 		{name: "misspelt flag", files: map[string]string{"c.toml": ""},
-			args: []string{"train", "c.toml", "--sett", "train.epochs=1"}, code: 2, msg: "flag provided but not defined: -sett; did you mean --set?"},
+			args: []string{"train", "c.toml", "--sett", "train.epochs=1"}, code: 2, msg: "flag provided but not defined: --sett; did you mean --set?"},
 		{name: "misspelt command, not a prefix", args: []string{"smaple"}, code: 2, msg: `unknown command "smaple"; did you mean "sample"?`},
 		{name: "version with an argument", args: []string{"version", "x"}, code: 2, msg: "version takes no arguments"},
 		{name: "train: missing data file, no url", files: map[string]string{"c.toml": "[data]\npath = \"missing.txt\"\n"},
@@ -121,11 +123,11 @@ func TestBadInputs(t *testing.T) {
 		{name: "sample --top-p 2", args: []string{"sample", model, "--top-p", "2"}, code: 2, msg: "--top-p 2 must be between 0 and 1"},
 		{name: "sample --top-k -1", args: []string{"sample", model, "--top-k", "-1"}, code: 2, msg: "--top-k -1 must be ≥ 0"},
 		{name: "sample --tokens -5", args: []string{"sample", model, "--tokens", "-5"}, code: 2, msg: "--tokens -5 must be between 0 and 1000000"},
-		{name: "sample --tokens abc", args: []string{"sample", model, "--tokens", "abc"}, code: 2, msg: `invalid value "abc" for flag -tokens`},
+		{name: "sample --tokens abc", args: []string{"sample", model, "--tokens", "abc"}, code: 2, msg: `invalid value "abc" for flag --tokens`},
 		{name: "sample --samples 0", args: []string{"sample", model, "--samples", "0"}, code: 2, msg: "--samples 0 must be between 1 and 1000"},
 		{name: "sample --prompt and --prompt-file", files: map[string]string{"p.txt": "First"},
 			args: []string{"sample", model, "--prompt", "A", "--prompt-file", "p.txt"}, code: 2, msg: "give --prompt or --prompt-file, not both"},
-		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: -frobnicate"},
+		{name: "sample unknown flag", args: []string{"sample", model, "--frobnicate"}, code: 2, msg: "flag provided but not defined: --frobnicate"},
 		{name: "sample missing prompt file", args: []string{"sample", model, "--prompt-file", "nope.txt"}, code: 2, msg: "--prompt-file nope.txt: no such file"},
 		{name: "sample prompt outside the vocabulary", args: []string{"sample", model, "--prompt", "Good King Xerxes €"}, code: 2,
 			msg: `the prompt: 5 characters outside the vocabulary: "G", "K", "X", "x", "€"`},
@@ -252,6 +254,8 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6HfilesInputs(t)...)
 	rows = append(rows, round6RunsInputs(t)...)
 	rows = append(rows, round6ServeInputs()...)
+	rows = append(rows, round6Audit3Inputs(t)...)
+	rows = append(rows, leftoverInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
 
 	var table []errorDoc
@@ -275,12 +279,11 @@ func TestBadInputs(t *testing.T) {
 				os.Remove(filepath.Join(dir, "huge.toml"))
 			}
 			before := listFiles(t, dir)
-			var r result
+			opts := runOptions{stdin: row.stdin, env: row.env}
 			if limit > 0 {
-				r = underVM(t, dir, limit, row.args...)
-			} else {
-				r = gptg(t, dir, row.args...)
+				opts.shell = fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit)
 			}
+			r := runGptgWith(t, dir, opts, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -305,6 +308,10 @@ func TestBadInputs(t *testing.T) {
 	}
 	checkErrorsDoc(t, table)
 }
+
+// runIDs matches a run id (train's newRunID) in a message: random, so
+// the table shows one fixed id instead.
+var runIDs = regexp.MustCompile(`\b[0-9a-f]{16}\b`)
 
 // errorDoc is one row of docs/errors.md: the input and what gptg said.
 type errorDoc struct {
@@ -341,7 +348,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			filepath.Dir(causalModel), "runs/causal", filepath.Dir(unmaskedModel), "runs/unmasked", filepath.Dir(wordModel), "runs/words",
 			testmodel.TinyText(), "data/tiny.txt")
 		var args []string
-		for _, a := range append([]string{"gptg"}, d.row.args...) {
+		for _, a := range append(append(slices.Clone(d.row.env), "gptg"), d.row.args...) {
 			a = clean.Replace(a)
 			if a == "" || strings.ContainsAny(a, " \t\n\"'\\") || len(a) > 40 || !utf8.ValidString(a) {
 				a = strconv.Quote(a)
@@ -351,7 +358,10 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 			}
 			args = append(args, a)
 		}
-		command, stderr := strings.Join(args, " "), strings.TrimSpace(clean.Replace(d.got.stderr))
+		if d.row.stdin != "" {
+			args = append(args, "<", d.row.stdin)
+		}
+		command, stderr := strings.Join(args, " "), strings.TrimSpace(runIDs.ReplaceAllString(clean.Replace(d.got.stderr), "1234abcd5678ef90"))
 		if d.row.headroomMB > 0 {
 			command = "ulimit -v N; " + command
 			stderr = regexp.MustCompile(`[0-9]+`).ReplaceAllString(stderr, "N")

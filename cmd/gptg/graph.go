@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,7 +29,9 @@ Flags:
                            written --section.key=value
   --dot FILE               also write the expression graph as Graphviz DOT
                            (- for standard output, instead of the table);
-                           draw it with Graphviz: dot -Tsvg FILE -o graph.svg
+                           draw it with Graphviz: dot -Tsvg FILE -o graph.svg;
+                           nodes are named by id (n1f is %1f), so the same
+                           config gives the same bytes and diff compares two
   --forward                the forward graph only (embedding to loss), without
                            the backward nodes gorgonia.Grad adds: a third of
                            the nodes, and the one to read first
@@ -76,7 +77,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if *dot == "" {
 			return nil
 		}
-		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, cleanDot(text)); return err }); err != nil {
+		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
 			return err
 		}
 		wrote(stdout, *dot, "")
@@ -107,7 +108,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	nodes := "forward"
+	nodes, forwardNodes := "forward", len(m.G.AllNodes())
 	if !*forward { // Compile adds the backward nodes (gorgonia.Grad)
 		p, err := tape.Compile(m, true)
 		if err != nil {
@@ -120,25 +121,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(table, "graph nodes (%s, batch %d): %d\n", nodes, cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(table, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
 		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
-	return writeDot(m.G.ToDot())
-}
-
-// runtimeRows matches the rows Gorgonia's ToDot ends every node's table
-// with: its value, gradient and their pointers, which a graph that has not
-// run does not have ("%!s(NIL)", "Ptr: NIL") and which say nothing about
-// the graph's shape when it has.
-var runtimeRows = regexp.MustCompile(`(?s)<TR><TD>Value</TD>.*?</TABLE>`)
-
-// edgeEnds matches the ends of Gorgonia's edges, written node:node:anchor,
-// which Graphviz reads as a port named after the node (there is none: one
-// warning per edge) and a compass point "anchor"; the port is "anchor".
-var edgeEnds = regexp.MustCompile(`(Node_0x[0-9a-f]+):Node_0x[0-9a-f]+:anchor`)
-
-// cleanDot is Gorgonia's DOT of a graph without the runtime rows, its
-// edges attached to the port each node's table declares.
-func cleanDot(dot string) string {
-	dot = runtimeRows.ReplaceAllLiteralString(dot, "</TABLE>")
-	return edgeEnds.ReplaceAllString(dot, "${1}:anchor")
+	return writeDot(graph.Dot(m.G, forwardNodes))
 }
 
 func printParams(w io.Writer, params []*graph.Param) {

@@ -242,7 +242,7 @@ func hostileInputs(t *testing.T) []badInput {
 		{name: "train.epochs = 1e18", files: map[string]string{"c.toml": "[train]\nepochs = 1e18\n"},
 			args: []string{"train", "c.toml"}, code: 2, msg: "train.epochs: 1e+18 is out of range (allowed: up to 1000000; train.max_steps bounds a run by steps)"},
 		{name: "eval --threads -3", args: []string{"eval", causalModel, "--threads", "-3"}, code: 2,
-			msg: `invalid value "-3" for flag -threads: must be 0 (every core) or a number of threads up to 4096`},
+			msg: `invalid value "-3" for flag --threads: must be 0 (every core) or a number of threads up to 4096`},
 		{name: "ablate --seeds 1,-2", files: map[string]string{"c.toml": ""},
 			args: []string{"ablate", "c.toml", "--seeds", "1,-2"}, code: 2, msg: `"-2" in the list is not a positive integer seed`},
 		{name: "ablate --seeds, a list of 1001", files: map[string]string{"c.toml": ""},

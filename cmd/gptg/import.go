@@ -6,8 +6,10 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
@@ -28,6 +30,11 @@ nanoGPT's GPT (tie_embeddings, final_norm, activation = "gelu_exact",
 bias as in the checkpoint); c_attn is cut into q, k and v. Checkpoints of
 compiled models (keys prefixed _orig_mod.) and of PyTorch 1 and 2 (with or
 without the attn.bias mask buffers) are accepted.
+
+The conversion holds the weights about four times over (16 bytes a
+parameter); a model that would need more than 8 GiB (GPTG_MAX_MEMORY=GiB
+changes it) or than the process may still take (ulimit -v, a cgroup's
+memory limit, the machine's memory) is refused before its weights are read.
 
 Flags:
   --meta FILE   the char vocabulary, nanoGPT's data/<dataset>/meta.pkl
@@ -79,7 +86,13 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: []string{ckpt, *meta}}); err != nil {
 		return err
 	}
-	m, err := nanogpt.Import(ckpt, *meta)
+	limit := float64(config.DefaultMaxMemory) // GiB, as for the other model commands
+	if s := os.Getenv(envMaxMemory); s != "" {
+		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
+			return usagef("%s=%q is not a number of GiB", envMaxMemory, s)
+		}
+	}
+	m, err := nanogpt.ImportWithin(ckpt, *meta, limit)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, forward bool, dot fu
 	if err != nil {
 		return err
 	}
-	nodes := "forward"
+	nodes, forwardNodes := "forward", len(m.G.AllNodes())
 	if !forward { // Compile adds the backward nodes (gorgonia.Grad)
 		p, err := tape.CompileTranslation(m, true)
 		if err != nil {
@@ -78,7 +78,7 @@ func graphTranslation(cfg *config.Config, stdout io.Writer, forward bool, dot fu
 	printParams(stdout, m.Params)
 	fmt.Fprintf(stdout, "graph nodes (%s, batch %d, source length %d, target length %d): %d\n",
 		nodes, cfg.Train.Batch, S, T, len(m.G.AllNodes()))
-	return dot(m.G.ToDot())
+	return dot(graph.Dot(m.G, forwardNodes))
 }
 
 // refuseTranslation answers a language-model command given an

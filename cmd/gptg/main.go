@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -248,7 +249,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usageError{err.Error() + suggestFlag(fs, err)}
+			return nil, usageError{doubleDash(err.Error()) + suggestFlag(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -260,6 +261,17 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// flagName matches a flag as Go's flag package writes it in its errors
+// ("flag provided but not defined: -sett", "invalid value "x" for flag
+// -tokens"): one dash, after a space or at the start.
+var flagName = regexp.MustCompile(`(^|\s)-([A-Za-z][A-Za-z0-9_.-]*)`)
+
+// doubleDash writes the flags in a flag package error as the help and the
+// docs write them, --threads, not -threads.
+func doubleDash(msg string) string {
+	return flagName.ReplaceAllString(msg, "${1}--${2}")
 }
 
 // rewriteSetFlags turns --section.key=value (and --section.key value)

@@ -107,10 +107,47 @@ func gptg(t *testing.T, dir string, args ...string) result {
 // fails the test when it ran past commandTimeout or used more than cpu.
 func runGptg(t *testing.T, dir string, env []string, cpu time.Duration, args ...string) result {
 	t.Helper()
+	return runGptgWith(t, dir, runOptions{env: env, cpu: cpu}, args...)
+}
+
+// runOptions are what a run of the binary gets beyond its arguments.
+type runOptions struct {
+	env []string      // added to the test's environment
+	cpu time.Duration // the CPU time allowed; commandCPU when 0
+	// stdin is the file in dir given as standard input (/dev/null when
+	// empty): a file, as a shell's < gives it, so that /dev/stdin is a
+	// link to a regular file.
+	stdin string
+	// shell, when set, is a sh -c script that runs the binary as
+	// "$0" "$@" (exec "$0" "$@" after a ulimit, say): limits of the
+	// process itself, which exec.Cmd cannot set.
+	shell string
+}
+
+// runGptgWith runs the binary in dir as opts say, bounded by
+// commandTimeout and the CPU time.
+func runGptgWith(t *testing.T, dir string, opts runOptions, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
+	cpu := opts.cpu
+	if cpu == 0 {
+		cpu = commandCPU
+	}
+	env := opts.env
 	cmd := exec.CommandContext(ctx, gptgBin, args...)
+	if opts.shell != "" {
+		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", opts.shell, gptgBin}, args...)...)
+	}
 	cmd.Dir = dir
+	if opts.stdin != "" {
+		f, err := os.Open(filepath.Join(dir, opts.stdin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
 	// The test may itself run as a Slurm or Kubernetes task.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SLURM_ARRAY_TASK_ID=") && !strings.HasPrefix(kv, "JOB_COMPLETION_INDEX=") {

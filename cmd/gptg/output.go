@@ -111,6 +111,57 @@ func writeOutput(path string, stdout io.Writer, write func(io.Writer) error) err
 	return nil
 }
 
+// writeOutputMakingFolders is writeOutput into folders made for path when
+// missing (data toy --out new/t.txt): when the write fails, the folders it
+// made are removed again, so that a failed command leaves nothing behind.
+func writeOutputMakingFolders(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if atomicfile.IsStdout(path) {
+		return writeOutput(path, stdout, write)
+	}
+	made, err := makeFolders(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(path, stdout, write); err != nil {
+		removeFolders(made)
+		return err
+	}
+	return nil
+}
+
+// makeFolders is os.MkdirAll(dir) that returns the folders it made,
+// outermost first; on error it removes them again.
+func makeFolders(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break // there (a file there fails the Mkdir below), or the root
+		}
+		missing = append(missing, d)
+	}
+	var made []string
+	for i := len(missing) - 1; i >= 0; i-- {
+		err := os.Mkdir(missing[i], 0o755)
+		if errors.Is(err, fs.ErrExist) { // made meanwhile by someone else
+			continue
+		}
+		if err != nil {
+			removeFolders(made)
+			return nil, err
+		}
+		made = append(made, missing[i])
+	}
+	return made, nil
+}
+
+// removeFolders removes the folders makeFolders made, innermost first,
+// each only if it is still empty.
+func removeFolders(made []string) {
+	for i := len(made) - 1; i >= 0; i-- {
+		os.Remove(made[i])
+	}
+}
+
 // wrote says on stdout that path was written, unless stdout was the output.
 func wrote(stdout io.Writer, path, format string, args ...any) {
 	if atomicfile.IsStdout(path) {

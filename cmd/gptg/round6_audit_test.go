@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,17 +25,12 @@ func TestProcessMemoryLimit(t *testing.T) {
 		t.Fatalf("gptg graph big.toml without a process limit: exit %d: %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}, {"ablate", "big.toml", "--out", "ab"}} {
-		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 2500000 && exec "$0" "$@"`, gptgBin}, args...)...)
-		cmd.Dir = dir
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		code := cmd.ProcessState.ExitCode()
+		r := runGptgWith(t, dir, runOptions{shell: `ulimit -v 2500000 && exec "$0" "$@"`}, args...)
 		want := "more than this process may still use"
-		if err == nil || code != 2 || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "ulimit -v 2500000 KiB") ||
-			strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "ulimit -v 2500000 KiB") ||
+			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("gptg %s under ulimit -v 2500000: exit %d, stderr %q; want exit 2 and one line with %q",
-				strings.Join(args, " "), code, stderr.String(), want)
+				strings.Join(args, " "), r.code, r.stderr, want)
 		}
 	}
 	for _, d := range []string{"runs/big", "ab"} {
@@ -52,17 +46,15 @@ func TestProcessMemoryLimit(t *testing.T) {
 func TestTranslateLongStdinLine(t *testing.T) {
 	dir := t.TempDir()
 	writeTranslationModel(t, dir)
-	cmd := exec.Command(gptgBin, "translate", translationModelFile)
-	cmd.Dir = dir
-	cmd.Stdin = strings.NewReader("a1 a2\n" + strings.Repeat("a1 ", 700_000) + "\n")
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Run()
-	want := "gptg translate: stdin:2: the line is longer than 1 MiB, more than any sentence the model reads"
-	if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
-		t.Errorf("exit %d, stderr %q; want exit 2 and one line %q", code, stderr.String(), want)
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a1 a2\n"+strings.Repeat("a1 ", 700_000)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if strings.Count(stdout.String(), "\n") != 1 {
-		t.Errorf("stdout %q: want the first line's translation", stdout.String())
+	r := runGptgWith(t, dir, runOptions{stdin: "in.txt"}, "translate", translationModelFile)
+	want := "gptg translate: stdin:2: the line is longer than 1 MiB, more than any sentence the model reads"
+	if r.code != 2 || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line %q", r.code, r.stderr, want)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("stdout %q: want the first line's translation", r.stdout)
 	}
 }

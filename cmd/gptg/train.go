@@ -119,6 +119,10 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 		return usagef("--resume takes the run folder alone: the run keeps its own config")
 	case *resume != "" && *initFrom != "":
 		return usagef("--init starts a new run; --resume continues one from its own checkpoint")
+	case *resume != "" && *force:
+		// --force was silently ignored: a user who meant to start over got
+		// a continued run.
+		return usagef("--resume continues the run from its checkpoint and --force would start it over: give one of them (to start over: gptg train %s --force)", quote.Name(filepath.Join(*resume, "config.toml")))
 	case *resume != "":
 		if err := checkResumeDir(*resume); err != nil {
 			return err

@@ -1,11 +1,22 @@
 #!/usr/bin/env python3
 """Hostile-input probes of the gptg binary (issue #24, rounds five and six).
 
-    python3 testdata/hostile/probe.py GPTG_BINARY [--only SUBSTRING] [--list] [--keep]
+    python3 testdata/hostile/probe.py GPTG_BINARY [--only SUBSTRING] [--list] [--keep] [--sandbox CMD]
 
-  --only TEXT   run only the probes whose name contains TEXT
-  --list        print the probes (name, arguments, expected exit) and stop
-  --keep        keep the work folder (fixtures and the last probe's copy)
+  --only TEXT    run only the probes whose name contains TEXT
+  --list         print the probes (name, arguments, expected exit) and stop
+  --keep         keep the work folder (fixtures and the last probe's copy)
+  --sandbox CMD  run every gptg command (fixtures included) inside CMD, a
+                 command line in which {dir} stands for the probe's folder,
+                 e.g. --sandbox '/work/sandbox {dir}' or --sandbox 'bwrap
+                 --ro-bind / / --tmpfs /tmp --dev /dev --proc /proc --bind
+                 {dir} {dir} --chdir {dir}'. For the memory probes under a
+                 cgroup limit: this script must then run where it can make
+                 cgroups (root, a writable cgroup fs), outside the sandbox,
+                 and each gptg command still runs inside it. The binary must
+                 lie outside /tmp (a sandbox's /tmp is its own). Only the
+                 memory probes run then (the others' setups run gptg
+                 themselves): run those with this script inside a sandbox.
 
 Round five's probes are in this file; later rounds add testdata/hostile/
 probes_*.py files, each with probes(h) returning a list of h.Probe (h is this
@@ -29,6 +40,14 @@ file is left behind"):
 
 It prints one line per probe (ok / WRONG: why) and the totals. It needs only
 python3; the fixtures are trained with the binary itself (seconds).
+
+Memory probes run gptg under a process limit: ulimit -v (works anywhere), or
+a cgroup memory limit (v1 memory.limit_in_bytes or v2 memory.max of a child
+cgroup this script makes; the kernel's OOM kill is a finding). Where no
+cgroup can be made (not root, a read-only cgroup fs, e.g. inside bwrap), the
+cgroup probes are reported "not run", never "ok". Their large fixtures (a
+50M-parameter model, an 80M-parameter translation model, ...) are made on
+first use, once per run of this script.
 
 Run it in a throwaway machine or container: against a binary from before
 round five, four probes write where the bugs they test lead — into / (a
@@ -133,7 +152,7 @@ def make_fixtures(root):
         with open(os.path.join(root, name), "w") as f:
             f.write(text)
     for cfg in ("c.toml", "words.toml", "toy.toml"):
-        r = subprocess.run([BIN, "train", cfg, "--quiet"], cwd=root, capture_output=True, text=True, timeout=300)
+        r = run_bin(["train", cfg, "--quiet"], root, timeout=300)
         if r.returncode != 0:
             sys.exit("fixture %s: %s" % (cfg, r.stderr))
     for name in ("ckpt.pt", "meta.pkl"):
@@ -231,12 +250,110 @@ def seq(*fns):
 
 class Probe:
     def __init__(self, name, args, code, msg=None, setup=None, allow=(), timeout=60, max_mb=1500,
-                 stdin=None, check=None, stdout=None, env=None, during=None, shell=None):
+                 stdin=None, check=None, stdout=None, env=None, during=None, shell=None,
+                 ulimit_v=None, cgroup=None):
         # shell: a bash script run instead of the binary with args, $G the
         # binary (for ulimits, closed or broken pipes, a removed folder).
+        # ulimit_v: KiB of address space (ulimit -v) the command runs under;
+        # cgroup: bytes of a cgroup memory limit it runs under (see above).
         self.name, self.args, self.code, self.msg, self.shell = name, args, code, msg, shell
         self.setup, self.allow, self.timeout, self.max_mb = setup, allow, timeout, max_mb
         self.stdin, self.check, self.stdout, self.env, self.during = stdin, check, stdout, env, during
+        self.ulimit_v, self.cgroup = ulimit_v, cgroup
+
+
+SANDBOX = None  # --sandbox's command line, {dir} the probe's folder
+
+
+class NotRun(Exception):
+    """A probe that cannot run here (no cgroup can be made, ...): reported
+    as not run, neither ok nor wrong."""
+
+
+def sandboxed(cmd, d):
+    """cmd inside --sandbox's command for folder d (cmd as it is without)."""
+    if not SANDBOX:
+        return cmd
+    import shlex
+    return [a.replace("{dir}", d) for a in shlex.split(SANDBOX)] + cmd
+
+
+def run_bin(args, cwd, timeout=600):
+    """Runs the binary with args in cwd (inside --sandbox's command, if given)."""
+    return subprocess.run(sandboxed([BIN] + args, cwd), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+class MemoryCgroup:
+    """A child memory cgroup of this process's own, limited to limit bytes
+    (cgroup v1's memory controller, or v2 with memory enabled); NotRun
+    where none can be made."""
+
+    def __init__(self, limit):
+        with open("/proc/self/cgroup") as f:
+            lines = [l.rstrip("\n").split(":", 2) for l in f]
+        v1 = [l[2] for l in lines if "memory" in l[1].split(",")]
+        v2 = [l[2] for l in lines if l[0] == "0" and l[1] == ""]
+        name = "gptg-probe-%d-%d" % (os.getpid(), time.monotonic_ns())
+        self.dir = None
+        try:
+            if v1 and os.path.isdir("/sys/fs/cgroup/memory"):
+                self.v2, self.dir = False, os.path.join("/sys/fs/cgroup/memory" + v1[0], name)
+                os.mkdir(self.dir)
+                with open(os.path.join(self.dir, "memory.limit_in_bytes"), "w") as f:
+                    f.write(str(limit))
+                try:  # no swap either, where swap accounting is on
+                    with open(os.path.join(self.dir, "memory.memsw.limit_in_bytes"), "w") as f:
+                        f.write(str(limit))
+                except OSError:
+                    pass
+            elif v2:
+                parent = "/sys/fs/cgroup" + v2[0]
+                with open(os.path.join(parent, "cgroup.subtree_control")) as f:
+                    if "memory" not in f.read().split():
+                        raise NotRun("the cgroup %s does not hand the memory controller to its children" % parent)
+                self.v2, self.dir = True, os.path.join(parent, name)
+                os.mkdir(self.dir)
+                for k in ("memory.max", "memory.swap.max"):
+                    try:
+                        with open(os.path.join(self.dir, k), "w") as f:
+                            f.write(str(limit) if k == "memory.max" else "0")
+                    except OSError:
+                        if k == "memory.max":
+                            raise
+            else:
+                raise NotRun("no memory cgroup controller")
+        except OSError as e:
+            self.close()
+            raise NotRun("cannot make a memory cgroup here (%s)" % e.strerror)
+
+    def join(self):
+        """For preexec_fn: moves the calling (child) process into the cgroup."""
+        with open(os.path.join(self.dir, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def oom_kills(self):
+        path = os.path.join(self.dir, "memory.events" if self.v2 else "memory.oom_control")
+        try:
+            with open(path) as f:
+                for line in f:
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill":
+                        return int(v)
+        except OSError:
+            pass
+        return 0
+
+    def close(self):
+        if self.dir:
+            for _ in range(50):
+                try:
+                    os.rmdir(self.dir)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            self.dir = None
 
 
 def snapshot(d):
@@ -276,6 +393,10 @@ def unmount_under(d):
 
 
 def run_probe(p, fixtures, work):
+    if SANDBOX and not (p.ulimit_v or p.cgroup):
+        raise NotRun("with --sandbox only the memory probes run (the others' setups run gptg themselves): run the others with this script inside a sandbox")
+    if p.cgroup:
+        MemoryCgroup(p.cgroup).close()  # NotRun before any setup where no cgroup can be made
     d = os.path.join(work, "p")
     if os.path.exists(d):
         unmount_under(d)
@@ -299,8 +420,17 @@ def run_probe(p, fixtures, work):
     wrap = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file] if os.path.exists("/usr/bin/time") and not p.during else []
     env["G"] = BIN
     cmd = ["bash", "-c", p.shell] if p.shell else [BIN] + args
-    proc = subprocess.Popen(wrap + cmd, cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    if p.ulimit_v:
+        cmd = ["bash", "-c", 'ulimit -v %d && exec "$@"' % p.ulimit_v, "ulimit"] + cmd
+    cg = MemoryCgroup(p.cgroup) if p.cgroup else None
+    try:
+        proc = subprocess.Popen(wrap + sandboxed(cmd, d), cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+                                preexec_fn=cg.join if cg else None)
+    except BaseException:
+        if cg:
+            cg.close()
+        raise
     bufs = {}
 
     def drain(name, f):
@@ -324,6 +454,8 @@ def run_probe(p, fixtures, work):
         if time.time() > deadline:
             os.killpg(proc.pid, signal.SIGKILL)
             os.wait4(proc.pid, 0)
+            if cg:
+                cg.close()
             return "hang: still running after %d s" % p.timeout
         time.sleep(0.01)
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -341,6 +473,10 @@ def run_probe(p, fixtures, work):
     err = err.decode("utf-8", "replace")
     out_s = out.decode("utf-8", "replace")
     problems = []
+    if cg:
+        if cg.oom_kills():
+            problems.append("the kernel's OOM killer killed it (cgroup limit %d bytes; exit %d)" % (p.cgroup, code))
+        cg.close()
     if rss_mb > p.max_mb:
         problems.append("peak RSS %.0f MB, over the bound of %d MB" % (rss_mb, p.max_mb))
     if "panic" in err or "goroutine " in err or "fatal error" in err:
@@ -862,7 +998,7 @@ SWEEP = 'configs = ["c.toml"]\nseeds = 1\nout = "sw"\n[set]\n"train.lr" = [0.001
 def make_sweep(d):
     with open(os.path.join(d, "s.toml"), "w") as f:
         f.write(SWEEP)
-    subprocess.run([BIN, "sweep", "s.toml"], cwd=d, capture_output=True, check=True)
+    assert run_bin(["sweep", "s.toml"], d).returncode == 0
 
 
 def manifest_edit(fn):
@@ -935,7 +1071,7 @@ def run_folder_probes():
         Probe("run folder: lock file a link to a file outside, train --force", ["train", "c.toml", "--force"], 1, "lock file",
               setup=seq(write("outside.txt", "keep me\n"), lambda d: (os.remove(os.path.join(d, GPT, ".gptg.lock")), os.symlink("../../outside.txt", os.path.join(d, GPT, ".gptg.lock"))))),
         Probe("run folder: ablate reusing a run whose ablate.json is a named pipe", ["ablate", "c.toml", "--out", "ab"], None, None, allow=("ab",), timeout=120,
-              setup=lambda d: (subprocess.run([BIN, "ablate", "c.toml", "--out", "ab"], cwd=d, capture_output=True),
+              setup=lambda d: (run_bin(["ablate", "c.toml", "--out", "ab"], d),
                                os.remove(os.path.join(d, "ab/c/ablate.json")), os.mkfifo(os.path.join(d, "ab/c/ablate.json")))),
         Probe("sweep: manifest.jsonl a named pipe, sweep run", ["sweep", "run", "sw"], 2, "named pipe",
               setup=lambda d: (make_sweep(d), os.remove(os.path.join(d, "sw/manifest.jsonl")), os.mkfifo(os.path.join(d, "sw/manifest.jsonl")))),
@@ -1397,13 +1533,20 @@ def main():
         sys.exit(0 if argv else 2)
     if argv[0].startswith("-") or not os.access(argv[0], os.X_OK) or os.path.isdir(argv[0]):
         sys.exit("probe.py: the first argument must be the gptg binary to probe, not %r (see --help)" % argv[0])
-    known = {"--only", "--list", "--keep"}
+    known = {"--only", "--list", "--keep", "--sandbox"}
     for i, a in enumerate(argv[1:], 1):
-        if a.startswith("-") and a not in known and argv[i - 1] != "--only":
+        if a.startswith("-") and a not in known and argv[i - 1] not in ("--only", "--sandbox"):
             sys.exit("probe.py: unknown flag %r (see --help)" % a)
     if "--only" in argv and argv.index("--only") + 1 >= len(argv):
         sys.exit("probe.py: --only needs a text: probes whose name contains it run")
+    global SANDBOX
+    if "--sandbox" in argv:
+        if argv.index("--sandbox") + 1 >= len(argv) or "{dir}" not in argv[argv.index("--sandbox") + 1]:
+            sys.exit("probe.py: --sandbox needs a command line holding {dir}, e.g. --sandbox '/work/sandbox {dir}'")
+        SANDBOX = argv[argv.index("--sandbox") + 1]
     BIN = os.path.abspath(argv[0])
+    if SANDBOX and (BIN + "/").startswith("/tmp/"):
+        sys.exit("probe.py: with --sandbox the binary must lie outside /tmp (a sandbox's /tmp is its own): copy it elsewhere")
     only = argv[argv.index("--only") + 1] if "--only" in argv else None
     ps = [p for p in all_probes() if only is None or only in p.name]
     if "--list" in argv:
@@ -1420,11 +1563,15 @@ def main():
     fixtures = os.path.join(work, "fixtures")
     make_fixtures(os.path.join(work, "p"))
     os.rename(os.path.join(work, "p"), fixtures)
-    wrong = []
+    wrong, not_run = [], []
     i = 0
     for i, p in enumerate(ps, 1):
         try:
             why = run_probe(p, fixtures, work)
+        except NotRun as e:
+            print("%3d not run %s: %s" % (i, p.name, e), flush=True)
+            not_run.append(p.name)
+            continue
         except Exception as e:  # a probe that cannot be set up is a bug of the script
             why = "probe error: %r" % (e,)
         print("%3d %s %s%s" % (i, "ok   " if why is None else "WRONG", p.name, "" if why is None else ": " + why), flush=True)
@@ -1432,6 +1579,9 @@ def main():
             wrong.append(p.name)
     serves = [] if only is not None and "serve" not in only else [serve_probes] + [
         mod.serve_probes for mod in extra_modules() if hasattr(mod, "serve_probes")]
+    if SANDBOX and serves:
+        print("(the serve probes do not run with --sandbox: they start gptg themselves)")
+        serves = []
     for serve in serves:
         for name, why in (serve(fixtures, work) if serve is serve_probes else serve(sys.modules[__name__], fixtures, work)):
             ps.append(name)
@@ -1442,7 +1592,7 @@ def main():
     if os.geteuid() != 0:
         print("(disk-full probes skipped: mounting a small tmpfs needs root)")
     unmount_under(work)
-    print("\n%d probes, %d answered correctly, %d wrong" % (len(ps), len(ps) - len(wrong), len(wrong)))
+    print("\n%d probes, %d answered correctly, %d wrong, %d not run" % (len(ps), len(ps) - len(wrong) - len(not_run), len(wrong), len(not_run)))
     if "--keep" not in argv:
         subprocess.run(["chmod", "-R", "u+rwx", work])
         shutil.rmtree(work)
