@@ -173,18 +173,49 @@ func (m Model) forwardBytes(rows float64) float64 {
 	return m.elemSize() * (m.forwardValues(rows, float64(m.Context)) + rows*float64(m.Vocab))
 }
 
+// forwardOnlyValues is what a forward-only fused graph over rows
+// positions holds at its peak: the attention weights of every block
+// (heads × seqLen per position), which such a graph keeps for reading
+// (gptg attention), and the intermediates alive at once within a block
+// (about six C-wide tensors and two of the feed-forward's width), which
+// graph.Memory lends and takes back; then the logits and their
+// softmax. Measured (the heap a run adds, go test harness over
+// eval.compileForward): 80 KB per position at C 768, 7 blocks, 12 heads,
+// T 256, float32 (this says 130); 74 KB at C 384, 6 blocks, 6 heads, T
+// 256, float64 (this says 118); 26 KB at C 256, 6 blocks, 4 heads, T 128,
+// float32 (this says 27).
+func (m Model) forwardOnlyValues(rows, seqLen float64) float64 {
+	C := float64(m.Embedding)
+	H := float64(m.FFMult) * C
+	return rows * (float64(m.Blocks)*float64(m.Heads)*seqLen + 6*C + 2*H + 2*float64(m.Vocab))
+}
+
 // ForwardMemory estimates graphs that only run forward, as eval, sample and
-// attention build: graphs copies of the weights, each with activations for
-// batch × seqLen positions.
+// attention build: graphs copies of the weights besides the model file's,
+// each with its activations for batch × seqLen positions.
 func (m Model) ForwardMemory(batch, seqLen, graphs int) MemoryEstimate {
+	return m.ForwardGraphs(batch, seqLen, graphs, graphs)
+}
+
+// ForwardGraphs is ForwardMemory for graphs of which only pools hold
+// activations of their own: graphs that share one pool of intermediate
+// buffers (eval's graphs at two batch sizes) never run at once, and a
+// graph that is never run (inspect's) holds none.
+func (m Model) ForwardGraphs(batch, seqLen, graphs, pools int) MemoryEstimate {
 	P, E := m.ParamCount(), m.elemSize()
 	rows := float64(batch) * float64(seqLen)
 	return MemoryEstimate{
 		Params:      P,
 		Weights:     float64(P) * E * float64(1+graphs), // the file's copy and each graph's
-		Activations: E * float64(graphs) * (m.forwardValues(rows, float64(seqLen)) + rows*float64(m.Vocab)),
+		Activations: E * float64(pools) * m.forwardOnlyValues(rows, float64(seqLen)),
 	}
 }
+
+// MemoryError is CheckMemory's refusal: bad input (a model or config too
+// large for the limits), refused before anything is built.
+type MemoryError struct{ msg string }
+
+func (e *MemoryError) Error() string { return e.msg }
 
 // CheckMemory refuses an estimate above limitGiB, saying what it is for,
 // and how to raise the limit (override, e.g. "--set train.max_memory=N").
@@ -198,13 +229,13 @@ func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) erro
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
 		if h, ok := memlimit.Find(); ok && e.Total() > h.Bytes {
-			return fmt.Errorf("%s needs %s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
-				what, e, FormatBytes(h.Bytes), h.Limit)
+			return &MemoryError{fmt.Sprintf("%s needs %s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
+				what, e, FormatBytes(h.Bytes), h.Limit)}
 		}
 		return nil
 	}
-	return fmt.Errorf("%s needs %s, more than the limit of %s: make the model smaller, or raise the limit with %s%s",
-		what, e, FormatBytes(limit), override, formatFloat(math.Ceil(e.Total()/GiB*10)/10))
+	return &MemoryError{fmt.Sprintf("%s needs %s, more than the limit of %s: make the model smaller, or raise the limit with %s%s",
+		what, e, FormatBytes(limit), override, formatFloat(math.Ceil(e.Total()/GiB*10)/10))}
 }
 
 // FormatBytes prints a size in MiB or GiB.

@@ -131,13 +131,26 @@ func checkSpec(s config.Model, batch int) error {
 // param creates a trainable tensor, filled by init from the builder's RNG.
 // Parameters are drawn in the order model.go asks for them, whichever
 // emitter runs, so both graphs of a seed start from the same values.
+//
+// The values are drawn straight into the dtype's slice: a float64 copy
+// first would be garbage twice the size of a float32 model's weights, for
+// every graph that a command builds only to load a model file into.
 func (b *builder) param(name string, init initializer, shape ...int) *G.Node {
-	data := make([]float64, shapeSize(shape))
-	for i := range data {
-		data[i] = init(b.rng)
+	var value *tensor.Dense
+	if b.dt == tensor.Float64 {
+		data := make([]float64, shapeSize(shape))
+		for i := range data {
+			data[i] = init(b.rng)
+		}
+		value = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
+	} else {
+		data := make([]float32, shapeSize(shape))
+		for i := range data {
+			data[i] = float32(init(b.rng))
+		}
+		value = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
 	}
-	node := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
-		G.WithValue(dense(b.dt, data, shape...)))
+	node := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name), G.WithValue(value))
 	b.params = append(b.params, &Param{Name: name, Shape: append([]int(nil), shape...), Node: node})
 	return node
 }

@@ -114,15 +114,18 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 	}
 	// checkLayout sorted the entries by offset and proved they tile the
 	// data, so reading them in order consumes the rest of the file exactly.
+	// One buffer serves every tensor: one per tensor would be as many
+	// megabytes of garbage as the file has tensors.
+	buf := make([]byte, min(chunk, (size+7)&^7))
 	for _, e := range entries {
 		t := Tensor{Name: e.name, Shape: e.shape}
 		n := (e.end - e.begin) / dtypeSize[e.dtype]
 		if e.dtype == "F32" {
 			t.F32 = make([]float32, n)
-			err = readF32(r, t.F32)
+			err = readF32(r, t.F32, buf)
 		} else {
 			t.F64 = make([]float64, n)
-			err = readF64(r, t.F64)
+			err = readF64(r, t.F64, buf)
 		}
 		if err != nil {
 			// Only possible if the file changed after the size check.
@@ -139,9 +142,9 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 // again, twice a model's memory for a moment.
 const chunk = 1 << 20
 
-// readF32 fills dst with little-endian float32s read from r.
-func readF32(r io.Reader, dst []float32) error {
-	buf := make([]byte, min(chunk, 4*len(dst)))
+// readF32 fills dst with little-endian float32s read from r, through buf
+// (of a multiple of 8 bytes).
+func readF32(r io.Reader, dst []float32, buf []byte) error {
 	for len(dst) > 0 {
 		b := buf[:min(len(buf), 4*len(dst))]
 		if _, err := io.ReadFull(r, b); err != nil {
@@ -155,9 +158,9 @@ func readF32(r io.Reader, dst []float32) error {
 	return nil
 }
 
-// readF64 fills dst with little-endian float64s read from r.
-func readF64(r io.Reader, dst []float64) error {
-	buf := make([]byte, min(chunk, 8*len(dst)))
+// readF64 fills dst with little-endian float64s read from r, through buf
+// (of a multiple of 8 bytes).
+func readF64(r io.Reader, dst []float64, buf []byte) error {
 	for len(dst) > 0 {
 		b := buf[:min(len(buf), 8*len(dst))]
 		if _, err := io.ReadFull(r, b); err != nil {

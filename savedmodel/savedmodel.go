@@ -85,13 +85,35 @@ func Tensors(params []*graph.Param) ([]modelfile.Tensor, error) {
 // than the model its metadata describes is refused unread. Tensors are
 // checked against the rebuilt graph by Apply.
 func Load(path string) (*Model, error) {
+	return LoadChecked(path, nil)
+}
+
+// LoadChecked is Load with a check of the caller's before the tensors are
+// read: check sees the model the metadata describes (its dtype, when the
+// metadata leaves it to the tensors, guessed from the size of their data)
+// and the bytes of tensor data the file holds. A caller refuses there a
+// model too large to build without reading a byte of it.
+func LoadChecked(path string, check func(spec config.Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
 	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
 		var err error
 		if m, err = fromMeta(path, meta); err != nil {
 			return err
 		}
-		return CheckDataSize(path, dataBytes, m.Spec.ParamCount())
+		if err := CheckDataSize(path, dataBytes, m.Spec.ParamCount()); err != nil {
+			return err
+		}
+		if check == nil {
+			return nil
+		}
+		spec := m.Spec
+		if spec.Dtype == "" { // more than 6 bytes a parameter: float64 tensors
+			spec.Dtype = "float32"
+			if dataBytes > 6*spec.ParamCount() {
+				spec.Dtype = "float64"
+			}
+		}
+		return check(spec, dataBytes)
 	}})
 	if err != nil {
 		return nil, err
@@ -186,12 +208,61 @@ func validate(path string, spec config.Model) error {
 func CheckValues(data []float64, p *graph.Param) error {
 	_, narrow := p.Value().Data().([]float32)
 	for i, v := range data {
-		switch {
-		case math.IsNaN(v) || math.IsInf(v, 0):
-			return fmt.Errorf("holds %v at entry %d", v, i)
-		case narrow && math.Abs(v) > math.MaxFloat32:
-			return fmt.Errorf("holds %g at entry %d, beyond the range of the model's float32", v, i)
+		if err := checkValue(v, i, narrow); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+func checkValue(v float64, i int, narrow bool) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("holds %v at entry %d", v, i)
+	case narrow && math.Abs(v) > math.MaxFloat32:
+		return fmt.Errorf("holds %g at entry %d, beyond the range of the model's float32", v, i)
+	}
+	return nil
+}
+
+// SetParam copies a file's tensor into a parameter of the same shape,
+// converting between float32 and float64 value by value, after checking
+// each value as CheckValues does. No float64 copy of the tensor is made on
+// the way: for a float32 model it would be twice the tensor's size, as
+// garbage, for every tensor of every graph built.
+func SetParam(p *graph.Param, t modelfile.Tensor) error {
+	if t.Len() != p.Value().Shape().TotalSize() {
+		return fmt.Errorf("holds %d values for %d entries", t.Len(), p.Value().Shape().TotalSize())
+	}
+	switch d := p.Value().Data().(type) {
+	case []float32:
+		for i, v := range t.F32 {
+			if err := checkValue(float64(v), i, true); err != nil {
+				return err
+			}
+			d[i] = v
+		}
+		for i, v := range t.F64 {
+			if err := checkValue(v, i, true); err != nil {
+				return err
+			}
+			d[i] = float32(v)
+		}
+	case []float64:
+		for i, v := range t.F32 {
+			if err := checkValue(float64(v), i, false); err != nil {
+				return err
+			}
+			d[i] = float64(v)
+		}
+		for i, v := range t.F64 {
+			if err := checkValue(v, i, false); err != nil {
+				return err
+			}
+			d[i] = v
+		}
+	default:
+		return fmt.Errorf("unsupported dtype %T", d)
 	}
 	return nil
 }
@@ -210,18 +281,8 @@ func (m *Model) Apply(params []*graph.Param) error {
 		if !slices.Equal(t.Shape, p.Shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, the model's metadata needs %v", m.Path, p.Name, t.Shape, p.Shape)
 		}
-		data := t.F64
-		if data == nil {
-			data = make([]float64, len(t.F32))
-			for i, v := range t.F32 {
-				data[i] = float64(v)
-			}
-		}
-		if err := CheckValues(data, p); err != nil {
+		if err := SetParam(p, t); err != nil {
 			return fmt.Errorf("%s: tensor %s %v", m.Path, p.Name, err)
-		}
-		if err := p.SetFloat64s(data); err != nil {
-			return fmt.Errorf("%s: %v", m.Path, err)
 		}
 	}
 	var extra []string

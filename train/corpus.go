@@ -116,6 +116,8 @@ func readOrigin(text []byte) corpusOrigin {
 //     folder shipped with its corpus inside);
 //   - data.path relative to the folder of the config the run came from,
 //     and to the folders above it;
+//   - the file's name beside the run folder, then inside it (a corpus
+//     moved next to its runs);
 //   - the built-in corpus with the same content.
 //
 // A file that is there but holds other text is refused with both digests.
@@ -165,6 +167,13 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 			}
 		}
 	}
+	// Last, the file's name beside the run folder and inside it: a corpus
+	// moved next to its runs (runs/tiny.txt for runs/c) or into one.
+	name := filepath.Base(d.Path)
+	beside, inside := filepath.Join(filepath.Dir(filepath.Clean(dir)), name), filepath.Join(dir, name)
+	last := len(candidates)
+	add(beside)
+	add(inside)
 
 	var firstOther string // the first file there that holds other text
 	var other content
@@ -204,6 +213,9 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	where := "it is not at " + strings.Join(candidates[:named], ", ")
 	if !filepath.IsAbs(d.Path) && o.MadeFrom != "" {
 		where += fmt.Sprintf(", nor under the folder of %s or those above it", o.MadeFrom)
+	}
+	if len(candidates) > last {
+		where += fmt.Sprintf(", nor by its name beside or in the run folder (%s)", strings.Join(candidates[last:], ", "))
 	}
 	what := ""
 	if want != (content{}) {

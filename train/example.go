@@ -53,30 +53,26 @@ func exampleSentence(c *pairs.Corpus) string {
 // the first view shows text the model knows, not a fixed English phrase
 // that a model of another alphabet or vocabulary cannot read.
 func exampleText(d *corpus.Dataset) string {
-	ids := d.Head(min(d.Cut, d.Context))
-	var b strings.Builder
-	n := 0
-	for _, id := range ids {
-		tok := d.Vocab.Decode([]int{id})
-		if strings.Contains(tok, "\n") {
-			if n >= 3 {
+	tokens := d.Vocab.Tokens()
+	var kept []int // the example's tokens
+	example := ""  // their text, as the vocabulary joins them
+	for _, id := range d.Head(min(d.Cut, d.Context)) {
+		if tokens[id] == "\n" {
+			if len(kept) >= 3 {
 				break
 			}
 			continue // a line too short to stand alone runs into the next
 		}
-		if n > 0 && d.Vocab.Kind() == corpus.Word {
-			tok = " " + tok
-		}
-		if b.Len()+len(tok) > maxExampleBytes {
+		text := d.Vocab.Decode(append(kept, id))
+		if len(text) > maxExampleBytes {
 			break
 		}
-		b.WriteString(tok)
-		n++
-		if tok == " ." && n >= 3 {
+		kept, example = append(kept, id), text
+		if d.Vocab.Kind() == corpus.Word && tokens[id] == "." && len(kept) >= 3 {
 			break
 		}
 	}
-	return strings.TrimSpace(b.String())
+	return strings.TrimSpace(example)
 }
 
 // exampleHeader renders config.toml's example line ("" for none); from

@@ -100,7 +100,14 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	if flagGiven(fs, "target") {
 		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
-	m, err := openModel(model, func(spec config.Model) graphsOf { return samplerGraphs(spec, "running") })
+	m, err := openModel(model, func(spec config.Model) graphsOf {
+		// the sampler's graphs, and the maps read off them: blocks × heads
+		// matrices of up to context² float64s, copied once on the way
+		g := samplerGraphs(spec, "running")
+		T := float64(spec.Context)
+		g.extra += 2 * 8 * float64(spec.Blocks) * float64(spec.Heads) * T * T
+		return g
+	})
 	if err != nil {
 		return err
 	}

@@ -42,8 +42,8 @@ A run folder stands for its model.safetensors. Without --data, the corpus,
 split and stride are those of the config.toml beside the model file: the
 corpus the run recorded (data.sha256, data.size), found from any working
 directory (data.path, where it was when the run started, the same place
-relative to the run folder or inside it, or built into gptg); a file that
-holds other text is refused.
+relative to the run folder or inside it, its name beside the run folder,
+or built into gptg); a file that holds other text is refused.
 
 Flags:
   --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
@@ -147,16 +147,17 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
 		// The plain loss: a graph at --batch and, where the model's
-		// EvalBatch is larger, one at that batch (counted as two at the
-		// larger: an upper bound). The prefix-only loss, at --batch: at
-		// worst one graph per prefix length besides the plain one.
-		g := graphsOf{batch: spec.EvalBatch(*batch, math.MaxInt), seqLen: spec.Context, count: 1, what: "evaluating"}
+		// EvalBatch is larger, one at that batch, sharing one pool of
+		// buffers (counted at the larger batch). The prefix-only loss, at
+		// --batch: at worst one graph per prefix length besides the
+		// plain one, each with buffers of its own.
+		g := graphsOf{batch: spec.EvalBatch(*batch, math.MaxInt), seqLen: spec.Context, count: 1, pools: 1, what: "evaluating"}
 		if g.batch > *batch {
 			g.count = 2
 		}
 		if *prefixOnly {
-			prefix := graphsOf{batch: *batch, seqLen: spec.Context, count: 1 + spec.Context, what: "evaluating"}
-			if spec.ForwardMemory(prefix.batch, prefix.seqLen, prefix.count).Total() > spec.ForwardMemory(g.batch, g.seqLen, g.count).Total() {
+			prefix := graphsOf{batch: *batch, seqLen: spec.Context, count: 1 + spec.Context, pools: 1 + spec.Context, what: "evaluating"}
+			if spec.ForwardGraphs(prefix.batch, prefix.seqLen, prefix.count, prefix.pools).Total() > spec.ForwardGraphs(g.batch, g.seqLen, g.count, g.pools).Total() {
 				g = prefix
 			}
 		}

@@ -123,7 +123,7 @@ func hardenedInputs(t *testing.T) []badInput {
 		{name: "sample: an unmasked model of context 4096", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
 			f.Meta["model"] = strings.NewReplacer(`"context":8`, `"context":4096`, `"mask":true`, `"mask":false`).Replace(f.Meta["model"])
 			f.Tensors["pos.weight"] = modelfile.Tensor{Name: "pos.weight", Shape: []int{4096, 8}, F64: make([]float64, 4096*8)}
-		}), args: []string{"sample", brokenModel}, code: 1, maxMB: 100, msg: "broken.safetensors: sampling this model needs about"},
+		}), args: []string{"sample", brokenModel}, code: 2, maxMB: 100, msg: "broken.safetensors: sampling this model needs about"},
 		{name: "inspect: a key twice in the model metadata", setup: alteredModel(brokenModel, func(t *testing.T, f *modelfile.File) {
 			f.Meta["model"] = strings.Replace(f.Meta["model"], `"heads":2`, `"heads":2,"heads":1`, 1)
 		}), args: []string{"inspect", brokenModel}, code: 1, msg: `metadata "model": key "heads" appears twice`},

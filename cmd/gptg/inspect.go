@@ -47,6 +47,7 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 		return inspectTranslation(model, *vocab, stdout)
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
+		// one graph, never run: its weights, no activations
 		return graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: "inspecting"}
 	})
 	if err != nil {

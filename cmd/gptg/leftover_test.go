@@ -122,3 +122,39 @@ func TestFlagErrorsSayDoubleDash(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusBesideTheRunFolder: a corpus moved next to its runs
+// (runs/tiny.txt for runs/c) is found there by eval and --resume, after
+// every recorded place; when it is nowhere, the message says that place
+// was looked at too.
+func TestCorpusBesideTheRunFolder(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, testmodel.TinyText(), filepath.Join(dir, "tiny.txt"))
+	cfg := "[data]\npath = \"tiny.txt\"\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\nheads = 2\n[train]\nbatch = 4\nmax_steps = 2\nout = \"runs/c\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "train", "c.toml", "--quiet"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	if err := os.Rename(filepath.Join(dir, "tiny.txt"), filepath.Join(dir, "runs", "tiny.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "eval", "runs/c"); r.code != 0 || !strings.Contains(r.stdout, "of runs/tiny.txt") {
+		t.Errorf("eval with the corpus beside the run folder: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	away := filepath.Join(t.TempDir(), "tiny.txt")
+	if err := os.Rename(filepath.Join(dir, "runs", "tiny.txt"), away); err != nil {
+		t.Fatal(err)
+	}
+	want := "nor by its name beside or in the run folder (runs/tiny.txt)"
+	if r := gptg(t, dir, "eval", "runs/c"); r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("eval without the corpus: exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
+	}
+	if err := os.Rename(away, filepath.Join(dir, "runs", "tiny.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "train", "--resume", "runs/c", "--set", "train.max_steps=3", "--quiet"); r.code != 0 {
+		t.Errorf("--resume with the corpus beside the run folder: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

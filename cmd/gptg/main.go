@@ -23,6 +23,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
@@ -61,6 +62,12 @@ func init() {
 }
 
 func main() {
+	// Before anything is allocated: a soft memory limit below what the
+	// process may take (ulimit -v/-d, its cgroups, the machine), unless
+	// GOMEMLIMIT sets one, so that the garbage collector works harder
+	// near it instead of the heap growing into the runtime's out-of-memory
+	// trace.
+	memlimit.SetSoftLimit()
 	os.Exit(run(os.Args[1:], stdoutOf(os.Stdout), os.Stderr))
 }
 
@@ -178,10 +185,12 @@ func exitCode(err error) int {
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
+	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
+		errors.As(err, &me):
 		return 2
 	}
 	return 1

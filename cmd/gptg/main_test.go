@@ -57,6 +57,7 @@ func setUpAndRun(m *testing.M) int {
 func setUp(tmp string) error {
 	gptgBin = filepath.Join(tmp, "gptg")
 	build := exec.Command("go", "build", "-o", gptgBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as gptg.sh builds it
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}

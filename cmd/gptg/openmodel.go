@@ -22,56 +22,75 @@ const envMaxMemory = "GPTG_MAX_MEMORY"
 
 // graphsOf says which graphs a command builds from a model file: batch ×
 // seqLen positions each, count of them (sampling an unmasked model builds
-// one per prompt length, the prefix-only loss one per prefix length).
+// one per prompt length, the prefix-only loss one per prefix length), of
+// which pools hold activations of their own, and what else the command
+// holds besides (bytes).
 type graphsOf struct {
-	batch, seqLen, count int
-	what                 string // "sampling", "evaluating", ...
+	batch, seqLen, count, pools int
+	extra                       float64
+	what                        string // "sampling", "evaluating", ...
 }
 
-// samplerGraphs are the graphs sample.New builds for m: one of the whole
-// context for a causal model, else up to one per length.
+// samplerGraphs are the graphs sample.New builds for m: for a causal
+// model one of the whole context and the cached graph that generates one
+// token at a time, each with its own copy of the weights (the second's
+// activations, a single position's, are left out; its key/value cache
+// is counted), else up to one per length.
 func samplerGraphs(spec config.Model, what string) graphsOf {
-	g := graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: what}
+	g := graphsOf{batch: 1, seqLen: spec.Context, count: 2, pools: 1, what: what}
 	if !spec.Mask {
-		g.count = spec.Context
+		g.count, g.pools = spec.Context, spec.Context
+		return g
 	}
+	elem := 4.0
+	if spec.Dtype == "float64" {
+		elem = 8
+	}
+	g.extra = elem * 2 * float64(spec.Blocks) * float64(spec.Context) * float64(spec.Embedding)
 	return g
 }
 
-// openModel loads a model file and, before any graph is built, refuses
+// openModel loads a model file and, before any tensor is read, refuses
 // one whose tensors do not add up to the model its metadata describes (a
 // 25 KB file must not make gptg build a 6 GB graph), or whose graphs
-// would need more memory than the limit. graphs says what the caller will
-// build, from the spec.
+// would need more memory than the limit or than the process may still
+// take. graphs says what the caller will build, from the spec.
 func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmodel.Model, error) {
 	if err := refuseTranslation(path, graphs(config.DefaultModel()).what); err != nil {
 		return nil, err
 	}
-	m, err := savedmodel.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	held := int64(0)
-	for _, t := range m.Tensors {
-		held += int64(t.Len())
-	}
-	// A small mismatch is left to Apply, which names the missing or extra
-	// tensor; a model far larger than its file is refused here, unbuilt.
-	if want := m.Spec.ParamCount(); want > 2*held+1<<16 {
-		return nil, fmt.Errorf("%s: the metadata describes a model of %d parameters, but the file's tensors hold %d values", path, want, held)
-	}
 	limit := float64(config.DefaultMaxMemory)
 	if s := os.Getenv(envMaxMemory); s != "" {
+		var err error
 		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
 			return nil, usagef("%s=%q is not a number of GiB", envMaxMemory, s)
 		}
 	}
-	g := graphs(m.Spec)
-	e := m.Spec.ForwardMemory(g.batch, g.seqLen, g.count)
-	if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, g.what), envMaxMemory+"="); err != nil {
-		return nil, err
+	return savedmodel.LoadChecked(path, func(spec config.Model, dataBytes int64) error {
+		return checkModelMemory(path, spec, dataBytes, graphs(spec), limit)
+	})
+}
+
+// checkModelMemory is openModel's check of a model file's header: the
+// model its metadata describes against the tensor data the file holds,
+// then the memory the command's graphs need against limitGiB and the
+// process's headroom.
+func checkModelMemory(path string, spec config.Model, dataBytes int64, g graphsOf, limitGiB float64) error {
+	elem := int64(4)
+	if spec.Dtype == "float64" {
+		elem = 8
 	}
-	return m, nil
+	// A small mismatch is left to Apply, which names the missing or extra
+	// tensor; a model far larger than its file is refused here, unbuilt.
+	if want, held := spec.ParamCount(), dataBytes/elem; want > 2*held+1<<16 {
+		return fmt.Errorf("%s: the metadata describes a model of %d parameters, but the file's tensors hold %d values", path, want, held)
+	}
+	e := spec.ForwardGraphs(g.batch, g.seqLen, g.count, g.pools)
+	// The file's tensors are counted in the model's dtype; a file may hold
+	// them wider (float64 for a float32 model).
+	e.Weights += max(0, float64(dataBytes)-float64(spec.ParamCount()*elem))
+	e.Activations += g.extra
+	return config.CheckMemory(e, limitGiB, fmt.Sprintf("%s: %s this model", path, g.what), envMaxMemory+"=")
 }
 
 // notFinite is the error for a model whose forward pass gave NaN or an

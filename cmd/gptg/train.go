@@ -49,7 +49,8 @@ folder stops at once, naming the process that holds it (exit 1).
 --resume continues the run exactly as it was; its config.toml must not be
 edited (the [sample] table aside). It finds the run's corpus from any
 folder (data.path, where the file was, the same place relative to the
-run folder or inside it, or built in: docs/data.md) and refuses a corpus whose content differs. With
+run folder or inside it, its name beside the run folder, or built in:
+docs/data.md) and refuses a corpus whose content differs. With
 --set train.max_steps=N or --set train.epochs=E it also extends a run,
 finished or not: the run goes on from the step it is at, with the
 learning-rate schedule (warmup, then cosine down to min_lr) recomputed

@@ -15,21 +15,12 @@ import subprocess
 import time
 
 # The fixture's model size (a 42 KB checkpoint) on a long run that logs
-# every step: a small disk fills at any of its writes.
-SMALL = """[data]
-path = "tiny.txt"
-[model]
-context = 8
-embedding = 8
-blocks = 1
-heads = 2
-[train]
-batch = 4
-max_steps = 3000
-checkpoint_every = 7
-log_every = 1
-out = "runs/long"
-"""
+# every step: a small disk fills at any of its writes. Made from probe.py's
+# GPT_TOML, so that the two configs cannot drift apart.
+def small(h):
+    return (h.GPT_TOML.replace("max_steps = 3\n", "max_steps = 3000\ncheckpoint_every = 7\nlog_every = 1\n")
+            .replace('"runs/c"', '"runs/long"'))
+
 
 LONG = """[data]
 path = "tiny.txt"
@@ -399,7 +390,7 @@ def probes(h):
         for size in ("72k", "96k", "128k", "200k"):
             add(P("r6 runs: disk full mid-run (tmpfs %s, a row per step); a resume with room finishes with consistent metrics" % size,
                   ["train", "x.toml", "--quiet"], 1, "space",
-                  setup=h.seq(h.mount_full(size), h.write("x.toml", SMALL.replace('"runs/long"', '"full/run"'))),
+                  setup=h.seq(h.mount_full(size), h.write("x.toml", small(h).replace('"runs/long"', '"full/run"'))),
                   allow=("full",), timeout=120,
                   check=chain(h.no_temp_files,
                               lambda d, c, o, e: subprocess.run(["mount", "-o", "remount,size=8m", os.path.join(d, "full")]) and None,
