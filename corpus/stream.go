@@ -16,6 +16,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -39,8 +40,16 @@ type tokenStore struct {
 	i32 []int32 // when the vocabulary is larger
 }
 
-func newTokenStore(n, vocab int) tokenStore {
+// idBytes is the bytes of one id in a tokenStore of vocab tokens.
+func idBytes(vocab int) int {
 	if vocab <= 1<<16 {
+		return 2
+	}
+	return 4
+}
+
+func newTokenStore(n, vocab int) tokenStore {
+	if idBytes(vocab) == 2 {
 		return tokenStore{u16: make([]uint16, 0, n)}
 	}
 	return tokenStore{i32: make([]int32, 0, n)}
@@ -90,7 +99,14 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	if err != nil {
 		return nil, err
 	}
-	// Pass 2: the ids.
+	// Pass 2: the ids, held whole; they must fit what the process may
+	// still take (ulimit -v, a cgroup), or the allocation would end in the
+	// runtime's out-of-memory trace.
+	need := float64(n) * float64(idBytes(vocab.Size()))
+	if h, ok := memlimit.Find(); ok && need > h.Bytes {
+		return nil, fmt.Errorf("data file %s: its %d %s tokens take %.0f MiB as ids, more than this process may still use (%.0f MiB, under %s): train on a part of it, or give the process more memory",
+			quote.Name(path), n, kind, need/(1<<20), h.Bytes/(1<<20), h.Limit)
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
 	}
@@ -219,6 +235,9 @@ func wordTokens(ctx context.Context, r io.Reader) ([]string, int, error) {
 	}
 	// Past the bound the map stops growing (a gigabyte of distinct words
 	// would take many gigabytes as a map); the vocabulary is refused here.
+	// At the bound the map takes 72 MB (1,048,577 short words, RSS and
+	// VmPeak alike): less than the 64 MiB and model every command's own
+	// memory check asks of the process's headroom before it reads a corpus.
 	if len(words) > config.MaxVocab {
 		return nil, 0, fmt.Errorf("text has more than %d distinct words, the most a vocabulary (model.vocab) may have: use the char tokenizer, or a corpus of fewer distinct words", config.MaxVocab)
 	}

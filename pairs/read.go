@@ -18,6 +18,7 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/internal/memlimit"
 )
 
 // MaxLineBytes bounds one line of a pairs file. The longest verse of the
@@ -31,8 +32,18 @@ const MaxLineBytes = 64 << 10
 // pairs took tens of gigabytes (94 MB of 3-word pairs: 2.55 GB). With
 // the garbage collector's slack the peak is about twice the bound, as a
 // text corpus's (docs/architecture.md); Tatoeba's English–French (230k
-// pairs with their attribution) holds about 260 MiB.
+// pairs with their attribution) holds about 260 MiB. Where the process
+// may take less (ulimit -v, a cgroup), the bound is lowered to fit
+// (heldPeak).
 const MaxHeldBytes = 512 << 20
+
+// heldPeak is the process's growth (address space or memory in use) per
+// byte of pairCost while a file is read, vocabularies built and pairs
+// encoded (gptg data pairs), the garbage collector held to the headroom
+// by the soft memory limit gptg sets: measured, VmPeak +131 MiB for 600k
+// pairs of pairCost 156 MiB (0.84), +75 MiB for 221k of 57 MiB (1.3); peak
+// RSS 1.3 and 1.8 times.
+const heldPeak = 1.5
 
 // pairCost estimates the bytes a kept pair holds until the corpus is
 // built: a string header and then an id per word, the line's text, the
@@ -174,6 +185,12 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 	cut := uint64(math.Round(opts.Split * splitBuckets))
 	h := &hashing{h: sha256.New()}
 	var held int64
+	bound := memlimit.Cap(MaxHeldBytes, heldPeak)
+	// fit is the last line at which the kept pairs took at most
+	// bound.Safe(), what a refusal under a process limit suggests reading:
+	// the headroom differs from one run to the next (threads come and go),
+	// and a prefix cut at the bound itself could be refused again.
+	fit := 0
 	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
 	for {
 		raw, err := readLine(br)
@@ -205,10 +222,14 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 				train = append(train, p)
 				held += pairCost(p, len(raw))
 			}
-			if held > MaxHeldBytes {
-				return nil, &Error{Path: path, Line: c.Lines, Msg: fmt.Sprintf(
-					"the %d pairs kept up to here take about %d MiB of memory, more than the %d MiB a pairs corpus may (gptg holds every kept pair while it reads): train on a part of the file (head -n %d), or keep fewer pairs with data.max_source and data.max_target",
-					len(train)+len(test), held>>20, MaxHeldBytes>>20, c.Lines-1)}
+			if float64(held) > bound.Bytes {
+				if bound.Limit == "" { // the fixed bound is the same every time
+					fit = c.Lines - 1
+				}
+				return nil, &Error{Path: path, Line: c.Lines, Msg: tooManyPairs(len(train)+len(test), held, bound, fit)}
+			}
+			if float64(held) <= bound.Safe() {
+				fit = c.Lines
 			}
 		}
 		if err == io.EOF {
@@ -235,6 +256,21 @@ func read(path string, r io.Reader, opts Options) (*Corpus, error) {
 	c.Train = c.encode(train)
 	c.Test = c.encode(test)
 	return c, nil
+}
+
+// tooManyPairs is the refusal of the pair that takes the kept pairs past
+// bound, with the lines before it that fit.
+func tooManyPairs(kept int, held int64, bound memlimit.Bound, fit int) string {
+	msg := fmt.Sprintf("the %d pairs kept up to here take about %d MiB of memory, more than %s (gptg holds every kept pair while it reads): ",
+		kept, held>>20, bound.Exceeded("a pairs corpus may"))
+	if fit < 1 {
+		return msg + "give the process more memory"
+	}
+	msg += fmt.Sprintf("train on a part of the file (head -n %d), or keep fewer pairs with data.max_source and data.max_target", fit)
+	if bound.Limit != "" {
+		msg += ", or give the process more memory"
+	}
+	return msg
 }
 
 // hashing digests and counts the bytes written to it.

@@ -36,6 +36,10 @@ type badInput struct {
 	maxMB int64
 	stdin string   // a file of the row's directory given as standard input
 	env   []string // KEY=VALUE set for the run (shown before the command)
+	// headroomMB, when set, runs the row under a ulimit -v that leaves the
+	// process about this much (addressUsed): a refusal that names the
+	// limit. Its numbers depend on the machine; the table shows them as N.
+	headroomMB int64
 }
 
 // TestBadInputs runs every row in a fresh directory and requires exactly
@@ -252,6 +256,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6ServeInputs()...)
 	rows = append(rows, round6Audit3Inputs(t)...)
 	rows = append(rows, leftoverInputs(t)...)
+	rows = append(rows, memcapsInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -268,8 +273,17 @@ func TestBadInputs(t *testing.T) {
 			if row.setup != nil {
 				row.setup(t, dir)
 			}
+			var limit int64
+			if row.headroomMB > 0 {
+				limit = addressUsed(t, dir) + row.headroomMB<<10
+				os.Remove(filepath.Join(dir, "huge.toml"))
+			}
 			before := listFiles(t, dir)
-			r := runGptgWith(t, dir, runOptions{stdin: row.stdin, env: row.env}, row.args...)
+			opts := runOptions{stdin: row.stdin, env: row.env}
+			if limit > 0 {
+				opts.shell = fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit)
+			}
+			r := runGptgWith(t, dir, opts, row.args...)
 
 			if r.code != row.code {
 				t.Errorf("exit code %d, want %d; stderr: %s; stdout: %.300s", r.code, row.code, r.stderr, r.stdout)
@@ -347,8 +361,13 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 		if d.row.stdin != "" {
 			args = append(args, "<", d.row.stdin)
 		}
+		command, stderr := strings.Join(args, " "), strings.TrimSpace(runIDs.ReplaceAllString(clean.Replace(d.got.stderr), "1234abcd5678ef90"))
+		if d.row.headroomMB > 0 {
+			command = "ulimit -v N; " + command
+			stderr = regexp.MustCompile(`[0-9]+`).ReplaceAllString(stderr, "N")
+		}
 		fmt.Fprintf(&b, "| %d | %s | `%s` | %d | `%s` |\n", i+1, cell.Replace(d.row.name),
-			cell.Replace(strings.Join(args, " ")), d.got.code, cell.Replace(strings.TrimSpace(runIDs.ReplaceAllString(clean.Replace(d.got.stderr), "1234abcd5678ef90"))))
+			cell.Replace(command), d.got.code, cell.Replace(stderr))
 	}
 	const path = "../../docs/errors.md"
 	if os.Getenv("GPTG_UPDATE_ERRORS") == "1" {

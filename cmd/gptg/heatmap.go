@@ -18,6 +18,9 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/memlimit"
 )
 
 // Sizes of the attention figure, in points. A tile grows with the number
@@ -320,8 +323,16 @@ func tokenLabel(tok string) string {
 // cheaper (128 tokens: 11 s, 130 MB, a 24 MB file).
 var maxPictureCells = map[string]int{"png": 65536, "svg": 262144}
 
+// pictureCellBytes is the memory one cell takes while a picture is drawn,
+// by which maxPictureCells is lowered where the process may not take that
+// much (ulimit -v, a cgroup). Measured at the bounds, 4 heads: a .png over
+// 128 tokens grew the process by 507 MB (RSS) and 400 MB (VmPeak), an
+// .svg over 256 tokens by 150 MB and 300 MB.
+var pictureCellBytes = map[string]float64{"png": 8 << 10, "svg": 1200}
+
 // checkPictureSize refuses, before any drawing, a picture of more cells
-// than maxPictureCells, saying how many tokens would fit.
+// than maxPictureCells (or than the process may still draw), saying how
+// many tokens would fit.
 func checkPictureSize(panels [][]panel, format string) error {
 	cells, count, square := 0, 0, true
 	for _, row := range panels {
@@ -332,12 +343,27 @@ func checkPictureSize(panels [][]panel, format string) error {
 		}
 	}
 	limit, ok := maxPictureCells[format]
-	if !ok || cells <= limit {
+	if !ok {
 		return nil
 	}
+	bound := memlimit.Cap(float64(limit)*pictureCellBytes[format], 1)
+	limit = min(limit, int(bound.Bytes/pictureCellBytes[format]))
+	if cells <= limit {
+		return nil
+	}
+	// Under a process limit, the tokens that fit the next run too (its
+	// headroom may be a little less).
+	fits := limit
+	if bound.Limit != "" {
+		fits = int(bound.Safe() / pictureCellBytes[format])
+	}
 	advice := "a shorter --text"
-	if square && count > 0 {
-		advice = fmt.Sprintf("a --text of at most %d tokens", int(math.Sqrt(float64(limit)/float64(count))))
+	if fit := int(math.Sqrt(float64(fits) / float64(count))); square && count > 0 && fit > 0 {
+		advice = fmt.Sprintf("a --text of at most %d tokens", fit)
+	}
+	if bound.Limit != "" {
+		return usagef("a %s of %d heatmaps holding %d cells takes about %s to draw, more than this process may still use (under %s: %d cells): give %s, --format text for the numbers, or give the process more memory",
+			format, count, cells, config.FormatBytes(float64(cells)*pictureCellBytes[format]), bound.Limit, limit, advice)
 	}
 	return usagef("a %s of %d heatmaps holding %d cells is more than one picture can draw in reasonable time and memory (%d cells for %s): give %s, or --format text for the numbers", format, count, cells, limit, format, advice)
 }
