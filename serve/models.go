@@ -88,10 +88,10 @@ var translationKind = modelKind{
 		// A sentence longer than the model's usual (sinusoidal positions
 		// read any length) needs more than the runner was accounted.
 		tr.Check = func(S int) error {
-			if S <= usualSource(tm) {
+			if S <= tm.UsualSource() {
 				return nil
 			}
-			return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the sentence has %d words; this server translates at most %d with this model (its memory is accounted for that length)", S-1, usualSource(tm)-1)}
+			return &requestError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the sentence has %d words; this server translates at most %d with this model (its memory is accounted for that length)", S-1, tm.UsualSource()-1)}
 		}
 		return tr, nil
 	},
@@ -107,28 +107,15 @@ func tensorBytes(ts map[string]modelfile.Tensor) int64 {
 	return n
 }
 
-// usualSource is the longest source, in positions (words and EOS), whose
-// graphs a translator's memory is accounted for: what the model's learned
-// positions hold, or the longest it was trained on (sinusoidal).
-func usualSource(m *translate.Model) int {
-	if m.Spec.Positions == "learned" {
-		return m.Spec.MaxLen
-	}
-	return m.MaxSource + 1
-}
-
 // translatorMemory estimates one translator's graphs (their activations:
 // the graphs read the model's tensors, counted as its weights): up to
 // translate.MaxPrograms kept encoders and decoder steps for maxBeam rows,
 // and the whole-model graph of an attention request, over the longest
 // source and translation (config.TranslationMemory).
 func translatorMemory(m *translate.Model) int64 {
-	T := m.MaxTarget + 1
-	if m.Spec.Positions == "learned" {
-		T = min(T, m.Spec.MaxLen)
-	}
+	T := m.TargetLen()
 	e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, config.TranslationGraphs{
-		SrcLen: usualSource(m), TgtLen: T,
+		SrcLen: m.UsualSource(), TgtLen: T,
 		Decoders: translate.MaxPrograms / 2, DecodeRows: maxBeam, Wholes: 1, WholeBatch: 1})
 	return int64(e.Activations)
 }

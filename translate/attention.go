@@ -50,7 +50,7 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, 1, 0, nil)
+		h, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, 1, 0, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 		}
 		tgt = tr.Tgt.Encode(words)
 	}
-	if T := tr.targetLen(); len(tgt)+1 > T {
+	if T := tr.TargetLen(); len(tgt)+1 > T {
 		return nil, fmt.Errorf("%w: the target has %d words; this model writes at most %d", ErrInput, len(tgt), T-1)
 	}
 	S, T := len(src), len(tgt)+1

@@ -37,7 +37,7 @@ func TestAttentionMatchesPaddedBatch(t *testing.T) {
 						t.Fatal(err)
 					}
 					want := strings.Join(append(r.Words, "<eos>"), " ")
-					if len(r.Words) == tr.targetLen() { // no EOS: cut at the decoder's length
+					if len(r.Words) == tr.TargetLen() { // no EOS: cut at the decoder's length
 						want = strings.Join(r.Words, " ")
 					}
 					if got := strings.Join(a.Written, " "); got != want {

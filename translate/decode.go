@@ -139,7 +139,7 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 			return nil
 		}
 	}
-	hyp, err := search(d, tr.targetLen(), tr.Spec.TgtVocab, beam, o.Alpha, each)
+	hyp, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, beam, o.Alpha, each)
 	if err != nil {
 		return nil, err
 	}
@@ -175,20 +175,31 @@ func (tr *Translator) encode(rows int, src []int) (*tape.TranslationProgram, err
 	return p, nil
 }
 
-// targetLen is the decoder graph's length: the longest translation the
-// model was trained to give, plus EOS.
-func (tr *Translator) targetLen() int {
-	T := tr.MaxTarget + 1
-	if tr.Spec.Positions == "learned" {
-		T = min(T, tr.Spec.MaxLen)
+// TargetLen is the decoder graph's length: the longest translation the
+// model was trained to give, plus EOS (within learned positions).
+func (m *Model) TargetLen() int {
+	T := m.MaxTarget + 1
+	if m.Spec.Positions == "learned" {
+		T = min(T, m.Spec.MaxLen)
 	}
 	return T
+}
+
+// UsualSource is the source length, in positions (words and EOS), a
+// model's memory is accounted for: what its learned positions hold, or the
+// longest it was trained on (sinusoidal: a longer sentence is checked
+// when it comes, Translator.Check).
+func (m *Model) UsualSource() int {
+	if m.Spec.Positions == "learned" {
+		return m.Spec.MaxLen
+	}
+	return m.MaxSource + 1
 }
 
 // build compiles one forward graph of the model, reading its weights.
 func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram, error) {
 	m, err := graph.BuildTranslation(tr.Spec, graph.TranslationOptions{
-		Batch: batch, SrcLen: S, TgtLen: tr.targetLen(), Part: part, Backend: tr.Backend,
+		Batch: batch, SrcLen: S, TgtLen: tr.TargetLen(), Part: part, Backend: tr.Backend,
 		CrossKeys: part == "encoder" && !tr.Recompute, Weights: tr.Weights})
 	if err != nil {
 		return nil, err
@@ -236,7 +247,7 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 			rowsSrc = append(rowsSrc, src...)
 		}
 	}
-	T := tr.targetLen()
+	T := tr.TargetLen()
 	key := [2]int{rows, S}
 	if tr.Recompute {
 		p, ok := tr.dec[key]
@@ -463,7 +474,7 @@ func search(d decoding, T, V, beam int, alpha float64, each func(hypothesis) err
 // pairs.Batch holds them. It returns each row's translation ids, without
 // EOS.
 func (tr *Translator) GreedyBatch(rows int, src []int) ([][]int, error) {
-	T, V := tr.targetLen(), tr.Spec.TgtVocab
+	T, V := tr.TargetLen(), tr.Spec.TgtVocab
 	d, err := tr.decoding(src, rows, rows)
 	if err != nil {
 		return nil, err

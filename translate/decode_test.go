@@ -108,7 +108,7 @@ func TestCachedLogitsEqualRecomputed(t *testing.T) {
 				words := make([][]int, rows)
 				var parents []int
 				worst := 0.0
-				for step := range cached.targetLen() {
+				for step := range cached.TargetLen() {
 					a, err := dc.next(words, parents)
 					if err != nil {
 						t.Fatal(err)
@@ -134,7 +134,7 @@ func TestCachedLogitsEqualRecomputed(t *testing.T) {
 					}
 					words = next
 				}
-				t.Logf("largest relative difference %.3g over %d positions", worst, cached.targetLen())
+				t.Logf("largest relative difference %.3g over %d positions", worst, cached.TargetLen())
 			})
 		}
 	}

@@ -123,7 +123,7 @@ func evalGraphs(cfg *config.Config) translationGraphs {
 		batch, buckets = cfg.Train.Batch, max(cfg.Data.Buckets, 1)
 	}
 	return func(m *translate.Model, S int) config.TranslationGraphs {
-		return config.TranslationGraphs{SrcLen: S, TgtLen: targetLen(m),
+		return config.TranslationGraphs{SrcLen: S, TgtLen: m.TargetLen(),
 			Wholes: buckets, WholeBatch: batch, Loss: true,
 			Decoders: min(buckets, translate.MaxPrograms/2), DecodeRows: batch}
 	}

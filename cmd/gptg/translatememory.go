@@ -27,26 +27,6 @@ func memoryLimit() (float64, error) {
 // translation model for sources of srcLen positions (words and EOS).
 type translationGraphs func(m *translate.Model, srcLen int) config.TranslationGraphs
 
-// usualSource is the source length a translation model's memory is
-// checked at when it is opened: the longest its positions hold (learned)
-// or it was trained on (sinusoidal; a longer sentence is checked when it
-// comes, Translator.Check).
-func usualSource(m *translate.Model) int {
-	if m.Spec.Positions == "learned" {
-		return m.Spec.MaxLen
-	}
-	return m.MaxSource + 1
-}
-
-// targetLen is the decoder's length (translate.Translator's).
-func targetLen(m *translate.Model) int {
-	T := m.MaxTarget + 1
-	if m.Spec.Positions == "learned" {
-		T = min(T, m.Spec.MaxLen)
-	}
-	return T
-}
-
 // openTranslation reads a translation model file after checking, from its
 // header, that the model and the graphs the command builds (graphs, for
 // what: "translating with", …) fit in GPTG_MAX_MEMORY and in what the
@@ -58,7 +38,7 @@ func openTranslation(path, what string, graphs translationGraphs) (*translate.Mo
 		return nil, err
 	}
 	return translate.LoadChecked(path, func(m *translate.Model, dataBytes int64) error {
-		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), dataBytes, graphs(m, usualSource(m)))
+		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), dataBytes, graphs(m, m.UsualSource()))
 		if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, what), envMaxMemory+"="); err != nil {
 			return refusedError{err}
 		}
@@ -67,14 +47,14 @@ func openTranslation(path, what string, graphs translationGraphs) (*translate.Mo
 }
 
 // checkLonger is a Translator.Check for tr's model, opened with
-// openTranslation: a source longer than usualSource is checked again, its
+// openTranslation: a source longer than Model.UsualSource is checked again, its
 // graphs at its length — all of the estimate against GPTG_MAX_MEMORY, and
 // what is not yet held (all but the weights) against what the process may
 // still take. The error is the translator's ErrInput: the sentence is
 // refused, exit 2.
 func checkLonger(m *translate.Model, what string, graphs translationGraphs) func(int) error {
 	return func(S int) error {
-		if S <= usualSource(m) {
+		if S <= m.UsualSource() {
 			return nil
 		}
 		limit, err := memoryLimit()
@@ -102,7 +82,7 @@ func checkLonger(m *translate.Model, what string, graphs translationGraphs) func
 // graphs. attention adds the whole model's graph of one sentence.
 func decodeGraphs(rows int, recompute, attention bool) translationGraphs {
 	return func(m *translate.Model, S int) config.TranslationGraphs {
-		g := config.TranslationGraphs{SrcLen: S, TgtLen: targetLen(m)}
+		g := config.TranslationGraphs{SrcLen: S, TgtLen: m.TargetLen()}
 		if recompute {
 			g.Wholes, g.WholeBatch = translate.MaxPrograms/2, rows
 		} else {
