@@ -281,7 +281,7 @@ func TestBadInputs(t *testing.T) {
 			before := listFiles(t, dir)
 			opts := runOptions{stdin: row.stdin, env: row.env}
 			if limit > 0 {
-				opts.shell = fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit)
+				opts.ulimit = fmt.Sprintf("-v %d", limit)
 			}
 			r := runGptgWith(t, dir, opts, row.args...)
 
