@@ -257,6 +257,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6Audit3Inputs(t)...)
 	rows = append(rows, leftoverInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
+	rows = append(rows, mendsInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
