@@ -84,6 +84,8 @@ type Options struct {
 	// Backend is how the sampling graph computes (the training runs are
 	// processes of Exe and read the environment themselves).
 	Backend graph.Backend
+
+	budget *memoryBudget // set by run: the trainings at once share the process's memory
 }
 
 // Status is how far a run has come.
@@ -277,6 +279,7 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 		r.mark = train.Mark(s.Dir)
 	}
 
+	opts.budget = newMemoryBudget(opts.Log)
 	p := &progressLog{w: opts.Log, results: results, start: time.Now(), ended: map[*Result]bool{}}
 	stop := p.every(opts.ProgressEvery)
 	sem := make(chan struct{}, opts.Jobs)
@@ -372,6 +375,8 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		event("reused")
 		return Finished, true, nil
 	}
+	release := opts.budget.reserve(runLabel(r.Spec), r.cfg.TrainMemory().Total())
+	defer release()
 	if ctx.Err() != nil {
 		if err == nil {
 			return Unfinished, false, nil
@@ -434,7 +439,13 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 // finishedMeanwhile says r's folder now holds a finished run of r's config.
 func finishedMeanwhile(r *Result) bool {
 	step, total, err := train.Progress(r.Dir)
-	return err == nil && step == total && len(changed(r.Dir, r.cfg)) == 0
+	if err != nil || step != total || len(changed(r.Dir, r.cfg)) > 0 {
+		return false
+	}
+	// A training killed while it wrote its model (the OOM killer) leaves
+	// the last checkpoint but no model: not finished.
+	_, err = os.Stat(filepath.Join(r.Dir, train.ModelFile))
+	return err == nil
 }
 
 // Busy says err is `gptg train` refusing a run folder that another
