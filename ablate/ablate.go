@@ -123,6 +123,7 @@ type Result struct {
 	Sample        string
 
 	cfg   *config.Config
+	mark  string  // the run folder's train.Mark when the ablation started
 	curve []point // train loss per logged step
 	tests []point // test loss per evaluation
 }
@@ -273,6 +274,9 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 		}
 		r.Differs = differs(cfg, base)
 		r.cfg = cfg
+		// What --force may start over: a run another runner trains in the
+		// folder from now on is that runner's, measured as it is.
+		r.mark = train.Mark(s.Dir)
 	}
 
 	opts.budget = newMemoryBudget(opts.Log)
@@ -390,7 +394,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	kind := "fresh"
 	switch {
 	case opts.Force:
-		args = append(args, "--force")
+		args = append(args, "--force", "--replacing", r.mark)
 	case err == nil:
 		args, kind = []string{"train", "--resume", r.Dir, "--quiet"}, "resume"
 	case startedWithoutCheckpoint(r.Dir):
@@ -399,7 +403,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		if _, merr := os.Stat(filepath.Join(r.Dir, train.ModelFile)); merr == nil {
 			return Failed, false, fmt.Errorf("run folder %s holds a model but no checkpoint: use --force to retrain it", r.Dir)
 		}
-		args = append(args, "--force")
+		args = append(args, "--force", "--replacing", r.mark)
 	}
 	// Said here rather than by the training it would start: the same
 	// line, without a process that cannot fit.
