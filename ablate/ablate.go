@@ -274,9 +274,11 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 		}
 		r.Differs = differs(cfg, base)
 		r.cfg = cfg
-		// What --force may start over: a run another runner trains in the
-		// folder from now on is that runner's, measured as it is.
-		r.mark = train.Mark(s.Dir)
+		if training {
+			// What --force may start over: a run another runner trains
+			// in the folder from now on is that runner's, measured as it is.
+			r.mark = train.Mark(s.Dir)
+		}
 	}
 
 	opts.budget = newMemoryBudget(opts.Log)

@@ -121,6 +121,9 @@ func TestAblateForceLeavesAnotherRunnersRun(t *testing.T) {
 	defer b.Process.Kill()
 	waitFor(t, filepath.Join(dir, "ab", "a", "metrics.jsonl")) // B has looked at b and trains a
 	b.Process.Signal(syscall.SIGSTOP)
+	if runID(t, filepath.Join(dir, "ab", "b")) != before {
+		t.Fatal("ablation B reached b before it was stopped: the test cannot tell")
+	}
 	ok(t, dir, "ablate", "b.toml", "--force", "--out", "ab")
 	mid := runID(t, filepath.Join(dir, "ab", "b"))
 	b.Process.Signal(syscall.SIGCONT)
