@@ -99,13 +99,15 @@ func checkModelMemory(path string, spec config.Model, dataBytes int64, g graphsO
 	e.Weights += max(0, float64(dataBytes)-float64(spec.ParamCount()*elem))
 	e.Activations += g.extra
 	what := fmt.Sprintf("%s: %s this model", path, g.what)
-	if g.corpus == 0 {
+	if g.corpus < 1<<20 { // a corpus this small is not worth naming
+		e.Activations += g.corpus
 		return config.CheckMemory(e, limitGiB, what, envMaxMemory+"=")
 	}
+	rest := e.Weights + e.Activations
 	e.Activations += g.corpus
 	what += fmt.Sprintf(" on %s (its token ids take %s)", quote.Name(g.corpusPath), config.FormatBytes(g.corpus))
 	err := config.CheckMemory(e, limitGiB, what, envMaxMemory+"=")
-	if err == nil || g.corpus < e.Weights {
+	if err == nil || g.corpus < rest {
 		return err
 	}
 	// The corpus, more than the model, is what does not fit.

@@ -52,12 +52,13 @@ func openTranslationOn(path, what string, graphs translationGraphs, corpusPath s
 	return translate.LoadChecked(path, func(m *translate.Model, dataBytes int64) error {
 		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), dataBytes, graphs(m, m.UsualSource()))
 		doing := fmt.Sprintf("%s: %s this model", path, what)
-		if held > 0 {
-			e.Activations += held
+		rest := e.Weights + e.Activations
+		e.Activations += held
+		if held >= 1<<20 {
 			doing += fmt.Sprintf(" on %s (its pairs take up to %s)", quote.Name(corpusPath), config.FormatBytes(held))
 		}
 		err := config.CheckMemory(e, limit, doing, envMaxMemory+"=")
-		if err != nil && held > e.Weights {
+		if err != nil && held >= 1<<20 && held > rest {
 			// The pairs, more than the model, are what does not fit.
 			err = errors.New(strings.Replace(err.Error(), "make the model smaller", "evaluate on fewer pairs", 1))
 		}
