@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -33,13 +36,33 @@ type translationGraphs func(m *translate.Model, srcLen int) config.TranslationGr
 // process may still take: a model too large is refused unread, in one
 // line, instead of ending in the runtime's out-of-memory trace.
 func openTranslation(path, what string, graphs translationGraphs) (*translate.Model, error) {
+	return openTranslationOn(path, what, graphs, "", 0)
+}
+
+// openTranslationOn is openTranslation for a command that reads the pairs
+// file corpusPath, of size bytes, after the model: what it will hold of it
+// (pairs.HeldBytes) is counted in the check, so that a corpus too large
+// is refused before the model or the pairs are read.
+func openTranslationOn(path, what string, graphs translationGraphs, corpusPath string, size int64) (*translate.Model, error) {
 	limit, err := memoryLimit()
 	if err != nil {
 		return nil, err
 	}
+	held := pairs.HeldBytes(size)
 	return translate.LoadChecked(path, func(m *translate.Model, dataBytes int64) error {
 		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), dataBytes, graphs(m, m.UsualSource()))
-		if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: %s this model", path, what), envMaxMemory+"="); err != nil {
+		doing := fmt.Sprintf("%s: %s this model", path, what)
+		rest := e.Weights + e.Activations
+		e.Activations += held
+		if held >= 1<<20 {
+			doing += fmt.Sprintf(" on %s (its pairs take up to %s)", quote.Name(corpusPath), config.FormatBytes(held))
+		}
+		err := config.CheckMemory(e, limit, doing, envMaxMemory+"=")
+		if err != nil && held >= 1<<20 && held > rest {
+			// The pairs, more than the model, are what does not fit.
+			err = errors.New(strings.Replace(err.Error(), "make the model smaller", "evaluate on fewer pairs", 1))
+		}
+		if err != nil {
 			return refusedError{err}
 		}
 		return nil
