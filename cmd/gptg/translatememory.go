@@ -72,8 +72,8 @@ func openTranslationOn(path, what string, graphs translationGraphs, corpusPath s
 // checkLonger is a Translator.Check for tr's model, opened with
 // openTranslation: a source longer than Model.UsualSource is checked again, its
 // graphs at its length — all of the estimate against GPTG_MAX_MEMORY, and
-// what is not yet held (all but the weights) against what the process may
-// still take. The error is the translator's ErrInput: the sentence is
+// what is not yet held (the pair of graphs this length adds) against what
+// the process may still take. The error is the translator's ErrInput: the sentence is
 // refused, exit 2.
 func checkLonger(m *translate.Model, what string, graphs translationGraphs) func(int) error {
 	return func(S int) error {
@@ -85,9 +85,17 @@ func checkLonger(m *translate.Model, what string, graphs translationGraphs) func
 			return err
 		}
 		what := fmt.Sprintf("%s a sentence of %d words with %s", what, S-1, m.Path)
-		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, graphs(m, S))
+		g := graphs(m, S)
+		e := m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, g)
 		if e.Total() <= limit*config.GiB {
-			e.Weights = 0 // loaded already: the process's headroom has them
+			// Against the headroom, only what this length adds: its pair
+			// of decoding graphs. The weights and the graphs of other
+			// lengths the translator holds are in the process's use
+			// already (counting all at this length made a 3,000-word
+			// sentence's need 2.5× its peak: audit4 A4-4).
+			g.Decoders = min(g.Decoders, 1)
+			e = m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, g)
+			e.Weights = 0
 		}
 		if err := config.CheckMemory(e, limit, what, envMaxMemory+"="); err != nil {
 			// The sentence, not the model, is what is too large.
@@ -105,7 +113,7 @@ func checkLonger(m *translate.Model, what string, graphs translationGraphs) func
 // graphs. attention adds the whole model's graph of one sentence.
 func decodeGraphs(rows int, recompute, attention bool) translationGraphs {
 	return func(m *translate.Model, S int) config.TranslationGraphs {
-		g := config.TranslationGraphs{SrcLen: S, TgtLen: m.TargetLen()}
+		g := config.TranslationGraphs{SrcLen: S, TgtLen: m.TargetLen(), EncodeRows: 1}
 		if recompute {
 			g.Wholes, g.WholeBatch = translate.MaxPrograms/2, rows
 		} else {
