@@ -278,11 +278,11 @@ def answer_probes(h, a3, big):
     # kernel's OOM kill did this in a tight cgroup): the checkpoint holds
     # the weights, so resuming must give the model, not "already finished".
     def killed_before_model(d):
-        os.remove(os.path.join(d, "runs/c/model.safetensors"))
+        os.rename(os.path.join(d, "runs/c/model.safetensors"), os.path.join(d, "uninterrupted.safetensors"))
         with open(os.path.join(d, "runs/c/.model.safetensors.tmp4080289413"), "wb") as f:
             f.write(b"\0" * 4096)
-    A("resume of a run killed between its last checkpoint and its model writes the model", [], 0,
-      shell="$G train --resume runs/c --quiet && test -s runs/c/model.safetensors && $G sample runs/c --tokens 2 --prompt F >/dev/null",
+    A("resume of a run killed between its last checkpoint and its model writes the model, byte for byte the uninterrupted one", [], 0,
+      shell="$G train --resume runs/c --quiet && cmp runs/c/model.safetensors uninterrupted.safetensors && $G sample runs/c --tokens 2 --prompt F >/dev/null",
       setup=killed_before_model, allow=("runs/c",), timeout=120)
     # Lesser: translating lines from stdin, the graphs cached for earlier
     # lengths are not dropped to make room for a new one (refused at line 7
