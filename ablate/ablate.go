@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,6 +130,41 @@ type Result struct {
 }
 
 type point struct{ step, loss float64 }
+
+// thinned keeps a curve's points at the steps that are multiples of a
+// stride, doubled whenever more than 2·maxCurveSteps are kept, and its
+// last point: the plot draws at most maxCurveSteps steps, and every point
+// of three 1.65M-row runs took the whole of a 250 MiB cgroup (audit4
+// A4-11). Strides are steps, not rows, so the seeds of a variant keep
+// the same steps.
+type thinned struct {
+	kept   []point
+	stride int
+	last   point
+	any    bool
+}
+
+func (t *thinned) add(step int, loss float64) {
+	if t.stride == 0 {
+		t.stride = 1
+	}
+	t.last, t.any = point{float64(step), loss}, true
+	if step%t.stride != 0 {
+		return
+	}
+	t.kept = append(t.kept, t.last)
+	if len(t.kept) > 2*maxCurveSteps {
+		t.stride *= 2
+		t.kept = slices.DeleteFunc(t.kept, func(p point) bool { return int(p.step)%t.stride != 0 })
+	}
+}
+
+func (t *thinned) points() []point {
+	if t.any && (len(t.kept) == 0 || t.kept[len(t.kept)-1] != t.last) {
+		return append(t.kept, t.last)
+	}
+	return t.kept
+}
 
 // RunName turns a config file name into the name of its run folder and
 // table row: the base name without its extension, which must be a plain
@@ -565,11 +601,11 @@ func translationFinished(dir string, cfg *config.Config) bool {
 	if d := changed(dir, cfg); len(d) > 0 {
 		return false
 	}
-	rows, err := train.ReadMetrics(dir)
-	if err != nil || len(rows) == 0 {
+	var last *train.MetricsRow
+	err := train.EachMetricsRow(dir, func(row train.MetricsRow) { last = &row })
+	if err != nil || last == nil {
 		return false
 	}
-	last := rows[len(rows)-1]
 	if cfg.Train.MaxSteps > 0 {
 		return last.Step >= cfg.Train.MaxSteps
 	}
@@ -709,18 +745,19 @@ func parsePrefixLoss(out string) (float64, error) {
 
 // readMetrics takes the curves and the final figures from metrics.jsonl.
 func readMetrics(r *Result) error {
-	rows, err := train.ReadMetrics(r.Dir)
+	var curve, tests thinned
+	err := train.EachMetricsRow(r.Dir, func(row train.MetricsRow) {
+		r.Steps, r.TrainLoss, r.TokensPerS, r.WallSecs = row.Step, row.Loss, row.TokensPerSec, row.ElapsedSecs
+		curve.add(row.Step, row.Loss)
+		if row.TestLoss != nil {
+			r.TestLoss = *row.TestLoss
+			tests.add(row.Step, *row.TestLoss)
+		}
+	})
 	if err != nil {
 		return err
 	}
-	for _, row := range rows {
-		r.Steps, r.TrainLoss, r.TokensPerS, r.WallSecs = row.Step, row.Loss, row.TokensPerSec, row.ElapsedSecs
-		r.curve = append(r.curve, point{float64(row.Step), row.Loss})
-		if row.TestLoss != nil {
-			r.TestLoss = *row.TestLoss
-			r.tests = append(r.tests, point{float64(row.Step), *row.TestLoss})
-		}
-	}
+	r.curve, r.tests = curve.points(), tests.points()
 	if len(r.tests) == 0 {
 		return fmt.Errorf("%s has no test loss", filepath.Join(r.Dir, train.MetricsFile))
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"image/color"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -42,20 +42,42 @@ type curve struct {
 	x, mean, sd []float64
 }
 
+// maxCurveSteps bounds the steps a curve is drawn at (the picture is
+// about a thousand pixels wide): at every step of three 1.65M-row runs the
+// map of per-step values and the plot's points took the whole of a
+// 250 MiB cgroup and the kernel killed sweep collect (audit4 A4-11).
+var maxCurveSteps = 4000
+
+// meanCurve is the mean and sd over runs at each step one of them has —
+// every step when there are at most maxCurveSteps, else evenly spaced
+// ones among them, first and last included.
 func meanCurve(runs []*Result, pick func(*Result) []point) curve {
-	values := map[float64][]float64{}
+	var steps []float64
 	for _, r := range runs {
 		for _, p := range pick(r) {
-			values[p.step] = append(values[p.step], p.loss)
+			steps = append(steps, p.step)
 		}
 	}
-	var c curve
-	for x := range values {
-		c.x = append(c.x, x)
+	slices.Sort(steps)
+	steps = slices.Compact(steps)
+	if n := len(steps); n > maxCurveSteps {
+		kept := make([]float64, 0, maxCurveSteps)
+		for k := range maxCurveSteps {
+			kept = append(kept, steps[k*(n-1)/(maxCurveSteps-1)])
+		}
+		steps = kept
 	}
-	sort.Float64s(c.x)
-	for _, x := range c.x {
-		s := Summarize(values[x])
+	values := make([][]float64, len(steps))
+	for _, r := range runs {
+		for _, p := range pick(r) {
+			if k, found := slices.BinarySearch(steps, p.step); found {
+				values[k] = append(values[k], p.loss)
+			}
+		}
+	}
+	c := curve{x: steps}
+	for k := range steps {
+		s := Summarize(values[k])
 		c.mean, c.sd = append(c.mean, s.Mean), append(c.sd, s.SD)
 	}
 	return c

@@ -66,8 +66,31 @@ func ReadMetrics(dir string) ([]MetricsRow, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	br := bufio.NewReaderSize(f, 64<<10)
 	rows := make([]MetricsRow, 0, lines)
+	if err := eachRow(f, path, func(r MetricsRow) { rows = append(rows, r) }); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// EachMetricsRow calls fn with each row of the metrics.jsonl of the run in
+// dir, as ReadMetrics reads them, without holding them: a reader that
+// keeps a few values of each row needs no room for all (ablate's tables
+// of runs of 1.65M rows needed 442 MiB each, and under a tight limit
+// called finished runs failed: audit4 A4-11).
+func EachMetricsRow(dir string, fn func(MetricsRow)) error {
+	path := filepath.Join(dir, MetricsFile)
+	f, _, err := inputfile.Open(path, maxMetricsBytes)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	defer f.Close()
+	return eachRow(f, path, fn)
+}
+
+// eachRow reads f, the metrics file at path, a row at a time.
+func eachRow(f io.Reader, path string, fn func(MetricsRow)) error {
+	br := bufio.NewReaderSize(f, 64<<10)
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -79,22 +102,22 @@ func ReadMetrics(dir string) ([]MetricsRow, error) {
 			line = append(long, line...)
 		}
 		if err == io.EOF {
-			return rows, nil // a partial last row, or none
+			return nil // a partial last row, or none
 		}
 		if err != nil && err != bufio.ErrBufferFull {
-			return nil, fmt.Errorf("metrics: reading %s: %w", quote.Name(path), err)
+			return fmt.Errorf("metrics: reading %s: %w", quote.Name(path), err)
 		}
 		if len(line) > maxRowBytes {
-			return nil, fmt.Errorf("%s: row %d is longer than %d bytes, so not a metrics row (the file is damaged)", quote.Name(path), n, maxRowBytes)
+			return fmt.Errorf("%s: row %d is longer than %d bytes, so not a metrics row (the file is damaged)", quote.Name(path), n, maxRowBytes)
 		}
-		if n > maxMetricsRows { // the file grew since it was counted
-			return nil, tooManyRows(path)
+		if n > maxMetricsRows { // more than a run writes (or grew since it was counted)
+			return tooManyRows(path)
 		}
 		var r MetricsRow
 		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("%s: row %d: %v", quote.Name(path), n, err)
+			return fmt.Errorf("%s: row %d: %v", quote.Name(path), n, err)
 		}
-		rows = append(rows, r)
+		fn(r)
 	}
 }
 
