@@ -130,8 +130,9 @@ func (c *Config) CheckTranslationTrainMemory(srcVocab, tgtVocab int, shapes []Tr
 // graph draws before it is given the first one's (E); each shape's
 // training activations — the whole model's forward values
 // (TranslationMemory's count, the loss's log-probabilities included) and
-// a quarter more for the backward pass, its attention maps 1.6 times —
-// and the evaluation graph's logits, which it keeps; the corpus: each
+// a quarter more for the backward pass, its attention maps 1.6 times
+// (the evaluation graph of a shape shares the training graph's buffers,
+// its logits too: fused.Memory); the corpus: each
 // pair's struct and text, 8 bytes an id, an int in the batcher's buckets
 // and in an epoch's order.
 func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p *TranslationPairs) MemoryEstimate {
@@ -146,7 +147,7 @@ func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []Transla
 		enc := B * S * (Be*(12*C+2*F+H*S) + 4*C)
 		dec := B * T * (Bd*(18*C+2*F+H*(T+S)) + 4*C)
 		logits := B * T * V
-		values += 1.25*(enc+dec+2*logits) + logits
+		values += 1.25 * (enc + dec + 2*logits)
 		attention += B * (Be*H*S*S + Bd*H*T*(T+S))
 	}
 	e := MemoryEstimate{
