@@ -112,6 +112,10 @@ func (e MemoryEstimate) String() string {
 type Corpus struct {
 	Tokens  int64
 	IDBytes int
+	// Held: the ids are in memory already (the trainer checks after
+	// loading, when the process's usage counts them): only the windows'
+	// order is still to come.
+	Held bool
 }
 
 // CorpusOf is the Corpus that data.path is expected to hold, from its
@@ -145,6 +149,9 @@ func (c *Config) corpusBytes(d Corpus) float64 {
 		return 0
 	}
 	n := float64(d.Tokens) * float64(d.IDBytes)
+	if d.Held {
+		n = 0
+	}
 	if c.Data.Sampling != "random" {
 		stride := c.Data.Stride
 		if stride <= 0 {
@@ -383,10 +390,13 @@ func processSlack(h memlimit.Headroom) float64 {
 	return 16 << 20
 }
 
-// FormatBytes prints a size in MiB or GiB.
+// FormatBytes prints a size in KiB, MiB or GiB.
 func FormatBytes(n float64) string {
 	if n >= GiB {
 		return fmt.Sprintf("%.1f GiB", n/GiB)
+	}
+	if n < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", n/(1<<10))
 	}
 	return fmt.Sprintf("%.0f MiB", n/(1<<20))
 }
