@@ -84,6 +84,8 @@ type Options struct {
 	// Backend is how the sampling graph computes (the training runs are
 	// processes of Exe and read the environment themselves).
 	Backend graph.Backend
+
+	budget *memoryBudget // set by run: the trainings at once share the process's memory
 }
 
 // Status is how far a run has come.
@@ -121,6 +123,7 @@ type Result struct {
 	Sample        string
 
 	cfg   *config.Config
+	mark  string  // the run folder's train.Mark when the ablation started
 	curve []point // train loss per logged step
 	tests []point // test loss per evaluation
 }
@@ -271,8 +274,14 @@ func run(ctx context.Context, specs []Spec, opts Options, training bool) ([]*Res
 		}
 		r.Differs = differs(cfg, base)
 		r.cfg = cfg
+		if training {
+			// What --force may start over: a run another runner trains
+			// in the folder from now on is that runner's, measured as it is.
+			r.mark = train.Mark(s.Dir)
+		}
 	}
 
+	opts.budget = newMemoryBudget(opts.Log)
 	p := &progressLog{w: opts.Log, results: results, start: time.Now(), ended: map[*Result]bool{}}
 	stop := p.every(opts.ProgressEvery)
 	sem := make(chan struct{}, opts.Jobs)
@@ -368,6 +377,8 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		event("reused")
 		return Finished, true, nil
 	}
+	release := opts.budget.reserve(runLabel(r.Spec), r.cfg.TrainMemory().Total())
+	defer release()
 	if ctx.Err() != nil {
 		if err == nil {
 			return Unfinished, false, nil
@@ -383,7 +394,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	kind := "fresh"
 	switch {
 	case opts.Force:
-		args = append(args, "--force")
+		args = append(args, "--force", "--replacing", r.mark)
 	case err == nil:
 		args, kind = []string{"train", "--resume", r.Dir, "--quiet"}, "resume"
 	case startedWithoutCheckpoint(r.Dir):
@@ -392,7 +403,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		if _, merr := os.Stat(filepath.Join(r.Dir, train.ModelFile)); merr == nil {
 			return Failed, false, fmt.Errorf("run folder %s holds a model but no checkpoint: use --force to retrain it", r.Dir)
 		}
-		args = append(args, "--force")
+		args = append(args, "--force", "--replacing", r.mark)
 	}
 	// Said here rather than by the training it would start: the same
 	// line, without a process that cannot fit.
@@ -430,7 +441,13 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 // finishedMeanwhile says r's folder now holds a finished run of r's config.
 func finishedMeanwhile(r *Result) bool {
 	step, total, err := train.Progress(r.Dir)
-	return err == nil && step == total && len(changed(r.Dir, r.cfg)) == 0
+	if err != nil || step != total || len(changed(r.Dir, r.cfg)) > 0 {
+		return false
+	}
+	// A training killed while it wrote its model (the OOM killer) leaves
+	// the last checkpoint but no model: not finished.
+	_, err = os.Stat(filepath.Join(r.Dir, train.ModelFile))
+	return err == nil
 }
 
 // Busy says err is `gptg train` refusing a run folder that another

@@ -273,3 +273,45 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		t.Errorf("%s holds %q, want %q", dir, got, names)
 	}
 }
+
+// TestWriteOwnReplacesALink: WriteOwn (a run's model and checkpoint) puts
+// its file where a link was and leaves the file the link named as it was;
+// Write (a path the user gave) writes through the link. A folder at the
+// path is refused, nothing left behind.
+func TestWriteOwnReplacesALink(t *testing.T) {
+	dir := t.TempDir()
+	outside, path := filepath.Join(dir, "precious.txt"), filepath.Join(dir, "model.safetensors")
+	for _, own := range []bool{true, false} {
+		os.Remove(path)
+		if err := os.WriteFile(outside, []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, path); err != nil {
+			t.Fatal(err)
+		}
+		write := map[bool]func(string, []Tensor, map[string]string) error{true: WriteOwn, false: Write}[own]
+		if err := write(path, sample(), nil); err != nil {
+			t.Fatal(err)
+		}
+		info, _ := os.Lstat(path)
+		kept, _ := os.ReadFile(outside)
+		if own && (string(kept) != "precious" || !info.Mode().IsRegular()) {
+			t.Errorf("WriteOwn over a link: the file it named holds %.20q, the path is %v; want it untouched and a regular file", kept, info.Mode())
+		}
+		if !own && (string(kept) == "precious" || info.Mode()&fs.ModeSymlink == 0) {
+			t.Errorf("Write over a link: the file it named holds %.20q, the path is %v; want the link kept, written through", kept, info.Mode())
+		}
+		if _, err := Read(path, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(path)
+	if err := os.MkdirAll(filepath.Join(path, "keep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteOwn(path, sample(), nil); err == nil || !strings.HasPrefix(err.Error(), path+": is a folder") {
+		t.Errorf("WriteOwn over a folder: err = %v", err)
+	}
+	assertOnly(t, dir, "model.safetensors", "precious.txt")
+	assertOnly(t, path, "keep")
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,14 +16,32 @@ import (
 // Write saves tensors, in the order given, and meta as a safetensors file.
 // It goes through a temporary file renamed over path (internal/atomicfile),
 // so a crash or a full disk leaves the old file or the new one, never a
-// torn mix, and no temporary file behind.
+// torn mix, and no temporary file behind. A link at path is written
+// through (atomicfile.Write): path is a name the user gave.
 func Write(path string, tensors []Tensor, meta map[string]string) error {
+	return write(atomicfile.Write, path, tensors, meta)
+}
+
+// WriteOwn is Write for a model file a command names itself inside a
+// folder it writes (a run's model.safetensors and checkpoint.safetensors)
+// or has already resolved (import --out): whatever is at path — a link, a
+// FIFO — is replaced by the new file, never followed (atomicfile.WriteOwn),
+// so a link planted there cannot lead the write over the file it names.
+func WriteOwn(path string, tensors []Tensor, meta map[string]string) error {
+	return write(atomicfile.WriteOwn, path, tensors, meta)
+}
+
+func write(to func(string, func(io.Writer) error) error, path string, tensors []Tensor, meta map[string]string) error {
 	header, _, err := encodeHeader(tensors, meta)
 	if err != nil {
 		return fail(path, "%w", err)
 	}
-	err = atomicfile.Write(path, func(w io.Writer) error { return encode(w, header, tensors) })
-	if err != nil {
+	err = to(path, func(w io.Writer) error { return encode(w, header, tensors) })
+	var refused *atomicfile.Error
+	switch {
+	case errors.As(err, &refused): // names path already
+		return err
+	case err != nil:
 		return pathError(path, err)
 	}
 	return nil

@@ -85,13 +85,14 @@ func asInput(err error) error {
 	return &InputError{err}
 }
 
-// Save writes m as a gptg model file.
+// Save writes m as a gptg model file at path, replacing whatever is there
+// (a link too: resolve a link the user named before, atomicfile.Target).
 func (m *Model) Save(path string) error {
 	meta, err := m.metadata()
 	if err != nil {
 		return err
 	}
-	return modelfile.Write(path, m.Tensors, meta)
+	return modelfile.WriteOwn(path, m.Tensors, meta)
 }
 
 // Encode writes m as a gptg model file to w.

@@ -86,7 +86,7 @@ func writeCheckpoint(path string, cfg *config.Config, params []*graph.Param, opt
 	// The resolved config the weights were trained with: a resume compares
 	// it with config.toml and names any setting edited since.
 	meta := map[string]string{"format": checkpointFormat, "state": string(state), "config": string(cfgText)}
-	return modelfile.Write(path, tensors, meta)
+	return modelfile.WriteOwn(path, tensors, meta) // a link planted in the run folder is replaced, not followed
 }
 
 // loadCheckpoint restores what saveCheckpoint wrote and trims

@@ -31,7 +31,7 @@ func checkInitVocab(path string, cfg *config.Config, data *corpus.Dataset) error
 	if have.Kind() != want.Kind() {
 		return fail("%s is a %s-level model, and the corpus %s is read as %s tokens (data.tokenizer)", path, want.Kind(), cfg.Data.Path, have.Kind())
 	}
-	missing, extra := tokensNotIn(want, have), tokensNotIn(have, want)
+	missing, extra := notIn(want.Tokens(), have.Tokens()), notIn(have.Tokens(), want.Tokens())
 	var parts []string
 	if len(missing) > 0 {
 		parts = append(parts, fmt.Sprintf("lacks %d of the %d %s tokens of %s (%s)", len(missing), want.Size(), want.Kind(), path, listTokens(missing)))
@@ -45,14 +45,14 @@ func checkInitVocab(path string, cfg *config.Config, data *corpus.Dataset) error
 	return fail("the corpus %s %s", cfg.Data.Path, strings.Join(parts, " and "))
 }
 
-// tokensNotIn lists the tokens of a that b does not have, in a's order.
-func tokensNotIn(a, b *corpus.Vocab) []string {
+// notIn lists the tokens of a that b does not have, in a's order.
+func notIn(a, b []string) []string {
 	in := map[string]bool{}
-	for _, t := range b.Tokens() {
+	for _, t := range b {
 		in[t] = true
 	}
 	var out []string
-	for _, t := range a.Tokens() {
+	for _, t := range a {
 		if !in[t] {
 			out = append(out, t)
 		}

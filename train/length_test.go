@@ -79,7 +79,7 @@ func TestSuggestedCommandsRun(t *testing.T) {
 					t.Fatalf("suggestion %q in %v, want --set %s", sets, err, length.suggestedLength)
 				}
 			}
-			sets := suggestedSets(t, refuseExistingRun(dir, false), dir)
+			sets := suggestedSets(t, refuseExistingRun(dir, Options{}), dir)
 			res, err := Resume(context.Background(), dir, sets, Options{})
 			if err != nil {
 				t.Fatalf("the suggested `gptg train --resume %s --set %s` fails: %v", dir, sets[0], err)

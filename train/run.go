@@ -43,10 +43,14 @@ var ErrInterrupted = errors.New("training interrupted")
 
 // Options are the parts of a run that are not in the config.
 type Options struct {
-	Log      io.Writer    // progress and messages (os.Stdout)
-	Progress bool         // a live progress bar instead of periodic lines
-	Force    bool         // start over in a run folder that holds a run
-	Client   *http.Client // for downloading the corpus; nil = http.DefaultClient
+	Log      io.Writer // progress and messages (os.Stdout)
+	Progress bool      // a live progress bar instead of periodic lines
+	Force    bool      // start over in a run folder that holds a run
+	// Replacing, with Force, is the Mark the folder must still have to be
+	// started over: a runner that looked at it earlier (ablate --force)
+	// leaves a run that another runner trained since as it is.
+	Replacing string
+	Client    *http.Client // for downloading the corpus; nil = http.DefaultClient
 	// CheckpointEvery, when set, replaces the config's train.checkpoint_every.
 	CheckpointEvery int
 	// AfterStep, when set, is called after every step (tests interrupt here).
@@ -113,7 +117,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if err := runlock.Busy(dir); err != nil {
 		return nil, err
 	}
-	if err := refuseExistingRun(dir, opts.Force); err != nil {
+	if err := refuseExistingRun(dir, opts); err != nil {
 		return nil, err
 	}
 	var lock *runlock.Lock
@@ -122,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 		defer lock.Release()
-		if err := refuseExistingRun(dir, opts.Force); err != nil {
+		if err := refuseExistingRun(dir, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +160,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		}
 		defer lock.Release()
 		// Another process may have made the folder since the Stat above.
-		if err := refuseExistingRun(dir, opts.Force); err != nil {
+		if err := refuseExistingRun(dir, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -190,10 +194,10 @@ func startOver(dir string) error {
 	return nil
 }
 
-// ownFiles refuses a run whose files are symbolic links: a resume rewrites
-// every one of them (atomicfile writes through a link, to the file it
-// names), so a link would carry the run's writes out of its folder, onto
-// whatever it leads to.
+// ownFiles refuses a run whose files are symbolic links: a resume reads
+// the run from where they lead, then rewrites every one of them in its
+// folder (never through a link: atomicfile.WriteOwn), which would replace
+// the link and leave the file it named behind, no longer the run's.
 func ownFiles(dir string) error {
 	for _, name := range runFiles {
 		p := filepath.Join(dir, name)
@@ -202,8 +206,8 @@ func ownFiles(dir string) error {
 			continue
 		}
 		to, _ := os.Readlink(p)
-		return fmt.Errorf("%s is a symbolic link (to %s): a resume rewrites the run's files, and would write where it leads; put the file itself in the run folder (cp --remove-destination %s %s)",
-			quote.Name(p), quote.Name(to), quote.Name(to), quote.Name(p))
+		return fmt.Errorf("%s is a symbolic link (to %s): a resume rewrites the run's files in its folder, which would replace the link and leave %s behind; put the file itself in the run folder (cp --remove-destination %s %s)",
+			quote.Name(p), quote.Name(to), quote.Name(to), quote.Name(to), quote.Name(p))
 	}
 	return nil
 }
@@ -223,10 +227,29 @@ func removeStaleTemps(dir string) {
 	}
 }
 
+// ErrReplaced is wrapped by a start over refused because the run folder's
+// run is no longer the one Options.Replacing names.
+var ErrReplaced = errors.New("another process has trained in the run folder since")
+
+// Mark says which run dir holds and how far it has come: its run id
+// ("-" for none) and its checkpoint's step, as "ID@STEP".
+func Mark(dir string) string {
+	text, _ := os.ReadFile(filepath.Join(dir, ConfigFile))
+	id := readRunID(text)
+	if id == "" {
+		id = "-"
+	}
+	step, _, _ := Progress(dir)
+	return fmt.Sprintf("%s@%d", id, step)
+}
+
 // refuseExistingRun says how to go on when dir already holds a run,
 // naming a command that works for the state the run is in.
-func refuseExistingRun(dir string, force bool) error {
-	if force {
+func refuseExistingRun(dir string, opts Options) error {
+	if opts.Force {
+		if now := Mark(dir); opts.Replacing != "" && now != opts.Replacing {
+			return fmt.Errorf("run folder %s: %w (it holds %s, --replacing names %s): left as it is", dir, ErrReplaced, now, opts.Replacing)
+		}
 		return nil
 	}
 	var found []string

@@ -65,7 +65,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := runlock.Busy(dir); err != nil {
 		return nil, err
 	}
-	if err := refuseExistingRun(dir, opts.Force); err != nil {
+	if err := refuseExistingRun(dir, opts); err != nil {
 		return nil, err
 	}
 	tr, err := newTranslation(cfg, cfg.Data.Path, opts)
@@ -88,7 +88,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 		return nil, err
 	}
 	defer lock.Release()
-	if err := refuseExistingRun(dir, opts.Force); err != nil { // made by another process meanwhile
+	if err := refuseExistingRun(dir, opts); err != nil { // made by another process meanwhile
 		return nil, err
 	}
 	if err := startOver(dir); err != nil {

@@ -32,11 +32,22 @@ func (tr *translation) initFrom(path string) error {
 		name      string
 		file, run []string
 	}{{"source", m.Src.Words(), tr.corpus.Src.Words()}, {"target", m.Tgt.Words(), tr.corpus.Tgt.Words()}} {
-		if !slices.Equal(side.file, side.run) {
-			return &config.Error{File: tr.cfg.Path, Key: "--init", Msg: fmt.Sprintf(
-				"%s has a %s vocabulary of %d words, the corpus %s one of %d (or in another order): starting from a model needs the same words",
-				path, side.name, len(side.file), tr.cfg.Data.Path, len(side.run))}
+		if slices.Equal(side.file, side.run) {
+			continue
 		}
+		var parts []string
+		if missing := notIn(side.file, side.run); len(missing) > 0 {
+			parts = append(parts, fmt.Sprintf("lacks %d of the model's %d (%s)", len(missing), len(side.file), listTokens(missing)))
+		}
+		if extra := notIn(side.run, side.file); len(extra) > 0 {
+			parts = append(parts, fmt.Sprintf("has %d the model does not know (%s)", len(extra), listTokens(extra)))
+		}
+		if len(parts) == 0 { // a word's id is its rank by count in the corpus
+			parts = append(parts, "has them counted in another order (words are numbered by how often they occur)")
+		}
+		return &config.Error{File: tr.cfg.Path, Key: "--init", Msg: fmt.Sprintf(
+			"the %s words of the corpus %s are not those of %s: it %s; starting from a model needs exactly its words: use the pairs it was trained on, or train without --init",
+			side.name, tr.cfg.Data.Path, path, strings.Join(parts, " and "))}
 	}
 	if err := m.Apply(tr.params); err != nil {
 		return fmt.Errorf("--init: %w", err)

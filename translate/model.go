@@ -61,7 +61,8 @@ func Spec(m config.Model, srcVocab, tgtVocab int) graph.TranslationSpec {
 
 // Save writes params as a safetensors model file whose metadata says it
 // holds an encoder–decoder and carries what rebuilds it: the [model]
-// table, both vocabularies and the length limits.
+// table, both vocabularies and the length limits. Like savedmodel.Save it
+// replaces whatever is at path, never writing through a link.
 func Save(path string, m config.Model, src, tgt *pairs.Vocab, maxSource, maxTarget int, params []*graph.Param) error {
 	model, err := json.Marshal(m)
 	if err != nil {
@@ -84,7 +85,7 @@ func Save(path string, m config.Model, src, tgt *pairs.Vocab, maxSource, maxTarg
 	if err != nil {
 		return err
 	}
-	return modelfile.Write(path, tensors, meta)
+	return modelfile.WriteOwn(path, tensors, meta)
 }
 
 // IsTranslation reports whether a model file's metadata says it holds an

@@ -257,6 +257,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, round6Audit3Inputs(t)...)
 	rows = append(rows, leftoverInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
+	rows = append(rows, mendsInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
@@ -281,7 +282,7 @@ func TestBadInputs(t *testing.T) {
 			before := listFiles(t, dir)
 			opts := runOptions{stdin: row.stdin, env: row.env}
 			if limit > 0 {
-				opts.shell = fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit)
+				opts.ulimit = fmt.Sprintf("-v %d", limit)
 			}
 			r := runGptgWith(t, dir, opts, row.args...)
 

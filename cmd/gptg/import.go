@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
@@ -86,6 +87,15 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: []string{ckpt, *meta}}); err != nil {
 		return err
 	}
+	// The file checked is the file written: a link given as --out is
+	// followed now, once, and one that appears there while the checkpoint
+	// converts is replaced, not followed to somewhere unchecked.
+	target := *out
+	if !atomicfile.IsStdout(*out) {
+		if target, err = atomicfile.Target(*out); err != nil {
+			return fmt.Errorf("--out: %w", err) // changed since the check above
+		}
+	}
 	limit := float64(config.DefaultMaxMemory) // GiB, as for the other model commands
 	if s := os.Getenv(envMaxMemory); s != "" {
 		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
@@ -99,7 +109,7 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	if atomicfile.IsStdout(*out) {
 		return writeOutput(*out, stdout, m.Encode)
 	}
-	if err := m.Save(*out); err != nil {
+	if err := m.Save(target); err != nil {
 		return err
 	}
 	s := m.Spec

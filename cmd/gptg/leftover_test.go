@@ -90,7 +90,7 @@ func TestDataOutputFailureLeavesNoFolders(t *testing.T) {
 		{"data", "toy", "--out", "a/b/t.txt", "--sentences", "10"},
 		{"data", "export", "toy", "--out", "kept/b/c/t.txt"},
 	} {
-		r := runGptgWith(t, dir, runOptions{shell: `ulimit -f 0 && exec "$0" "$@"`}, args...)
+		r := runGptgWith(t, dir, runOptions{ulimit: "-f 0"}, args...)
 		if r.code != 1 || !strings.Contains(r.stderr, "file too large") {
 			t.Errorf("gptg %s under ulimit -f 0: exit %d, stderr %q; want exit 1, file too large", strings.Join(args, " "), r.code, r.stderr)
 		}

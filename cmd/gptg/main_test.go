@@ -119,10 +119,28 @@ type runOptions struct {
 	// empty): a file, as a shell's < gives it, so that /dev/stdin is a
 	// link to a regular file.
 	stdin string
-	// shell, when set, is a sh -c script that runs the binary as
-	// "$0" "$@" (exec "$0" "$@" after a ulimit, say): limits of the
-	// process itself, which exec.Cmd cannot set.
-	shell string
+	// ulimit, when set, is a limit of the process itself, which exec.Cmd
+	// cannot set, given to the shell's ulimit before the binary runs:
+	// "-v 2500000" (KiB of address space), "-d 300000", "-f 0".
+	ulimit string
+}
+
+// underVM runs the binary with args in dir under ulimit -v kib (KiB of
+// address space), as runGptgWith does.
+func underVM(t *testing.T, dir string, kib int64, args ...string) result {
+	t.Helper()
+	return runGptgWith(t, dir, runOptions{ulimit: fmt.Sprintf("-v %d", kib)}, args...)
+}
+
+// gptgCommand is the binary's command with args in dir, run under the
+// shell's ulimit when one is given.
+func gptgCommand(ctx context.Context, dir, ulimit string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, gptgBin, args...)
+	if ulimit != "" {
+		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", "ulimit " + ulimit + ` && exec "$0" "$@"`, gptgBin}, args...)...)
+	}
+	cmd.Dir = dir
+	return cmd
 }
 
 // runGptgWith runs the binary in dir as opts say, bounded by
@@ -136,11 +154,7 @@ func runGptgWith(t *testing.T, dir string, opts runOptions, args ...string) resu
 		cpu = commandCPU
 	}
 	env := opts.env
-	cmd := exec.CommandContext(ctx, gptgBin, args...)
-	if opts.shell != "" {
-		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", opts.shell, gptgBin}, args...)...)
-	}
-	cmd.Dir = dir
+	cmd := gptgCommand(ctx, dir, opts.ulimit, args...)
 	if opts.stdin != "" {
 		f, err := os.Open(filepath.Join(dir, opts.stdin))
 		if err != nil {

@@ -36,6 +36,22 @@ func pairsFile(n int) string {
 	return b.String()
 }
 
+// refusalSuggests checks that r is a refusal in one line (exit 2)
+// starting with prefix and holding want, and returns the number its advice
+// gives after marker ("head -n ", "at most "). what names the run.
+func refusalSuggests(t *testing.T, what string, r result, prefix, want, marker string) int {
+	t.Helper()
+	if r.code != 2 || !strings.HasPrefix(r.stderr, prefix) || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("%s: exit %d, stderr %.600q; want exit 2 and one line %q…%q", what, r.code, r.stderr, prefix, want)
+	}
+	_, advice, _ := strings.Cut(r.stderr, marker)
+	n, err := strconv.Atoi(advice[:len(advice)-len(strings.TrimLeft(advice, "0123456789"))])
+	if err != nil {
+		t.Fatalf("%s: stderr %q names no number after %q", what, r.stderr, marker)
+	}
+	return n
+}
+
 // TestPairsBoundFitsTheProcess: the kept pairs of a pairs file are held
 // up to a fixed 512 MiB (about twice that at the peak), which a process
 // under ulimit -v may not have: 268 MB in use ended in the runtime's
@@ -54,12 +70,7 @@ func TestPairsBoundFitsTheProcess(t *testing.T) {
 	limit := addressUsed(t, dir) + 300<<10
 	r := underVM(t, dir, limit, "data", "pairs", "p.toml")
 	want := fmt.Sprintf("this process may still hold under ulimit -v %d KiB (gptg holds every kept pair while it reads): train on a part of the file (head -n ", limit)
-	if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Fatalf("gptg data pairs p.toml under ulimit -v %d (300 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line with %q",
-			limit, r.code, r.stderr, want)
-	}
-	var lines int
-	fmt.Sscanf(r.stderr[strings.Index(r.stderr, "head -n ")+len("head -n "):], "%d", &lines)
+	lines := refusalSuggests(t, fmt.Sprintf("gptg data pairs p.toml under ulimit -v %d (300 MiB of headroom)", limit), r, "gptg data: p.tsv:", want, "head -n ")
 	if lines < 10_000 || lines >= 900_000 {
 		t.Fatalf("the refusal suggests head -n %d: want a part of the file", lines)
 	}
@@ -112,13 +123,8 @@ func TestPictureFitsTheProcess(t *testing.T) {
 	text := strings.Repeat("To be, or not to be: that is the question. ", 3)[:128]
 	limit := addressUsed(t, dir) + 300<<10
 	r := underVM(t, dir, limit, "attention", "att", "--text", text, "--out", "a.png")
-	want := fmt.Sprintf("a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v %d KiB: ", limit)
-	if r.code != 2 || !strings.HasPrefix(r.stderr, "gptg attention: "+want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
-		t.Fatalf("gptg attention (128 tokens, .png) under ulimit -v %d (300 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line %q…",
-			limit, r.code, r.stderr, want)
-	}
-	var fit int
-	fmt.Sscanf(r.stderr[strings.Index(r.stderr, "at most ")+len("at most "):], "%d", &fit)
+	want := fmt.Sprintf("gptg attention: a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v %d KiB: ", limit)
+	fit := refusalSuggests(t, fmt.Sprintf("gptg attention (128 tokens, .png) under ulimit -v %d (300 MiB of headroom)", limit), r, want, "", "at most ")
 	if fit < 8 || fit >= 128 {
 		t.Fatalf("the refusal says %d tokens fit: want fewer than 128", fit)
 	}

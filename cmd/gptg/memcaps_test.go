@@ -70,17 +70,6 @@ func vmField(path, key string) int64 {
 	return 0
 }
 
-// underVM runs the binary with args in dir under ulimit -v kib.
-func underVM(t *testing.T, dir string, kib int64, args ...string) result {
-	t.Helper()
-	cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kib), gptgBin}, args...)...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Run()
-	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
-}
-
 // bigBatchRun trains, with ablate, a tiny model at a batch that makes its
 // training estimate large (about 350 MiB) and sampling it small: the run
 // ab/big. One step on the built-in corpus.

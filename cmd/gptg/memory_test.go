@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,27 +39,19 @@ func writeGPTModel(t *testing.T, path string, spec config.Model) {
 // or "crash" with what it printed.
 func underAddressLimit(t *testing.T, dir string, kib int64, args ...string) (string, string) {
 	t.Helper()
-	run := func(args ...string) (int, string) {
-		cmd := exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, kib), gptgBin}, args...)...)
-		cmd.Dir = dir
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		cmd.Run()
-		return cmd.ProcessState.ExitCode(), stderr.String()
-	}
-	code, stderr := run(args...)
+	r := underVM(t, dir, kib, args...)
 	switch {
-	case code == 0:
-		return "ok", stderr
-	case code == 2 && strings.Count(strings.TrimSpace(stderr), "\n") == 0 && strings.Contains(stderr, "may still use"):
-		return "refused", stderr
+	case r.code == 0:
+		return "ok", r.stderr
+	case r.code == 2 && strings.Count(strings.TrimSpace(r.stderr), "\n") == 0 && strings.Contains(r.stderr, "may still use"):
+		return "refused", r.stderr
 	}
 	for range 3 { // the runtime's start under ulimit -v ~1.5 GB varies from run to run
-		if c, _ := run("version"); c != 0 {
-			return "nostart", stderr
+		if underVM(t, dir, kib, "version").code != 0 {
+			return "nostart", r.stderr
 		}
 	}
-	return "crash", stderr
+	return "crash", r.stderr
 }
 
 // TestModelCommandsUnderAddressLimit: sample, attention, eval and inspect

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,21 +59,10 @@ func TestTranslationMemoryLimit(t *testing.T) {
 func TestTranslationLongSentenceUnderUlimit(t *testing.T) {
 	dir := t.TempDir()
 	writeTranslationModelPositions(t, dir, "sinusoidal")
-	run := func(stdin string, args ...string) (int, string, string) {
-		cmd := exec.Command("sh", append([]string{"-c", `ulimit -v 2500000 && exec "$0" "$@"`, gptgBin}, args...)...)
-		cmd.Dir = dir
-		cmd.Stdin = strings.NewReader(stdin)
-		var stdout, stderr strings.Builder
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		start := time.Now()
-		cmd.Run()
-		if d := time.Since(start); d > 30*time.Second {
-			t.Errorf("gptg %s took %s", strings.Join(args, " "), d)
-		}
-		return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
-	}
 	long := strings.Repeat("a1 a2 a3 ", 5000)
-	code, stdout, stderr := run("a1 a2\n"+long+"\n", "translate", translationModelFile)
+	writeFiles(t, dir, map[string]string{"in.txt": "a1 a2\n" + long + "\n"})
+	r := runGptgWith(t, dir, runOptions{ulimit: "-v 2500000", stdin: "in.txt"}, "translate", translationModelFile)
+	code, stdout, stderr := r.code, r.stdout, r.stderr
 	want := "gptg translate: stdin:2: cannot translate: translating a sentence of 15000 words with runs/tr/model.safetensors needs about"
 	if code != 2 || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "more than this process may still use") ||
 		!strings.Contains(stderr, "under ulimit -v 2500000 KiB") || strings.Count(stderr, "\n") != 1 {
@@ -84,7 +71,8 @@ func TestTranslationLongSentenceUnderUlimit(t *testing.T) {
 	if strings.Count(stdout, "\n") != 1 {
 		t.Errorf("stdout %q: want the first line's translation", stdout)
 	}
-	code, _, stderr = run("", "attention", translationModelFile, "--text", long)
+	r = runGptgWith(t, dir, runOptions{ulimit: "-v 2500000"}, "attention", translationModelFile, "--text", long)
+	code, stderr = r.code, r.stderr
 	if want := "drawing the attention of a sentence of 15000 words"; code != 2 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("attention of a 15,000-word sentence under ulimit -v 2500000: exit %d, stderr %q; want exit 2 and one line with %q", code, stderr, want)
 	}
@@ -129,26 +117,7 @@ func TestServeModelMemoryUnderUlimit(t *testing.T) {
 		cmd.Wait()
 	}
 	limit := v0 + (256-100)<<10 // KiB: the reserve is 256 MiB; VmSize varies by tens of MiB from run to run
-	cmd := exec.Command("sh", "-c", fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit), gptgBin,
-		"serve", "--addr", "127.0.0.1:0", "--model-memory", "20")
-	cmd.Dir = dir
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	_, u, ok := strings.Cut(strings.TrimSpace(line), " on ")
-	u, _, _ = strings.Cut(u, " ")
-	if err != nil || !ok {
-		t.Fatalf("serve under ulimit -v %d: first line %q (%v), stderr %q", limit, line, err, stderr.String())
-	}
-	go io.Copy(io.Discard, stdout)
+	_, u, stderr := startServeUnder(t, dir, fmt.Sprintf("-v %d", limit), "--addr", "127.0.0.1:0", "--model-memory", "20")
 	for wait := time.Now(); !strings.Contains(stderr.String(), "\n") && time.Since(wait) < 5*time.Second; {
 		time.Sleep(10 * time.Millisecond) // the note comes through a pipe
 	}

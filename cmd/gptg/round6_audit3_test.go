@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,18 +27,6 @@ func round6Audit3Inputs(t *testing.T) []badInput {
 	}
 }
 
-// underLimit runs the binary in dir under the shell's ulimit flag (-v, -d)
-// of kib KiB, as a container or a shared machine would limit it.
-func underLimit(t *testing.T, dir, flag string, kib int, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	cmd := exec.Command("sh", append([]string{"-c", `ulimit ` + flag + ` "$0" && exec "$@"`, strconv.Itoa(kib), gptgBin}, args...)...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Run()
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
-}
-
 // TestDataToyStreams: gptg data toy built its whole file in memory before
 // writing it (10M sentences, 400 MB of text: a peak of 1 GB), so a process
 // limited below that crashed with the runtime's out-of-memory trace; it
@@ -48,12 +34,12 @@ func underLimit(t *testing.T, dir, flag string, kib int, args ...string) (code i
 // 300 MB, 3M sentences (120 MB) crashed before.
 func TestDataToyStreams(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := underLimit(t, dir, "-d", 300_000, "data", "toy", "--out", "t.txt", "--sentences", "3000000")
-	if code != 0 || stderr != "" {
-		t.Fatalf("data toy of 3M sentences under ulimit -d 300000: exit %d, stderr %.300s", code, stderr)
+	r := runGptgWith(t, dir, runOptions{ulimit: "-d 300000"}, "data", "toy", "--out", "t.txt", "--sentences", "3000000")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("data toy of 3M sentences under ulimit -d 300000: exit %d, stderr %.300s", r.code, r.stderr)
 	}
-	if !strings.Contains(stdout, "wrote 3000000 sentences") {
-		t.Errorf("stdout %q", stdout)
+	if !strings.Contains(r.stdout, "wrote 3000000 sentences") {
+		t.Errorf("stdout %q", r.stdout)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "t.txt"))
 	if err != nil || bytes.Count(b, []byte("\n")) != 3_000_000 {

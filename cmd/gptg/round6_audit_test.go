@@ -25,7 +25,7 @@ func TestProcessMemoryLimit(t *testing.T) {
 		t.Fatalf("gptg graph big.toml without a process limit: exit %d: %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{{"graph", "big.toml"}, {"train", "big.toml"}, {"ablate", "big.toml", "--out", "ab"}} {
-		r := runGptgWith(t, dir, runOptions{shell: `ulimit -v 2500000 && exec "$0" "$@"`}, args...)
+		r := runGptgWith(t, dir, runOptions{ulimit: "-v 2500000"}, args...)
 		want := "more than this process may still use"
 		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "ulimit -v 2500000 KiB") ||
 			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -25,8 +26,13 @@ import (
 // printed. The process is killed at the end of the test if still running.
 func startServe(t *testing.T, dir string, args ...string) (*exec.Cmd, string, *strings.Builder) {
 	t.Helper()
-	cmd := exec.Command(gptgBin, append([]string{"serve"}, args...)...)
-	cmd.Dir = dir
+	return startServeUnder(t, dir, "", args...)
+}
+
+// startServeUnder is startServe under the shell's ulimit (runOptions.ulimit).
+func startServeUnder(t *testing.T, dir, ulimit string, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := gptgCommand(context.Background(), dir, ulimit, append([]string{"serve"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

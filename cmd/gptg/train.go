@@ -18,7 +18,9 @@ import (
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/terminal"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/train"
+	"github.com/gptg/gptg/translate"
 )
 
 var trainCommand = command{
@@ -68,6 +70,10 @@ Flags:
                            config must describe that model over the same
                            vocabulary; the optimiser and schedule start anew
   --force                  start over in a run folder that holds a run
+  --replacing ID@STEP      with --force: only if the folder still holds that
+                           run at that step (ablate and sweep pass what
+                           they saw, so that a run another runner trained
+                           since is not trained again)
   --quiet                  no progress output, only the final summary
   --cpuprofile FILE        write a Go CPU profile of the whole command to
                            FILE, for go tool pprof (where the time goes)
@@ -82,6 +88,7 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	fs.Var(&sets, "set", "")
 	resume := fs.String("resume", "", "")
 	force := fs.Bool("force", false, "")
+	replacing := fs.String("replacing", "", "")
 	initFrom := fs.String("init", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
@@ -105,7 +112,7 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 		}()
 	}
 	// --threads 0 (unset) leaves the choice to train.threads, then to every core.
-	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Progress: terminal.Is(stdout)}
+	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Replacing: *replacing, Progress: terminal.Is(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
 	}
@@ -120,6 +127,8 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 		return usagef("--resume takes the run folder alone: the run keeps its own config")
 	case *resume != "" && *initFrom != "":
 		return usagef("--init starts a new run; --resume continues one from its own checkpoint")
+	case *replacing != "" && !*force:
+		return usagef("--replacing says which run --force may start over: give it with --force")
 	case *resume != "" && *force:
 		// --force was silently ignored: a user who meant to start over got
 		// a continued run.
@@ -147,11 +156,7 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 			if opts.Init, err = modelPath(*initFrom); err != nil {
 				return err
 			}
-			refuse := refuseTranslation
-			if cfg.Model.EncoderDecoder() {
-				refuse = refuseLanguageModel
-			}
-			if err := refuse(opts.Init, "--init"); err != nil {
+			if err := refuseInitKind(opts.Init, cfg); err != nil {
 				return err
 			}
 		}
@@ -234,4 +239,19 @@ func findRelative(dir, rel string) string {
 		}
 		dir = parent
 	}
+}
+
+// refuseInitKind refuses an --init model of the other kind than the
+// config describes: a language model for a translation config, or the
+// other way round. A file that does not read is left to the run to name.
+func refuseInitKind(path string, cfg *config.Config) error {
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{}) // the header only
+	if err != nil {
+		return nil
+	}
+	kind := map[bool]string{false: "a language model (decoder-only)", true: "a translation model (encoder-decoder)"}
+	if file := translate.IsTranslation(meta); file != cfg.Model.EncoderDecoder() {
+		return usagef("--init %s is %s, and %s describes %s: start from a model trained from a config like it", path, kind[file], cfg.Path, kind[!file])
+	}
+	return nil
 }

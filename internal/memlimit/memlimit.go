@@ -125,13 +125,19 @@ func (c cgroupLimit) String() string {
 }
 
 // The two cgroup versions' files: the limit, the usage, and memory.stat's
-// key for the inactive page cache (counted in the usage, but the first
-// thing the kernel reclaims, so not in the way of a new allocation).
-type cgroupFiles struct{ limit, usage, inactiveFile string }
+// keys for the page cache counted in the usage (inactive and active file
+// pages) and for the part of it the kernel cannot just drop (mapped into
+// a process — the running binary among them — or dirty, or being written).
+type cgroupFiles struct {
+	limit, usage                                   string
+	inactiveFile, activeFile, mapped, dirty, wback string
+}
 
 var (
-	cgroupV1 = cgroupFiles{"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}
-	cgroupV2 = cgroupFiles{"memory.max", "memory.current", "inactive_file"}
+	cgroupV1 = cgroupFiles{"memory.limit_in_bytes", "memory.usage_in_bytes",
+		"total_inactive_file", "total_active_file", "total_mapped_file", "total_dirty", "total_writeback"}
+	cgroupV2 = cgroupFiles{"memory.max", "memory.current",
+		"inactive_file", "active_file", "file_mapped", "file_dirty", "file_writeback"}
 )
 
 // cgroupLimits lists the memory limits set on the process's cgroups (v1's
@@ -199,7 +205,7 @@ func readCgroup(dir string, files cgroupFiles) (c cgroupLimit, ok bool) {
 	if !ok {
 		return c, false
 	}
-	if cache, ok := statField(filepath.Join(dir, "memory.stat"), files.inactiveFile); ok && cache <= used {
+	if cache := reclaimable(statFields(filepath.Join(dir, "memory.stat")), files); cache <= used {
 		used -= cache
 	}
 	return cgroupLimit{file: files.limit, limit: limit, used: used}, true
@@ -225,19 +231,33 @@ func cgroupValue(path string) (float64, bool) {
 	return v, true
 }
 
-// statField is one "key value" line of a memory.stat file.
-func statField(path, key string) (float64, bool) {
+// reclaimable is the page cache the kernel reclaims before it would kill a
+// process of the cgroup: all clean, unmapped file pages. Active pages count
+// too — a file read twice (gptg reads a corpus to check it, then to load
+// it) is active, and a long-lived container fills its usage with them —
+// but never less than the inactive ones, which is what "working set"
+// tools (docker stats, the kubelet) subtract.
+func reclaimable(stat map[string]float64, files cgroupFiles) float64 {
+	inactive := stat[files.inactiveFile]
+	all := inactive + stat[files.activeFile] - stat[files.mapped] - stat[files.dirty] - stat[files.wback]
+	return max(inactive, all)
+}
+
+// statFields reads the "key value" lines of a memory.stat file; an
+// unreadable file gives an empty map.
+func statFields(path string) map[string]float64 {
+	m := map[string]float64{}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, false
+		return m
 	}
 	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, key+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
+		k, v, found := strings.Cut(strings.TrimSpace(line), " ")
+		if x, err := strconv.ParseFloat(v, 64); found && err == nil {
+			m[k] = x
 		}
 	}
-	return 0, false
+	return m
 }
 
 // mount is where a cgroup tree is mounted: the folder (point) and the

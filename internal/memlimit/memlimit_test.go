@@ -106,6 +106,23 @@ func TestFind(t *testing.T) {
 			"sys/fs/cgroup/memory/process_api/job/memory.stat":           "cache 1\ninactive_file 5\ntotal_inactive_file 104857600\n",
 			"sys/fs/cgroup/unified/cgroup.procs":                         "1\n",
 		}), 0, 0, Headroom{900*MiB - 100*MiB, "the memory limit of cgroup /process_api/job (memory.limit_in_bytes 900 MiB)", false}},
+		{"cgroup v1: active page cache is reclaimable, mapped and dirty pages are not", with(baseFiles(), map[string]string{
+			"proc/self/mountinfo":                            v1Mountinfo,
+			"proc/self/cgroup":                               "4:memory:/job\n",
+			"sys/fs/cgroup/memory/job/memory.limit_in_bytes": "943718400\n",
+			"sys/fs/cgroup/memory/job/memory.usage_in_bytes": "838860800\n",
+			// 700 MiB of usage is page cache: 100 inactive, 600 active, of which
+			// 30 mapped, 20 dirty, 10 under writeback stay.
+			"sys/fs/cgroup/memory/job/memory.stat": "total_inactive_file 104857600\ntotal_active_file 629145600\n" +
+				"total_mapped_file 31457280\ntotal_dirty 20971520\ntotal_writeback 10485760\n",
+		}), 0, 0, Headroom{900*MiB - (800*MiB - 640*MiB), "the memory limit of cgroup /job (memory.limit_in_bytes 900 MiB)", false}},
+		{"cgroup v2: mapped pages beyond the active ones still leave the inactive reclaimable", with(baseFiles(), map[string]string{
+			"proc/self/mountinfo":              v2Mountinfo,
+			"proc/self/cgroup":                 "0::/job\n",
+			"sys/fs/cgroup/job/memory.max":     "524288000\n",
+			"sys/fs/cgroup/job/memory.current": "314572800\n",
+			"sys/fs/cgroup/job/memory.stat":    "inactive_file 104857600\nactive_file 10485760\nfile_mapped 52428800\n",
+		}), 0, 0, Headroom{500*MiB - 200*MiB, "the memory limit of cgroup /job (memory.max 500 MiB)", false}},
 		{"cgroup v1 without a limit", with(baseFiles(), map[string]string{
 			"proc/self/mountinfo":                            v1Mountinfo,
 			"proc/self/cgroup":                               "4:memory:/job\n",

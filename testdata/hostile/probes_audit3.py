@@ -70,24 +70,6 @@ eval_batches = 1
 out = "runs/bigtr"
 """
 
-SMALL_PAIRS_CFG = """[data]
-format = "pairs"
-path = "bigpairs.tsv"
-max_source = 12
-max_target = 12
-[model]
-arch = "encoder-decoder"
-embedding = 8
-heads = 2
-encoder_blocks = 1
-decoder_blocks = 1
-ff_hidden = 16
-[train]
-batch = 8
-max_steps = 2
-eval_batches = 1
-out = "o/bp"
-"""
 
 SMALL_CORPUS_CFG = """[data]
 path = "bigcorpus.txt"
@@ -127,6 +109,14 @@ ma = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=True, vocab_size=V, 
 torch.save({'model': sd, 'optimizer': {'state': state, 'param_groups': [pg]}, 'model_args': ma, 'iter_num': 20,
             'best_val_loss': torch.tensor(3.9), 'config': dict(ma, dataset='shakespeare_char')}, sys.argv[1])
 """
+
+
+def _small_pairs_cfg(h):
+    """probe.py's toy translation config over bigpairs.tsv: sentences of up
+    to 12 words, two steps."""
+    return (h.TR_TOML.replace('"toy.tsv"', '"bigpairs.tsv"').replace("max_source = 4", "max_source = 12")
+            .replace("max_target = 4", "max_target = 12").replace("max_steps = 5", "max_steps = 2\neval_batches = 1")
+            .replace('"runs/toy"', '"o/bp"'))
 
 
 def _corpus(path, h):
@@ -180,7 +170,7 @@ def _ensure(h, big, name, d):
         _train(h, big, "big.toml", BIG_GPT)
     elif name in ("big.toml", "bc.toml", "bp.toml"):
         with open(p, "w") as f:
-            f.write({"big.toml": BIG_GPT, "bc.toml": SMALL_CORPUS_CFG, "bp.toml": SMALL_PAIRS_CFG}[name])
+            f.write({"big.toml": BIG_GPT, "bc.toml": SMALL_CORPUS_CFG, "bp.toml": _small_pairs_cfg(h)}[name])
     elif name == "small.txt":
         # the big model's characters (tinyshakespeare's), then a little text
         r = h.run_bin(["data", "export", "tinyshakespeare", "--out", "ts.txt"], big)
