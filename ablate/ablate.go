@@ -358,7 +358,9 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 			return Failed, false, fmt.Errorf("run folder %s holds a run of another config (%s): use --force to retrain it, or another --out", r.Dir, strings.Join(d, " "))
 		}
 	}
-	finished := err == nil && step == total
+	// A model missing or older than the last checkpoint (a kill while it
+	// was written) is not finished: a resume writes it.
+	finished := err == nil && step == total && !train.ModelBehind(r.Dir)
 	if errors.Is(err, fs.ErrNotExist) && !opts.Force && translationFinished(r.Dir, r.cfg) {
 		// A translation run of a gptg from before translation
 		// checkpoints: its model file and last metrics row say it is done.

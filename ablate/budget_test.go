@@ -99,4 +99,14 @@ func TestKilledWhileWritingTheModel(t *testing.T) {
 	if r := results[0]; r.Status != Failed || r.Err == nil || !strings.Contains(r.Err.Error(), "killed (SIGKILL)") {
 		t.Errorf("status %v, error %v; want failed, killed named", r.Status, r.Err)
 	}
+	// Run again: the resume writes the model from the checkpoint (before,
+	// the run counted as finished and its measuring failed on the missing
+	// model, run after run: audit4 A4-5).
+	results, err = Run(context.Background(), specs, Options{Out: out, Exe: real, Log: io.Discard, ProgressEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := results[0]; r.Status != Finished || r.Err != nil || r.Steps != 80 {
+		t.Errorf("second run: status %v, error %v, steps %d; want finished at 80", r.Status, r.Err, r.Steps)
+	}
 }

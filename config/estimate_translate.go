@@ -36,6 +36,10 @@ type TranslationGraphs struct {
 	// decoding builds (one per source length and number of rows met), each
 	// of DecodeRows rows: the beam width, or the sentences of a batch.
 	Decoders, DecodeRows int
+	// EncodeRows is the rows of the encoder graph before each decoding:
+	// the sentences of a batch (0: DecodeRows), or 1 for the beams of one
+	// sentence, which all read one encoding.
+	EncodeRows int
 	// Wholes is the number of whole-model graphs of WholeBatch sentences
 	// each (eval's loss graphs, one per bucket; attention's one), with the
 	// loss when Loss.
@@ -81,9 +85,12 @@ func (m Model) TranslationMemory(srcVocab, tgtVocab int, fileBytes int64, g Tran
 	}
 	var values, float64s float64
 	if g.Decoders > 0 {
-		R := float64(g.DecodeRows)
+		R, Re := float64(g.DecodeRows), float64(g.DecodeRows)
+		if g.EncodeRows > 0 {
+			Re = float64(g.EncodeRows)
+		}
 		step := Bd*R*C*(2*T+2*S) + R*(Bd*(18*C+2*F+H*(T+1+S))+4*C) + R*V
-		values += float64(g.Decoders) * (encoder(R, true) + step)
+		values += float64(g.Decoders) * (encoder(Re, true) + step)
 		// decoding's float64 copies of the cross keys and values (the
 		// encoder's rows, then one per beam row), and of a step's logits
 		float64s += 8 * (2*Bd*C*S*(1+R) + 2*R*V)

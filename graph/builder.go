@@ -84,6 +84,7 @@ type builder struct {
 	tok      *G.Node   // the token embedding, which a tied output layer reads too
 	dropoutP float64   // 0 unless this graph has dropout
 	masks    []*G.Node // its dropout masks, in the order they were made
+	given    Weights   // when set, the parameters' values (Options.Weights)
 }
 
 func newBuilder(spec config.Model, o Options) *builder {
@@ -93,7 +94,7 @@ func newBuilder(spec config.Model, o Options) *builder {
 	}
 	b := &builder{
 		g: G.NewGraph(), spec: spec, batch: o.Batch, seqLen: o.SeqLen, dt: dt,
-		rng: rand.New(rand.NewSource(o.Seed)),
+		rng: rand.New(rand.NewSource(o.Seed)), given: o.Weights,
 	}
 	if o.Dropout {
 		b.dropoutP = spec.Dropout
@@ -128,7 +129,8 @@ func checkSpec(s config.Model, batch int) error {
 	return nil
 }
 
-// param creates a trainable tensor, filled by init from the builder's RNG.
+// param creates a trainable tensor, filled by init from the builder's RNG
+// (or given its value by Options.Weights).
 // Parameters are drawn in the order model.go asks for them, whichever
 // emitter runs, so both graphs of a seed start from the same values.
 //
@@ -137,13 +139,16 @@ func checkSpec(s config.Model, batch int) error {
 // every graph that a command builds only to load a model file into.
 func (b *builder) param(name string, init initializer, shape ...int) *G.Node {
 	var value *tensor.Dense
-	if b.dt == tensor.Float64 {
+	switch {
+	case b.given != nil:
+		value = b.given(name, shape)
+	case b.dt == tensor.Float64:
 		data := make([]float64, shapeSize(shape))
 		for i := range data {
 			data[i] = init(b.rng)
 		}
 		value = tensor.New(tensor.WithShape(shape...), tensor.WithBacking(data))
-	} else {
+	default:
 		data := make([]float32, shapeSize(shape))
 		for i := range data {
 			data[i] = float32(init(b.rng))

@@ -78,6 +78,10 @@ type Options struct {
 	// gets a Memory of its own. Graphs that never run at the same time
 	// may share one (see Memory).
 	Memory *fused.Memory
+	// Weights, when set, gives the parameters their values instead of
+	// drawing them (see Weights): a graph that never runs (inspect's,
+	// which only lists the parameters) can share one buffer for all.
+	Weights Weights
 	Backend
 }
 

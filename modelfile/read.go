@@ -29,22 +29,42 @@ import (
 //
 // Every error is one line starting with path.
 func Read(path string, limits Limits) (*File, error) {
-	return read(path, limits, true)
+	f := &File{Tensors: map[string]Tensor{}}
+	meta, err := read(path, limits, nil, func(t Tensor) error {
+		f.Tensors[t.Name] = t
+		f.Order = append(f.Order, t.Name)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	f.Meta = meta
+	return f, nil
+}
+
+// Stream reads a model file with all of Read's checks, but holds one
+// tensor at a time: header sees the metadata and every tensor's name and
+// shape (a Tensor whose F32 or F64, empty and non-nil, says its dtype) in
+// the order of their data, before any of it is read (after
+// limits.BeforeData); then each sees each tensor with its values, in that
+// order, and the tensor is dropped when each returns. A command that only
+// checks or summarizes a model's tensors (inspect) so takes the largest
+// tensor's memory, not the model's.
+func Stream(path string, limits Limits, header func(meta map[string]string, tensors []Tensor) error, each func(Tensor) error) error {
+	_, err := read(path, limits, header, each)
+	return err
 }
 
 // ReadMeta reads only a model file's header, with all of Read's checks of
 // it, and returns its metadata: what a caller needs who wants the step of
 // a 200 MB checkpoint, not its tensors.
 func ReadMeta(path string, limits Limits) (map[string]string, error) {
-	f, err := read(path, limits, false)
-	if err != nil {
-		return nil, err
-	}
-	return f.Meta, nil
+	return read(path, limits, nil, nil)
 }
 
-// read is Read; without tensors it stops after the header.
-func read(path string, limits Limits, tensors bool) (*File, error) {
+// read is Stream (shapes is its header), returning the metadata; without
+// each it stops after the header.
+func read(path string, limits Limits, shapes func(map[string]string, []Tensor) error, each func(Tensor) error) (map[string]string, error) {
 	maxSize := limits.MaxFileSize
 	if maxSize <= 0 {
 		maxSize = DefaultMaxFileSize
@@ -103,12 +123,25 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 		return nil, fail(path, "%w", err)
 	}
 
-	file := &File{Meta: meta, Tensors: make(map[string]Tensor, len(entries))}
-	if !tensors {
-		return file, nil
+	if each == nil {
+		return meta, nil
 	}
 	if limits.BeforeData != nil {
 		if err := limits.BeforeData(meta, size-8-int64(n)); err != nil {
+			return nil, err
+		}
+	}
+	if shapes != nil {
+		ts := make([]Tensor, len(entries))
+		for i, e := range entries {
+			ts[i] = Tensor{Name: e.name, Shape: e.shape}
+			if e.dtype == "F32" {
+				ts[i].F32 = []float32{}
+			} else {
+				ts[i].F64 = []float64{}
+			}
+		}
+		if err := shapes(meta, ts); err != nil {
 			return nil, err
 		}
 	}
@@ -131,10 +164,11 @@ func read(path string, limits Limits, tensors bool) (*File, error) {
 			// Only possible if the file changed after the size check.
 			return nil, fail(path, "reading tensor %q: %w", e.name, err)
 		}
-		file.Tensors[e.name] = t
-		file.Order = append(file.Order, e.name)
+		if err := each(t); err != nil {
+			return nil, err
+		}
 	}
-	return file, nil
+	return meta, nil
 }
 
 // chunk is how many bytes readF32 and readF64 decode at a time:

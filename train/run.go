@@ -457,8 +457,15 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	if t.step >= t.total && t.pending == nil {
-		return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
-			dir, t.total, dir, 2*t.total)
+		if !ModelBehind(dir) {
+			return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
+				dir, t.total, dir, 2*t.total)
+		}
+		if err := savedmodel.Save(filepath.Join(dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+			return nil, fmt.Errorf("saving the model: %w", err)
+		}
+		fmt.Fprintf(t.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, t.total, ModelFile)
+		return t.result(), nil
 	}
 	if len(sets) > 0 { // the new length goes on record for the next resume
 		if err := t.writeConfig(); err != nil {
@@ -472,6 +479,19 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
 	}
 	return t.loop(ctx)
+}
+
+// ModelBehind says dir's model file is missing or older than its
+// checkpoint: saveAll writes the checkpoint first, so a run killed between
+// the two (the OOM killer, a power cut) at its last save has a model that
+// no later save brings level.
+func ModelBehind(dir string) bool {
+	m, err := os.Stat(filepath.Join(dir, ModelFile))
+	if err != nil {
+		return true
+	}
+	c, err := os.Stat(filepath.Join(dir, CheckpointFile))
+	return err == nil && m.ModTime().Before(c.ModTime())
 }
 
 // RunLength is the number of steps a run takes: train.max_steps when it is
@@ -801,11 +821,16 @@ func (t *trainer) loop(ctx context.Context) (*Result, error) {
 		}
 	}
 	bar.finish()
+	return t.result(), nil
+}
+
+// result reports the run as it stands.
+func (t *trainer) result() *Result {
 	return &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
 		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
 		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs,
-	}, nil
+	}
 }
 
 // tokensPerStep is what tokens/s counts: a step consumes grad_accum

@@ -128,8 +128,15 @@ func resumeTranslation(ctx context.Context, dir string, cfg *config.Config, text
 	tr.lossSum, tr.lossCount = st.LossSum, st.LossCount
 	tr.lastTest, tr.lastTrain, tr.lastGN = st.LastTest, st.LastTrainLoss, st.LastGradNorm
 	if tr.step >= tr.total {
-		return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
-			dir, tr.total, dir, 2*tr.total)
+		if !ModelBehind(dir) {
+			return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
+				dir, tr.total, dir, 2*tr.total)
+		}
+		if err := tr.save(dir); err != nil {
+			return nil, fmt.Errorf("saving the model: %w", err)
+		}
+		fmt.Fprintf(tr.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, tr.total, ModelFile)
+		return tr.result(), nil
 	}
 	if len(sets) > 0 { // the new length goes on record for the next resume
 		if err := tr.writeConfig(); err != nil {
@@ -371,8 +378,13 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 		}
 	}
 	bar.finish()
+	return tr.result(), nil
+}
+
+// result reports the run as it stands.
+func (tr *translation) result() *Result {
 	return &Result{Dir: tr.dir, Steps: tr.total, TrainLoss: tr.lastTrain, TestLoss: tr.lastTest,
-		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs}, nil
+		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs}
 }
 
 // lastCheckpoint says where training can be picked up after a failure.

@@ -24,6 +24,12 @@ func (tr *translation) initFrom(path string) error {
 	want.Model, got.Model = tr.cfg.Model, m.Config
 	got.Model.Dropout, got.Model.Dtype, got.Model.LabelSmoothing = want.Model.Dropout, want.Model.Dtype, want.Model.LabelSmoothing
 	if diff := got.Diff(want); len(diff) > 0 {
+		for i, d := range diff {
+			// A pairs config's context comes from its length limits.
+			if strings.HasPrefix(d, "model.context=") {
+				diff[i] += fmt.Sprintf(" (trained with data.max_source = %d, data.max_target = %d)", m.MaxSource, m.MaxTarget)
+			}
+		}
 		return &config.Error{File: tr.cfg.Path, Key: "--init", Msg: fmt.Sprintf(
 			"%s holds another model than this config describes: it has %s; set the config's [model] to the file's (gptg inspect %s)",
 			path, strings.Join(diff, ", "), path)}

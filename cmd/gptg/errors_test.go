@@ -141,6 +141,8 @@ func TestBadInputs(t *testing.T) {
 			args: []string{"sample", "run"}, code: 2, msg: "reading run/config.toml for the defaults of the flags not given"},
 		{name: "sample: a folder without a model", files: map[string]string{"empty/x.txt": ""},
 			args: []string{"sample", "empty"}, code: 2, msg: "empty is a folder without model.safetensors: give a model file or a run folder"},
+		{name: "sample: a run killed before its model was written", files: map[string]string{"run/checkpoint.safetensors": ""},
+			args: []string{"sample", "run"}, code: 2, msg: "run is a run folder without model.safetensors (killed before it was written?): `gptg train --resume run` writes it from the checkpoint"},
 		{name: "attention text outside the vocabulary", args: []string{"attention", model, "--text", "Zounds"}, code: 2, msg: `--text: 1 character outside the vocabulary: "Z"`},
 		{name: "attention --format bmp", args: []string{"attention", model, "--text", "First", "--format", "bmp"}, code: 2, msg: `--format "bmp" is not text, png or svg`},
 		{name: "attention --out with --format text", args: []string{"attention", model, "--text", "First", "--format", "text", "--out", "a.png"}, code: 2, msg: "--out is for pictures; --format text goes to stdout"},

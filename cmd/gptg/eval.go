@@ -16,6 +16,7 @@ import (
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/eval"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
@@ -145,6 +146,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if set["stride"] {
 		stride = *strideFlag
 	}
+	// The corpus is held whole as token ids: counted with the model, from
+	// its size, before either is read.
+	held := func(spec config.Model) float64 { return 0 }
+	if size := corpus.FileSize(*dataPath); size > 0 {
+		kind := corpus.Char
+		if meta, err := savedmodel.LoadMeta(model); err == nil { // else openModel says what is wrong
+			kind = meta.Vocab.Kind()
+		}
+		held = func(spec config.Model) float64 { return corpus.HeldBytes(size, kind, spec.Vocab) }
+	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
 		// The plain loss: a graph at --batch and, where the model's
 		// EvalBatch is larger, one at that batch, sharing one pool of
@@ -161,6 +172,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 				g = prefix
 			}
 		}
+		g.corpus, g.corpusPath = held(spec), *dataPath
 		return g
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gptg/gptg/bleu"
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
@@ -24,7 +25,16 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	// The run's config says the graphs' batch and buckets; what is wrong
 	// with it is said after what is wrong with the model, as before.
 	cfg, cfgErr := runConfig(model, "the test pairs")
-	m, err := openTranslation(model, "evaluating", evalGraphs(cfg))
+	// The pairs are counted with the model, from the size the run
+	// recorded (or the file's, for an older run), before either is read.
+	pairsPath, size := "", int64(0)
+	if cfg != nil {
+		pairsPath, size = cfg.Data.Path, cfg.Data.Size
+		if size == 0 {
+			size = corpus.FileSize(pairsPath)
+		}
+	}
+	m, err := openTranslationOn(model, "evaluating", evalGraphs(cfg), pairsPath, size)
 	if err != nil {
 		return err
 	}

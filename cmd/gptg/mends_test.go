@@ -35,6 +35,10 @@ func mendsInputs(t *testing.T) []badInput {
 			writeFiles(t, dir, map[string]string{"toy.tsv": strings.NewReplacer("a", "x").Replace(toyTranslation()["toy.tsv"])})
 		}, args: []string{"train", "toy.toml", "--init", "runs/toy", "--set", "train.out=runs/t2"}, code: 2,
 			msg: "toy.toml: --init: the source words of the corpus toy.tsv are not those of runs/toy/model.safetensors: it lacks "},
+		{name: "train --init a translation model with other length limits (said model.context, which the config does not set)", files: toyTranslation(),
+			setup: func(t *testing.T, dir string) { ok(t, dir, "train", "toy.toml", "--quiet") },
+			args:  []string{"train", "toy.toml", "--init", "runs/toy", "--set", "train.out=runs/t2", "--set", "data.max_source=30"}, code: 2,
+			msg: "runs/toy/model.safetensors holds another model than this config describes: it has model.context=5 (trained with data.max_source = 4, data.max_target = 4)"},
 	}
 }
 

@@ -58,6 +58,9 @@ func modelPath(arg string) (string, error) {
 		if runs := runsInside(arg); len(runs) > 0 {
 			return "", usagef("%s holds %d run folders, not a model: give one of them (%s)", arg, len(runs), listSome(runs, 3))
 		}
+		if _, err := os.Stat(filepath.Join(arg, train.CheckpointFile)); err == nil {
+			return "", usagef("%s is a run folder without %s (killed before it was written?): `gptg train --resume %s` writes it from the checkpoint, or continues the training", quote.Name(arg), train.ModelFile, quote.Name(arg))
+		}
 		return "", usagef("%s is a folder without %s: give a model file or a run folder", quote.Name(arg), train.ModelFile)
 	}
 	return path, nil

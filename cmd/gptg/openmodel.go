@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/quote"
@@ -29,6 +31,12 @@ type graphsOf struct {
 	batch, seqLen, count, pools int
 	extra                       float64
 	what                        string // "sampling", "evaluating", ...
+	// corpus is the bytes a corpus the command reads after the model
+	// will hold (eval's token ids, corpus.HeldBytes), corpusPath its
+	// name: counted up front, so that a corpus too large is refused
+	// before the model or the corpus is read.
+	corpus     float64
+	corpusPath string
 }
 
 // samplerGraphs are the graphs sample.New builds for m: for a causal
@@ -90,7 +98,20 @@ func checkModelMemory(path string, spec config.Model, dataBytes int64, g graphsO
 	// them wider (float64 for a float32 model).
 	e.Weights += max(0, float64(dataBytes)-float64(spec.ParamCount()*elem))
 	e.Activations += g.extra
-	return config.CheckMemory(e, limitGiB, fmt.Sprintf("%s: %s this model", path, g.what), envMaxMemory+"=")
+	what := fmt.Sprintf("%s: %s this model", path, g.what)
+	if g.corpus < 1<<20 { // a corpus this small is not worth naming
+		e.Activations += g.corpus
+		return config.CheckMemory(e, limitGiB, what, envMaxMemory+"=")
+	}
+	rest := e.Weights + e.Activations
+	e.Activations += g.corpus
+	what += fmt.Sprintf(" on %s (its token ids take %s)", quote.Name(g.corpusPath), config.FormatBytes(g.corpus))
+	err := config.CheckMemory(e, limitGiB, what, envMaxMemory+"=")
+	if err == nil || g.corpus < rest {
+		return err
+	}
+	// The corpus, more than the model, is what does not fit.
+	return refusedError{errors.New(strings.Replace(err.Error(), "make the model smaller", "evaluate on a part of the corpus (--data FILE)", 1))}
 }
 
 // notFinite is the error for a model whose forward pass gave NaN or an

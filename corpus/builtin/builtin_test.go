@@ -7,6 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,5 +114,36 @@ func TestOpen(t *testing.T) {
 	}
 	if _, ok := Parse("data/builtin:toy"); ok {
 		t.Error("a path with builtin: inside is a file")
+	}
+}
+
+// TestNamesReadsNoCorpus: Names runs as gptg starts (the train command's
+// help text), so it must not copy and hash the corpora (3.6 MB: every
+// command paid it, and under a tight ulimit -v it ran out of memory before
+// main, audit4 A4-7); it names what All lists. The allocation is measured
+// in a fresh process of this test alone: another test may have read the
+// corpora already.
+func TestNamesReadsNoCorpus(t *testing.T) {
+	if os.Getenv("GPTG_NAMES_CHILD") == "1" {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		Names()
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+			t.Fatalf("Names allocated %d bytes; it should read the folder only", grew)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNamesReadsNoCorpus$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GPTG_NAMES_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var want []string
+	for _, c := range All() {
+		want = append(want, c.Name)
+	}
+	if names := Names(); !slices.Equal(names, want) {
+		t.Errorf("Names() = %q, All() names %q", names, want)
 	}
 }

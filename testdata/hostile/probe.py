@@ -263,6 +263,7 @@ class Probe:
 
 
 SANDBOX = None  # --sandbox's command line, {dir} the probe's folder
+RSS_FILE = ".probe-rss"  # /usr/bin/time's figure (in the probe's folder under --sandbox)
 
 
 class NotRun(Exception):
@@ -414,7 +415,11 @@ def run_probe(p, fixtures, work):
     # The peak RSS comes from /usr/bin/time, the gptg process's own parent:
     # a child that Python starts by vfork counts Python's pages as its own
     # until it execs, so wait4's figure would be Python's.
-    rss_file = os.path.join(work, "rss")
+    # Under --sandbox it runs inside the sandbox: bwrap's own rusage does
+    # not count the processes of its pid namespace (/usr/bin/time outside
+    # saw 3 MB for a 700 MB gptg), and only the probe's folder is writable
+    # there, so the figure goes to a file in it, left out of the snapshot.
+    rss_file = os.path.join(d if SANDBOX else work, RSS_FILE)
     if os.path.exists(rss_file):
         os.remove(rss_file)
     wrap = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file] if os.path.exists("/usr/bin/time") and not p.during else []
@@ -424,7 +429,7 @@ def run_probe(p, fixtures, work):
         cmd = ["bash", "-c", 'ulimit -v %d && exec "$@"' % p.ulimit_v, "ulimit"] + cmd
     cg = MemoryCgroup(p.cgroup) if p.cgroup else None
     try:
-        proc = subprocess.Popen(wrap + sandboxed(cmd, d), cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
+        proc = subprocess.Popen(sandboxed(wrap + cmd, d) if SANDBOX else wrap + cmd, cwd=d, stdin=subprocess.PIPE if p.stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
                                 preexec_fn=cg.join if cg else None)
     except BaseException:
@@ -469,6 +474,8 @@ def run_probe(p, fixtures, work):
                 rss_mb = int(f.read().split()[-1]) / 1024
         except (OSError, ValueError, IndexError):
             pass
+        if SANDBOX and os.path.exists(rss_file):
+            os.remove(rss_file)
     code = proc.returncode
     err = err.decode("utf-8", "replace")
     out_s = out.decode("utf-8", "replace")
