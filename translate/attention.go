@@ -74,10 +74,8 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 		return nil, fmt.Errorf("%w: the target has %d words; this model writes at most %d", ErrInput, len(tgt), T-1)
 	}
 	S, T := len(src), len(tgt)+1
-	if tr.Check != nil {
-		if err := tr.Check(S); err != nil {
-			return nil, err
-		}
+	if err := tr.check(S); err != nil {
+		return nil, err
 	}
 	m, err := graph.BuildTranslation(tr.Spec, graph.TranslationOptions{Batch: 1, SrcLen: S, TgtLen: T, Backend: tr.Backend, Weights: tr.Weights})
 	if err != nil {

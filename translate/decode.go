@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"unicode/utf8"
@@ -214,10 +215,8 @@ func (tr *Translator) build(batch, S int, part string) (*tape.TranslationProgram
 func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error) {
 	S := len(src) / sentences
 	if !tr.built(sentences, rows, S) {
-		if tr.Check != nil {
-			if err := tr.Check(S); err != nil {
-				return nil, err
-			}
+		if err := tr.check(S); err != nil {
+			return nil, err
 		}
 		// Each pair of graphs holds activations for its length: one for
 		// every length of a long input would add up.
@@ -545,6 +544,25 @@ func logSoftmax(dst, x []float64) {
 // Programs is the number of compiled graphs the translator keeps (one
 // encoder and one decoder per sentence length and number of rows met).
 func (tr *Translator) Programs() int { return len(tr.enc) + len(tr.dec) + len(tr.step) }
+
+// check asks Check about a new source length. When it refuses while the
+// translator holds graphs of other lengths, those are dropped and their
+// memory given back before it asks again: a sentence that fits alone is
+// not refused for the cache (audit4 A4-9: line 7 of 20 was refused in a
+// 450 MiB cgroup, the earlier lines' graphs holding the room).
+func (tr *Translator) check(S int) error {
+	if tr.Check == nil {
+		return nil
+	}
+	err := tr.Check(S)
+	if err == nil || tr.Programs() == 0 {
+		return err
+	}
+	tr.Close()
+	tr.crossBufs = nil
+	debug.FreeOSMemory()
+	return tr.Check(S)
+}
 
 // Close releases the compiled graphs.
 func (tr *Translator) Close() {

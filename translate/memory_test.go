@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +88,44 @@ func TestTranslationParamsCountTheGraph(t *testing.T) {
 		if got := c.TranslationParams(m.Src.Size(), m.Tgt.Size()); got != int64(held) {
 			t.Errorf("%+v: TranslationParams %d; the graph has %d", spec, got, held)
 		}
+	}
+}
+
+// TestCheckDropsTheCacheFirst: a new length refused while the translator
+// holds graphs of other lengths is asked about again once they are
+// dropped (audit4 A4-9: a sentence that fits alone was refused for the
+// cache); a length refused alone stays refused.
+func TestCheckDropsTheCacheFirst(t *testing.T) {
+	m := randomModel(t, cacheCases[0], 7)
+	tr := NewTranslator(m, graph.Backend{})
+	var asked []int
+	tr.Check = func(S int) error {
+		asked = append(asked, tr.Programs())
+		if S > 3 && tr.Programs() > 0 {
+			return fmt.Errorf("%w: no room beside the cache", ErrInput)
+		}
+		if S > 5 {
+			return fmt.Errorf("%w: no room at all", ErrInput)
+		}
+		return nil
+	}
+	if _, err := tr.Translate("a1 a2", Options{Beam: 2}); err != nil {
+		t.Fatal(err)
+	}
+	held := tr.Programs()
+	if held == 0 {
+		t.Fatal("no graphs kept after a translation")
+	}
+	asked = nil
+	if _, err := tr.Translate("a1 a2 a3 a4", Options{Beam: 2}); err != nil {
+		t.Fatalf("a sentence that fits alone: %v", err)
+	}
+	if !slices.Equal(asked, []int{held, 0}) {
+		t.Errorf("Check saw %v programs held; want %v (asked, cache dropped, asked again)", asked, []int{held, 0})
+	}
+	asked = nil
+	_, err := tr.Translate("a1 a2 a3 a4 a5 a6", Options{Beam: 2})
+	if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "no room at all") {
+		t.Errorf("a sentence too long alone: %v", err)
 	}
 }
