@@ -175,6 +175,29 @@ type translator struct {
 // panics on a tensor it cannot give; the builder returns that as an error.
 type Weights func(name string, shape []int) *tensor.Dense
 
+// SharedZeros is a Weights for a graph that is never run (one that only
+// lists a model's parameters): every parameter a view of one buffer of
+// zeros of the dtype (float64 or else float32), grown to the largest
+// asked for, so that the graph takes about one tensor's memory instead of
+// the model's.
+func SharedZeros(dtype string) Weights {
+	var f32 []float32
+	var f64 []float64
+	return func(_ string, shape []int) *tensor.Dense {
+		n := shapeSize(shape)
+		if dtype == "float64" {
+			if len(f64) < n {
+				f64 = make([]float64, n)
+			}
+			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f64[:n]))
+		}
+		if len(f32) < n {
+			f32 = make([]float32, n)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f32[:n]))
+	}
+}
+
 // param is the builder's param, or with Weights the given value.
 func (t *translator) param(name string, init initializer, shape ...int) *G.Node {
 	if t.weights == nil {

@@ -40,9 +40,7 @@ type Model struct {
 // Save writes the parameters as a safetensors file the reference
 // (gptref.py eval) and other safetensors readers load: tensors named and
 // shaped as PyTorch's state_dict, F32 (F64 for a float64 model), and the
-// metadata that rebuilds the graph without a config. Path is a file the
-// caller names itself (a run's model.safetensors): whatever is there, a
-// link included, is replaced, never written through (modelfile.WriteOwn).
+// metadata that rebuilds the graph without a config.
 func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.Param) error {
 	model, err := json.Marshal(spec)
 	if err != nil {
@@ -60,7 +58,7 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 	if err != nil {
 		return err
 	}
-	return modelfile.WriteOwn(path, tensors, meta)
+	return modelfile.Write(path, tensors, meta)
 }
 
 // Tensors views the parameters as the model file's tensors (no copy), for
@@ -272,7 +270,11 @@ func SetParam(p *graph.Param, t modelfile.Tensor) error {
 // Apply copies the file's tensors into a graph's parameters. Every
 // parameter must be in the file with its exact shape and finite values, and
 // the file may hold nothing else.
-func (m *Model) Apply(params []*graph.Param) error {
+func (m *Model) Apply(params []*graph.Param) error { return m.match(params, true) }
+
+// match is Apply; without set it checks the names and shapes only (Scan's
+// tensors have no values yet).
+func (m *Model) match(params []*graph.Param, set bool) error {
 	want := map[string]bool{}
 	for _, p := range params {
 		want[p.Name] = true
@@ -282,6 +284,9 @@ func (m *Model) Apply(params []*graph.Param) error {
 		}
 		if !slices.Equal(t.Shape, p.Shape) {
 			return fmt.Errorf("%s: tensor %s has shape %v, the model's metadata needs %v", m.Path, p.Name, t.Shape, p.Shape)
+		}
+		if !set {
+			continue
 		}
 		if err := SetParam(p, t); err != nil {
 			return fmt.Errorf("%s: tensor %s %v", m.Path, p.Name, err)

@@ -146,21 +146,8 @@ func (m *Model) toDtype() error {
 	narrow := m.Spec.Dtype != "float64"
 	for _, name := range slices.Sorted(maps.Keys(m.Tensors)) { // the first bad one, the same each time
 		t := m.Tensors[name]
-		bad := func(i int, v float64) error {
-			if math.IsNaN(v) || math.IsInf(v, 0) { // NaN would only show as garbage
-				return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, name, v, i)
-			}
-			return fmt.Errorf("%s: tensor %s holds %g at entry %d, beyond the range of the model's float32", m.Path, name, v, i)
-		}
-		for i, v := range t.F32 {
-			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
-				return bad(i, f)
-			}
-		}
-		for i, v := range t.F64 {
-			if math.IsNaN(v) || math.IsInf(v, 0) || narrow && math.Abs(v) > math.MaxFloat32 {
-				return bad(i, v)
-			}
+		if err := m.checkValues(t, narrow); err != nil {
+			return err
 		}
 		switch {
 		case narrow && t.F64 != nil:
@@ -181,6 +168,88 @@ func (m *Model) toDtype() error {
 		m.Tensors[name] = t
 	}
 	return nil
+}
+
+// checkValues refuses a tensor holding a value that is not finite, or
+// (narrow: a float32 model) finite only as a float64.
+func (m *Model) checkValues(t modelfile.Tensor, narrow bool) error {
+	bad := func(i int, v float64) error {
+		if math.IsNaN(v) || math.IsInf(v, 0) { // NaN would only show as garbage
+			return fmt.Errorf("%s: tensor %s holds %v at entry %d", m.Path, t.Name, v, i)
+		}
+		return fmt.Errorf("%s: tensor %s holds %g at entry %d, beyond the range of the model's float32", m.Path, t.Name, v, i)
+	}
+	for i, v := range t.F32 {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return bad(i, f)
+		}
+	}
+	for i, v := range t.F64 {
+		if math.IsNaN(v) || math.IsInf(v, 0) || narrow && math.Abs(v) > math.MaxFloat32 {
+			return bad(i, v)
+		}
+	}
+	return nil
+}
+
+// Scan reads and checks a model file as LoadChecked does, for a command
+// that lists the model's parameters without running it (inspect), holding
+// one tensor at a time instead of the whole model: check sees the
+// metadata's model before any tensor is read, the tensors' names and
+// shapes are checked from the file's header before any data, then each
+// tensor's values as it is read, and it is dropped. The model's Tensors
+// have names and shapes only: build its graph with ZeroWeights.
+func Scan(path string, check func(m *Model, dataBytes int64) error) (*Model, error) {
+	var m *Model
+	err := modelfile.Stream(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
+		var err error
+		if m, err = fromMeta(path, meta); err != nil {
+			return err
+		}
+		if err := savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec)); err != nil {
+			return err
+		}
+		if check != nil {
+			return check(m, dataBytes)
+		}
+		return nil
+	}}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+		m.Tensors = make(map[string]modelfile.Tensor, len(tensors))
+		for _, t := range tensors {
+			m.Tensors[t.Name] = t
+		}
+		if err := m.checkSizes(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := m.checkNames(); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	}, func(t modelfile.Tensor) error {
+		return m.checkValues(t, m.Spec.Dtype != "float64")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ZeroWeights is Weights for a model from Scan, whose tensors have no
+// values: the graph's parameters, checked against the file's names and
+// shapes as Weights checks them, share one buffer of zeros
+// (graph.SharedZeros). Such a graph is for listing, never for running.
+func (m *Model) ZeroWeights() graph.Weights {
+	zeros := graph.SharedZeros(m.Spec.Dtype)
+	return func(name string, shape []int) *tensor.Dense {
+		t, ok := m.Tensors[name]
+		switch {
+		case !ok:
+			panic(fmt.Errorf("%s: no tensor %s", m.Path, name))
+		case !slices.Equal(t.Shape, shape):
+			panic(fmt.Errorf("%s: tensor %s has shape %v, the model needs %v", m.Path, name, t.Shape, shape))
+		}
+		return zeros(name, shape)
+	}
 }
 
 // Weights gives a forward graph of the model its parameters' values: the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -46,18 +47,27 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 	if translate.IsTranslationFile(model) {
 		return inspectTranslation(model, *vocab, stdout)
 	}
-	m, err := openModel(model, func(spec config.Model) graphsOf {
-		// one graph, never run: its weights, no activations
-		return graphsOf{batch: 1, seqLen: spec.Context, count: 1, what: "inspecting"}
-	})
+	if err := refuseTranslation(model, "inspecting"); err != nil {
+		return err
+	}
+	limit, err := memoryLimit()
 	if err != nil {
 		return err
 	}
-	g, err := graph.Build(m.Spec, graph.Options{Batch: 1})
+	// The table needs the parameters' names and shapes, and the check
+	// every value: the file is read a tensor at a time (200 MB of a 50M
+	// model took 400 MB to print a table), into a graph that is never run
+	// and whose parameters share one buffer.
+	m, params, err := savedmodel.Scan(model, func(spec config.Model, dataBytes int64) error {
+		return config.CheckMemory(scanMemory(spec, dataBytes), limit, fmt.Sprintf("%s: inspecting this model", model), envMaxMemory+"=")
+	}, func(spec config.Model) ([]*graph.Param, error) {
+		g, err := graph.Build(spec, graph.Options{Batch: 1, Weights: graph.SharedZeros(spec.Dtype)})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", model, err) // the metadata is at fault
+		}
+		return g.Params, nil
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", m.Path, err) // the metadata is at fault
-	}
-	if err := m.Apply(g.Params); err != nil {
 		return err
 	}
 	keys := make([]string, 0, len(m.Meta))
@@ -80,6 +90,20 @@ func runInspect(args []string, stdout, _ io.Writer) error {
 		fmt.Fprintf(stdout, "%s: %s\n", k, v)
 	}
 	fmt.Fprintln(stdout)
-	printParams(stdout, g.Params)
+	printParams(stdout, params)
 	return nil
+}
+
+// scanMemory is what inspect holds of a model file of dataBytes of tensor
+// data that savedmodel.Scan reads: its largest tensor as read (in the
+// file's widest dtype) and the zeros every parameter of the graph shares
+// (in the model's), nothing of the rest.
+func scanMemory(spec config.Model, dataBytes int64) config.MemoryEstimate {
+	C := float64(spec.Embedding)
+	largest := max(float64(spec.Vocab), float64(spec.Context), float64(spec.FFMult)*C) * C
+	elem := 4.0
+	if spec.Dtype == "float64" || dataBytes > 6*spec.ParamCount() {
+		elem = 8
+	}
+	return config.MemoryEstimate{Params: spec.ParamCount(), Weights: 2 * elem * largest}
 }

@@ -16,14 +16,24 @@ import (
 // its metadata, then its parameters, checked against the graph it
 // describes; --vocab prints both vocabularies.
 func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
-	m, err := openTranslation(path, "inspecting", func(*translate.Model, int) config.TranslationGraphs {
-		return config.TranslationGraphs{SrcLen: 1, TgtLen: 1, Wholes: 1, WholeBatch: 1}
+	limit, err := memoryLimit()
+	if err != nil {
+		return err
+	}
+	// The file is read a tensor at a time (the table needs the names and
+	// shapes, the check every value), into a graph that is never run.
+	m, err := translate.Scan(path, func(m *translate.Model, dataBytes int64) error {
+		e := translationScanMemory(m, dataBytes)
+		if err := config.CheckMemory(e, limit, fmt.Sprintf("%s: inspecting this model", path), envMaxMemory+"="); err != nil {
+			return refusedError{err}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// The graph reads the file's tensors (Weights), which it checks.
-	g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: 1, SrcLen: 1, TgtLen: 1, Weights: m.Weights})
+	// The graph checks the file's names and shapes (ZeroWeights).
+	g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: 1, SrcLen: 1, TgtLen: 1, Weights: m.ZeroWeights()})
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -49,6 +59,21 @@ func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
 	fmt.Fprintln(stdout)
 	printParams(stdout, g.Params)
 	return nil
+}
+
+// translationScanMemory is what inspect holds of a translation model file
+// of dataBytes of tensor data, read by translate.Scan: its largest tensor
+// as read (float64 when the file holds more than 6 bytes a parameter) and
+// the zeros the graph's parameters share.
+func translationScanMemory(m *translate.Model, dataBytes int64) config.MemoryEstimate {
+	s := m.Spec
+	params := m.Config.TranslationParams(s.SrcVocab, s.TgtVocab)
+	largest := float64(max(s.SrcVocab, s.TgtVocab, s.MaxLen, s.FFHidden)) * float64(s.Embedding)
+	elem := 4.0
+	if s.Dtype == "float64" || dataBytes > 6*params {
+		elem = 8
+	}
+	return config.MemoryEstimate{Params: params, Weights: 2 * elem * largest}
 }
 
 // graphTranslation is `gptg graph` of an encoder–decoder config: the

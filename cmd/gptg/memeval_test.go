@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/config"
 )
 
 // TestEvalCountsTheCorpus: eval holds its corpus whole as token ids (two
@@ -63,5 +67,38 @@ func TestTranslationEvalCountsThePairs(t *testing.T) {
 	}
 	if r := underVM(t, dir, used+400<<10, "eval", "r"); r.code != 0 || !strings.HasPrefix(r.stdout, "test loss ") {
 		t.Errorf("gptg eval of a translation run with 400 MiB of headroom: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+}
+
+// TestInspectReadsATensorAtATime: inspect prints a model's parameter
+// table and checks every value, which took the whole model twice (the
+// file's tensors and a graph's copy: 406 MiB for a 200 MB model) and was
+// refused under a limit that holds one tensor easily. It now reads a
+// tensor at a time: a 100 MB model inspects with 150 MiB of headroom, and
+// a damaged value is still found.
+func TestInspectReadsATensorAtATime(t *testing.T) {
+	dir := t.TempDir()
+	spec := config.DefaultModel()
+	spec.Embedding, spec.Blocks, spec.Heads, spec.Context = 512, 8, 8, 64 // 25M parameters, 101 MB
+	spec.Residual, spec.Norm = true, "pre"
+	writeGPTModel(t, filepath.Join(dir, "m.safetensors"), spec)
+	limit := addressUsed(t, dir) + 150<<10
+	r := underVM(t, dir, limit, "inspect", "m.safetensors")
+	if r.code != 0 || !strings.Contains(r.stdout, "\ntotal ") {
+		t.Fatalf("gptg inspect of a 101 MB model with 150 MiB of headroom: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+	// A NaN in the last tensor of the file: found as it streams by.
+	path := filepath.Join(dir, "m.safetensors")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b[len(b)-4:], []byte{0, 0, 0xc0, 0x7f}) // float32 NaN
+	if err := os.WriteFile(filepath.Join(dir, "nan.safetensors"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = underVM(t, dir, limit, "inspect", "nan.safetensors")
+	if r.code == 0 || !strings.Contains(r.stderr, "holds NaN at entry") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("gptg inspect of a model with a NaN: exit %d, stderr %.600q; want one line naming the NaN", r.code, r.stderr)
 	}
 }
