@@ -390,10 +390,13 @@ func processSlack(h memlimit.Headroom) float64 {
 	return 16 << 20
 }
 
-// FormatBytes prints a size in KiB, MiB or GiB.
+// FormatBytes prints a size in bytes, KiB, MiB or GiB.
 func FormatBytes(n float64) string {
 	if n >= GiB {
 		return fmt.Sprintf("%.1f GiB", n/GiB)
+	}
+	if n < 1<<10 {
+		return fmt.Sprintf("%.0f B", n)
 	}
 	if n < 1<<20 {
 		return fmt.Sprintf("%.0f KiB", n/(1<<10))

@@ -35,11 +35,11 @@ func TestTranslationMemoryLimit(t *testing.T) {
 		{[]string{"inspect", "runs/toy"}, "inspecting this model needs about"},
 		{[]string{"eval", "runs/toy"}, "evaluating this model needs about"},
 	} {
-		r := runGptg(t, dir, []string{"GPTG_MAX_MEMORY=0.000001"}, commandCPU, c.args...)
+		r := runGptg(t, dir, []string{"GPTG_MAX_MEMORY=0.0000001"}, commandCPU, c.args...)
 		want := "runs/toy/model.safetensors: " + c.what
-		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "more than the limit of 1 KiB") ||
+		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "more than the limit of 107 B") ||
 			!strings.Contains(r.stderr, "GPTG_MAX_MEMORY=0.1") || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("GPTG_MAX_MEMORY=0.000001 gptg %s: exit %d, stderr %q; want exit 2 and one line with %q",
+			t.Errorf("GPTG_MAX_MEMORY=0.0000001 gptg %s: exit %d, stderr %q; want exit 2 and one line with %q",
 				strings.Join(c.args, " "), r.code, r.stderr, want)
 		}
 		// The default limit lets the same model run.
