@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/gptg/gptg/ablate"
@@ -179,25 +179,50 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, ans)
 }
 
+// maxBandSteps bounds the steps a band is drawn at: a page draws no more
+// (gptg plot thins its curves as much), and a band at every step of a
+// 1.65M-row run held 591 MB for one request (a map of per-step slices,
+// then its JSON): four at once were OOM-killed in a 400 MiB cgroup
+// (audit4 A4-10). A variable so that the tests can lower it.
+var maxBandSteps = 4000
+
 // meanBand is, at each step some run logged, the mean and sample standard
-// deviation (ablate.Summarize) of pick over the runs that have it.
+// deviation (ablate.Summarize) of pick over the runs that have it — at
+// every step when there are at most maxBandSteps of them, else at evenly
+// spaced ones among them, the last included.
 func meanBand(runs []columns, pick func(c columns, i int) (float64, bool)) band {
-	values := map[int][]float64{}
+	var steps []int
 	for _, c := range runs {
 		for i, step := range c.Step {
-			if v, ok := pick(c, i); ok {
-				values[step] = append(values[step], v)
+			if _, ok := pick(c, i); ok {
+				steps = append(steps, step)
 			}
 		}
 	}
-	steps := make([]int, 0, len(values))
-	for st := range values {
-		steps = append(steps, st)
+	slices.Sort(steps)
+	steps = slices.Compact(steps)
+	if n := len(steps); n > maxBandSteps {
+		kept := make([]int, 0, maxBandSteps)
+		for k := range maxBandSteps {
+			kept = append(kept, steps[k*(n-1)/(maxBandSteps-1)])
+		}
+		steps = kept
 	}
-	sort.Ints(steps)
+	values := make([][]float64, len(steps))
+	for _, c := range runs {
+		for i, step := range c.Step {
+			k, found := slices.BinarySearch(steps, step)
+			if !found {
+				continue
+			}
+			if v, ok := pick(c, i); ok {
+				values[k] = append(values[k], v)
+			}
+		}
+	}
 	b := band{Step: []float64{}, Mean: []float64{}, SD: []float64{}, N: []int{}}
-	for _, st := range steps {
-		sm := ablate.Summarize(values[st])
+	for k, st := range steps {
+		sm := ablate.Summarize(values[k])
 		b.Step = append(b.Step, float64(st))
 		b.Mean, b.SD, b.N = append(b.Mean, sm.Mean), append(b.SD, sm.SD), append(b.N, sm.N)
 	}

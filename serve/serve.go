@@ -616,7 +616,12 @@ func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, cols)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	setWriteDeadline(w)
+	// Rows parsed from JSON always encode; a client gone mid-answer is
+	// not the server's to report.
+	cols.writeJSON(w)
 }
 
 // apiLive streams a run's metrics as Server-Sent Events: the rows there

@@ -15,6 +15,11 @@ keeps them) and a mid-sized config (a 3.2M model whose training takes
     --jobs start trainings that each fit alone but not together, serve
     loads a second model while the first is cached, serve under many
     requests;
+  - readers bounded by fixed row counts rather than the headroom: serve's
+    curves (/api/metrics) and comparisons (/api/compare) of runs of 1.65M
+    rows asked by several clients at once, sweep collect of such a run
+    (its table must not call a finished run failed with exit 0);
+  - translating stdin lines of growing lengths (cached graphs);
   - ulimit -d (the data segment; earlier rounds tried ulimit -v and
     cgroups) for every model command, imports, training, plots, pairs;
   - ulimit -v and a cgroup at once (the tighter one must be named);
@@ -185,6 +190,31 @@ def probes(h):
       "pids=; for j in 1 2 3 4 5 6; do r=bigm; [ $((j%2)) = 0 ] && r=bigm2; (curl -s -m 600 -o o/m.$j -w '%{http_code}' \"http://$P/api/metrics?id=runs/$r\" > o/code.$j) & pids=\"$pids $!\"; done; wait $pids\n"
       "for j in 1 2 3 4 5 6; do case $(cat o/code.$j) in 200|429|503|507) ;; *) echo \"client $j: HTTP $(cat o/code.$j): $(head -c 200 o/sv.err)\" >&2; kill $SP 2>/dev/null; exit 1;; esac; done\n" + SERVE_END,
       ("runs/bigm",), must=True, cgroup=400 * MiB, timeout=900)
+
+    # The same through /api/compare: an ablation whose run has 1.65M rows
+    # (under the 2,097,152 rows a comparison may draw), asked by 4 at once.
+    M("serve: 4 clients at once ask the comparison of an ablation whose run has 1.65M rows in a 400 MiB cgroup",
+      "$G ablate c.toml --seeds 1 --out runs/abl >/dev/null 2>&1 || exit 3\n"
+      "ln -f runs/bigm/metrics.jsonl runs/abl/c/seed-1/metrics.jsonl || exit 3\n" + SERVE +
+      "pids=; for j in 1 2 3 4; do (curl -s -m 600 -o o/m.$j -w '%{http_code}' \"http://$P/api/compare?id=runs/abl\" > o/code.$j) & pids=\"$pids $!\"; done; wait $pids\n"
+      "for j in 1 2 3 4; do case $(cat o/code.$j) in 200|429|503|507) ;; *) echo \"client $j: HTTP $(cat o/code.$j): $(head -c 200 o/sv.err)\" >&2; kill $SP 2>/dev/null; exit 1;; esac; done\n" + SERVE_END,
+      ("runs/bigm",), must=True, cgroup=400 * MiB, timeout=900)
+
+    # sweep collect of a finished run whose metrics it cannot read under
+    # the limit: not a table that calls the run failed, with exit 0.
+    def collect_check(d, code, out, err):
+        if code != 0:
+            return None if any(w in err.lower() for w in ("memory", "ulimit", "cgroup")) else "the refusal names no memory limit: " + err.strip()[:300]
+        try:
+            t = open(os.path.join(d, "o/sw/runs.csv")).read()
+        except OSError as e:
+            return "exit 0 and no runs.csv: %s" % e
+        if ",failed," in t:
+            return "exit 0, and runs.csv calls the finished run failed: " + t.strip().split("\n")[-1][:300]
+    ps.append(P("audit4 mem: sweep collect of a finished run whose 1.65M-row metrics do not fit a 250 MiB cgroup", [], (0, 1, 2),
+                shell="printf 'configs=[\"../c.toml\"]\\nseeds=1\\nout=\"sw\"\\n' > o/s.toml && $G sweep o/s.toml --out o/sw >/dev/null && "
+                      "$G sweep run o/sw >/dev/null && ln -f runs/bigm/metrics.jsonl o/sw/runs/c/seed-1/metrics.jsonl && exec $G sweep collect o/sw",
+                setup=big("runs/bigm"), allow=("o",), timeout=900, max_mb=1 << 20, check=collect_check, cgroup=250 * MiB))
 
     # --- a long sentence whose real need (1.55 GB peak RSS) fits
     M("translate a 3,000-word sentence (22M model, sinusoidal positions; peak 1.55 GB) in a 2500 MiB cgroup",
