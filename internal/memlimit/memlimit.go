@@ -57,22 +57,46 @@ func Find() (h Headroom, ok bool) {
 	// GB of VmSize for a 27 MB process), so ulimit -v counts VmSize, not
 	// the RSS; and each thread still to come reserves more.
 	threads := threadsToCome(status["Threads"]) * threadReserve
+	// What the heap holds and does not use is reused before the runtime
+	// maps more: VmSize never shrinks (Go keeps the address space it
+	// released), so a long-running server's checks would otherwise get
+	// stricter with every model it loaded and dropped.
+	free, released := heapIdle()
+	mapped, resident := reusable(free+released), reusable(free)
 	if getrlimit(syscall.RLIMIT_AS, &r) == nil && r.Cur != rlimInfinity {
-		consider(Headroom{float64(r.Cur) - status["VmSize"] - threads, fmt.Sprintf("ulimit -v %d KiB", r.Cur/1024), true})
+		consider(Headroom{float64(r.Cur) - status["VmSize"] - threads + mapped, fmt.Sprintf("ulimit -v %d KiB", r.Cur/1024), true})
 	}
 	if getrlimit(syscall.RLIMIT_DATA, &r) == nil && r.Cur != rlimInfinity {
-		consider(Headroom{float64(r.Cur) - status["VmData"] - threads, fmt.Sprintf("ulimit -d %d KiB", r.Cur/1024), true})
+		consider(Headroom{float64(r.Cur) - status["VmData"] - threads + mapped, fmt.Sprintf("ulimit -d %d KiB", r.Cur/1024), true})
 	}
 	for _, c := range cgroupLimits() {
-		consider(Headroom{c.limit - c.used, c.String(), false})
+		consider(Headroom{c.limit - c.used + resident, c.String(), false})
 	}
 	if total := kbFields(filepath.Join(root, "proc/meminfo"))["MemTotal"]; total > 0 {
-		consider(Headroom{total - status["VmRSS"], "the machine's memory", false})
+		consider(Headroom{total - status["VmRSS"] + resident, "the machine's memory", false})
 	}
 	return h, ok
 }
 
 const rlimInfinity = ^uint64(0)
+
+// heapIdle is the Go heap the runtime holds and does not use: free (still
+// resident: a cgroup and the RSS count it) and released to the system
+// (still mapped: VmSize and VmData count it). A new allocation takes
+// either before the runtime maps more. A stub in tests.
+var heapIdle = func() (free, released float64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 0
+	}
+	return float64(s[0].Value.Uint64()), float64(s[1].Value.Uint64())
+}
+
+// reusable is how much of idle heap bytes a check may count as room: all
+// but a heap arena (64 MiB), as the idle pages are scattered and a large
+// tensor needs a contiguous run of them.
+func reusable(idle float64) float64 { return max(idle-heapArena, 0) }
 
 // threadsToCome is how many more threads the runtime is expected to
 // start than the running ones: one per P (GOMAXPROCS), busy computing or

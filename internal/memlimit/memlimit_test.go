@@ -34,8 +34,9 @@ func fakeSystem(t *testing.T, files map[string]string, ulimitV, ulimitD uint64) 
 			t.Fatal(err)
 		}
 	}
-	oldRoot, oldGet := root, getrlimit
+	oldRoot, oldGet, oldIdle := root, getrlimit, heapIdle
 	root = dir
+	heapIdle = func() (float64, float64) { return 0, 0 }
 	getrlimit = func(which int, r *syscall.Rlimit) error {
 		r.Cur, r.Max = rlimInfinity, rlimInfinity
 		switch {
@@ -46,7 +47,7 @@ func fakeSystem(t *testing.T, files map[string]string, ulimitV, ulimitD uint64) 
 		}
 		return nil
 	}
-	t.Cleanup(func() { root, getrlimit = oldRoot, oldGet })
+	t.Cleanup(func() { root, getrlimit, heapIdle = oldRoot, oldGet, oldIdle })
 }
 
 // A process of 1,600 MiB of address space (100 MiB of data, 50 MiB
@@ -258,5 +259,32 @@ func TestUnescape(t *testing.T) {
 		if got := unescape(in); got != want {
 			t.Errorf("unescape(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// TestFindCountsIdleHeap: the heap a process holds and does not use is
+// room for what comes next: under ulimit -v all of it (free and released
+// pages are both mapped; VmSize never shrinks), under a cgroup or the
+// machine the free part only (released pages are not charged), less an
+// arena for scattered pages each time.
+func TestFindCountsIdleHeap(t *testing.T) {
+	fakeSystem(t, baseFiles(), 2000*MiB, 0)
+	h, ok := Find()
+	if !ok || h.Bytes != 400*MiB {
+		t.Fatalf("without idle heap: %+v %v; want 400 MiB under ulimit -v", h, ok)
+	}
+	heapIdle = func() (float64, float64) { return 100 * MiB, 200 * MiB }
+	if h, _ := Find(); h.Bytes != (400+300-64)*MiB || !strings.HasPrefix(h.Limit, "ulimit -v") {
+		t.Errorf("with 100 MiB free and 200 MiB released: %.0f MiB under %s; want %d MiB under ulimit -v", h.Bytes/MiB, h.Limit, 400+300-64)
+	}
+	heapIdle = func() (float64, float64) { return 30 * MiB, 0 }
+	if h, _ := Find(); h.Bytes != 400*MiB {
+		t.Errorf("with 30 MiB free (under an arena): %.0f MiB; want 400", h.Bytes/MiB)
+	}
+	// The machine: 16 GiB less 50 MiB resident; free pages count, released ones do not.
+	fakeSystem(t, baseFiles(), 0, 0)
+	heapIdle = func() (float64, float64) { return 100 * MiB, 1000 * MiB }
+	if h, _ := Find(); h.Bytes != (16*1024-50+100-64)*MiB {
+		t.Errorf("the machine with 100 MiB free, 1000 released: %.0f MiB; want %d", h.Bytes/MiB, 16*1024-50+100-64)
 	}
 }

@@ -15,6 +15,11 @@ keeps them) and a mid-sized config (a 3.2M model whose training takes
     --jobs start trainings that each fit alone but not together, serve
     loads a second model while the first is cached, serve under many
     requests;
+  - readers bounded by fixed row counts rather than the headroom: serve's
+    curves (/api/metrics) and comparisons (/api/compare) of runs of 1.65M
+    rows asked by several clients at once, sweep collect of such a run
+    (its table must not call a finished run failed with exit 0);
+  - translating stdin lines of growing lengths (cached graphs);
   - ulimit -d (the data segment; earlier rounds tried ulimit -v and
     cgroups) for every model command, imports, training, plots, pairs;
   - ulimit -v and a cgroup at once (the tighter one must be named);
