@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/gptg/gptg/internal/memlimit"
 )
@@ -75,43 +76,154 @@ func (m Model) forwardValues(rows, seqLen float64) float64 {
 	return rows * (float64(m.Blocks)*block + 4*C + 3*float64(m.Vocab))
 }
 
-// MemoryEstimate is what a command's graphs are expected to take, in bytes.
-// Sizes are float64 because absurd configs overflow an int64.
+// MemoryEstimate is what a command will add to the process's memory, in
+// bytes: its graphs and the input it holds. Sizes are float64 because
+// absurd configs overflow an int64.
 type MemoryEstimate struct {
 	Params      int64   // parameter count
-	Weights     float64 // parameters, gradients, optimizer state, save buffers
+	Weights     float64 // parameters, gradients, optimizer state
 	Activations float64 // forward (and backward) intermediate values
+	// Data is the input the command holds besides its graphs: a corpus's
+	// token ids and the order of its training windows, a translation
+	// corpus's pairs.
+	Data float64
 }
 
-// Total is the estimate in bytes, with a fixed allowance for the Go
-// runtime and the program itself.
-func (e MemoryEstimate) Total() float64 { return e.Weights + e.Activations + 64<<20 }
+// Total is the estimate in bytes: what the command adds. The process
+// that runs it (the Go runtime, gptg's code, the threads) is not in it:
+// it is running already, and the headroom it is compared with
+// (internal/memlimit) is what the process may take beyond what it holds
+// now. What the runtime takes beyond the command's own values under a
+// limit is CheckMemory's (processSlack).
+func (e MemoryEstimate) Total() float64 { return e.Weights + e.Activations + e.Data }
 
 func (e MemoryEstimate) String() string {
-	return fmt.Sprintf("about %s (%d parameters; weights and their state %s, activations %s)",
-		FormatBytes(e.Total()), e.Params, FormatBytes(e.Weights), FormatBytes(e.Activations))
+	data := ""
+	if e.Data > 0 {
+		data = ", data " + FormatBytes(e.Data)
+	}
+	return fmt.Sprintf("about %s (%d parameters; weights and their state %s, activations %s%s)",
+		FormatBytes(e.Total()), e.Params, FormatBytes(e.Weights), FormatBytes(e.Activations), data)
 }
 
-// TrainMemory estimates training c: the training graph (forward and
-// backward), the evaluation graph sharing its weights, AdamW's two
-// float64 moments, and the buffers a checkpoint save fills. c.Model.Vocab
-// must be known.
-func (c *Config) TrainMemory() MemoryEstimate {
+// Corpus is what a training run holds of its text corpus: Tokens token
+// ids of IDBytes each (corpus.Dataset keeps 2-byte ids for up to 65,536
+// distinct tokens, else 4). Zero Tokens: not known (nothing counted).
+type Corpus struct {
+	Tokens  int64
+	IDBytes int
+	// Held: the ids are in memory already (the trainer checks after
+	// loading, when the process's usage counts them): only the windows'
+	// order is still to come.
+	Held bool
+}
+
+// CorpusOf is the Corpus that data.path is expected to hold, from its
+// size before it is read (data.size when the config gives it, else the
+// file's): a char corpus has at most one token per byte, 2-byte ids but
+// past 65,536 distinct characters. Nothing is counted where the size says
+// too little — a word corpus (its words' lengths decide), a pairs corpus —
+// or there is nothing to read yet (a built-in corpus, at most a few MB; a
+// file to download from data.url, or a mistake the loader names): the
+// trainer checks again with the corpus loaded (TrainMemoryOn), before the
+// graphs are built, and the loader checks the ids against the headroom
+// before reading them.
+func (c *Config) CorpusOf() Corpus {
+	if _, builtin := parseBuiltin(c.Data.Path); builtin || c.Data.Format == "pairs" || c.Data.Tokenizer == "word" {
+		return Corpus{}
+	}
+	n := c.Data.Size
+	if n <= 0 {
+		if fi, err := os.Stat(c.Data.Path); err == nil && fi.Mode().IsRegular() {
+			n = fi.Size()
+		}
+	}
+	return Corpus{Tokens: n, IDBytes: 2}
+}
+
+// corpusBytes is what training holds of corpus d: the ids, and with
+// data.sampling "windows" the order of an epoch's training windows (an
+// int each: rand.Perm).
+func (c *Config) corpusBytes(d Corpus) float64 {
+	if d.Tokens <= 0 {
+		return 0
+	}
+	n := float64(d.Tokens) * float64(d.IDBytes)
+	if d.Held {
+		n = 0
+	}
+	if c.Data.Sampling != "random" {
+		stride := c.Data.Stride
+		if stride <= 0 {
+			stride = max(1, c.Model.Context/2)
+		}
+		n += 8 * math.Ceil(float64(d.Tokens)*c.Data.Split/float64(stride))
+	}
+	return n
+}
+
+// TrainMemory estimates training c on the corpus data.path is expected to
+// hold (CorpusOf); TrainMemoryOn once it is loaded.
+func (c *Config) TrainMemory() MemoryEstimate { return c.TrainMemoryOn(c.CorpusOf()) }
+
+// TrainMemoryOn estimates training c on corpus d: the training graph
+// (forward and backward), the evaluation graph sharing its weights,
+// AdamW's two float64 moments and the corpus. c.Model.Vocab must be known
+// (0: the rest of the model is counted).
+//
+// Measured (peak RSS less the 25 MiB of a process that has not started
+// to train; /usr/bin/time -v, docs/architecture.md "Training"): the
+// estimate is 1.0–1.6 times it from the seed's 0.1M parameters to 43M.
+func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 	m := c.Model
+	if m.EncoderDecoder() {
+		return c.translationTrainMemory(0, 0, []TranslationShape{{c.Data.SourceLen(), c.Data.TargetLen()}}, nil)
+	}
 	P, E := m.ParamCount(), m.elemSize()
 	rows := float64(c.Train.Batch) * float64(m.Context)
 	fwd := m.forwardValues(rows, float64(m.Context))
+	S := float64(TrainShards(m, c.Train.Batch))
+	// weights (E), gradients (E per shard: each sums its own), AdamW's
+	// moments (2×8); and while the graphs are built, the weights every
+	// other graph draws before it is given the first one's (a shard, the
+	// evaluation graph): garbage of E each, one counted (the collector
+	// takes it back as the next is drawn, under the soft limit main sets)
+	weights := float64(P) * (E*(1+S) + 16 + E)
+	if c.Train.GradAccum > 1 {
+		weights += float64(P) * 8 // the float64 sums of the accumulated gradients
+	}
+	// The attention weights' own backward (the softmax's gradient beside
+	// the weights) takes about 1.6 times their forward size, not the
+	// 1.25 of the rest: measured 12 MiB of RSS a head at T 256, C 128,
+	// batch 8, 2 blocks, float64 (heads 1 to 8), where 1.25 says 10.
+	attention := rows * float64(m.Blocks) * float64(m.Heads) * float64(m.Context)
+	// The output layer's backward holds a fourth vocabulary-wide row per
+	// position beside forwardValues' three (logits, probabilities, their
+	// gradient): measured, batch 4096 × context 32 at embedding 8 (where
+	// the logits are most of it) grew 318 MiB, which three rows put under.
+	logits := rows * float64(m.Vocab)
 	return MemoryEstimate{
-		Params: P,
-		// weights + gradients (E each), moments (2×8), checkpoint buffer
-		// (E + 16) and model-file buffer (E)
-		Weights: float64(P) * (4*E + 32),
+		Params:  P,
+		Weights: weights,
 		// training: the forward values and a quarter more for the
-		// backward pass's transients; the target ids. Evaluation at the
+		// backward pass's transients; the batch's input and target ids
+		// (the trainer's and the graph's, 8 bytes each). Evaluation at the
 		// training batch borrows the same buffers; a larger evaluation
 		// batch (EvalBatch) has buffers of its own.
-		Activations: E*1.25*fwd + 8*rows + m.evalActivations(c.Train.Batch),
+		Activations: E*(1.25*(fwd+logits)+0.4*attention) + 24*rows + m.evalActivations(c.Train.Batch),
+		Data:        c.corpusBytes(d),
 	}
+}
+
+// TrainShards is how many graphs a fused training step splits its batch
+// over (graph/tape.Shards, which this follows: two when the batch is even
+// and half of it holds at least 32,768 activation values of the
+// embedding's width). Each has its own gradients.
+func TrainShards(m Model, batch int) int {
+	if batch%2 == 0 && float64(batch/2)*float64(m.Context)*float64(m.Embedding) >= 1<<15 {
+		return 2
+	}
+	return 1
 }
 
 // Bounds of EvalBatch: a run of the evaluation graph holds at most
@@ -157,14 +269,16 @@ func (m Model) EvalBatch(batch, batches int) int {
 
 // evalActivations is what a training run's evaluation graph at
 // EvalBatch takes beyond the training step's buffers: nothing when it runs
-// at the training batch (the two graphs share their buffers), else its
-// forward values (all of them: an upper bound, as the graph lends most).
+// at the training batch (the two graphs share their buffers), else what a
+// forward-only graph holds at its peak (forwardOnlyValues: it lends the
+// rest). Counting all its forward values made the seed's estimate twice
+// its measured use.
 func (m Model) evalActivations(batch int) float64 {
 	e := m.EvalBatch(batch, math.MaxInt)
 	if e == batch {
 		return 0
 	}
-	return m.forwardBytes(float64(e) * float64(m.Context))
+	return m.elemSize() * m.forwardOnlyValues(float64(e)*float64(m.Context), float64(m.Context))
 }
 
 // forwardBytes is the activations of a forward-only graph over rows
@@ -222,15 +336,26 @@ func (e *MemoryError) Error() string { return e.msg }
 //
 // Within the limit, the estimate must also fit in what the process may
 // still take (internal/memlimit: ulimit -v and -d, the cgroup's
-// memory.max, the machine's memory): a default of 8 GiB on a smaller
-// machine or container would otherwise end in the runtime's
-// out-of-memory trace.
+// memory.max, the machine's memory), with the slack the runtime needs
+// under that limit (processSlack): a default of 8 GiB on a smaller
+// machine or container would otherwise end in the runtime's out-of-memory
+// trace.
 func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) error {
+	return checkMemory(e, limitGiB, what, override, true)
+}
+
+// checkMemory is CheckMemory, against what this process may still take
+// too when here.
+func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here bool) error {
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
-		if h, ok := memlimit.Find(); ok && e.Total() > h.Bytes {
-			return &MemoryError{fmt.Sprintf("%s needs %s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
-				what, e, FormatBytes(h.Bytes), h.Limit)}
+		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h) > h.Bytes {
+			slack := ""
+			if s := processSlack(h); s > 0 {
+				slack = fmt.Sprintf(" plus %s for the Go runtime", FormatBytes(s))
+			}
+			return &MemoryError{fmt.Sprintf("%s needs %s%s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
+				what, e, slack, FormatBytes(h.Bytes), h.Limit)}
 		}
 		return nil
 	}
@@ -238,10 +363,43 @@ func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) erro
 		what, e, FormatBytes(limit), override, formatFloat(math.Ceil(e.Total()/GiB*10)/10))}
 }
 
-// FormatBytes prints a size in MiB or GiB.
+// processSlack is what the process takes under limit h beyond an
+// estimate's values, the same for every command. A fixed allowance for
+// "the running program" is not among it: the program is running already,
+// and the headroom is what it may take beyond what it holds (such an
+// allowance, 64 MiB, refused tiny models at 4.6 times their use under a
+// cgroup).
+//
+// Under an address-space limit (ulimit -v, -d) Go's heap reserves address
+// space a heap arena (64 MiB) at a time, and a large tensor needs a run of
+// free pages that the arenas held may not have: one arena is kept back
+// (measured: a float64 training accepted without it crashed 1 run of 3 at
+// its smallest accepted ulimit -v; with it 3 of 3 run; docs/architecture.md
+// "Training").
+//
+// Under a cgroup's limit or the machine's memory, what counts is memory
+// in use: 16 MiB for what grows with any command and no estimate counts
+// (the stacks of the threads it starts, the collector's work buffers and
+// metadata, garbage the soft limit main sets lets stand). Measured, a
+// model command's use exceeded its values' estimate by up to 10 MiB (eval
+// of a 4.8M model).
+func processSlack(h memlimit.Headroom) float64 {
+	if h.AddressSpace {
+		return 64 << 20
+	}
+	return 16 << 20
+}
+
+// FormatBytes prints a size in bytes, KiB, MiB or GiB.
 func FormatBytes(n float64) string {
 	if n >= GiB {
 		return fmt.Sprintf("%.1f GiB", n/GiB)
+	}
+	if n < 1<<10 {
+		return fmt.Sprintf("%.0f B", n)
+	}
+	if n < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", n/(1<<10))
 	}
 	return fmt.Sprintf("%.0f MiB", n/(1<<20))
 }
@@ -256,9 +414,28 @@ func FormatBytes(n float64) string {
 // so that sample, eval or attention reading a run's config.toml for its
 // settings are not refused for what training the run would need — they
 // check their own, forward-only, estimate.
-func (c *Config) CheckTrainMemory() error {
+func (c *Config) CheckTrainMemory() error { return c.CheckTrainMemoryOn(c.CorpusOf()) }
+
+// CheckTrainMemoryOn is CheckTrainMemory once the corpus d is loaded.
+func (c *Config) CheckTrainMemoryOn(d Corpus) error {
+	return c.checkTrain(c.TrainMemoryOn(d), true)
+}
+
+// CheckTrainMemoryLimit refuses a config whose training estimate exceeds
+// train.max_memory, and nothing else: for a plan whose runs may train on
+// other machines (a sweep, which Slurm or Kubernetes may run), where this
+// process's limits say nothing. Each run checks what its own process may
+// take when it starts (the trainer's CheckTrainMemoryOn).
+func (c *Config) CheckTrainMemoryLimit() error {
+	return c.checkTrain(c.TrainMemory(), false)
+}
+
+// checkTrain refuses training estimate e beyond train.max_memory or, when
+// here, what this process may still take, blaming train.max_memory where
+// it was set.
+func (c *Config) checkTrain(e MemoryEstimate, here bool) error {
 	what := fmt.Sprintf("training this model (batch %d × context %d)", c.Train.Batch, c.Model.Context)
-	if err := CheckMemory(c.TrainMemory(), c.Train.MaxMemory, what, "--set train.max_memory="); err != nil {
+	if err := checkMemory(e, c.Train.MaxMemory, what, "--set train.max_memory=", here); err != nil {
 		file := c.Path
 		if c.maxMemoryFrom != "" {
 			file = c.maxMemoryFrom

@@ -107,3 +107,63 @@ func (m Model) TranslationMemory(srcVocab, tgtVocab int, fileBytes int64, g Tran
 	}
 	return MemoryEstimate{Params: P, Weights: weights, Activations: E*values + float64s}
 }
+
+// TranslationShape is one batch shape of translation training: S source
+// positions (the longest source with its EOS), T decoder positions.
+type TranslationShape struct{ S, T int }
+
+// TranslationPairs is what a loaded pairs corpus holds for training: its
+// pairs (training and test), their word ids and their text (kept for
+// BLEU's references).
+type TranslationPairs struct{ Pairs, IDs, TextBytes int64 }
+
+// TranslationTrainMemory estimates training the encoder–decoder c with
+// vocabularies of srcVocab and tgtVocab words over batches of the given
+// shapes (one training and one evaluation graph each, data.buckets), on
+// corpus p (zero: not loaded yet).
+func (c *Config) TranslationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p TranslationPairs) MemoryEstimate {
+	return c.translationTrainMemory(srcVocab, tgtVocab, shapes, &p)
+}
+
+// CheckTranslationTrainMemory refuses training c as TranslationTrainMemory
+// estimates it beyond train.max_memory or what the process may still
+// take, as CheckTrainMemory does a GPT's.
+func (c *Config) CheckTranslationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p TranslationPairs) error {
+	return c.checkTrain(c.TranslationTrainMemory(srcVocab, tgtVocab, shapes, p), true)
+}
+
+// translationTrainMemory: the parameters (E), each training graph's
+// gradients (E), AdamW's moments (2×8), and once the weights another
+// graph draws before it is given the first one's (E); each shape's
+// training activations — the whole model's forward values
+// (TranslationMemory's count, the loss's log-probabilities included) and
+// a quarter more for the backward pass, its attention maps 1.6 times
+// (the evaluation graph of a shape shares the training graph's buffers,
+// its logits too: fused.Memory); the corpus: each
+// pair's struct and text, 8 bytes an id, an int in the batcher's buckets
+// and in an epoch's order.
+func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p *TranslationPairs) MemoryEstimate {
+	m := c.Model
+	P, E := m.TranslationParams(srcVocab, tgtVocab), m.elemSize()
+	C, F, H := float64(m.Embedding), float64(m.FFHidden), float64(m.Heads)
+	Be, Bd := float64(m.EncoderBlocks), float64(m.DecoderBlocks)
+	B, V := float64(c.Train.Batch), float64(tgtVocab)
+	var values, attention float64
+	for _, s := range shapes {
+		S, T := float64(s.S), float64(s.T)
+		enc := B * S * (Be*(12*C+2*F+H*S) + 4*C)
+		dec := B * T * (Bd*(18*C+2*F+H*(T+S)) + 4*C)
+		logits := B * T * V
+		values += 1.25 * (enc + dec + 2*logits)
+		attention += B * (Be*H*S*S + Bd*H*T*(T+S))
+	}
+	e := MemoryEstimate{
+		Params:      P,
+		Weights:     float64(P) * (E*float64(1+len(shapes)) + 16 + E),
+		Activations: E * (values + 0.4*attention),
+	}
+	if p != nil {
+		e.Data = float64(p.TextBytes) + 8*float64(p.IDs) + (88+16)*float64(p.Pairs)
+	}
+	return e
+}

@@ -24,6 +24,15 @@ type Dataset struct {
 // NumTokens is the length of the encoded text.
 func (d *Dataset) NumTokens() int { return d.tokens.len() }
 
+// IDBytes is the bytes the dataset keeps per token: 2 up to 65,536
+// distinct tokens, else 4.
+func (d *Dataset) IDBytes() int {
+	if d.tokens.u16 != nil {
+		return 2
+	}
+	return 4
+}
+
 // Tokens returns the encoded text (a copy, for tests and tools: the
 // dataset itself stores it compactly).
 func (d *Dataset) Tokens() []int {

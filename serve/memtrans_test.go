@@ -62,26 +62,30 @@ func TestModelMemoryCappedByTheProcess(t *testing.T) {
 	if err := os.Rename(filepath.Join(tr, "tr"), filepath.Join(runs, "tr")); err != nil {
 		t.Fatal(err)
 	}
-	// Under a cap of half the GPT model's need: 507 naming the limit, and
-	// the server goes on serving a model that fits (the translation run's).
-	fakeHeadroom(t, one/2)
-	s = newServer(t, Options{Dirs: []string{runs}})
-	w := post(s, "/api/generate", `{"id":"runs/a","prompt":"First","tokens":3}`)
-	if w.Code != http.StatusInsufficientStorage || !strings.Contains(w.Body.String(), "more than the server's model memory") ||
-		!strings.Contains(w.Body.String(), "all that this process may use, under ulimit -v 2700000 KiB") {
-		t.Errorf("a model over the capped model memory: %d %s; want 507 naming the limit", w.Code, w.Body)
-	}
-	if w := post(s, "/api/generate", `{"id":"runs/tr","prompt":"a1 a2","tokens":1}`); w.Code != 200 {
-		t.Errorf("after the 507, a model that fits: %d %s", w.Code, w.Body)
-	}
-	// A translation model over the cap is refused before its tensors are
-	// read: its last value made NaN, which reading reports (422), is not
-	// seen.
 	file := filepath.Join(runs, "tr", train.ModelFile)
 	tm, err := translate.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Under a cap of the GPT model's need, less than the translation
+	// model's: 507 naming the limit, and the server goes on serving a
+	// model that fits (the GPT run).
+	if trNeed := tensorBytes(tm.Tensors) + translatorMemory(tm); trNeed <= one {
+		t.Fatalf("the fixtures' translation model needs %d bytes, the GPT model %d: want it larger", trNeed, one)
+	}
+	fakeHeadroom(t, one)
+	s = newServer(t, Options{Dirs: []string{runs}})
+	w := post(s, "/api/generate", `{"id":"runs/tr","prompt":"a1 a2","tokens":1}`)
+	if w.Code != http.StatusInsufficientStorage || !strings.Contains(w.Body.String(), "more than the server's model memory") ||
+		!strings.Contains(w.Body.String(), "all that this process may use, under ulimit -v 2700000 KiB") {
+		t.Errorf("a model over the capped model memory: %d %s; want 507 naming the limit", w.Code, w.Body)
+	}
+	if w := post(s, "/api/generate", `{"id":"runs/a","prompt":"First","tokens":3}`); w.Code != 200 {
+		t.Errorf("after the 507, a model that fits: %d %s", w.Code, w.Body)
+	}
+	// A translation model over the cap is refused before its tensors are
+	// read: its last value made NaN, which reading reports (422), is not
+	// seen.
 	fakeHeadroom(t, (tensorBytes(tm.Tensors)+translatorMemory(tm))/2)
 	s = newServer(t, Options{Dirs: []string{runs}})
 	f, err := os.OpenFile(file, os.O_RDWR, 0)

@@ -576,7 +576,12 @@ func TestModelMemory(t *testing.T) {
 	if w.Code != http.StatusInsufficientStorage || !strings.Contains(w.Body.String(), "--model-memory") {
 		t.Errorf("a model over the budget: %d %s", w.Code, w.Body)
 	}
-	// A newer model file (train saves at each evaluation) is loaded anew.
+	// A newer model file (train saves at each evaluation) is loaded anew
+	// (by a server with room for the new one, larger than one).
+	s = newServer(t, Options{Dirs: []string{runs}, ModelMemory: 1 << 30})
+	if w := get(t, s, "/api/attention?id=runs/a&text=First"); w.Code != 200 || !strings.Contains(w.Body.String(), `"mask":true`) {
+		t.Fatalf("before the model file was replaced: %d %.100s", w.Code, w.Body)
+	}
 	replaceModel(t, filepath.Join(runs, "a"), unmaskedMF)
 	w = get(t, s, "/api/attention?id=runs/a&text=First")
 	if w.Code != 200 || !strings.Contains(w.Body.String(), `"mask":false`) {

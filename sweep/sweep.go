@@ -287,9 +287,12 @@ func (p *Plan) Expand() ([]Entry, error) {
 					varying = append(varying, kv)
 				}
 			}
+			// Against train.max_memory only: the runs may train on a
+			// cluster's machines (sweep emit), not this one; each run
+			// checks its own process's limits when it starts.
 			c, err := config.Load(cfgPath, sets)
 			if err == nil {
-				err = c.CheckTrainMemory()
+				err = c.CheckTrainMemoryLimit()
 			}
 			if err != nil {
 				return nil, errorf("sweep file %s: %v", p.Path, err)

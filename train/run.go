@@ -574,9 +574,9 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if err := t.planLength(); err != nil {
 		return nil, err
 	}
-	// Again now that the vocabulary is known: it sizes the embedding, the
-	// output layer and the logits.
-	if err := cfg.CheckTrainMemory(); err != nil {
+	// Again now that the vocabulary and the corpus are known: they size the
+	// embedding, the output layer, the logits, and what the corpus holds.
+	if err := cfg.CheckTrainMemoryOn(config.Corpus{Tokens: int64(data.NumTokens()), IDBytes: data.IDBytes(), Held: true}); err != nil {
 		return nil, err
 	}
 	if err := t.compileGraphs(threads(opts.Backend, cfg.Train)); err != nil {

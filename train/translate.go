@@ -195,6 +195,9 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 		metrics: &metricsLog{path: filepath.Join(dir, MetricsFile)}}
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())
+	if err := checkTranslationMemory(cfg, c, tr.train.Shapes()); err != nil {
+		return nil, err
+	}
 	spec := translate.Spec(cfg.Model, c.Src.Size(), c.Tgt.Size())
 	mem := fused.NewMemory()
 	for k, s := range tr.train.Shapes() {
@@ -234,6 +237,26 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	tr.opt = &AdamW{LR: t.LR, Beta1: t.Beta1, Beta2: t.Beta2, Eps: t.Eps, WeightDecay: t.WeightDecay}
 	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total, Dim: cfg.Model.Embedding}
 	return tr, nil
+}
+
+// checkTranslationMemory refuses training cfg on corpus c over batches
+// of shapes when it would need more than train.max_memory or than the
+// process may still take, before any graph is built (config's
+// TranslationTrainMemory).
+func checkTranslationMemory(cfg *config.Config, c *pairs.Corpus, shapes []pairs.Shape) error {
+	var held config.TranslationPairs
+	for _, ps := range [][]pairs.Pair{c.Train, c.Test} {
+		for _, p := range ps {
+			held.Pairs++
+			held.IDs += int64(len(p.Src) + len(p.Tgt))
+			held.TextBytes += int64(len(p.SrcText) + len(p.TgtText))
+		}
+	}
+	ts := make([]config.TranslationShape, len(shapes))
+	for i, s := range shapes {
+		ts[i] = config.TranslationShape{S: s.S, T: s.T}
+	}
+	return cfg.CheckTranslationTrainMemory(c.Src.Size(), c.Tgt.Size(), ts, held)
 }
 
 func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, grads bool) (*tape.TranslationProgram, error) {

@@ -89,6 +89,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	if cfg.Model.EncoderDecoder() {
 		return graphTranslation(cfg, table, *forward, writeDot)
 	}
+	held := cfg.CorpusOf()
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
 			return err
@@ -100,10 +101,12 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 		if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 			return err
 		}
+		held = config.Corpus{Tokens: int64(data.NumTokens()), IDBytes: data.IDBytes(), Held: true}
 	}
-	if err := cfg.CheckTrainMemory(); err != nil {
+	if err := cfg.CheckTrainMemoryOn(held); err != nil {
 		return err
 	}
+	held.Held = false // the estimate printed is the training's, corpus and all
 	m, err := graph.Build(cfg.Model, graph.Options{Batch: cfg.Train.Batch, Loss: true, Seed: cfg.Train.Seed, Backend: backend(1)})
 	if err != nil {
 		return err
@@ -120,7 +123,7 @@ func runGraph(args []string, stdout, _ io.Writer) error {
 	printParams(table, m.Params)
 	fmt.Fprintf(table, "graph nodes (%s, batch %d): %d\n", nodes, cfg.Train.Batch, len(m.G.AllNodes()))
 	fmt.Fprintf(table, "memory estimate for training: %s; limit train.max_memory = %s GiB\n",
-		cfg.TrainMemory(), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
+		cfg.TrainMemoryOn(held), strconv.FormatFloat(cfg.Train.MaxMemory, 'g', -1, 64))
 	return writeDot(graph.Dot(m.G, forwardNodes))
 }
 

@@ -16,7 +16,7 @@ import (
 // models as to GPT ones — translate, attention, inspect and eval refuse a
 // model whose graphs need more, in one line naming the need, exit 2,
 // before reading its tensors. They had no check at all (session 10:
-// GPTG_MAX_MEMORY=0.0001 gptg translate exited 0).
+// GPTG_MAX_MEMORY=0.001 gptg translate exited 0).
 func TestTranslationMemoryLimit(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range toyTranslation() {
@@ -35,11 +35,11 @@ func TestTranslationMemoryLimit(t *testing.T) {
 		{[]string{"inspect", "runs/toy"}, "inspecting this model needs about"},
 		{[]string{"eval", "runs/toy"}, "evaluating this model needs about"},
 	} {
-		r := runGptg(t, dir, []string{"GPTG_MAX_MEMORY=0.001"}, commandCPU, c.args...)
+		r := runGptg(t, dir, []string{"GPTG_MAX_MEMORY=0.0000001"}, commandCPU, c.args...)
 		want := "runs/toy/model.safetensors: " + c.what
-		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "more than the limit of 1 MiB") ||
+		if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "more than the limit of 107 B") ||
 			!strings.Contains(r.stderr, "GPTG_MAX_MEMORY=0.1") || strings.Count(r.stderr, "\n") != 1 {
-			t.Errorf("GPTG_MAX_MEMORY=0.001 gptg %s: exit %d, stderr %q; want exit 2 and one line with %q",
+			t.Errorf("GPTG_MAX_MEMORY=0.0000001 gptg %s: exit %d, stderr %q; want exit 2 and one line with %q",
 				strings.Join(c.args, " "), r.code, r.stderr, want)
 		}
 		// The default limit lets the same model run.

@@ -21,7 +21,7 @@ func round6Audit3Inputs(t *testing.T) []badInput {
 		// kernel's OOM kill.
 		{name: "import: a model whose conversion needs more than GPTG_MAX_MEMORY", setup: both, env: []string{"GPTG_MAX_MEMORY=0.0001"},
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2,
-			msg: "ckpt.pt: importing this model needs about 64 MiB (7728 parameters"},
+			msg: "ckpt.pt: importing this model needs about 125 KiB (7728 parameters"},
 		{name: "import: GPTG_MAX_MEMORY not a number", setup: both, env: []string{"GPTG_MAX_MEMORY=lots"},
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: `GPTG_MAX_MEMORY="lots" is not a number of GiB`},
 	}

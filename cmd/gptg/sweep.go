@@ -260,8 +260,9 @@ func sweepCollect(args []string, stdout io.Writer) error {
 }
 
 // sweepMemory is the memory a task asks for: the largest training estimate
-// of the sweep's runs (config.TrainMemory), with a quarter more for the
-// corpus and the runtime, at least 512 MiB, in MiB. An entry whose config
+// of the sweep's runs (config.TrainMemory: graphs, and the corpus when its
+// file is here to measure), with a quarter more for the process running it
+// (a job's limit counts the runtime too), at least 512 MiB, in MiB. An entry whose config
 // does not load is left out: running it will say what is wrong.
 func sweepMemory(dir string, entries []sweep.Entry) int {
 	most := 0.0
