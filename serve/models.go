@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/gptg/gptg/config"
@@ -187,8 +188,16 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 		c.loads++
 		c.mu.Unlock()
 		m, weights, perRunner, err := k.load(c, path) // slow: without the lock
-		var re *requestError
 		var tl tooLarge
+		if errors.As(err, &tl) && c.dropUnused(e) {
+			// Too large for what the process may still take while the
+			// models nobody is using are held: they are dropped, their
+			// memory collected (it is reused, without new address space:
+			// memlimit counts the idle heap), and the model tried again.
+			debug.FreeOSMemory()
+			m, weights, perRunner, err = k.load(c, path)
+		}
+		var re *requestError
 		switch {
 		case errors.As(err, &re): // 507: the model does not fit
 			err = re
@@ -308,6 +317,21 @@ func (c *modelCache) makeRoomLocked(need int64, keep *modelEntry) error {
 }
 
 // dropLocked forgets an entry that has no runner out.
+// dropUnused drops every loaded model but keep that no request is using,
+// and says whether there was one.
+func (c *modelCache) dropUnused(keep *modelEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dropped := false
+	for _, e := range c.entries {
+		if e != keep && e.busy == 0 && e.model != nil {
+			c.dropLocked(e)
+			dropped = true
+		}
+	}
+	return dropped
+}
+
 func (c *modelCache) dropLocked(e *modelEntry) {
 	for _, s := range e.idle {
 		s.Close()

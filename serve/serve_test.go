@@ -803,3 +803,37 @@ func TestLiveEndsWhenDeleted(t *testing.T) {
 		t.Fatal("the stream of a deleted run went on")
 	}
 }
+
+// TestTooLargeDropsUnusedModels: a model refused as too large for what
+// the process may still take (TooLarge) while another model is loaded and
+// unused is tried again after that one is dropped: two 50M models served
+// in turn under ulimit -v 2.7 GB got 507 from the second swap on, as the
+// check ran with the model about to be evicted still held.
+func TestTooLargeDropsUnusedModels(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "a"))
+	copyRun(t, causalRun, filepath.Join(runs, "b"))
+	var s *Server
+	s = newServer(t, Options{Dirs: []string{runs}, Generations: 2, OpenModel: func(p string) (*savedmodel.Model, error) {
+		// The process has room for one model only.
+		s.models.mu.Lock()
+		loaded := 0
+		for _, e := range s.models.entries {
+			if e.model != nil {
+				loaded++
+			}
+		}
+		s.models.mu.Unlock()
+		if loaded > 0 {
+			return nil, TooLarge(errors.New("more than this process may still use"))
+		}
+		return savedmodel.Load(p)
+	}})
+	for i, id := range []string{"a", "b", "a", "b"} {
+		w := post(s, "/api/generate", `{"id":"runs/`+id+`","prompt":"First","tokens":2}`)
+		if w.Code != 200 {
+			t.Fatalf("generation %d (runs/%s): %d %s", i, id, w.Code, w.Body.String())
+		}
+	}
+}
