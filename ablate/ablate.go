@@ -415,7 +415,7 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		event("reused")
 		return Finished, true, nil
 	}
-	release := opts.budget.reserve(runLabel(r.Spec), r.cfg.TrainMemory().Total())
+	release := opts.budget.reserve(runLabel(r.Spec), r.cfg.TrainMemory().Total()+childRuntime)
 	defer release()
 	if ctx.Err() != nil {
 		if err == nil {

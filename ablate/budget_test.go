@@ -35,7 +35,7 @@ func TestJobsShareTheMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need := cfg.TrainMemory().Total()
+	need := cfg.TrainMemory().Total() + childRuntime
 	for _, tc := range []struct {
 		name     string
 		room     memlimit.Headroom
