@@ -39,7 +39,7 @@ func TestCurvesAreThinned(t *testing.T) {
 	for s := range runs {
 		runs[s] = &Result{}
 		for step := 1 + s; step <= 30000; step += 1 + s {
-			runs[s].curve = append(runs[s].curve, point{float64(step), math.Sin(float64(step*(s+1)))})
+			runs[s].curve = append(runs[s].curve, point{float64(step), math.Sin(float64(step * (s + 1)))})
 		}
 	}
 	c := meanCurve(runs, func(r *Result) []point { return r.curve })
