@@ -40,7 +40,9 @@ type Model struct {
 // Save writes the parameters as a safetensors file the reference
 // (gptref.py eval) and other safetensors readers load: tensors named and
 // shaped as PyTorch's state_dict, F32 (F64 for a float64 model), and the
-// metadata that rebuilds the graph without a config.
+// metadata that rebuilds the graph without a config. Path is a file the
+// caller names itself (a run's model.safetensors): whatever is there, a
+// link included, is replaced, never written through (modelfile.WriteOwn).
 func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.Param) error {
 	model, err := json.Marshal(spec)
 	if err != nil {
@@ -58,7 +60,7 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 	if err != nil {
 		return err
 	}
-	return modelfile.Write(path, tensors, meta)
+	return modelfile.WriteOwn(path, tensors, meta)
 }
 
 // Tensors views the parameters as the model file's tensors (no copy), for
