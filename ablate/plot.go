@@ -42,6 +42,24 @@ type curve struct {
 	x, mean, sd []float64
 }
 
+// DrawnSteps sorts the steps some runs logged, each once, and keeps at
+// most limit of them, evenly spaced, the first and last included: the
+// steps a curve of mean ± sd over seeds is drawn at (the loss plot here,
+// serve's comparison).
+func DrawnSteps[S int | float64](steps []S, limit int) []S {
+	slices.Sort(steps)
+	steps = slices.Compact(steps)
+	n := len(steps)
+	if n <= limit {
+		return steps
+	}
+	kept := make([]S, 0, limit)
+	for k := range limit {
+		kept = append(kept, steps[k*(n-1)/(limit-1)])
+	}
+	return kept
+}
+
 // maxCurveSteps bounds the steps a curve is drawn at (the picture is
 // about a thousand pixels wide): at every step of three 1.65M-row runs the
 // map of per-step values and the plot's points took the whole of a
@@ -58,15 +76,7 @@ func meanCurve(runs []*Result, pick func(*Result) []point) curve {
 			steps = append(steps, p.step)
 		}
 	}
-	slices.Sort(steps)
-	steps = slices.Compact(steps)
-	if n := len(steps); n > maxCurveSteps {
-		kept := make([]float64, 0, maxCurveSteps)
-		for k := range maxCurveSteps {
-			kept = append(kept, steps[k*(n-1)/(maxCurveSteps-1)])
-		}
-		steps = kept
-	}
+	steps = DrawnSteps(steps, maxCurveSteps)
 	values := make([][]float64, len(steps))
 	for _, r := range runs {
 		for _, p := range pick(r) {

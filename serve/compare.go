@@ -199,15 +199,7 @@ func meanBand(runs []columns, pick func(c columns, i int) (float64, bool)) band 
 			}
 		}
 	}
-	slices.Sort(steps)
-	steps = slices.Compact(steps)
-	if n := len(steps); n > maxBandSteps {
-		kept := make([]int, 0, maxBandSteps)
-		for k := range maxBandSteps {
-			kept = append(kept, steps[k*(n-1)/(maxBandSteps-1)])
-		}
-		steps = kept
-	}
+	steps = ablate.DrawnSteps(steps, maxBandSteps)
 	values := make([][]float64, len(steps))
 	for _, c := range runs {
 		for i, step := range c.Step {
