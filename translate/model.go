@@ -110,19 +110,7 @@ func Load(path string) (*Model, error) { return LoadChecked(path, nil) }
 // large for the process there, unread.
 func LoadChecked(path string, check func(m *Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
-	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
-		var err error
-		if m, err = fromMeta(path, meta); err != nil {
-			return err
-		}
-		if err := savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec)); err != nil {
-			return err
-		}
-		if check != nil {
-			return check(m, dataBytes)
-		}
-		return nil
-	}})
+	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)})
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +125,25 @@ func LoadChecked(path string, check func(m *Model, dataBytes int64) error) (*Mod
 		return nil, err
 	}
 	return m, nil
+}
+
+// beforeData is LoadChecked's and Scan's look at the file's header before
+// any tensor is read: the model the metadata describes (into *m), its data
+// size, then the caller's check.
+func beforeData(path string, m **Model, check func(m *Model, dataBytes int64) error) func(map[string]string, int64) error {
+	return func(meta map[string]string, dataBytes int64) error {
+		var err error
+		if *m, err = fromMeta(path, meta); err != nil {
+			return err
+		}
+		if err := savedmodel.CheckDataSize(path, dataBytes, maxParams((*m).Spec)); err != nil {
+			return err
+		}
+		if check != nil {
+			return check(*m, dataBytes)
+		}
+		return nil
+	}
 }
 
 // toDtype checks every tensor's values and stores it in the model's dtype
@@ -201,19 +208,7 @@ func (m *Model) checkValues(t modelfile.Tensor, narrow bool) error {
 // have names and shapes only: build its graph with ZeroWeights.
 func Scan(path string, check func(m *Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
-	err := modelfile.Stream(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
-		var err error
-		if m, err = fromMeta(path, meta); err != nil {
-			return err
-		}
-		if err := savedmodel.CheckDataSize(path, dataBytes, maxParams(m.Spec)); err != nil {
-			return err
-		}
-		if check != nil {
-			return check(m, dataBytes)
-		}
-		return nil
-	}}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+	err := modelfile.Stream(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)}, func(_ map[string]string, tensors []modelfile.Tensor) error {
 		m.Tensors = make(map[string]modelfile.Tensor, len(tensors))
 		for _, t := range tensors {
 			m.Tensors[t.Name] = t
