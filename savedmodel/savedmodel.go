@@ -90,6 +90,34 @@ func Load(path string) (*Model, error) {
 	return LoadChecked(path, nil)
 }
 
+// beforeData is LoadChecked's and Scan's look at the file's header before
+// any tensor is read: the model the metadata describes (into *m), its data
+// size, then the caller's check with the model's dtype (when the metadata
+// leaves it to the tensors: float64 if they take more than 6 bytes a
+// parameter).
+func beforeData(path string, m **Model, check func(spec config.Model, dataBytes int64) error) func(map[string]string, int64) error {
+	return func(meta map[string]string, dataBytes int64) error {
+		var err error
+		if *m, err = fromMeta(path, meta); err != nil {
+			return err
+		}
+		if err := CheckDataSize(path, dataBytes, (*m).Spec.ParamCount()); err != nil {
+			return err
+		}
+		if check == nil {
+			return nil
+		}
+		spec := (*m).Spec
+		if spec.Dtype == "" {
+			spec.Dtype = "float32"
+			if dataBytes > 6*spec.ParamCount() {
+				spec.Dtype = "float64"
+			}
+		}
+		return check(spec, dataBytes)
+	}
+}
+
 // LoadChecked is Load with a check of the caller's before the tensors are
 // read: check sees the model the metadata describes (its dtype, when the
 // metadata leaves it to the tensors, guessed from the size of their data)
@@ -97,26 +125,7 @@ func Load(path string) (*Model, error) {
 // model too large to build without reading a byte of it.
 func LoadChecked(path string, check func(spec config.Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
-	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
-		var err error
-		if m, err = fromMeta(path, meta); err != nil {
-			return err
-		}
-		if err := CheckDataSize(path, dataBytes, m.Spec.ParamCount()); err != nil {
-			return err
-		}
-		if check == nil {
-			return nil
-		}
-		spec := m.Spec
-		if spec.Dtype == "" { // more than 6 bytes a parameter: float64 tensors
-			spec.Dtype = "float32"
-			if dataBytes > 6*spec.ParamCount() {
-				spec.Dtype = "float64"
-			}
-		}
-		return check(spec, dataBytes)
-	}})
+	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)})
 	if err != nil {
 		return nil, err
 	}

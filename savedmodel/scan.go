@@ -20,26 +20,7 @@ import (
 // build's.
 func Scan(path string, check func(spec config.Model, dataBytes int64) error, build func(spec config.Model) ([]*graph.Param, error)) (m *Model, params []*graph.Param, err error) {
 	narrow := false
-	err = modelfile.Stream(path, modelfile.Limits{BeforeData: func(meta map[string]string, dataBytes int64) error {
-		var err error
-		if m, err = fromMeta(path, meta); err != nil {
-			return err
-		}
-		if err := CheckDataSize(path, dataBytes, m.Spec.ParamCount()); err != nil {
-			return err
-		}
-		if check == nil {
-			return nil
-		}
-		spec := m.Spec
-		if spec.Dtype == "" { // as LoadChecked guesses it
-			spec.Dtype = "float32"
-			if dataBytes > 6*spec.ParamCount() {
-				spec.Dtype = "float64"
-			}
-		}
-		return check(spec, dataBytes)
-	}}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+	err = modelfile.Stream(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)}, func(_ map[string]string, tensors []modelfile.Tensor) error {
 		m.Tensors = make(map[string]modelfile.Tensor, len(tensors))
 		for _, t := range tensors {
 			m.Tensors[t.Name] = t
