@@ -116,7 +116,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "sha256 not hex", files: map[string]string{"x.toml": "[data]\nsha256 = \"" + strings.Repeat("g", 64) + "\"\n"},
 			want: []string{"data.sha256:", "is not a SHA-256"}},
 		{name: "tokenizer", files: map[string]string{"x.toml": "[data]\ntokenizer = \"bpe\"\n"},
-			want: []string{"data.tokenizer: \"bpe\" is not allowed (allowed: char, word)"}},
+			want: []string{"data.tokenizer: \"bpe\" is not allowed (allowed: char, word, gpt2)"}},
 		{name: "split 1", files: map[string]string{"x.toml": "[data]\nsplit = 1\n"},
 			want: []string{"data.split: 1 is out of range (allowed: between 0 and 1, exclusive)"}},
 		{name: "split 0", files: map[string]string{"x.toml": "[data]\nsplit = 0.0\n"},

@@ -222,6 +222,10 @@ func (c *Config) resolve(given func(key string) bool) {
 		c.Train.Out = filepath.Join("runs", c.Name)
 	}
 	c.Data.SHA256 = strings.ToLower(c.Data.SHA256)
+	if c.Data.Format == FormatTokens && !given("data.split") {
+		c.Data.Split = 0 // the token files are split already
+	}
+	c.Data.ValSHA256 = strings.ToLower(c.Data.ValSHA256)
 	if c.Data.Format == "pairs" && !given("data.tokenizer") {
 		c.Data.Tokenizer = "word" // pairs are read word by word
 	}

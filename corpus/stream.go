@@ -65,17 +65,18 @@ func (s *tokenStore) append(id int) {
 
 func (s *tokenStore) len() int { return len(s.u16) + len(s.i32) }
 
-// copyTo copies tokens [start, start+len(dst)) into dst.
-func (s *tokenStore) copyTo(dst []int, start int) {
+// read copies tokens [start, start+len(dst)) into dst; it never fails.
+func (s *tokenStore) read(dst []int, start int) error {
 	if s.u16 != nil {
 		for i, v := range s.u16[start : start+len(dst)] {
 			dst[i] = int(v)
 		}
-		return
+		return nil
 	}
 	for i, v := range s.i32[start : start+len(dst)] {
 		dst[i] = int(v)
 	}
+	return nil
 }
 
 // LoadContext is Load that stops, returning ctx's error, when ctx is done.
@@ -117,12 +118,15 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	if store.len() != n {
 		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
 	}
+	cut := cutAt(n, split)
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
 		Size:    size,
 		Vocab:   vocab,
-		tokens:  store,
-		Cut:     cutAt(n, split),
+		train:   span{&store, 0, cut},
+		test:    span{&store, cut, n - cut},
+		held:    n * idBytes(vocab.Size()),
+		Cut:     cut,
 		Context: context,
 		Stride:  stride,
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/tokenfile"
 	"github.com/gptg/gptg/train"
 )
 
@@ -194,11 +195,12 @@ func exitCode(err error) int {
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
+	var te *tokenfile.Error          // a token file of odd length, with ids past the vocabulary, ...
 	switch {
 	case errors.As(err, &ie):
 		return 130
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
-		errors.As(err, &me), errors.As(err, &re):
+		errors.As(err, &me), errors.As(err, &re), errors.As(err, &te):
 		return 2
 	}
 	return 1
