@@ -104,7 +104,8 @@ func TestReferenceSplitAgrees(t *testing.T) {
 }
 
 // FuzzEncode checks on any bytes that Split agrees with the regex-engine
-// reference and covers the text, that Encode is the pieces' encodings
+// reference and covers the text, that cutting where isCut says keeps the
+// pieces, that Encode is the pieces' encodings
 // joined, and that decoding gives the bytes back.
 func FuzzEncode(f *testing.F) {
 	for _, c := range splitCases {
@@ -125,6 +126,11 @@ func FuzzEncode(f *testing.F) {
 				t.Fatalf("Split(%q) has an empty piece", text)
 			}
 			joined = tok.AppendEncode(joined, p)
+		}
+		for i := 1; i < len(text); i++ {
+			if isCut(text, i) && !slices.Equal(append(Split(text[:i]), Split(text[i:])...), pieces) {
+				t.Fatalf("cutting %q at %d changes its pieces", text, i)
+			}
 		}
 		ids := tok.Encode(text)
 		if !slices.Equal(ids, joined) {

@@ -1,6 +1,9 @@
 package bpe
 
-import "math"
+import (
+	"math"
+	"strings"
+)
 
 // encoder is one goroutine's cache and scratch space: Encode takes one from
 // the Tokenizer's pool, so that concurrent callers share nothing mutable.
@@ -70,7 +73,8 @@ func (e *encoder) appendPiece(dst []int, piece string) []int {
 			clear(e.cache)
 			e.cached = e.cached[:0]
 		}
-		e.cache[string([]byte(piece))] = span{uint32(len(e.cached)), uint32(len(ids))}
+		// A copy: the key must not keep the caller's whole text alive.
+		e.cache[strings.Clone(piece)] = span{uint32(len(e.cached)), uint32(len(ids))}
 		e.cached = append(e.cached, ids...)
 	}
 	return dst
