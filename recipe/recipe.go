@@ -16,16 +16,13 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/tokenfile"
 )
-
-// Encoder turns text into token ids: GPT-2's (tiktoken's
-// encode_ordinary, special tokens read as text) for the recipes here.
-type Encoder func(text string) []int
 
 // Recipe is one of nanoGPT's data recipes.
 type Recipe struct {
@@ -34,13 +31,13 @@ type Recipe struct {
 	// Tokenizer is the data.tokenizer whose ids it writes.
 	Tokenizer string
 	// make returns the training and validation ids.
-	make func(enc Encoder) (train, val []int, err error)
+	make func() (train, val []int, err error)
 }
 
 // All lists the recipes (config.PrepareRecipes names the same).
 var All = []Recipe{
 	{Name: "shakespeare", Tokenizer: "gpt2", make: shakespeare,
-		About: "nanoGPT's data/shakespeare/prepare.py: tiny-shakespeare's first 90% of characters (train.bin, 301,966 tokens) and the rest (val.bin, 36,059), GPT-2's tokens"},
+		About: "tiny-shakespeare's first 90% of characters and the rest, GPT-2's tokens (301,966 and 36,059)"},
 }
 
 // Lookup finds a recipe by name.
@@ -61,8 +58,8 @@ type Counts struct{ Train, Val int }
 // error or a signal leaves no training file without its validation file.
 // Paths are taken through atomicfile's rule: a link is written through, a
 // folder or a device is refused.
-func (r Recipe) Write(enc Encoder, trainPath, valPath string) (Counts, error) {
-	train, val, err := r.make(enc)
+func (r Recipe) Write(trainPath, valPath string) (Counts, error) {
+	train, val, err := r.make()
 	if err != nil {
 		return Counts{}, err
 	}
@@ -86,13 +83,19 @@ func (r Recipe) Write(enc Encoder, trainPath, valPath string) (Counts, error) {
 //	val_ids = enc.encode_ordinary(val_data)
 //
 // each split encoded on its own (a word cut by the split is two pieces).
-func shakespeare(enc Encoder) ([]int, []int, error) {
+// bpe's GPT-2 encoding is tiktoken's encode_ordinary: "<|endoftext|>" in
+// the text would be text, not the special token.
+func shakespeare() ([]int, []int, error) {
 	text, err := builtin.Bytes("tinyshakespeare")
 	if err != nil {
 		return nil, nil, err
 	}
+	enc, err := bpe.GPT2()
+	if err != nil {
+		return nil, nil, err
+	}
 	cut := cutChars(string(text), 0.9)
-	return enc(string(text[:cut])), enc(string(text[cut:])), nil
+	return enc.Encode(string(text[:cut])), enc.Encode(string(text[cut:])), nil
 }
 
 // cutChars is the byte offset in text of Python's data[:int(n*split)],
@@ -109,19 +112,16 @@ func cutChars(text string, split float64) int {
 	return len(text)
 }
 
-// MissingError says that one of a recipe's two files is there and the
-// other is not: the recipe writes both, and will not replace the one.
-type MissingError struct{ Have, Missing string }
-
-func (e *MissingError) Error() string {
-	return fmt.Sprintf("token file %s is missing and %s is there: data.prepare writes both and replaces neither; remove %s, or put %s back",
-		quote.Name(e.Missing), quote.Name(e.Have), quote.Name(e.Have), quote.Name(e.Missing))
+// missing refuses to make one of a recipe's files beside the other.
+func missing(path, other string) error {
+	return &tokenfile.Error{Path: path, Problem: fmt.Sprintf("is missing and %s is there: data.prepare writes both and replaces neither; remove %s, or put %s back",
+		quote.Name(other), quote.Name(other), quote.Name(path))}
 }
 
 // EnsureFiles makes the token files of d (data.path, data.val_path) with
 // data.prepare's recipe when both are missing, saying so on log; files
 // that are there are left alone, to be checked by whoever reads them.
-func EnsureFiles(d config.Data, enc Encoder, log io.Writer) error {
+func EnsureFiles(d config.Data, log io.Writer) error {
 	if d.Format != config.FormatTokens || d.Prepare == "" {
 		return nil
 	}
@@ -134,9 +134,9 @@ func EnsureFiles(d config.Data, enc Encoder, log io.Writer) error {
 	trainMissing, valMissing := errors.Is(errTrain, fs.ErrNotExist), errors.Is(errVal, fs.ErrNotExist)
 	switch {
 	case trainMissing && !valMissing:
-		return &MissingError{Have: d.ValPath, Missing: d.Path}
+		return missing(d.Path, d.ValPath)
 	case valMissing && !trainMissing:
-		return &MissingError{Have: d.Path, Missing: d.ValPath}
+		return missing(d.ValPath, d.Path)
 	case !trainMissing:
 		return nil
 	}
@@ -145,7 +145,7 @@ func EnsureFiles(d config.Data, enc Encoder, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	n, err := r.Write(enc, d.Path, d.ValPath)
+	n, err := r.Write(d.Path, d.ValPath)
 	if err != nil {
 		for _, dir := range slices.Backward(made) {
 			os.Remove(dir)

@@ -172,7 +172,7 @@ func findValidation(dir string, d config.Data, o corpusOrigin) (string, error) {
 	if d.Format != config.FormatTokens {
 		return "", nil
 	}
-	val := config.Data{Path: d.ValPath, SHA256: d.ValSHA256, Size: d.ValSize, Format: d.Format}
+	val := config.Data{Path: d.ValPath, SHA256: d.ValSHA256, Size: d.ValSize, Format: d.Format, Prepare: d.Prepare}
 	return findCorpus(dir, val, corpusOrigin{File: o.ValFile, FromRun: o.ValFromRun, MadeFrom: o.MadeFrom})
 }
 
@@ -259,7 +259,7 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 		}
 		return "", changedError(dir, firstOther, other, want)
 	}
-	if d.URL != "" {
+	if d.URL != "" || d.Prepare != "" { // downloaded or prepared again when loaded
 		return d.Path, nil
 	}
 	where := "it is not at " + strings.Join(candidates[:named], ", ")

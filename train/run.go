@@ -35,6 +35,7 @@ import (
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/nanogpt"
+	"github.com/gptg/gptg/recipe"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -634,6 +635,9 @@ func withDefaults(opts Options, tr config.Train) Options {
 func loadCorpus(ctx context.Context, cfg *config.Config, dataPath, valPath string, opts Options) (*corpus.Dataset, error) {
 	from := *cfg
 	from.Data.Path, from.Data.ValPath = dataPath, valPath
+	if err := recipe.EnsureFiles(from.Data, opts.Log); err != nil {
+		return nil, err
+	}
 	data, err := nanogpt.LoadData(ctx, from, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
