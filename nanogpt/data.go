@@ -23,6 +23,10 @@ import (
 // that decodes them (data.tokenizer): "gpt2", or "char" with the meta.pkl
 // beside data.path.
 
+// bigTokenFile is the size from which LoadData says that it reads a token
+// file through before training (about a second or more).
+const bigTokenFile = 256 << 20
+
 // MetaFile is the name of a nanoGPT dataset's vocabulary file.
 const MetaFile = "meta.pkl"
 
@@ -53,6 +57,11 @@ func LoadData(ctx context.Context, cfg config.Config, log io.Writer, client *htt
 	vocab, err := TokenVocab(d.Tokenizer, d.Path)
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range []string{d.Path, d.ValPath} {
+		if fi, err := os.Stat(p); err == nil && fi.Size() >= bigTokenFile {
+			fmt.Fprintf(log, "checking %s (%d tokens): every id, and its sha256\n", quote.Name(p), fi.Size()/tokenfile.IDBytes)
+		}
 	}
 	data, err := corpus.LoadTokens(ctx, d.Path, d.ValPath, vocab, cfg.Model.Context, d.Stride)
 	if err != nil {

@@ -47,6 +47,11 @@ directory (data.path, where it was when the run started, the same place
 relative to the run folder or inside it, its name beside the run folder,
 or built into gptg); a file that holds other text is refused.
 
+A run on nanoGPT's token files (data.format = "tokens") is evaluated on
+its validation token file (data.val_path, found the same way), every
+window of it; --data FILE is then another token file of the model's
+vocabulary, and --split is refused.
+
 Flags:
   --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
   --batch N        windows per batch (default the run's train.batch, as its
