@@ -117,6 +117,8 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"data.sha256:", "is not a SHA-256"}},
 		{name: "tokenizer", files: map[string]string{"x.toml": "[data]\ntokenizer = \"bpe\"\n"},
 			want: []string{"data.tokenizer: \"bpe\" is not allowed (allowed: char, word, gpt2)"}},
+		{name: "gpt2 vocab", files: map[string]string{"x.toml": "[data]\ntokenizer = \"gpt2\"\n[model]\nvocab = 65\n"},
+			want: []string{"model.vocab: 65 is not GPT-2's 50257 tokens (data.tokenizer = \"gpt2\"): set 50257 or leave it out"}},
 		{name: "split 1", files: map[string]string{"x.toml": "[data]\nsplit = 1\n"},
 			want: []string{"data.split: 1 is out of range (allowed: between 0 and 1, exclusive)"}},
 		{name: "split 0", files: map[string]string{"x.toml": "[data]\nsplit = 0.0\n"},

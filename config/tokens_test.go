@@ -62,7 +62,6 @@ func TestTokensKeysUsedOrRefused(t *testing.T) {
 		{"val_sha256 with a text", "[data]\nval_sha256 = \"" + hexOf('a') + "\"\n", `data.val_sha256: is for token files`},
 		{"val_size with a text", "[data]\nval_size = 3\n", `data.val_size: is for token files`},
 		{"prepare with a text", "[data]\nprepare = \"shakespeare\"\n", `data.prepare: is for token files`},
-		{"gpt2 with a text", "[data]\ntokenizer = \"gpt2\"\n", `data.tokenizer: "gpt2" reads token files here`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -99,6 +100,9 @@ func (c *Config) validate(origin func(key string) string) error {
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, MaxVocab)
+	if d.Tokenizer == "gpt2" && m.Vocab != 0 && m.Vocab != bpe.GPT2Size {
+		v.fail("model.vocab", "%d is not GPT-2's %d tokens (data.tokenizer = \"gpt2\"): set %d or leave it out", m.Vocab, bpe.GPT2Size, bpe.GPT2Size)
+	}
 	v.intIn("model.context", m.Context, 1, maxContext)
 	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
 	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)
@@ -225,9 +229,6 @@ func (v *checker) tokenFiles(d Data) {
 			if k.set {
 				v.fail(k.key, "is for token files: data.format is %q (set format = \"tokens\", or leave it out)", d.Format)
 			}
-		}
-		if d.Tokenizer == "gpt2" {
-			v.fail("data.tokenizer", "\"gpt2\" reads token files here: set data.format = \"tokens\" (with data.path a train.bin and data.val_path a val.bin)")
 		}
 		return
 	}

@@ -31,9 +31,12 @@ const bigTokenFile = 256 << 20
 const MetaFile = "meta.pkl"
 
 // TokenVocab is the vocabulary whose ids the token files of a config hold:
-// for tokenizer "char", the characters of the meta.pkl beside trainPath.
+// GPT-2's for tokenizer "gpt2"; for "char", the characters of the meta.pkl
+// beside trainPath.
 func TokenVocab(tokenizer, trainPath string) (*corpus.Vocab, error) {
 	switch tokenizer {
+	case corpus.GPT2:
+		return corpus.NewGPT2Vocab()
 	case corpus.Char:
 		meta := filepath.Join(filepath.Dir(trainPath), MetaFile)
 		if _, err := os.Lstat(meta); errors.Is(err, fs.ErrNotExist) {
@@ -41,7 +44,7 @@ func TokenVocab(tokenizer, trainPath string) (*corpus.Vocab, error) {
 		}
 		return ReadMeta(meta)
 	}
-	return nil, inputErr("tokenizer %q cannot decode token files (allowed: char, with nanoGPT's meta.pkl beside data.path)", tokenizer)
+	return nil, inputErr("tokenizer %q cannot decode token files (allowed: gpt2; char, with nanoGPT's meta.pkl beside data.path)", tokenizer)
 }
 
 // LoadData reads the corpus cfg names, as corpus.LoadForContext does, and

@@ -61,7 +61,7 @@ func exampleText(d *corpus.Dataset) (string, error) {
 		return "", err
 	}
 	for _, id := range head {
-		if tokens[id] == "\n" {
+		if strings.Contains(tokens[id], "\n") { // a BPE's "\n\n" too
 			if len(kept) >= 3 {
 				break
 			}
@@ -76,7 +76,8 @@ func exampleText(d *corpus.Dataset) (string, error) {
 			break
 		}
 	}
-	return strings.TrimSpace(example), nil
+	// A BPE's tokens may stop inside a character: its first bytes go.
+	return strings.TrimSpace(strings.ToValidUTF8(example, "")), nil
 }
 
 // exampleHeader renders config.toml's example line ("" for none); from

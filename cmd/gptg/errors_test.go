@@ -260,7 +260,8 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, leftoverInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
 	rows = append(rows, mendsInputs(t)...)
-	rows = append(rows, tokensInputs(t)...)
+	rows = append(rows, tokensInputs()...)
+	rows = append(rows, tokenFileInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
