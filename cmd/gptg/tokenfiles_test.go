@@ -210,3 +210,31 @@ func TestTokenFileLargerThanMemory(t *testing.T) {
 		t.Errorf("stdout %s", r.stdout)
 	}
 }
+
+// TestShakespeareBPEFromAFreshFolder: configs/nanogpt/shakespeare-bpe.toml
+// trains from a folder without data/: its first run prepares nanoGPT's
+// token files (checked against the config's digests), and the model
+// samples GPT-2's tokens.
+func TestShakespeareBPEFromAFreshFolder(t *testing.T) {
+	cfg, err := filepath.Abs("../../configs/nanogpt/shakespeare-bpe.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r := gptg(t, dir, "train", cfg, "--set", "train.max_steps=1", "--set", "train.eval_batches=1")
+	if r.code != 0 || !strings.Contains(r.stdout, "done: 1 steps") {
+		t.Fatalf("gptg train shakespeare-bpe.toml: exit %d, stdout %s, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	for _, name := range []string{"train.bin", "val.bin"} {
+		got, err := os.ReadFile(filepath.Join(dir, "data", "shakespeare", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, goldenTokens(t, name)) {
+			t.Errorf("the prepared %s is not nanoGPT's", name)
+		}
+	}
+	if out := ok(t, dir, "sample", "runs/shakespeare-bpe", "--tokens", "5", "--prompt", "ROMEO:"); !strings.HasPrefix(out, "ROMEO:") {
+		t.Errorf("sample: %q", out)
+	}
+}
