@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,7 +34,11 @@ func TestMetricsOfManyTinyLines(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(runs, "tiny", train.MetricsFile), bytes.Repeat([]byte("{}\n"), maxMetricsLines+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(runs, "edge", train.MetricsFile), bytes.Repeat([]byte("{}\n"), maxMetricsLines), 0o644); err != nil {
+	var rising bytes.Buffer // rows the curve draws: one a step
+	for i := range maxMetricsLines {
+		fmt.Fprintf(&rising, "{\"step\":%d}\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(runs, "edge", train.MetricsFile), rising.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := newServer(t, Options{Dirs: []string{runs}})
@@ -108,6 +113,7 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 		{"POST from another site's page (Origin)", "POST", "/api/generate", [2]string{"Origin", "http://evil.example"}, 403},
 		{"POST from a sandboxed page (Origin null)", "POST", "/api/generate", [2]string{"Origin", "null"}, 403},
 		{"POST from another port of this host", "POST", "/api/generate", [2]string{"Origin", "http://127.0.0.1:9999"}, 403},
+		{"POST from this host and port over https (another origin)", "POST", "/api/generate", [2]string{"Origin", "https://127.0.0.1:8080"}, 403},
 		{"POST marked cross-site", "POST", "/api/generate", [2]string{"Sec-Fetch-Site", "cross-site"}, 403},
 		{"attention GET marked cross-site", "GET", "/api/attention?id=runs/c&text=a", [2]string{"Sec-Fetch-Site", "cross-site"}, 403},
 		{"live GET marked same-site", "GET", "/api/live?id=runs/c", [2]string{"Sec-Fetch-Site", "same-site"}, 403},

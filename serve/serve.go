@@ -281,7 +281,11 @@ func crossSite(r *http.Request) string {
 		return fmt.Sprintf("refused: a request from another site's page (Sec-Fetch-Site: %s); the API answers this server's own pages", quote.Value(site))
 	}
 	if o := r.Header.Get("Origin"); o != "" {
-		if u, err := url.Parse(o); err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https") {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host || u.Scheme != scheme {
 			return fmt.Sprintf("refused: a request from the page of %s, not of this server (%s)", quote.Value(o), quote.Value(r.Host))
 		}
 	}

@@ -264,7 +264,7 @@ async function runPage(id) {
       r.train_loss !== null ? el("span", {}, "train loss " + fmt.loss(r.train_loss)) : null,
       r.test_loss !== null ? el("span", {}, "test loss " + fmt.loss(r.test_loss)) : null,
       r.tokens_per_s ? el("span", {}, Math.round(r.tokens_per_s).toLocaleString("en-US") + " tokens/s") : null,
-      r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows") : null));
+      r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows or do not rise in step; not drawn") : null));
   }
   showInfo(run);
   const chart = new LossChart(chartBox, [{ label: id }], { extra: true });
@@ -306,8 +306,9 @@ function playground(run) {
     const gen = el("span", { class: "gen" });
     out.append(gen);
     stats.textContent = "generating…";
-    const body = { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
-    if (translating) body.beam = +beam.value;
+    const body = translating ?
+      { id: run.id, prompt: prompt.value, tokens: +tokens.value, beam: +beam.value } :
+      { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
     let n = 0, pending = "", frame = 0;
     // Tokens are shown once per frame: a small model draws thousands a
     // second, more DOM updates than a page can take.
