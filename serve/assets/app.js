@@ -122,11 +122,27 @@ class LossChart {
   resize() { this.plot.setSize({ width: this.width(), height: 300 }); if (this.plot2) this.plot2.setSize({ width: this.width(), height: 180 }); }
 }
 
-// follow streams a run's metrics (Server-Sent Events) into chart series i.
-function follow(id, chart, i) {
+// follow streams a run's metrics (Server-Sent Events) into chart series i,
+// and says in status when the stream fails: the server's "error" event
+// (the file cannot be read: the stream ends) or a lost connection (the
+// browser tries again; the message goes with the next rows).
+function follow(id, chart, i, status) {
   const es = new EventSource("/api/live?id=" + encodeURIComponent(id));
-  es.addEventListener("rows", (e) => chart.add(i, JSON.parse(e.data)));
+  const say = (msg) => { if (status) status.textContent = msg; };
+  es.addEventListener("rows", (e) => { say(""); chart.add(i, JSON.parse(e.data)); });
   es.addEventListener("reset", () => chart.reset(i));
+  es.addEventListener("error", (e) => {
+    if (e.data) {
+      let msg = e.data;
+      try { msg = JSON.parse(e.data).error; } catch (_) { /* the text as it came */ }
+      say("live updates of " + id + " stopped: " + msg);
+      es.close();
+    } else if (es.readyState === EventSource.CLOSED) {
+      say("live updates of " + id + " stopped: the server refused the stream");
+    } else {
+      say("live updates of " + id + ": connection lost, trying again…");
+    }
+  });
   return es;
 }
 
@@ -155,6 +171,7 @@ async function runsPage() {
   let list = null;
   const table = el("table", { id: "runs-table" });
   const overlayBox = el("div", { id: "overlay", class: "chart" });
+  const overlayStatus = el("span", { class: "problem", id: "overlay-live" });
   const logBox = el("input", { type: "checkbox", id: "overlay-log" });
   const comps = el("ul", { id: "comparisons" });
   const problems = el("div", { class: "problem" });
@@ -162,7 +179,7 @@ async function runsPage() {
   mount(heading, problems,
     el("div", { class: "panel wide" }, table),
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Selected runs, overlaid"),
-      el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live")), overlayBox),
+      el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live"), overlayStatus), overlayBox),
     el("h2", {}, "Comparisons (gptg ablate, gptg sweep)"), comps);
 
   let chart = null;
@@ -171,7 +188,7 @@ async function runsPage() {
     const ids = list ? list.runs.filter((r) => sel.has(r.id)).map((r) => r.id) : [];
     if (!ids.length) { overlayBox.replaceChildren(el("p", { class: "muted" }, "no run selected")); chart = null; return; }
     chart = new LossChart(overlayBox, ids.map((id) => ({ label: id.split("/").pop() })), { log: logBox.checked });
-    ids.forEach((id, i) => streams.push(follow(id, chart, i)));
+    ids.forEach((id, i) => streams.push(follow(id, chart, i, overlayStatus)));
   }
   logBox.addEventListener("change", () => chart && chart.setLog(logBox.checked));
 
@@ -240,13 +257,14 @@ async function runPage(id) {
   }
   const info = el("div", { id: "run-info" });
   const chartBox = el("div", { id: "loss-chart", class: "chart" });
+  const liveStatus = el("span", { class: "problem", id: "live-status" });
   const logBox = el("input", { type: "checkbox", id: "log-scale" });
   const summary = el("pre", { id: "summary" }, "…");
   mount(
     el("h1", {}, id),
     info,
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Loss"), el("label", {}, logBox, " log scale"),
-      el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl")), chartBox),
+      el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl"), liveStatus), chartBox),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Sampling playground"), playground(run)),
       el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
@@ -268,7 +286,7 @@ async function runPage(id) {
   }
   showInfo(run);
   const chart = new LossChart(chartBox, [{ label: id }], { extra: true });
-  streams.push(follow(id, chart, 0));
+  streams.push(follow(id, chart, 0, liveStatus));
   logBox.addEventListener("change", () => chart.setLog(logBox.checked));
   window.addEventListener("resize", () => chart.resize());
   setInterval(async () => { try { showInfo(await getJSON("/api/run?id=" + encodeURIComponent(id))); } catch (e) { /* shown on the next success */ } }, 3000);
