@@ -248,7 +248,7 @@ func shownSettings(settings []string) []string {
 	out := []string{}
 	for _, d := range settings {
 		key, _, _ := strings.Cut(d, "=")
-		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
+		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "data.size" || key == "model.vocab" {
 			continue
 		}
 		out = append(out, readable(d))

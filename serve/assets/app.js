@@ -266,7 +266,7 @@ async function runPage(id) {
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Loss"), el("label", {}, logBox, " log scale"),
       el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl"), liveStatus), chartBox),
     el("div", { class: "row" },
-      el("div", { class: "panel" }, el("h2", {}, "Sampling playground"), playground(run)),
+      el("div", { class: "panel" }, el("h2", {}, run.arch === "encoder-decoder" ? "Translation playground" : "Sampling playground"), playground(run)),
       el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
