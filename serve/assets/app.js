@@ -84,7 +84,7 @@ class LossChart {
         width: this.width(), height: 180,
         series: [{ label: "step" }, { label: "learning rate", stroke: "#9467bd", scale: "lr" }, { label: "tokens/s", stroke: "#7f7f7f", scale: "tok" }],
         scales: { x: { time: false } },
-        axes: [{ label: "step" }, { scale: "lr", label: "lr" }, { scale: "tok", side: 1, label: "tokens/s", grid: { show: false } }],
+        axes: [{ label: "step" }, { scale: "lr", label: "lr", values: distinctTicks }, { scale: "tok", side: 1, label: "tokens/s", grid: { show: false } }],
       }, this.extraData(), this.container);
     }
   }
@@ -120,6 +120,17 @@ class LossChart {
   }
   setLog(on) { this.log = on; this.plot.destroy(); if (this.plot2) this.plot2.destroy(); this.build(); this.redraw(); }
   resize() { this.plot.setSize({ width: this.width(), height: 300 }); if (this.plot2) this.plot2.setSize({ width: this.width(), height: 180 }); }
+}
+
+// distinctTicks labels an axis's ticks with the fewest significant digits
+// that keep them apart: uPlot's default gives a learning rate's ticks
+// 0.00095 and 0.001 the same label.
+function distinctTicks(u, splits) {
+  for (let p = 1; p <= 8; p++) {
+    const labels = splits.map((v) => (v == null ? "" : String(+v.toPrecision(p))));
+    if (new Set(labels).size === labels.length) return labels;
+  }
+  return splits.map(String);
 }
 
 // follow streams a run's metrics (Server-Sent Events) into chart series i,
