@@ -3,7 +3,10 @@
 // pieces starts empty, as for any text gptg reads once), on --workers
 // goroutines (1: Encode; more: EncodeParallel), and the decoding of the
 // ids. It prints one line: corpus bytes, tokens, seconds to build the
-// tokenizer, to encode and to decode (the median of 5).
+// tokenizer, to encode and to decode (the median of 5), then the CPU
+// seconds (user and system, every thread of the process) of the encoding
+// and of a decoding: on a machine shared with other work, CPU time is
+// what the load does not inflate.
 //
 //	GOMAXPROCS=1 go run ./bench/tokbench builtin:tinyshakespeare
 package main
@@ -14,6 +17,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/gptg/gptg/bpe"
@@ -40,28 +44,39 @@ func main() {
 	}
 	build := time.Since(start)
 
-	start = time.Now()
+	start, cpu := time.Now(), cpuTime()
 	var ids []int
 	if *workers > 1 {
 		ids = tok.EncodeParallel(text, *workers)
 	} else {
 		ids = tok.Encode(text)
 	}
-	encode := time.Since(start)
+	encode, encodeCPU := time.Since(start), cpuTime()-cpu
 
-	var times []time.Duration
+	var times, cpus []time.Duration
 	out := make([]byte, 0, len(text))
 	for range 5 {
-		start = time.Now()
+		start, cpu = time.Now(), cpuTime()
 		out = tok.AppendDecode(out[:0], ids)
-		times = append(times, time.Since(start))
+		times, cpus = append(times, time.Since(start)), append(cpus, cpuTime()-cpu)
 	}
 	slices.Sort(times)
+	slices.Sort(cpus)
 	if string(out) != text {
 		fmt.Fprintln(os.Stderr, "tokbench: decode(encode(text)) differs from the text")
 		os.Exit(1)
 	}
-	fmt.Printf("%d %d %.6f %.6f %.6f\n", len(text), len(ids), build.Seconds(), encode.Seconds(), times[2].Seconds())
+	fmt.Printf("%d %d %.6f %.6f %.6f %.6f %.6f\n", len(text), len(ids), build.Seconds(), encode.Seconds(), times[2].Seconds(),
+		encodeCPU.Seconds(), cpus[2].Seconds())
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func read(path string) (string, error) {
