@@ -261,6 +261,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, memcapsInputs()...)
 	rows = append(rows, mendsInputs(t)...)
 	rows = append(rows, unreadInputs()...)
+	rows = append(rows, tokensInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {
