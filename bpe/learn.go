@@ -33,36 +33,23 @@ import (
 // which need no merge.
 const MinVocab = 256
 
-// LearnOptions are Learn's optional settings.
-type LearnOptions struct {
-	// Split cuts the text into the pieces merges stay within; nil means
-	// GPT-2's pre-split.
-	Split func(text string) []string
-	// Progress, when set, is called with the merges done and the merges
-	// to do: once before the first merge and then every ProgressEvery
-	// merges and after the last. It runs on Learn's goroutine.
-	Progress func(done, total int)
-}
-
-// ProgressEvery is how many merges pass between two Progress calls.
+// ProgressEvery is how many merges pass between two progress calls.
 const ProgressEvery = 64
 
-// Learn learns vocabSize-256 merges on text and returns them in the order
-// learned: merge i joins the ids merges[i][0] and merges[i][1] into the id
-// 256+i. See the comment at the top of this file for the rule.
-func Learn(text string, vocabSize int, opt LearnOptions) ([][2]int, error) {
+// Learn learns vocabSize-256 merges on text, pre-split with GPT-2's
+// pattern (NextPiece), and returns them in the order learned: merge i joins
+// the ids merges[i][0] and merges[i][1] into the id 256+i. See the comment
+// at the top of this file for the rule. progress, when not nil, is called
+// with the merges done and the merges to do: once before the first merge,
+// every ProgressEvery merges and after the last.
+func Learn(text string, vocabSize int, progress func(done, total int)) ([][2]int, error) {
 	if err := checkVocabSize(vocabSize); err != nil {
 		return nil, err
 	}
-	split := opt.Split
-	if split == nil {
-		split = defaultSplit
-	}
-	return LearnCounts(CountPieces(text, split), vocabSize, opt.Progress)
+	var c PieceCounter
+	c.AddString(text)
+	return LearnCounts(c.Counts(), vocabSize, progress)
 }
-
-// defaultSplit is the pre-split Learn uses when LearnOptions.Split is nil.
-var defaultSplit func(string) []string
 
 func checkVocabSize(vocabSize int) error {
 	if vocabSize < MinVocab {
@@ -71,49 +58,84 @@ func checkVocabSize(vocabSize int) error {
 	return nil
 }
 
-// countChunk is how much text CountPieces splits at a time: the pieces of
-// one chunk are held as strings (16 bytes each, about four per piece of
-// text) only until they are counted.
-const countChunk = 1 << 20
-
-// CountPieces splits text and counts how often each distinct piece occurs.
-// It splits a chunk of text at a time, cutting only at a newline with a
-// printable ASCII character on each side: GPT-2's pattern ends a piece
-// before and after such a newline whatever follows, so the counts equal
-// those of splitting the whole text at once.
-func CountPieces(text string, split func(string) []string) map[string]int {
-	counts := map[string]int{}
-	for len(text) > 0 {
-		n := chunkEnd(text, countChunk)
-		for _, p := range split(text[:n]) {
-			counts[p]++
-		}
-		text = text[n:]
-	}
-	return counts
+// PieceCounter counts the distinct pieces of a text (GPT-2's pre-split)
+// given a part at a time, so that a corpus need not be held whole. The
+// zero value is ready to use.
+type PieceCounter struct {
+	index  map[string]int32 // piece → its place in counts
+	counts []int
+	// carry is the end of the text so far, from the start of the first
+	// piece that more text could change. NextPiece decides where a piece
+	// ends by at most the two bytes after it ("'" followed by "ll" is one
+	// piece, by "lx" two) or, for white space, by the end of the run,
+	// which a piece that is not the last does not reach; so a piece with
+	// two bytes of text after it is final.
+	carry []byte
 }
 
-// chunkEnd is where CountPieces cuts text: after the first safe newline
-// at or past want bytes, or at the end of text.
-func chunkEnd(text string, want int) int {
-	for i := want; i < len(text)-1; {
-		j := strings.IndexByte(text[i:len(text)-1], '\n')
-		if j < 0 {
+// Add counts the pieces of the text's next part. Parts must be cut
+// between characters (UTF-8), as splitting a character would change the
+// class of its bytes.
+func (c *PieceCounter) Add(part []byte) {
+	if len(c.carry) > 0 {
+		c.carry = append(c.carry, part...)
+		part, c.carry = c.carry, nil
+	}
+	text := string(part)
+	c.carry = append(c.carry[:0], text[c.addFinal(text):]...)
+}
+
+// AddString is Add for a part held as a string.
+func (c *PieceCounter) AddString(part string) {
+	if len(c.carry) > 0 {
+		c.Add([]byte(part))
+		return
+	}
+	c.carry = append(c.carry[:0], part[c.addFinal(part):]...)
+}
+
+// addFinal counts the pieces of text that more text cannot change (see
+// carry) and returns where the rest starts.
+func (c *PieceCounter) addFinal(text string) int {
+	start := 0
+	for start < len(text) {
+		n := NextPiece(text[start:])
+		if start+n+2 > len(text) {
 			break
 		}
-		i += j
-		if i > 0 && printableASCII(text[i-1]) && printableASCII(text[i+1]) {
-			return i + 1
-		}
-		i++
+		c.note(text[start : start+n])
+		start += n
 	}
-	return len(text)
+	return start
 }
 
-// printableASCII is true for the bytes '!' to '~': one character each,
-// never white space, and never the start of a piece that could take the
-// newline before it.
-func printableASCII(c byte) bool { return c > ' ' && c < 0x7f }
+// note counts one occurrence of piece.
+func (c *PieceCounter) note(piece string) {
+	if i, ok := c.index[piece]; ok {
+		c.counts[i]++
+		return
+	}
+	if c.index == nil {
+		c.index = map[string]int32{}
+	}
+	c.index[strings.Clone(piece)] = int32(len(c.counts))
+	c.counts = append(c.counts, 1)
+}
+
+// Counts ends the text and returns how often each distinct piece occurs.
+func (c *PieceCounter) Counts() map[string]int {
+	for rest := string(c.carry); len(rest) > 0; {
+		n := NextPiece(rest)
+		c.note(rest[:n])
+		rest = rest[n:]
+	}
+	c.carry = nil
+	out := make(map[string]int, len(c.counts))
+	for p, i := range c.index {
+		out[p] = c.counts[i]
+	}
+	return out
+}
 
 // pair packs a (left, right) pair of ids so that ordering the keys orders
 // the pairs by left id, then right id.
@@ -141,7 +163,7 @@ type learner struct {
 }
 
 // LearnCounts is Learn on a text already split and counted: pieces maps
-// each distinct piece to its number of occurrences (CountPieces).
+// each distinct piece to its number of occurrences (PieceCounter).
 func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total int)) ([][2]int, error) {
 	if err := checkVocabSize(vocabSize); err != nil {
 		return nil, err

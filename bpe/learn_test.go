@@ -1,10 +1,16 @@
 package bpe
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // naiveLearn is minbpe's training loop on counted pieces, written the slow
@@ -141,53 +147,114 @@ func TestLearnProgress(t *testing.T) {
 	}
 }
 
-// TestCountPiecesChunks checks that counting a chunk at a time cuts only
-// where a split of the whole text cuts too, with a splitter that keeps
-// every line whole: a cut inside a line would show as a piece that is part
-// of one.
-func TestCountPiecesChunks(t *testing.T) {
-	text := strings.Repeat("one line\nand \n\nx\n", 200_000)
-	byLine := func(s string) []string {
-		lines := strings.SplitAfter(s, "\n")
-		if lines[len(lines)-1] == "" {
-			lines = lines[:len(lines)-1]
+// TestPieceCounterParts feeds texts to a PieceCounter in parts cut at
+// random character boundaries, many of them next to a contraction or in a
+// run of white space, and compares the counts with those of Split on the
+// whole text.
+func TestPieceCounterParts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	words := []string{"'", "'s", "'ll", "'l", "'r", "'ve", "'v", "l", "re", "x", " ", "  ", "\n", "\n\n", " \n", "\t", "\u3000",
+		"a", "ñ", "é", "日本", "12", "٣", "!", "?!", "—", "“", "🙂", "a\u0301"}
+	texts := []string{string(readFile(t, "../corpus/builtin/bible-en-es.tsv")[:300_000])}
+	for range 50 {
+		var b strings.Builder
+		for range rng.IntN(400) {
+			b.WriteString(words[rng.IntN(len(words))])
 		}
-		return lines
+		texts = append(texts, b.String())
 	}
-	got := CountPieces(text, byLine)
-	want := map[string]int{}
-	for _, l := range byLine(text) {
-		want[l]++
-	}
-	if len(text) < 2*countChunk {
-		t.Fatalf("text of %d bytes is one chunk", len(text))
-	}
-	if len(got) != len(want) {
-		t.Fatalf("%d distinct pieces, want %d", len(got), len(want))
-	}
-	for p, n := range want {
-		if got[p] != n {
-			t.Errorf("piece %q counted %d times, want %d", p, got[p], n)
+	for i, text := range texts {
+		want := map[string]int{}
+		for _, p := range Split(text) {
+			want[p]++
+		}
+		for trial := range 20 {
+			var c PieceCounter
+			for rest := text; len(rest) > 0; {
+				n := min(len(rest), rng.IntN(8))
+				if len(text) > 10_000 {
+					n = min(len(rest), rng.IntN(50_000))
+				}
+				for n < len(rest) && !utf8.RuneStart(rest[n]) {
+					n++
+				}
+				if trial%2 == 0 {
+					c.Add([]byte(rest[:n]))
+				} else {
+					c.AddString(rest[:n])
+				}
+				rest = rest[n:]
+			}
+			got := c.Counts()
+			if !maps.Equal(got, want) {
+				t.Fatalf("text %d, trial %d: the counts of the parts differ from those of the whole (%d distinct pieces, want %d)", i, trial, len(got), len(want))
+			}
 		}
 	}
 }
 
-func TestChunkEnd(t *testing.T) {
-	for _, tc := range []struct {
-		text       string
-		from, want int
-	}{
-		{"ab\ncd", 1, 3},
-		{"ab \ncd\nef", 1, 7},  // after a space: not safe
-		{"ab\n cd\nef", 1, 7},  // before a space: not safe
-		{"ab\n\ncd\nef", 1, 7}, // a run of newlines: not safe
-		{"é\ncd\nef", 1, 6},    // after a byte of a longer character: not safe
-		{"abcd\n", 1, 5},       // no character after it: the end
-		{"a\nb\nc", 3, 4},      // the first newline is before from
-		{"a\nb", 2, 3},         // no newline from there: the end
-	} {
-		if got := chunkEnd(tc.text, tc.from); got != tc.want {
-			t.Errorf("chunkEnd(%q, %d) = %d, want %d", tc.text, tc.from, got, tc.want)
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// golden is a file learnref.py writes: the merges its independent
+// implementation of minbpe's training learned on bytes [start, end) of
+// file, and the ids its encoder gives bytes [heldout_start, heldout_end).
+type golden struct {
+	File         string   `json:"file"`
+	Start        int      `json:"start"`
+	End          int      `json:"end"`
+	HeldoutStart int      `json:"heldout_start"`
+	HeldoutEnd   int      `json:"heldout_end"`
+	VocabSize    int      `json:"vocab_size"`
+	Merges       [][2]int `json:"merges"`
+	HeldoutIDs   []int    `json:"heldout_ids"`
+}
+
+func readGolden(t *testing.T) []golden {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/learn/*.json")
+	if err != nil || len(paths) < 5 {
+		t.Fatalf("golden files: %v, %v", paths, err)
+	}
+	var out []golden
+	for _, p := range paths {
+		var g golden
+		if err := json.Unmarshal(readFile(t, p), &g); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// TestLearnGolden compares Learn's merges with learnref.py's, merge by
+// merge. A text that allows fewer merges than asked (ties.txt) must be
+// refused with the number the reference found.
+func TestLearnGolden(t *testing.T) {
+	for _, g := range readGolden(t) {
+		data := readFile(t, filepath.Join("..", g.File))
+		text := string(data[g.Start:g.End])
+		got, err := Learn(text, MinVocab+len(g.Merges), nil)
+		if err != nil {
+			t.Fatalf("%s at vocab %d: %v", g.File, g.VocabSize, err)
+		}
+		for i := range g.Merges {
+			if got[i] != g.Merges[i] {
+				t.Fatalf("%s at vocab %d: merge %d is %v, the reference's %v", g.File, g.VocabSize, i, got[i], g.Merges[i])
+			}
+		}
+		if len(g.Merges) < g.VocabSize-MinVocab {
+			_, err := Learn(text, g.VocabSize, nil)
+			want := fmt.Sprintf("allows only %d merges", len(g.Merges))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s at vocab %d: error %v, want %q", g.File, g.VocabSize, err, want)
+			}
 		}
 	}
 }
