@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Learning a byte-level BPE, the way minbpe's RegexTokenizer.train does:
@@ -48,7 +49,8 @@ func Learn(text string, vocabSize int, progress func(done, total int)) ([][2]int
 	}
 	var c PieceCounter
 	c.AddString(text)
-	return LearnCounts(c.Counts(), vocabSize, progress)
+	merges, _, err := LearnCounts(c.Counts(), vocabSize, progress)
+	return merges, err
 }
 
 func checkVocabSize(vocabSize int) error {
@@ -58,56 +60,106 @@ func checkVocabSize(vocabSize int) error {
 	return nil
 }
 
+// SettledEnd is a cut in text that no text appended to it can move: the
+// pieces of text[:SettledEnd(text)] split alone, followed by those of the
+// rest of the text split alone, are the pieces of the whole text, however
+// it goes on. It is the end of the last piece that has two bytes of text
+// after it and does not end in white space, 0 if there is none.
+//
+// NextPiece decides where a piece ends by the one character after it
+// (where a run of letters stops), by two bytes ("'" followed by "ll" is
+// one piece, by "lx" two), or, for white space, by the character after
+// the run ("\n\n" before a letter is two pieces, at the end of the text
+// one). No rule looks back. Text must end between two characters (UTF-8).
+func SettledEnd(text string) int {
+	cut := 0
+	for end := 0; end < len(text); {
+		n := NextPiece(text[end:])
+		if end+n+2 > len(text) {
+			break
+		}
+		end += n
+		if c, _ := lastClass(text[:end]); c != space {
+			cut = end
+		}
+	}
+	return cut
+}
+
+// lastClass is the class of the last character of s (not empty).
+func lastClass(s string) (class, int) {
+	if b := s[len(s)-1]; b < utf8.RuneSelf {
+		return asciiClass[b], 1
+	}
+	_, n := utf8.DecodeLastRuneInString(s)
+	return classAt(s[len(s)-n:])
+}
+
 // PieceCounter counts the distinct pieces of a text (GPT-2's pre-split)
 // given a part at a time, so that a corpus need not be held whole. The
-// zero value is ready to use.
+// zero value counts every piece; Limit stops it early.
 type PieceCounter struct {
+	// Limit, when above 0, cuts the text after the piece that holds its
+	// byte Limit-1 (a piece boundary, so that what follows splits as it
+	// would in the whole text): later pieces are not counted.
+	Limit int64
+
 	index  map[string]int32 // piece → its place in counts
 	counts []int
-	// carry is the end of the text so far, from the start of the first
-	// piece that more text could change. NextPiece decides where a piece
-	// ends by at most the two bytes after it ("'" followed by "ll" is one
-	// piece, by "lx" two) or, for white space, by the end of the run,
-	// which a piece that is not the last does not reach; so a piece with
-	// two bytes of text after it is final.
-	carry []byte
+	carry  []byte // the text after SettledEnd
+	offset int64  // of carry in the text
+	end    int64  // of the last piece counted
+	past   bool   // a piece past Limit has settled
 }
 
 // Add counts the pieces of the text's next part. Parts must be cut
-// between characters (UTF-8), as splitting a character would change the
-// class of its bytes.
+// between characters (UTF-8): a cut character would change the class of
+// its bytes.
 func (c *PieceCounter) Add(part []byte) {
 	if len(c.carry) > 0 {
-		c.carry = append(c.carry, part...)
-		part, c.carry = c.carry, nil
+		part = append(c.carry, part...)
 	}
-	text := string(part)
-	c.carry = append(c.carry[:0], text[c.addFinal(text):]...)
+	c.addString(string(part))
 }
 
 // AddString is Add for a part held as a string.
 func (c *PieceCounter) AddString(part string) {
 	if len(c.carry) > 0 {
-		c.Add([]byte(part))
-		return
+		part = string(c.carry) + part
 	}
-	c.carry = append(c.carry[:0], part[c.addFinal(part):]...)
+	c.addString(part)
 }
 
-// addFinal counts the pieces of text that more text cannot change (see
-// carry) and returns where the rest starts.
-func (c *PieceCounter) addFinal(text string) int {
-	start := 0
-	for start < len(text) {
+// addString counts the settled pieces of text, which starts at c.offset,
+// and carries the rest.
+func (c *PieceCounter) addString(text string) {
+	settled := SettledEnd(text)
+	c.count(text[:settled])
+	c.carry = append(c.carry[:0], text[settled:]...)
+	c.offset += int64(settled)
+}
+
+// count counts the pieces of text, which starts at c.offset, up to Limit.
+func (c *PieceCounter) count(text string) {
+	for start := 0; start < len(text) && !c.past; {
 		n := NextPiece(text[start:])
-		if start+n+2 > len(text) {
+		if c.Limit > 0 && c.offset+int64(start) >= c.Limit {
+			c.past = true
 			break
 		}
 		c.note(text[start : start+n])
 		start += n
+		c.end = c.offset + int64(start)
 	}
-	return start
 }
+
+// Full reports whether the counts are final before the end of the text: a
+// piece after Limit has been seen, and more text would not be counted.
+func (c *PieceCounter) Full() bool { return c.past }
+
+// End is the length of the text counted: all of it, or up to the end of
+// the piece that holds byte Limit-1. It is final once Counts is called.
+func (c *PieceCounter) End() int64 { return c.end }
 
 // note counts one occurrence of piece.
 func (c *PieceCounter) note(piece string) {
@@ -124,11 +176,8 @@ func (c *PieceCounter) note(piece string) {
 
 // Counts ends the text and returns how often each distinct piece occurs.
 func (c *PieceCounter) Counts() map[string]int {
-	for rest := string(c.carry); len(rest) > 0; {
-		n := NextPiece(rest)
-		c.note(rest[:n])
-		rest = rest[n:]
-	}
+	c.count(string(c.carry))
+	c.offset += int64(len(c.carry))
 	c.carry = nil
 	out := make(map[string]int, len(c.counts))
 	for p, i := range c.index {
@@ -163,30 +212,32 @@ type learner struct {
 }
 
 // LearnCounts is Learn on a text already split and counted: pieces maps
-// each distinct piece to its number of occurrences (PieceCounter).
-func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total int)) ([][2]int, error) {
+// each distinct piece to its number of occurrences (PieceCounter). It
+// also returns how often each merge's pair occurred when it was merged.
+func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total int)) (merges [][2]int, counts []int, err error) {
 	if err := checkVocabSize(vocabSize); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	total := vocabSize - MinVocab
 	if progress != nil {
 		progress(0, total)
 	}
 	l := newLearner(pieces)
-	merges := make([][2]int, 0, total)
+	merges, counts = make([][2]int, 0, total), make([]int, 0, total)
 	for len(merges) < total {
 		p, ok := l.best()
 		if !ok {
-			return nil, fmt.Errorf("the text allows only %d merges (vocab_size at most %d), not the %d vocab_size %d asks for: use a smaller vocab_size or more text",
+			return nil, nil, fmt.Errorf("the text allows only %d merges (vocab_size at most %d), not the %d vocab_size %d asks for: use a smaller vocab_size or more text",
 				len(merges), MinVocab+len(merges), total, vocabSize)
 		}
+		counts = append(counts, l.count[p])
 		l.merge(p, int32(MinVocab+len(merges)))
 		merges = append(merges, [2]int{int(p.left()), int(p.right())})
 		if progress != nil && (len(merges)%ProgressEvery == 0 || len(merges) == total) {
 			progress(len(merges), total)
 		}
 	}
-	return merges, nil
+	return merges, counts, nil
 }
 
 func newLearner(counts map[string]int) *learner {

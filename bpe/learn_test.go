@@ -15,7 +15,7 @@ import (
 
 // naiveLearn is minbpe's training loop on counted pieces, written the slow
 // way: every round recounts every pair of every piece.
-func naiveLearn(counts map[string]int, merges int) [][2]int {
+func naiveLearn(counts map[string]int, merges int) ([][2]int, []int) {
 	var pieces [][]int
 	var weights []int
 	for p, w := range counts {
@@ -26,6 +26,7 @@ func naiveLearn(counts map[string]int, merges int) [][2]int {
 		pieces, weights = append(pieces, ids), append(weights, w)
 	}
 	var out [][2]int
+	var outCounts []int
 	for len(out) < merges {
 		stats := map[[2]int]int{}
 		for i, ids := range pieces {
@@ -47,9 +48,9 @@ func naiveLearn(counts map[string]int, merges int) [][2]int {
 		for i, ids := range pieces {
 			pieces[i] = mergeIDs(ids, best, id)
 		}
-		out = append(out, best)
+		out, outCounts = append(out, best), append(outCounts, bestCount)
 	}
-	return out
+	return out, outCounts
 }
 
 // mergeIDs replaces the occurrences of p in ids, left to right, by id.
@@ -81,15 +82,15 @@ func TestLearnCountsMatchesNaive(t *testing.T) {
 			}
 			counts[b.String()] += 1 + rng.IntN(3)
 		}
-		want := naiveLearn(counts, 1<<20)
-		got, err := LearnCounts(counts, MinVocab+len(want), nil)
+		want, wantCounts := naiveLearn(counts, 1<<20)
+		got, gotCounts, err := LearnCounts(counts, MinVocab+len(want), nil)
 		if err != nil {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("trial %d on %v:\n got %v\nwant %v", trial, counts, got, want)
+		if !slices.Equal(got, want) || !slices.Equal(gotCounts, wantCounts) {
+			t.Fatalf("trial %d on %v:\n got %v %v\nwant %v %v", trial, counts, got, gotCounts, want, wantCounts)
 		}
-		if _, err := LearnCounts(counts, MinVocab+len(want)+1, nil); err == nil {
+		if _, _, err := LearnCounts(counts, MinVocab+len(want)+1, nil); err == nil {
 			t.Fatalf("trial %d: one merge more than there are pairs for was not refused", trial)
 		}
 	}
@@ -99,13 +100,13 @@ func TestLearnOverlappingRun(t *testing.T) {
 	// "aaaaa" holds (a,a) four times; merged left to right it is X X a,
 	// which holds (X,X) once and (X,a) once: a tie, the lower pair (X,a)
 	// first, which leaves X Y.
-	got, err := LearnCounts(map[string]int{"aaaaa": 1}, MinVocab+3, nil)
+	got, counts, err := LearnCounts(map[string]int{"aaaaa": 1}, MinVocab+3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := [][2]int{{'a', 'a'}, {256, 'a'}, {256, 257}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
+	if !slices.Equal(got, want) || !slices.Equal(counts, []int{4, 1, 1}) {
+		t.Fatalf("got %v %v, want %v [4 1 1]", got, counts, want)
 	}
 }
 
@@ -118,12 +119,12 @@ func TestLearnRefusesVocabSize(t *testing.T) {
 		{0, "at least 256 tokens"},
 		{MinVocab + 3, "allows only 2 merges (vocab_size at most 258)"},
 	} {
-		_, err := LearnCounts(map[string]int{"abc": 1}, tc.vocab, nil)
+		_, _, err := LearnCounts(map[string]int{"abc": 1}, tc.vocab, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("vocab %d: error %v, want one line with %q", tc.vocab, err, tc.want)
 		}
 	}
-	if got, err := LearnCounts(map[string]int{"abc": 1}, MinVocab, nil); err != nil || len(got) != 0 {
+	if got, _, err := LearnCounts(map[string]int{"abc": 1}, MinVocab, nil); err != nil || len(got) != 0 {
 		t.Errorf("vocab 256: %v, %v; want no merges", got, err)
 	}
 }
@@ -135,7 +136,7 @@ func TestLearnProgress(t *testing.T) {
 	for i := range text {
 		text[i] = byte('a' + rng.IntN(26))
 	}
-	_, err := LearnCounts(map[string]int{string(text): 1}, MinVocab+130, func(done, total int) {
+	_, _, err := LearnCounts(map[string]int{string(text): 1}, MinVocab+130, func(done, total int) {
 		calls = append(calls, [2]int{done, total})
 	})
 	if err != nil {
@@ -147,21 +148,83 @@ func TestLearnProgress(t *testing.T) {
 	}
 }
 
+// trickyWords are what random texts for the pre-split are made of:
+// contractions and their beginnings, runs of white space of every width
+// (U+3000 is three bytes), letters, numbers and punctuation of one to four
+// bytes, a combining mark.
+var trickyWords = []string{"'", "'s", "'ll", "'l", "'r", "'ve", "'v", "l", "re", "x", " ", "  ", "\n", "\n\n", " \n", "\t", "\u3000",
+	"a", "ñ", "é", "日本", "12", "٣", "!", "?!", "—", "“", "🙂", "a\u0301"}
+
+func randomText(rng *rand.Rand, words int) string {
+	var b strings.Builder
+	for range words {
+		b.WriteString(trickyWords[rng.IntN(len(trickyWords))])
+	}
+	return b.String()
+}
+
+// TestSettledEnd cuts texts at every character and checks that the
+// pieces before SettledEnd of the part and after it, each split alone, are
+// the pieces of the whole text.
+func TestSettledEnd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 300 {
+		text := randomText(rng, 60)
+		whole := Split(text)
+		for cut := 0; cut <= len(text); cut++ {
+			if cut < len(text) && !utf8.RuneStart(text[cut]) {
+				continue
+			}
+			e := SettledEnd(text[:cut])
+			if e > cut {
+				t.Fatalf("SettledEnd of %q is %d, past its end", text[:cut], e)
+			}
+			if got := append(Split(text[:e]), Split(text[e:])...); !slices.Equal(got, whole) {
+				t.Fatalf("%q cut at %d, settled at %d: %q | %q splits as %q, the whole as %q", text, cut, e, text[:e], text[e:], got, whole)
+			}
+		}
+	}
+}
+
+// TestPieceCounterLimit checks that a limited count holds the pieces that
+// start before the limit, and End is where the last of them ends.
+func TestPieceCounterLimit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for range 300 {
+		text := randomText(rng, 100)
+		limit := 1 + rng.IntN(len(text))
+		want, end := map[string]int{}, 0
+		for _, p := range Split(text) {
+			if end >= limit {
+				break
+			}
+			want[p]++
+			end += len(p)
+		}
+		c := PieceCounter{Limit: int64(limit)}
+		for rest := text; len(rest) > 0 && !c.Full(); {
+			n := min(len(rest), 1+rng.IntN(10))
+			for n < len(rest) && !utf8.RuneStart(rest[n]) {
+				n++
+			}
+			c.AddString(rest[:n])
+			rest = rest[n:]
+		}
+		if got := c.Counts(); !maps.Equal(got, want) || c.End() != int64(end) {
+			t.Fatalf("%q limited to %d: counts %v ending at %d, want %v ending at %d", text, limit, got, c.End(), want, end)
+		}
+	}
+}
+
 // TestPieceCounterParts feeds texts to a PieceCounter in parts cut at
 // random character boundaries, many of them next to a contraction or in a
 // run of white space, and compares the counts with those of Split on the
 // whole text.
 func TestPieceCounterParts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	words := []string{"'", "'s", "'ll", "'l", "'r", "'ve", "'v", "l", "re", "x", " ", "  ", "\n", "\n\n", " \n", "\t", "\u3000",
-		"a", "ñ", "é", "日本", "12", "٣", "!", "?!", "—", "“", "🙂", "a\u0301"}
 	texts := []string{string(readFile(t, "../corpus/builtin/bible-en-es.tsv")[:300_000])}
 	for range 50 {
-		var b strings.Builder
-		for range rng.IntN(400) {
-			b.WriteString(words[rng.IntN(len(words))])
-		}
-		texts = append(texts, b.String())
+		texts = append(texts, randomText(rng, rng.IntN(400)))
 	}
 	for i, text := range texts {
 		want := map[string]int{}
@@ -187,7 +250,7 @@ func TestPieceCounterParts(t *testing.T) {
 			}
 			got := c.Counts()
 			if !maps.Equal(got, want) {
-				t.Fatalf("text %d, trial %d: the counts of the parts differ from those of the whole (%d distinct pieces, want %d)", i, trial, len(got), len(want))
+				t.Fatalf("text %d, trial %d: the counts of the parts differ from those of the whole (%d distinct pieces, want %d): %q", i, trial, len(got), len(want), text)
 			}
 		}
 	}
@@ -213,6 +276,7 @@ type golden struct {
 	HeldoutEnd   int      `json:"heldout_end"`
 	VocabSize    int      `json:"vocab_size"`
 	Merges       [][2]int `json:"merges"`
+	Counts       []int    `json:"counts"`
 	HeldoutIDs   []int    `json:"heldout_ids"`
 }
 
@@ -240,14 +304,19 @@ func TestLearnGolden(t *testing.T) {
 	for _, g := range readGolden(t) {
 		data := readFile(t, filepath.Join("..", g.File))
 		text := string(data[g.Start:g.End])
-		got, err := Learn(text, MinVocab+len(g.Merges), nil)
+		var c PieceCounter
+		c.AddString(text)
+		got, counts, err := LearnCounts(c.Counts(), MinVocab+len(g.Merges), nil)
 		if err != nil {
 			t.Fatalf("%s at vocab %d: %v", g.File, g.VocabSize, err)
 		}
 		for i := range g.Merges {
-			if got[i] != g.Merges[i] {
-				t.Fatalf("%s at vocab %d: merge %d is %v, the reference's %v", g.File, g.VocabSize, i, got[i], g.Merges[i])
+			if got[i] != g.Merges[i] || counts[i] != g.Counts[i] {
+				t.Fatalf("%s at vocab %d: merge %d is %v (%d times), the reference's %v (%d times)", g.File, g.VocabSize, i, got[i], counts[i], g.Merges[i], g.Counts[i])
 			}
+		}
+		if merges, err := Learn(text, MinVocab+len(g.Merges), nil); err != nil || !slices.Equal(merges, got) {
+			t.Fatalf("%s at vocab %d: Learn differs from LearnCounts: %v", g.File, g.VocabSize, err)
 		}
 		if len(g.Merges) < g.VocabSize-MinVocab {
 			_, err := Learn(text, g.VocabSize, nil)

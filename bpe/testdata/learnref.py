@@ -66,9 +66,10 @@ def merged(ids, pair, new):
 
 
 def train(text, num_merges):
-    """Up to num_merges merges, fewer when no pair is left."""
+    """Up to num_merges merges, fewer when no pair is left, and how often
+    each merge's pair occurred when it was merged."""
     pieces = pieces_of(text)
-    merges = []
+    merges, counts = [], []
     for i in range(num_merges):
         st = stats(pieces)
         if not st:
@@ -82,7 +83,8 @@ def train(text, num_merges):
             nxt[m] = nxt.get(m, 0) + n
         pieces = nxt
         merges.append(pair)
-    return merges
+        counts.append(st[pair])
+    return merges, counts
 
 
 def encode(text, merges):
@@ -119,7 +121,7 @@ def case(name, path, start, length, heldout_length, vocab_sizes):
     text = data[start:end].decode("utf-8")
     held = data[held_start:held_end].decode("utf-8")
     for vs in vocab_sizes:
-        merges = train(text, vs - 256)
+        merges, counts = train(text, vs - 256)
         golden = {
             "file": path,
             "start": start,
@@ -128,6 +130,7 @@ def case(name, path, start, length, heldout_length, vocab_sizes):
             "heldout_end": held_end,
             "vocab_size": vs,
             "merges": [list(p) for p in merges],
+            "counts": counts,
             "heldout_ids": encode(held, merges),
         }
         out = os.path.join(OUT, "%s-%d.json" % (name, vs))
