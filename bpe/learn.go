@@ -42,8 +42,9 @@ const ProgressEvery = 64
 // the ids merges[i][0] and merges[i][1] into the id 256+i. See the comment
 // at the top of this file for the rule. progress, when not nil, is called
 // with the merges done and the merges to do: once before the first merge,
-// every ProgressEvery merges and after the last.
-func Learn(text string, vocabSize int, progress func(done, total int)) ([][2]int, error) {
+// every ProgressEvery merges and after the last; an error it returns
+// stops the learning and is returned.
+func Learn(text string, vocabSize int, progress func(done, total int) error) ([][2]int, error) {
 	if err := checkVocabSize(vocabSize); err != nil {
 		return nil, err
 	}
@@ -214,13 +215,15 @@ type learner struct {
 // LearnCounts is Learn on a text already split and counted: pieces maps
 // each distinct piece to its number of occurrences (PieceCounter). It
 // also returns how often each merge's pair occurred when it was merged.
-func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total int)) (merges [][2]int, counts []int, err error) {
+func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total int) error) (merges [][2]int, counts []int, err error) {
 	if err := checkVocabSize(vocabSize); err != nil {
 		return nil, nil, err
 	}
 	total := vocabSize - MinVocab
 	if progress != nil {
-		progress(0, total)
+		if err := progress(0, total); err != nil {
+			return nil, nil, err
+		}
 	}
 	l := newLearner(pieces)
 	merges, counts = make([][2]int, 0, total), make([]int, 0, total)
@@ -234,7 +237,9 @@ func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total
 		l.merge(p, int32(MinVocab+len(merges)))
 		merges = append(merges, [2]int{int(p.left()), int(p.right())})
 		if progress != nil && (len(merges)%ProgressEvery == 0 || len(merges) == total) {
-			progress(len(merges), total)
+			if err := progress(len(merges), total); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	return merges, counts, nil

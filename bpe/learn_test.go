@@ -2,6 +2,7 @@ package bpe
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -136,8 +137,9 @@ func TestLearnProgress(t *testing.T) {
 	for i := range text {
 		text[i] = byte('a' + rng.IntN(26))
 	}
-	_, _, err := LearnCounts(map[string]int{string(text): 1}, MinVocab+130, func(done, total int) {
+	_, _, err := LearnCounts(map[string]int{string(text): 1}, MinVocab+130, func(done, total int) error {
 		calls = append(calls, [2]int{done, total})
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +147,16 @@ func TestLearnProgress(t *testing.T) {
 	want := [][2]int{{0, 130}, {64, 130}, {128, 130}, {130, 130}}
 	if !slices.Equal(calls, want) {
 		t.Fatalf("progress calls %v, want %v", calls, want)
+	}
+	stop := errors.New("stop")
+	_, _, err = LearnCounts(map[string]int{string(text): 1}, MinVocab+130, func(done, total int) error {
+		if done == 64 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop {
+		t.Fatalf("a progress func's error: learning returned %v", err)
 	}
 }
 
