@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 )
 
 // Learning a byte-level BPE, the way minbpe's RegexTokenizer.train does:
@@ -54,46 +53,21 @@ func Learn(text string, vocabSize int, progress func(done, total int) error) ([]
 	return merges, err
 }
 
+// NewLearned is the tokenizer of learned merges: byte b is id b, merge i
+// makes id 256+i, and there are no special tokens.
+func NewLearned(merges [][2]int) (*Tokenizer, error) {
+	var bytes [256]int
+	for b := range bytes {
+		bytes[b] = b
+	}
+	return New(bytes, merges, nil)
+}
+
 func checkVocabSize(vocabSize int) error {
 	if vocabSize < MinVocab {
 		return fmt.Errorf("a byte-level BPE vocabulary has at least %d tokens (the byte values), got vocab_size %d", MinVocab, vocabSize)
 	}
 	return nil
-}
-
-// SettledEnd is a cut in text that no text appended to it can move: the
-// pieces of text[:SettledEnd(text)] split alone, followed by those of the
-// rest of the text split alone, are the pieces of the whole text, however
-// it goes on. It is the end of the last piece that has two bytes of text
-// after it and does not end in white space, 0 if there is none.
-//
-// NextPiece decides where a piece ends by the one character after it
-// (where a run of letters stops), by two bytes ("'" followed by "ll" is
-// one piece, by "lx" two), or, for white space, by the character after
-// the run ("\n\n" before a letter is two pieces, at the end of the text
-// one). No rule looks back. Text must end between two characters (UTF-8).
-func SettledEnd(text string) int {
-	cut := 0
-	for end := 0; end < len(text); {
-		n := NextPiece(text[end:])
-		if end+n+2 > len(text) {
-			break
-		}
-		end += n
-		if c, _ := lastClass(text[:end]); c != space {
-			cut = end
-		}
-	}
-	return cut
-}
-
-// lastClass is the class of the last character of s (not empty).
-func lastClass(s string) (class, int) {
-	if b := s[len(s)-1]; b < utf8.RuneSelf {
-		return asciiClass[b], 1
-	}
-	_, n := utf8.DecodeLastRuneInString(s)
-	return classAt(s[len(s)-n:])
 }
 
 // PieceCounter counts the distinct pieces of a text (GPT-2's pre-split)
@@ -107,7 +81,7 @@ type PieceCounter struct {
 
 	index  map[string]int32 // piece → its place in counts
 	counts []int
-	carry  []byte // the text after SettledEnd
+	carry  []byte // the text after the last cut (LastCut)
 	offset int64  // of carry in the text
 	end    int64  // of the last piece counted
 	past   bool   // a piece past Limit has settled
@@ -115,7 +89,8 @@ type PieceCounter struct {
 
 // Add counts the pieces of the text's next part. Parts must be cut
 // between characters (UTF-8): a cut character would change the class of
-// its bytes.
+// its bytes. What follows the part's last cut (LastCut), a piece that more
+// text could change, is kept until the next part or Counts.
 func (c *PieceCounter) Add(part []byte) {
 	if len(c.carry) > 0 {
 		part = append(c.carry, part...)
@@ -131,13 +106,13 @@ func (c *PieceCounter) AddString(part string) {
 	c.addString(part)
 }
 
-// addString counts the settled pieces of text, which starts at c.offset,
-// and carries the rest.
+// addString counts the pieces of text, which starts at c.offset, up to
+// its last cut, and carries the rest.
 func (c *PieceCounter) addString(text string) {
-	settled := SettledEnd(text)
-	c.count(text[:settled])
-	c.carry = append(c.carry[:0], text[settled:]...)
-	c.offset += int64(settled)
+	cut := LastCut(text)
+	c.count(text[:cut])
+	c.carry = append(c.carry[:0], text[cut:]...)
+	c.offset += int64(cut)
 }
 
 // count counts the pieces of text, which starts at c.offset, up to Limit.

@@ -175,29 +175,6 @@ func randomText(rng *rand.Rand, words int) string {
 	return b.String()
 }
 
-// TestSettledEnd cuts texts at every character and checks that the
-// pieces before SettledEnd of the part and after it, each split alone, are
-// the pieces of the whole text.
-func TestSettledEnd(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	for range 300 {
-		text := randomText(rng, 60)
-		whole := Split(text)
-		for cut := 0; cut <= len(text); cut++ {
-			if cut < len(text) && !utf8.RuneStart(text[cut]) {
-				continue
-			}
-			e := SettledEnd(text[:cut])
-			if e > cut {
-				t.Fatalf("SettledEnd of %q is %d, past its end", text[:cut], e)
-			}
-			if got := append(Split(text[:e]), Split(text[e:])...); !slices.Equal(got, whole) {
-				t.Fatalf("%q cut at %d, settled at %d: %q | %q splits as %q, the whole as %q", text, cut, e, text[:e], text[e:], got, whole)
-			}
-		}
-	}
-}
-
 // TestPieceCounterLimit checks that a limited count holds the pieces that
 // start before the limit, and End is where the last of them ends.
 func TestPieceCounterLimit(t *testing.T) {
@@ -277,10 +254,10 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// golden is a file learnref.py writes: the merges its independent
+// learnGolden is a file learnref.py writes: the merges its independent
 // implementation of minbpe's training learned on bytes [start, end) of
 // file, and the ids its encoder gives bytes [heldout_start, heldout_end).
-type golden struct {
+type learnGolden struct {
 	File         string   `json:"file"`
 	Start        int      `json:"start"`
 	End          int      `json:"end"`
@@ -292,15 +269,15 @@ type golden struct {
 	HeldoutIDs   []int    `json:"heldout_ids"`
 }
 
-func readGolden(t *testing.T) []golden {
+func readLearnGolden(t *testing.T) []learnGolden {
 	t.Helper()
 	paths, err := filepath.Glob("testdata/learn/*.json")
 	if err != nil || len(paths) < 5 {
 		t.Fatalf("golden files: %v, %v", paths, err)
 	}
-	var out []golden
+	var out []learnGolden
 	for _, p := range paths {
-		var g golden
+		var g learnGolden
 		if err := json.Unmarshal(readFile(t, p), &g); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -313,7 +290,7 @@ func readGolden(t *testing.T) []golden {
 // merge. A text that allows fewer merges than asked (ties.txt) must be
 // refused with the number the reference found.
 func TestLearnGolden(t *testing.T) {
-	for _, g := range readGolden(t) {
+	for _, g := range readLearnGolden(t) {
 		data := readFile(t, filepath.Join("..", g.File))
 		text := string(data[g.Start:g.End])
 		var c PieceCounter
@@ -330,6 +307,18 @@ func TestLearnGolden(t *testing.T) {
 		if merges, err := Learn(text, MinVocab+len(g.Merges), nil); err != nil || !slices.Equal(merges, got) {
 			t.Fatalf("%s at vocab %d: Learn differs from LearnCounts: %v", g.File, g.VocabSize, err)
 		}
+		tok, err := NewLearned(got)
+		if err != nil {
+			t.Fatalf("%s at vocab %d: %v", g.File, g.VocabSize, err)
+		}
+		held := string(data[g.HeldoutStart:g.HeldoutEnd])
+		if ids := tok.Encode(held); !slices.Equal(ids, g.HeldoutIDs) {
+			t.Errorf("%s at vocab %d: the held-out text encodes to %d ids, the reference's to %d, first difference at %d",
+				g.File, g.VocabSize, len(ids), len(g.HeldoutIDs), firstDiff(ids, g.HeldoutIDs))
+		}
+		if back := string(tok.Decode(g.HeldoutIDs)); back != held {
+			t.Errorf("%s at vocab %d: the reference's ids do not decode to the held-out text", g.File, g.VocabSize)
+		}
 		if len(g.Merges) < g.VocabSize-MinVocab {
 			_, err := Learn(text, g.VocabSize, nil)
 			want := fmt.Sprintf("allows only %d merges", len(g.Merges))
@@ -338,4 +327,13 @@ func TestLearnGolden(t *testing.T) {
 			}
 		}
 	}
+}
+
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
