@@ -74,24 +74,28 @@ func checkVocabSize(vocabSize int) error {
 // given a part at a time, so that a corpus need not be held whole. The
 // zero value counts every piece; Limit stops it early.
 type PieceCounter struct {
-	// Limit, when above 0, cuts the text after the piece that holds its
-	// byte Limit-1 (a piece boundary, so that what follows splits as it
-	// would in the whole text): later pieces are not counted.
+	// Limit, when above 0, ends the text at its first cut (see LastCut: a
+	// space or newline after a character that is not one) at or after
+	// byte Limit; what follows is not counted. Each side of a cut splits
+	// as it does in the whole text, so the tokens of the part counted are
+	// the first tokens of the whole text.
 	Limit int64
 
 	index  map[string]int32 // piece → its place in counts
 	counts []int
-	carry  []byte // the text after the last cut (LastCut)
+	carry  []byte // the text after the last cut
 	offset int64  // of carry in the text
-	end    int64  // of the last piece counted
-	past   bool   // a piece past Limit has settled
+	full   bool   // Limit's cut has been found
 }
 
 // Add counts the pieces of the text's next part. Parts must be cut
 // between characters (UTF-8): a cut character would change the class of
-// its bytes. What follows the part's last cut (LastCut), a piece that more
-// text could change, is kept until the next part or Counts.
+// its bytes. What follows the part's last cut, a piece that more text
+// could change, is kept until the next part or Counts.
 func (c *PieceCounter) Add(part []byte) {
+	if c.full {
+		return
+	}
 	if len(c.carry) > 0 {
 		part = append(c.carry, part...)
 	}
@@ -100,6 +104,9 @@ func (c *PieceCounter) Add(part []byte) {
 
 // AddString is Add for a part held as a string.
 func (c *PieceCounter) AddString(part string) {
+	if c.full {
+		return
+	}
 	if len(c.carry) > 0 {
 		part = string(c.carry) + part
 	}
@@ -107,35 +114,45 @@ func (c *PieceCounter) AddString(part string) {
 }
 
 // addString counts the pieces of text, which starts at c.offset, up to
-// its last cut, and carries the rest.
+// its last cut or Limit's, and carries the rest.
 func (c *PieceCounter) addString(text string) {
 	cut := LastCut(text)
+	// While the counter is not full, offset is below Limit: it moves to
+	// cuts before it only.
+	if from := c.Limit - c.offset; c.Limit > 0 && int64(cut) >= from {
+		cut = firstCut(text, int(from))
+		c.full = true
+	}
 	c.count(text[:cut])
 	c.carry = append(c.carry[:0], text[cut:]...)
 	c.offset += int64(cut)
 }
 
-// count counts the pieces of text, which starts at c.offset, up to Limit.
-func (c *PieceCounter) count(text string) {
-	for start := 0; start < len(text) && !c.past; {
-		n := NextPiece(text[start:])
-		if c.Limit > 0 && c.offset+int64(start) >= c.Limit {
-			c.past = true
-			break
+// firstCut is the first cut of text at or after from, which must have one.
+func firstCut(text string, from int) int {
+	for i := max(from, 1); ; i++ {
+		if isCut(text, i) {
+			return i
 		}
-		c.note(text[start : start+n])
-		start += n
-		c.end = c.offset + int64(start)
 	}
 }
 
-// Full reports whether the counts are final before the end of the text: a
-// piece after Limit has been seen, and more text would not be counted.
-func (c *PieceCounter) Full() bool { return c.past }
+// count counts the pieces of text.
+func (c *PieceCounter) count(text string) {
+	for len(text) > 0 {
+		n := NextPiece(text)
+		c.note(text[:n])
+		text = text[n:]
+	}
+}
 
-// End is the length of the text counted: all of it, or up to the end of
-// the piece that holds byte Limit-1. It is final once Counts is called.
-func (c *PieceCounter) End() int64 { return c.end }
+// Full reports whether the counts are final before the end of the text:
+// Limit's cut has been found, and more text would not be counted.
+func (c *PieceCounter) Full() bool { return c.full }
+
+// End is the length of the text counted: up to Limit's cut, or all of it
+// if it has none. It is final once Counts is called.
+func (c *PieceCounter) End() int64 { return c.offset }
 
 // note counts one occurrence of piece.
 func (c *PieceCounter) note(piece string) {
@@ -152,8 +169,10 @@ func (c *PieceCounter) note(piece string) {
 
 // Counts ends the text and returns how often each distinct piece occurs.
 func (c *PieceCounter) Counts() map[string]int {
-	c.count(string(c.carry))
-	c.offset += int64(len(c.carry))
+	if !c.full {
+		c.count(string(c.carry))
+		c.offset += int64(len(c.carry))
+	}
 	c.carry = nil
 	out := make(map[string]int, len(c.counts))
 	for p, i := range c.index {

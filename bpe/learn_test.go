@@ -175,20 +175,27 @@ func randomText(rng *rand.Rand, words int) string {
 	return b.String()
 }
 
-// TestPieceCounterLimit checks that a limited count holds the pieces that
-// start before the limit, and End is where the last of them ends.
+// TestPieceCounterLimit checks that a limited count holds the pieces
+// before the first cut at or after the limit, and End is that cut.
 func TestPieceCounterLimit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for range 300 {
+	for range 500 {
 		text := randomText(rng, 100)
 		limit := 1 + rng.IntN(len(text))
-		want, end := map[string]int{}, 0
-		for _, p := range Split(text) {
-			if end >= limit {
+		end := len(text)
+		for i := limit; i < len(text); i++ {
+			if i > 0 && strings.ContainsRune(" \n\t\r", rune(text[i])) && text[i-1] < 0x80 && !strings.ContainsRune(" \n\t\r\v\f", rune(text[i-1])) {
+				end = i
 				break
 			}
+		}
+		want := map[string]int{}
+		for _, p := range Split(text[:end]) {
 			want[p]++
-			end += len(p)
+		}
+		// The tokens of the part are the whole text's first ones.
+		if whole, part := Split(text), Split(text[:end]); !slices.Equal(whole[:len(part)], part) {
+			t.Fatalf("%q cut at %d splits as %q, the whole as %q", text, end, part, whole)
 		}
 		c := PieceCounter{Limit: int64(limit)}
 		for rest := text; len(rest) > 0 && !c.Full(); {

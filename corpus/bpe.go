@@ -13,23 +13,24 @@ type LearnedBPE struct {
 	Merges [][2]int // in order: merge i makes id 256+i
 	Counts []int    // how often merge i's pair occurred when it was merged
 	// TrainBytes is the training split the merges were learned on: the
-	// first split of the text's bytes, cut after the piece (GPT-2's
-	// pre-split) that holds the last of them, so that the training split's
-	// tokens are exactly the tokens of these bytes.
+	// first split of the text's bytes, to the first cut after them (a
+	// space, tab or newline after a character that is not one; see
+	// bpe.LastCut), so that the training split's tokens are exactly the
+	// tokens of these bytes.
 	TrainBytes int64
 	Pieces     int // distinct pieces of the training split
 }
 
-// TrainBytes is where the training split of a text of size bytes ends
-// before it is moved to the end of a piece: Python's int(size * split),
-// as the token split is cut (cutAt), and at least one byte.
+// trainBytes is where the training split of a text of size bytes ends
+// before it is moved to a cut: Python's int(size * split), as the token
+// split of the other tokenizers is cut (cutAt), and at least one byte.
 func trainBytes(size int64, split float64) int64 {
 	return max(1, int64(float64(size)*split))
 }
 
 // LearnBPE learns vocabSize-256 merges on the training split of the corpus
 // at path (a file or builtin:NAME): its first split of bytes, moved to the
-// end of a piece (LearnedBPE.TrainBytes). The text is read a chunk at a
+// next cut (LearnedBPE.TrainBytes). The text is read a chunk at a
 // time and only as far as the training split goes. progress, when not
 // nil, sees the merges done and to do, and stops learning with an error
 // (bpe.Learn).
@@ -53,6 +54,10 @@ func LearnBPE(ctx context.Context, path string, vocabSize int, split float64, pr
 		return nil, dataError(path, err)
 	}
 	counts := c.Counts()
+	if !c.Full() {
+		return nil, fmt.Errorf("data file %s has no space, tab or newline after a character that is not one from byte %d (split %v of %d) on, where the training split of tokenizer = \"bpe\" can end: the test split would be empty",
+			quote.Name(path), c.Limit, split, size)
+	}
 	merges, mergeCounts, err := bpe.LearnCounts(counts, vocabSize, func(done, total int) error {
 		if err := ctx.Err(); err != nil {
 			return err

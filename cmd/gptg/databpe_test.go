@@ -8,7 +8,7 @@ import (
 // TestDataBPE learns the Bible corpus's merges as tokenizer = "bpe" would
 // and compares the first ones with those of bpe/testdata/learnref.py (the
 // independent reference) on the same training split: its first 2,078,547
-// bytes, int(2,309,492 × 0.9) moved to the end of a piece.
+// bytes, int(2,309,492 × 0.9) moved to the next tab after "God.".
 func TestDataBPE(t *testing.T) {
 	r := gptg(t, t.TempDir(), "data", "bpe", "builtin:bible-en-es", "--vocab-size", "300", "--show", "6")
 	if r.code != 0 {
