@@ -18,7 +18,7 @@ Nothing here is shared with the Go code: the pre-split is the regex module
 running GPT-2's pattern itself. It needs the `regex` module (Debian:
 python3-regex; pip: regex) and plain Python 3 otherwise.
 
-    python3 bpe/testdata/learnref.py     # from the repository's root
+    python3 bpe/testdata/learnref.py     # from anywhere; a few minutes
 """
 
 import json
@@ -108,16 +108,34 @@ def line_slice(data, start, length):
     return start, end
 
 
-def case(name, path, start, length, heldout_length, vocab_sizes):
+def split_end(data, split):
+    """Where tokenizer = "bpe" ends the training split of data: the first
+    space, tab, CR or LF at or after int(len(data) * split) that follows
+    an ASCII character other than white space."""
+    i = max(1, int(len(data) * split))
+    while i < len(data):
+        if data[i] in b" \t\r\n" and data[i - 1] < 0x80 and data[i - 1] not in b" \t\n\v\f\r":
+            return i
+        i += 1
+    raise ValueError("no cut after the split")
+
+
+def case(name, path, start, length, heldout_length, vocab_sizes, split=None):
     """Golden files for the whole lines in about length bytes of path from
     start, and the about heldout_length bytes after them; a heldout_length
-    of 0 means the text itself."""
+    of 0 means the text itself. With split, the text is the training split
+    of the whole file as tokenizer = "bpe" cuts it, and the held-out text
+    its test split."""
     with open(os.path.join(ROOT, path), "rb") as f:
         data = f.read()
-    start, end = line_slice(data, start, length)
-    held_start, held_end = start, end
-    if heldout_length > 0:
-        held_start, held_end = line_slice(data, end, heldout_length)
+    if split is not None:
+        start, end = 0, split_end(data, split)
+        held_start, held_end = end, len(data)
+    else:
+        start, end = line_slice(data, start, length)
+        held_start, held_end = start, end
+        if heldout_length > 0:
+            held_start, held_end = line_slice(data, end, heldout_length)
     text = data[start:end].decode("utf-8")
     held = data[held_start:held_end].decode("utf-8")
     for vs in vocab_sizes:
@@ -146,6 +164,9 @@ def main():
     bible = "corpus/builtin/bible-en-es.tsv"
     case("shakespeare", shakespeare, 0, 100_000, 20_000, [256 + 64, 256 + 512])
     case("bible", bible, 1_000_000, 100_000, 20_000, [256 + 512, 256 + 2048])
+    # The training split of a whole corpus at 4,096 merges (about two
+    # minutes of this script's time).
+    case("shakespeare-split", shakespeare, 0, 0, 0, [256 + 4096], split=0.9)
     # Small texts run out of pairs: the golden merges are all there are.
     case("ties", "bpe/testdata/ties.txt", 0, 1 << 20, 0, [256 + 1000])
 
