@@ -65,6 +65,8 @@ func (s *tokenStore) append(id int) {
 
 func (s *tokenStore) len() int { return len(s.u16) + len(s.i32) }
 
+func (s *tokenStore) cap() int { return cap(s.u16) + cap(s.i32) }
+
 // copyTo copies tokens [start, start+len(dst)) into dst.
 func (s *tokenStore) copyTo(dst []int, start int) {
 	if s.u16 != nil {
@@ -82,6 +84,9 @@ func (s *tokenStore) copyTo(dst []int, start int) {
 // It reads the file in chunks, twice (once for the vocabulary, once for
 // the ids), so memory stays at the token ids plus one chunk.
 func LoadContext(ctx context.Context, path, kind string, context, stride int, split float64) (*Dataset, error) {
+	if kind == BPE {
+		return nil, fmt.Errorf("data file %s: a learned BPE reads its corpus with its merges (LoadBPE)", quote.Name(path))
+	}
 	stride, err := checkWindows(path, kind, context, stride, split)
 	if err != nil {
 		return nil, err
@@ -149,7 +154,7 @@ func checkWindows(path, kind string, context, stride int, split float64) (int, e
 	if !(split > 0 && split < 1) {
 		return 0, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
 	}
-	if kind != Char && kind != Word {
+	if kind != Char && kind != Word && kind != BPE {
 		return 0, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
 	}
 	return stride, nil

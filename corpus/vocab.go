@@ -12,18 +12,27 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gptg/gptg/bpe"
 )
 
 // Tokenizer kinds, as written in configs and in a model file's metadata.
 const (
 	Char = "char"
 	Word = "word"
+	BPE  = "bpe" // a byte-level BPE learned on the training split (LearnBPE)
 )
 
 // Vocab maps tokens to ids and back. A token's id is its index in Tokens().
 // A Vocab is immutable once built, so it is safe for concurrent use.
 type Vocab struct {
-	kind   string
+	kind string
+	// bpe encodes and decodes for the byte-level BPE kinds, whose tokens
+	// are byte strings (perhaps not whole UTF-8) and whose ids come from
+	// merging, not from a lookup of the text's characters or words.
+	bpe *bpe.Tokenizer
+	// merges are a learned BPE's (kind "bpe"), which a model file stores.
+	merges [][2]int
 	tokens []string
 	// Only one of the two lookups is filled, depending on kind: runes for
 	// "char" avoid building a one-rune string per character of the corpus.
@@ -42,6 +51,9 @@ type Vocab struct {
 func BuildVocab(kind, text string) (*Vocab, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, fmt.Errorf("text is %w", err)
+	}
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is learned on a corpus's training split: use LearnBPE")
 	}
 	seen := map[string]bool{}
 	switch kind {
@@ -72,6 +84,9 @@ func BuildVocab(kind, text string) (*Vocab, error) {
 // way that would make ids ambiguous: duplicates, empty tokens, tokens of more
 // than one character (char kind) or containing whitespace (word kind).
 func NewVocab(kind string, tokens []string) (*Vocab, error) {
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is its merges, not a list of tokens: use NewLearnedVocab")
+	}
 	if kind != Char && kind != Word {
 		return nil, unknownKind(kind)
 	}
@@ -138,11 +153,20 @@ func (v *Vocab) id(tok []byte, r rune) int {
 	return v.runeID[r]
 }
 
-// Kind is "char" or "word".
+// Kind is "char", "word" or "bpe".
 func (v *Vocab) Kind() string { return v.kind }
 
+// BPE is the byte-level BPE tokenizer behind a vocabulary of kind "bpe",
+// nil for the others.
+func (v *Vocab) BPE() *bpe.Tokenizer { return v.bpe }
+
+// Merges returns a learned BPE's merges in order (merge i makes id
+// 256+i), nil for the other kinds. It is a copy.
+func (v *Vocab) Merges() [][2]int { return append([][2]int(nil), v.merges...) }
+
 // Tokens returns the vocabulary in id order. It is a copy: changing it does
-// not change the Vocab.
+// not change the Vocab. A BPE token is bytes, which need not be whole
+// UTF-8 ("é" is two tokens of one byte each where no merge joins them).
 func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
 
 // Size is the number of tokens, the model's vocab dimension.
@@ -156,6 +180,9 @@ func (v *Vocab) Size() int { return len(v.tokens) }
 func (v *Vocab) Encode(text string) ([]int, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, err
+	}
+	if v.bpe != nil {
+		return v.bpe.Encode(text), nil
 	}
 	var ids []int
 	var unknown []string
@@ -243,8 +270,21 @@ func (v *Vocab) caseHint(unknown []string) string {
 
 // Decode turns ids back into text; word tokens are joined with single
 // spaces. An id outside the vocabulary (a caller bug) decodes to U+FFFD
-// rather than panicking in the middle of sampling.
+// rather than panicking in the middle of sampling. BPE ids decode to their
+// bytes joined, which are not whole UTF-8 where the ids end inside a
+// character.
 func (v *Vocab) Decode(ids []int) string {
+	if v.bpe != nil {
+		var b strings.Builder
+		for _, id := range ids {
+			if p := v.bpe.Piece(id); p != nil {
+				b.Write(p)
+			} else {
+				b.WriteRune(utf8.RuneError)
+			}
+		}
+		return b.String()
+	}
 	var b strings.Builder
 	for i, id := range ids {
 		if v.kind == Word && i > 0 {
@@ -260,7 +300,7 @@ func (v *Vocab) Decode(ids []int) string {
 }
 
 func unknownKind(kind string) error {
-	return fmt.Errorf("unknown tokenizer %q (want %q or %q)", kind, Char, Word)
+	return fmt.Errorf("unknown tokenizer %q (want %q, %q or %q)", kind, Char, Word, BPE)
 }
 
 // checkUTF8 reports the byte offset of the first invalid UTF-8 sequence,

@@ -48,13 +48,21 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 	if err != nil {
 		return err
 	}
-	tokens, err := json.Marshal(vocab.Tokens())
-	if err != nil {
-		return err
-	}
-	meta := map[string]string{
-		"format": Format, "model": string(model),
-		"tokenizer": vocab.Kind(), "vocab": string(tokens),
+	meta := map[string]string{"format": Format, "model": string(model), "tokenizer": vocab.Kind()}
+	if vocab.Kind() == corpus.BPE {
+		// A learned BPE is its merges, in order: its tokens follow from
+		// them (and are byte strings, not all UTF-8).
+		merges, err := json.Marshal(vocab.Merges())
+		if err != nil {
+			return err
+		}
+		meta["merges"] = string(merges)
+	} else {
+		tokens, err := json.Marshal(vocab.Tokens())
+		if err != nil {
+			return err
+		}
+		meta["vocab"] = string(tokens)
 	}
 	tensors, err := Tensors(params)
 	if err != nil {
@@ -177,17 +185,9 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 	if err := modelfile.DecodeJSON([]byte(meta["model"]), &m.Spec); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
 	}
-	var tokens []string
-	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"vocab\" is not a JSON array of strings: %v", path, err)
-	}
-	kind := meta["tokenizer"]
-	if kind == "" {
-		kind = "char"
-	}
 	var err error
-	if m.Vocab, err = corpus.NewVocab(kind, tokens); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"vocab\": %v", path, err)
+	if m.Vocab, err = vocabFromMeta(path, meta); err != nil {
+		return nil, err
 	}
 	if m.Spec.Vocab != m.Vocab.Size() {
 		return nil, fmt.Errorf("%s: metadata model.vocab is %d but the vocabulary has %d tokens", path, m.Spec.Vocab, m.Vocab.Size())
@@ -200,6 +200,52 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// vocabFromMeta is the vocabulary a model file's metadata names:
+// "tokenizer" (char when missing, as in the first files) and, for char and
+// word, the tokens in id order ("vocab"), for bpe the merges in order
+// ("merges", a JSON array of [left, right] id pairs).
+func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
+	kind := meta["tokenizer"]
+	if kind == "" {
+		kind = corpus.Char
+	}
+	if kind == corpus.BPE {
+		if _, ok := meta["vocab"]; ok {
+			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose tokens follow from its \"merges\": the file is damaged", path, kind)
+		}
+		// [][]int, not [][2]int: json drops the elements of a longer
+		// array and zero-fills a shorter one without a word.
+		var pairs [][]int
+		if err := modelfile.DecodeJSON([]byte(meta["merges"]), &pairs); err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\" is not a JSON array of [left, right] id pairs: %v", path, err)
+		}
+		merges := make([][2]int, len(pairs))
+		for i, p := range pairs {
+			if len(p) != 2 {
+				return nil, fmt.Errorf("%s: metadata \"merges\": merge %d has %d ids, not 2 (left, right)", path, i, len(p))
+			}
+			merges[i] = [2]int{p[0], p[1]}
+		}
+		v, err := corpus.NewLearnedVocab(merges)
+		if err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\": %v", path, err)
+		}
+		return v, nil
+	}
+	if _, ok := meta["merges"]; ok {
+		return nil, fmt.Errorf("%s: metadata \"merges\" is given for tokenizer %q, which has none: the file is damaged", path, kind)
+	}
+	var tokens []string
+	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {
+		return nil, fmt.Errorf("%s: metadata \"vocab\" is not a JSON array of strings: %v", path, err)
+	}
+	v, err := corpus.NewVocab(kind, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata \"vocab\": %v", path, err)
+	}
+	return v, nil
 }
 
 // validate applies the rules of a config file's [model] table, sizes

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/savedmodel"
+)
+
+// bpeConfig is a tiny float64 model over testdata/tiny.txt with a learned
+// BPE of 300 tokens.
+func bpeConfig(out, text string) string {
+	return fmt.Sprintf(`[data]
+path = %q
+tokenizer = "bpe"
+vocab_size = 300
+stride = 4
+[model]
+context = 8
+embedding = 8
+blocks = 1
+heads = 2
+residual = true
+norm = "pre"
+ff_mult = 2
+dtype = "float64"
+[train]
+batch = 2
+max_steps = 6
+log_every = 3
+warmup = 0
+out = %q
+`, text, out)
+}
+
+// lastTestLoss is the test loss of a run's last metrics row.
+func lastTestLoss(t *testing.T, run string) float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var row struct {
+		TestLoss float64 `json:"test_loss"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &row); err != nil {
+		t.Fatal(err)
+	}
+	return row.TestLoss
+}
+
+func modelMerges(t *testing.T, run string) [][2]int {
+	t.Helper()
+	m, err := savedmodel.LoadMeta(filepath.Join(run, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Vocab.Kind() != corpus.BPE || m.Spec.Vocab != 300 {
+		t.Fatalf("%s: a %s model of %d tokens", run, m.Vocab.Kind(), m.Spec.Vocab)
+	}
+	return m.Vocab.Merges()
+}
+
+// TestLearnedBPERun trains a tokenizer = "bpe" config, and checks that the
+// model file holds the merges LearnBPE learns on the training split, that
+// sample, eval and attention read them, that eval's test loss is the
+// run's (the same test split, cut by bytes), that a resumed run keeps them,
+// and that fine-tuning (--init) reads a new corpus with the model's merges
+// instead of learning others.
+func TestLearnedBPERun(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.toml"), []byte(bpeConfig("run", testmodel.TinyText())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, dir, "train", "c.toml")
+	learned, err := corpus.LearnBPE(context.Background(), testmodel.TinyText(), 300, 0.9, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("tokenizer bpe: learned 44 merges on the first %d bytes of ", learned.TrainBytes); !strings.Contains(out, want) {
+		t.Errorf("train's output does not say %q:\n%s", want, out)
+	}
+	run := filepath.Join(dir, "run")
+	if got := modelMerges(t, run); !slices.Equal(got, learned.Merges) {
+		t.Fatalf("the model file's merges differ from LearnBPE's:\n%v\n%v", got, learned.Merges)
+	}
+
+	ok(t, dir, "sample", "run", "--tokens", "12", "--seed", "1")
+	ok(t, dir, "attention", "run", "--text", "First Citizen:", "--format", "text")
+	eval := ok(t, dir, "eval", "run")
+	if want := fmt.Sprintf("test loss %.6f\n", lastTestLoss(t, run)); !strings.HasPrefix(eval, want) {
+		t.Errorf("eval printed %q, the run's last test loss is %q", eval, want)
+	}
+
+	ok(t, dir, "train", "--resume", "run", "--set", "train.max_steps=9", "--quiet")
+	if got := modelMerges(t, run); !slices.Equal(got, learned.Merges) {
+		t.Fatal("the resumed run's merges differ")
+	}
+
+	// Fine-tuning on another text: the model's merges, not new ones.
+	other := filepath.Join(dir, "other.txt")
+	text, err := os.ReadFile("../../corpus/builtin/toy.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, text[:20000], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.toml"), []byte(bpeConfig("tuned", other)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "train", "f.toml", "--init", "run", "--quiet")
+	if got := modelMerges(t, filepath.Join(dir, "tuned")); !slices.Equal(got, learned.Merges) {
+		t.Fatal("the fine-tuned run learned merges of its own instead of reading its corpus with the model's")
+	}
+}
