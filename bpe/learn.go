@@ -128,6 +128,11 @@ func (c *PieceCounter) addString(text string) {
 	c.offset += int64(cut)
 }
 
+// CutBetween reports whether a text can be cut between the bytes prev and
+// next: LastCut's rule, for a reader that looks for a cut across the end
+// of one part and the start of the next.
+func CutBetween(prev, next byte) bool { return isCut([]byte{prev, next}, 1) }
+
 // firstCut is the first cut of text at or after from, which must have one.
 func firstCut(text string, from int) int {
 	for i := max(from, 1); ; i++ {
