@@ -39,47 +39,69 @@ func lastCut[T string | []byte](text T, from int) int {
 	return 0
 }
 
+// Stream encodes a text given a part at a time (Write), holding back what
+// follows the last cut of what it has, so that its ids are those Encode
+// gives for the whole text. Its memory is a part and its ids, whatever the
+// length of the text, unless the text has no cut (a space or newline after
+// a letter, digit or punctuation) for longer: then it holds all of that
+// stretch.
+type Stream struct {
+	t       *Tokenizer
+	pending []byte
+	ids     []int
+}
+
+// NewStream starts encoding a text a part at a time.
+func (t *Tokenizer) NewStream() *Stream { return &Stream{t: t} }
+
+// Write adds p to the text and returns the ids of the text up to its last
+// cut not yet returned, maybe none; they are valid until the next call.
+func (s *Stream) Write(p []byte) []int {
+	old := len(s.pending)
+	s.pending = append(s.pending, p...)
+	// Before old there was no cut, but perhaps at old itself, whose next
+	// byte had not come.
+	end := lastCut(s.pending, old)
+	if end == 0 {
+		return nil
+	}
+	s.ids = s.t.AppendEncode(s.ids[:0], string(s.pending[:end]))
+	s.pending = s.pending[:copy(s.pending, s.pending[end:])]
+	return s.ids
+}
+
+// Flush returns the ids of the rest of the text, and starts a new one.
+func (s *Stream) Flush() []int {
+	s.ids = s.t.AppendEncode(s.ids[:0], string(s.pending))
+	s.pending = s.pending[:0]
+	return s.ids
+}
+
 // chunkSize is how much EncodeStream reads at a time.
 const chunkSize = 1 << 20
 
-// EncodeStream encodes what r yields, calling emit with the ids of each
-// stretch of text it has read (a slice emit must not keep). Its memory is
-// about a chunk of text and its ids, whatever the length of the stream,
-// unless the text has no cut (a space or newline after a letter, digit or
-// punctuation) for longer: then it holds all that stretch at once. The ids
-// are those Encode gives for the whole text.
+// EncodeStream encodes what r yields with a Stream, calling emit with the
+// ids of each stretch of text it has read (a slice emit must not keep).
 func (t *Tokenizer) EncodeStream(r io.Reader, emit func(ids []int) error) error {
-	buf := make([]byte, 0, chunkSize)
-	var ids []int
-	for eof := false; !eof; {
-		if len(buf) == cap(buf) {
-			buf = append(buf, make([]byte, cap(buf))...)[:len(buf)] // no cut in a full buffer: grow it
-		}
-		old := len(buf)
-		n, err := r.Read(buf[old:cap(buf)])
-		buf = buf[:old+n]
-		if errors.Is(err, io.EOF) {
-			eof = true
-		} else if err != nil {
-			return err
-		}
-		end := len(buf)
-		if !eof {
-			// Before old there was no cut, except perhaps at old itself,
-			// whose next byte had not come.
-			if end = lastCut(buf, old); end == 0 {
-				continue
-			}
-		}
-		ids = t.AppendEncode(ids[:0], string(buf[:end]))
-		if len(ids) > 0 {
+	s := t.NewStream()
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := r.Read(buf)
+		if ids := s.Write(buf[:n]); len(ids) > 0 {
 			if err := emit(ids); err != nil {
 				return err
 			}
 		}
-		buf = buf[:copy(buf, buf[end:])]
+		if errors.Is(err, io.EOF) {
+			if ids := s.Flush(); len(ids) > 0 {
+				return emit(ids)
+			}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
-	return nil
 }
 
 // EncodeParallel is Encode with the text cut into stretches encoded by up

@@ -33,6 +33,7 @@ func TestEncodeStream(t *testing.T) {
 			"whole":    strings.NewReader(text),
 			"one byte": iotest.OneByteReader(strings.NewReader(text)),
 			"half":     iotest.HalfReader(strings.NewReader(text)),
+			"data+EOF": iotest.DataErrReader(strings.NewReader(text)),
 		} {
 			if name != "stress" && rname == "one byte" {
 				continue // a megabyte a byte at a time: slow and no different

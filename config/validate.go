@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -76,7 +77,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.Size < 0 {
 		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
 	}
-	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "bpe")
+	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "gpt2", "bpe")
 	switch {
 	case d.Tokenizer == "bpe" && d.VocabSize == 0:
 		v.fail("data.vocab_size", "is missing: tokenizer = \"bpe\" learns that many tokens on the training split (at least %d, the byte values; e.g. 512)", MinBPEVocab)
@@ -86,7 +87,7 @@ func (c *Config) validate(origin func(key string) string) error {
 			v.fail("model.vocab", "is %d but data.vocab_size is %d: the model's vocabulary is the learned one (leave model.vocab out)", c.Model.Vocab, d.VocabSize)
 		}
 	case d.VocabSize != 0:
-		v.fail("data.vocab_size", "only tokenizer = \"bpe\" reads it (data.tokenizer is %q, whose vocabulary is the text's own): leave it out, or set tokenizer = \"bpe\"", d.Tokenizer)
+		v.fail("data.vocab_size", "only tokenizer = \"bpe\" reads it (data.tokenizer is %q, whose vocabulary is not learned): leave it out, or set tokenizer = \"bpe\"", d.Tokenizer)
 	}
 	v.float("data.split", d.Split)
 	if !(d.Split > 0 && d.Split < 1) {
@@ -109,6 +110,9 @@ func (c *Config) validate(origin func(key string) string) error {
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, MaxVocab)
+	if d.Tokenizer == "gpt2" && m.Vocab != 0 && m.Vocab != bpe.GPT2Size {
+		v.fail("model.vocab", "%d is not GPT-2's %d tokens (data.tokenizer = \"gpt2\"): set %d or leave it out", m.Vocab, bpe.GPT2Size, bpe.GPT2Size)
+	}
 	v.intIn("model.context", m.Context, 1, maxContext)
 	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
 	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)

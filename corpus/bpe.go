@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"github.com/gptg/gptg/bpe"
-	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -112,11 +111,9 @@ func NewLearnedVocab(merges [][2]int) (*Vocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens := make([]string, tok.Size())
-	for id := range tokens {
-		tokens[id] = string(tok.Piece(id))
-	}
-	return &Vocab{kind: BPE, bpe: tok, merges: append([][2]int(nil), merges...), tokens: tokens}, nil
+	v := newBPEVocab(BPE, tok)
+	v.merges = append([][2]int(nil), merges...)
+	return v, nil
 }
 
 // LoadBPE reads the corpus at path as the ids of vocab, a learned BPE,
@@ -139,34 +136,26 @@ func LoadBPE(ctx context.Context, path string, vocab *Vocab, context, stride int
 	}
 	defer f.Close()
 	digest := sha256.New()
-	r := bpeReader{path: path, vocab: vocab, trainEnd: -1, from: trainBytes(size, split)}
-	r.store = newTokenStore(0, vocab.Size())
-	err = eachChunk(ctx, io.TeeReader(f, digest), r.chunk)
-	if err == nil {
-		err = r.add(r.flush())
-	}
+	from := trainBytes(size, split)
+	store, trainEnd, cut, err := readBPEIDs(ctx, io.TeeReader(f, digest), path, vocab, from)
 	switch {
-	case r.tooMany != nil:
-		return nil, r.tooMany
 	case err != nil:
-		return nil, dataError(path, err)
-	case r.offset != size:
-		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
-	case r.trainEnd < 0:
-		return nil, noCut(path, r.from, split, size)
+		return nil, err
+	case trainEnd < 0:
+		return nil, noCut(path, from, split, size)
 	}
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
 		Size:    size,
 		Vocab:   vocab,
-		tokens:  r.store,
-		Cut:     r.cut,
+		tokens:  store,
+		Cut:     cut,
 		Context: context,
 		Stride:  stride,
 	}
 	if d.NumTrain() == 0 || d.NumTest() == 0 {
 		return nil, fmt.Errorf("data file %s has %d bpe tokens, %d in the training split (its first %d bytes) and %d in the test split; context %d needs more than %d on each side (one window)",
-			quote.Name(path), d.NumTokens(), d.Cut, r.trainEnd, d.NumTokens()-d.Cut, context, context+1)
+			quote.Name(path), d.NumTokens(), d.Cut, trainEnd, d.NumTokens()-d.Cut, context, context+1)
 	}
 	return d, nil
 }
@@ -174,89 +163,4 @@ func LoadBPE(ctx context.Context, path string, vocab *Vocab, context, stride int
 func noCut(path string, from int64, split float64, size int64) error {
 	return fmt.Errorf("data file %s has no space, tab or newline after a character that is not one from byte %d (split %v of %d) on, where the training split of tokenizer = \"bpe\" can end: the test split would be empty",
 		quote.Name(path), from, split, size)
-}
-
-// bpeReader is LoadBPE's pass over the text: it encodes a chunk at a time
-// up to the chunk's last cut (bpe.LastCut), keeping the rest for the next,
-// and notes how many tokens come before the training split's end.
-type bpeReader struct {
-	path     string
-	vocab    *Vocab
-	store    tokenStore
-	pending  []byte // the text after the last cut encoded
-	ids      []int
-	offset   int64 // bytes of the text seen
-	prev     byte  // the byte before the chunk
-	from     int64 // the training split ends at the first cut at or after it
-	trainEnd int64 // where it ends, -1 until found
-	cut      int   // tokens before trainEnd
-	tooMany  error // the ids would outgrow what the process may take
-}
-
-func (r *bpeReader) chunk(chunk []byte) error {
-	start := r.offset
-	r.offset += int64(len(chunk))
-	if r.trainEnd < 0 && r.offset > r.from {
-		for i := max(r.from, start, 1) - start; i < int64(len(chunk)); i++ {
-			prev := r.prev
-			if i > 0 {
-				prev = chunk[i-1]
-			}
-			if bpe.CutBetween(prev, chunk[i]) {
-				r.trainEnd = start + i
-				// The split's end is a cut: its two sides encode alone.
-				if err := r.add(r.write(chunk[:i])); err != nil {
-					return err
-				}
-				if err := r.add(r.flush()); err != nil {
-					return err
-				}
-				r.cut = r.store.len()
-				chunk = chunk[i:]
-				break
-			}
-		}
-	}
-	if len(chunk) > 0 {
-		r.prev = chunk[len(chunk)-1]
-	}
-	return r.add(r.write(chunk))
-}
-
-// write adds p to the text and returns the ids of the text up to its last
-// cut not returned yet.
-func (r *bpeReader) write(p []byte) []int {
-	r.pending = append(r.pending, p...)
-	end := bpe.LastCut(string(r.pending))
-	if end == 0 {
-		return nil
-	}
-	r.ids = r.vocab.bpe.AppendEncode(r.ids[:0], string(r.pending[:end]))
-	r.pending = r.pending[:copy(r.pending, r.pending[end:])]
-	return r.ids
-}
-
-// flush returns the ids of the rest of the text.
-func (r *bpeReader) flush() []int {
-	r.ids = r.vocab.bpe.AppendEncode(r.ids[:0], string(r.pending))
-	r.pending = r.pending[:0]
-	return r.ids
-}
-
-// add appends ids to the store; before the store grows past what the
-// process may still take, it stops with an error naming the file.
-func (r *bpeReader) add(ids []int) error {
-	if n := r.store.len() + len(ids); n > r.store.cap() {
-		// What append is about to allocate, while the old array is held.
-		need := float64(2 * n * idBytes(r.vocab.Size()))
-		if h, ok := memlimit.Find(); ok && need > h.Bytes {
-			r.tooMany = fmt.Errorf("data file %s: its first %d bpe tokens take %.0f MiB as ids, more than this process may still use (%.0f MiB, under %s): train on a part of it, or give the process more memory",
-				quote.Name(r.path), n, need/(1<<20), h.Bytes/(1<<20), h.Limit)
-			return r.tooMany
-		}
-	}
-	for _, id := range ids {
-		r.store.append(id)
-	}
-	return nil
 }

@@ -49,7 +49,11 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 		return err
 	}
 	meta := map[string]string{"format": Format, "model": string(model), "tokenizer": vocab.Kind()}
-	if vocab.Kind() == corpus.BPE {
+	switch vocab.Kind() {
+	case corpus.GPT2:
+		// GPT-2's vocabulary ships inside gptg: its kind names it, and its
+		// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
+	case corpus.BPE:
 		// A learned BPE is its merges, in order: its tokens follow from
 		// them (and are byte strings, not all UTF-8).
 		merges, err := json.Marshal(vocab.Merges())
@@ -57,7 +61,7 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 			return err
 		}
 		meta["merges"] = string(merges)
-	} else {
+	default:
 		tokens, err := json.Marshal(vocab.Tokens())
 		if err != nil {
 			return err
@@ -202,14 +206,22 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 	return m, nil
 }
 
-// vocabFromMeta is the vocabulary a model file's metadata names:
-// "tokenizer" (char when missing, as in the first files) and, for char and
-// word, the tokens in id order ("vocab"), for bpe the merges in order
-// ("merges", a JSON array of [left, right] id pairs).
+// vocabFromMeta is the vocabulary a model file's metadata names: "tokenizer"
+// (char when missing, as in the first files) and, for char and word, the
+// tokens in id order ("vocab"), for bpe the merges in order ("merges", a
+// JSON array of [left, right] id pairs). A gpt2 file has no "vocab": the
+// tokenizer is built into gptg, and a list there would be a second,
+// unchecked one.
 func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
 	kind := meta["tokenizer"]
 	if kind == "" {
 		kind = corpus.Char
+	}
+	if kind == corpus.GPT2 {
+		if _, ok := meta["vocab"]; ok {
+			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose vocabulary is built into gptg: the file is damaged", path, kind)
+		}
+		return corpus.NewGPT2Vocab()
 	}
 	if kind == corpus.BPE {
 		if _, ok := meta["vocab"]; ok {
