@@ -74,7 +74,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	force := fs.Bool("force", false, "")
 	var sets setFlags
 	fs.Var(&sets, "set", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

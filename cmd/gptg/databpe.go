@@ -30,7 +30,7 @@ func runDataBPE(args []string, stdout, stderr io.Writer) error {
 	vocab := fs.Int("vocab-size", 0, "")
 	split := fs.Float64("split", config.Default().Data.Split, "")
 	show := fs.Int("show", 20, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,12 @@ Flags:
 // stdin is what "-" reads; a variable so that tests can give it text.
 var stdin io.Reader = os.Stdin
 
-func runTokens(args []string, stdout, _ io.Writer) error {
+func runTokens(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	name := fs.String("tokenizer", "", "")
 	file := fs.String("file", "", "")
 	idsFile := fs.String("ids", "", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
