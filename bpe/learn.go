@@ -63,6 +63,18 @@ func NewLearned(merges [][2]int) (*Tokenizer, error) {
 	return New(bytes, merges, nil)
 }
 
+// TooFewPairsError is the error of learning on a text that runs out of
+// pairs to merge (every piece is one token) before VocabSize.
+type TooFewPairsError struct {
+	Merges    int // the merges the text allows
+	VocabSize int // asked for
+}
+
+func (e *TooFewPairsError) Error() string {
+	return fmt.Sprintf("the text allows only %d merges (vocab_size at most %d), not the %d vocab_size %d asks for: use a smaller vocab_size or more text",
+		e.Merges, MinVocab+e.Merges, e.VocabSize-MinVocab, e.VocabSize)
+}
+
 func checkVocabSize(vocabSize int) error {
 	if vocabSize < MinVocab {
 		return fmt.Errorf("a byte-level BPE vocabulary has at least %d tokens (the byte values), got vocab_size %d", MinVocab, vocabSize)
@@ -229,8 +241,7 @@ func LearnCounts(pieces map[string]int, vocabSize int, progress func(done, total
 	for len(merges) < total {
 		p, ok := l.best()
 		if !ok {
-			return nil, nil, fmt.Errorf("the text allows only %d merges (vocab_size at most %d), not the %d vocab_size %d asks for: use a smaller vocab_size or more text",
-				len(merges), MinVocab+len(merges), total, vocabSize)
+			return nil, nil, &TooFewPairsError{Merges: len(merges), VocabSize: vocabSize}
 		}
 		counts = append(counts, l.count[p])
 		l.merge(p, int32(MinVocab+len(merges)))

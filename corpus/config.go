@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/quote"
 )
@@ -77,6 +78,13 @@ func learnAndLoad(ctx context.Context, cfg config.Config, log io.Writer) (*Datas
 		}
 		return nil
 	})
+	var few *bpe.TooFewPairsError
+	if errors.As(err, &few) {
+		// The setting is what to change, so the message names it.
+		return nil, &config.Error{File: cfg.Path, Key: "data.vocab_size", Msg: fmt.Sprintf(
+			"%d is more than the training split of %s can learn: its pairs run out after %d merges (vocab_size at most %d); use a smaller vocab_size or more text",
+			d.VocabSize, quote.Name(d.Path), few.Merges, bpe.MinVocab+few.Merges)}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -123,3 +123,39 @@ func TestLearnedBPERun(t *testing.T) {
 		t.Fatal("the fine-tuned run learned merges of its own instead of reading its corpus with the model's")
 	}
 }
+
+// learnedBPEInputs are TestBadInputs' rows for tokenizer = "bpe".
+func learnedBPEInputs(t *testing.T) []badInput {
+	text, err := os.ReadFile(testmodel.TinyText())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withConfig := func(toml string) map[string]string {
+		return map[string]string{"t.txt": string(text), "c.toml": "[data]\npath = \"t.txt\"\n" + toml}
+	}
+	badMerges := func(merges string) map[string]string {
+		var b strings.Builder
+		meta := fmt.Sprintf(`{"__metadata__":{"format":"gptg/1","model":"{\"vocab\":257,\"context\":8,\"embedding\":8,\"blocks\":1,\"heads\":1}","tokenizer":"bpe","merges":%q}}`, merges)
+		fmt.Fprintf(&b, "%s", string([]byte{byte(len(meta)), byte(len(meta) >> 8), 0, 0, 0, 0, 0, 0}))
+		b.WriteString(meta)
+		return map[string]string{"m.safetensors": b.String()}
+	}
+	return []badInput{
+		{name: "bpe: vocab_size beyond the training split's pairs", files: withConfig("tokenizer = \"bpe\"\nvocab_size = 5000\n"),
+			args: []string{"train", "c.toml"}, code: 2, msg: "c.toml: data.vocab_size: 5000 is more than the training split of t.txt can learn: its pairs run out after "},
+		{name: "bpe: no vocab_size", files: withConfig("tokenizer = \"bpe\"\n"),
+			args: []string{"train", "c.toml"}, code: 2, msg: `c.toml: data.vocab_size: is missing: tokenizer = "bpe" learns that many tokens on the training split`},
+		{name: "bpe: vocab_size with the char tokenizer", files: withConfig("vocab_size = 512\n"),
+			args: []string{"train", "c.toml"}, code: 2, msg: `c.toml: data.vocab_size: only tokenizer = "bpe" reads it (data.tokenizer is "char"`},
+		{name: "bpe: model.vocab other than vocab_size", files: withConfig("tokenizer = \"bpe\"\nvocab_size = 300\n[model]\nvocab = 65\n"),
+			args: []string{"train", "c.toml"}, code: 2, msg: "c.toml: model.vocab: is 65 but data.vocab_size is 300"},
+		{name: "data bpe without --vocab-size", args: []string{"data", "bpe", "builtin:toy"}, code: 2,
+			msg: "data bpe needs --vocab-size N (at least 256"},
+		{name: "data bpe: a text that is not UTF-8", files: map[string]string{"x.txt": "abc d\xffe\n"},
+			args: []string{"data", "bpe", "x.txt", "--vocab-size", "260"}, code: 1, msg: "x.txt: text is not valid UTF-8 (bad byte 0xff at offset 5)"},
+		{name: "sample: bpe merges naming an id not made yet", files: badMerges("[[97,300]]"),
+			args: []string{"sample", "m.safetensors"}, code: 1, msg: `m.safetensors: metadata "merges": merge 0 (97, 300) names an id not made before it (ids 0..255 are)`},
+		{name: "sample: bpe merges of three ids", files: badMerges("[[97,98,99]]"),
+			args: []string{"sample", "m.safetensors"}, code: 1, msg: `m.safetensors: metadata "merges": merge 0 has 3 ids, not 2 (left, right)`},
+	}
+}
