@@ -120,8 +120,8 @@ type Corpus struct {
 
 // CorpusOf is the Corpus that data.path is expected to hold, from its
 // size before it is read (data.size when the config gives it, else the
-// file's): a char corpus has at most one token per byte, 2-byte ids but
-// past 65,536 distinct characters. Nothing is counted where the size says
+// file's): a char or BPE corpus has at most one token per byte, 2-byte ids
+// but past 65,536 distinct tokens. Nothing is counted where the size says
 // too little — a word corpus (its words' lengths decide), a pairs corpus —
 // or there is nothing to read yet (a built-in corpus, at most a few MB; a
 // file to download from data.url, or a mistake the loader names): the
@@ -138,7 +138,11 @@ func (c *Config) CorpusOf() Corpus {
 			n = fi.Size()
 		}
 	}
-	return Corpus{Tokens: n, IDBytes: 2}
+	ids := 2
+	if c.Data.Tokenizer == "bpe" && c.Data.VocabSize > 1<<16 {
+		ids = 4
+	}
+	return Corpus{Tokens: n, IDBytes: ids}
 }
 
 // corpusBytes is what training holds of corpus d: the ids, and with

@@ -626,7 +626,11 @@ func withDefaults(opts Options, tr config.Train) Options {
 func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*corpus.Dataset, error) {
 	from := *cfg
 	from.Data.Path = dataPath
-	data, err := corpus.LoadForContext(ctx, from, opts.Log, opts.Client)
+	vocab, err := initBPE(cfg, opts.Init)
+	if err != nil {
+		return nil, err
+	}
+	data, err := corpus.LoadForVocab(ctx, from, vocab, opts.Log, opts.Client)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}

@@ -247,6 +247,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, hardenedInputs(t)...)
 	rows = append(rows, corpusInputs(t)...)
 	rows = append(rows, pairsInputs()...)
+	rows = append(rows, learnedBPEInputs(t)...)
 	rows = append(rows, translationInputs(model)...)
 	rows = append(rows, hostileInputs(t)...)
 	rows = append(rows, serveInputs()...)
