@@ -69,6 +69,7 @@ var alternatives = map[string]struct{ gpt, translation []change }{
 	"data.sha256":     {use(zeros64), use(zeros64)},
 	"data.tokenizer":  {use("word"), refuse("char")},
 	"data.split":      {use("0.8"), use("0.7")},
+	"data.vocab_size": {use("300", "data.tokenizer=bpe", "data.vocab_size=280"), refuse("300")},
 	"data.stride":     {use("2"), refuse("3")},
 	"data.sampling":   {use("random"), refuse("random")},
 	"data.size":       {use("1"), use("1")},
