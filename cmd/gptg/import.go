@@ -17,8 +17,11 @@ import (
 )
 
 var importCommand = command{
-	summary: "convert a nanoGPT checkpoint into a gptg model file",
+	summary: "convert a nanoGPT checkpoint or a Hugging Face GPT-2 into a gptg model file",
 	usage: `Usage: gptg import nanogpt CKPT.pt [--meta META.pkl] --out MODEL.safetensors
+       gptg import hf DIR [--out MODEL.safetensors] [--tokenizer auto|ids]
+
+gptg import nanogpt:
 
 Reads a checkpoint written by nanoGPT's train.py (github.com/karpathy/nanoGPT)
 and writes a gptg model file that sample, eval, attention and inspect use
@@ -44,22 +47,34 @@ Flags:
                 config, here or in the folder above CKPT.pt's)
   --out FILE    the model file to write (required; - for standard output)
   --force       replace an existing file (a model is not replaced without it)
-`,
+
+gptg import hf:
+` + hfUsage,
 	run: runImport,
 }
 
-func runImport(args []string, stdout, _ io.Writer) error {
+func runImport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	meta := fs.String("meta", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
+	tokenizer := fs.String("tokenizer", "auto", "")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
+	case len(pos) > 0 && pos[0] == "hf":
+		if set["meta"] {
+			return usagef("--meta is for import nanogpt; a Hugging Face folder holds its tokenizer files")
+		}
+		return runImportHF(pos[1:], *out, *force, *tokenizer, stdout)
 	case len(pos) == 0 || pos[0] != "nanogpt":
-		return usagef("import needs the kind of checkpoint: gptg import nanogpt CKPT.pt --out MODEL.safetensors")
+		return usagef("import needs the kind of checkpoint: gptg import nanogpt CKPT.pt --out MODEL.safetensors, or gptg import hf DIR")
+	case set["tokenizer"]:
+		return usagef("--tokenizer is for import hf")
 	case len(pos) != 2:
 		return usagef("import nanogpt needs exactly one CKPT.pt, got %d arguments", len(pos)-1)
 	case *out == "":
@@ -96,11 +111,9 @@ func runImport(args []string, stdout, _ io.Writer) error {
 			return fmt.Errorf("--out: %w", err) // changed since the check above
 		}
 	}
-	limit := float64(config.DefaultMaxMemory) // GiB, as for the other model commands
-	if s := os.Getenv(envMaxMemory); s != "" {
-		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
-			return usagef("%s=%q is not a number of GiB", envMaxMemory, s)
-		}
+	limit, err := importMemoryLimit()
+	if err != nil {
+		return err
 	}
 	m, err := nanogpt.ImportWithin(ckpt, *meta, limit)
 	if err != nil {
@@ -116,4 +129,17 @@ func runImport(args []string, stdout, _ io.Writer) error {
 	wrote(stdout, *out, ": %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s",
 		s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
 	return nil
+}
+
+// importMemoryLimit is the memory, in GiB, an import may take: the
+// default of the model commands, or GPTG_MAX_MEMORY.
+func importMemoryLimit() (float64, error) {
+	limit := float64(config.DefaultMaxMemory)
+	if s := os.Getenv(envMaxMemory); s != "" {
+		var err error
+		if limit, err = strconv.ParseFloat(s, 64); err != nil || !(limit > 0) {
+			return 0, usagef("%s=%q is not a number of GiB", envMaxMemory, s)
+		}
+	}
+	return limit, nil
 }
