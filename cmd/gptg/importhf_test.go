@@ -46,9 +46,9 @@ func TestImportHF(t *testing.T) {
 // stderr naming the key or tensor, exit 2, and no model file.
 func TestImportHFBadFolders(t *testing.T) {
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, dir string)
-		msg   string
+		msg    string
 	}{
 		{"another architecture", func(t *testing.T, dir string) {
 			editFile(t, filepath.Join(dir, "config.json"), `"model_type": "gpt2"`, `"model_type": "gpt_neo"`)

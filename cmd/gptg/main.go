@@ -22,10 +22,10 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
-	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
