@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
@@ -35,6 +36,12 @@ type Model struct {
 	Vocab   *corpus.Vocab
 	Meta    map[string]string
 	Tensors map[string]modelfile.Tensor
+
+	// shared guards what SharedWeights and CheckShared change: the
+	// tensors converted to the model's dtype, and whether the values were
+	// checked (once per model, for every graph sharing them).
+	shared  sync.Mutex
+	checked bool
 }
 
 // Save writes the parameters as a safetensors file the reference

@@ -39,15 +39,17 @@ type graphsOf struct {
 	corpusPath string
 }
 
-// samplerGraphs are the graphs sample.New builds for m: for a causal
-// model one of the whole context and the cached graph that generates one
-// token at a time, each with its own copy of the weights (the second's
-// activations, a single position's, are left out; its key/value cache
-// is counted), else up to one per length.
+// samplerGraphs are the graphs a sampler builds for m, all of them on the
+// file's own weights (savedmodel.SharedWeights): for a causal model the
+// cached graph that generates one token at a time (its activations, a
+// single position's, are left out; its key/value cache is counted) and
+// one window graph of the whole context at most at a time (a prompt's
+// prefill, the window past the context, the attention maps), else up to
+// one window graph per length.
 func samplerGraphs(spec config.Model, what string) graphsOf {
-	g := graphsOf{batch: 1, seqLen: spec.Context, count: 2, pools: 1, what: what}
+	g := graphsOf{batch: 1, seqLen: spec.Context, count: 0, pools: 1, what: what}
 	if !spec.Mask {
-		g.count, g.pools = spec.Context, spec.Context
+		g.pools = spec.Context
 		return g
 	}
 	elem := 4.0
