@@ -54,22 +54,27 @@ DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
 
 
 def load_safetensors(path):
+    """The tensors of a safetensors file, each read from the file into its
+    own buffer (no copy of the whole file held)."""
+    out = {}
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        dt = DTYPES[e["dtype"]]
-        raw = bytearray(data[b:end])
-        if dt == torch.bfloat16:
-            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16) if raw else torch.empty(0, dtype=dt)
-        else:
-            t = torch.frombuffer(raw, dtype=dt) if raw else torch.empty(0, dtype=dt)
-        out[name] = t.reshape(e["shape"])
+        for name, e in header.items():
+            if name == "__metadata__":
+                continue
+            b, end = e["data_offsets"]
+            dt = DTYPES[e["dtype"]]
+            raw = bytearray(end - b)
+            f.seek(8 + n + b)
+            f.readinto(raw)
+            if not raw:
+                t = torch.empty(0, dtype=dt)
+            elif dt == torch.bfloat16:
+                t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16)
+            else:
+                t = torch.frombuffer(raw, dtype=dt)
+            out[name] = t.reshape(e["shape"])
     return out
 
 
