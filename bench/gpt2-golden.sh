@@ -11,7 +11,9 @@
 # gptg's float32 forward pass at every position: relative error
 # ‖gptg − ref‖/‖ref‖ per position's logits and per head's row of weights,
 # at most 1e-5. The logits through sampling's key/value cache, one token
-# at a time, are checked the same way.
+# at a time, and through sampling's own path (the first half of the tokens
+# as a prompt, prefilled in one run, the rest appended on two threads) are
+# checked the same way.
 #
 # Work files go to ${GPT2_GOLDEN_DIR:-/tmp/gpt2-golden} and are removed at
 # the end (about 2.5 GB at 124M: the folder, the reference's outputs).

@@ -41,7 +41,8 @@ func readIDs(t *testing.T) []int {
 // TestGoldenForward imports each folder and checks that gptg's logits and
 // attention weights match the reference's at every position, with the
 // fused kernels and with Gorgonia's primitives, and that sampling's
-// key/value-cache graph gives the same logits one token at a time.
+// key/value-cache graph gives the same logits one token at a time, and
+// after a prompt's prefill.
 func TestGoldenForward(t *testing.T) {
 	ids := readIDs(t)
 	for _, name := range []string{"small-f32", "small-f16"} {
@@ -71,6 +72,14 @@ func TestGoldenForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			check(t, "logits through the cache", graph.Backend{}, cached, ref.Logits, V)
+			// Sampling's path: a prompt of 40 tokens prefilled, the rest
+			// appended, on two threads.
+			const split = 40
+			sampled, err := fidelity.Sampled(m.Spec, m.Tensors, ids, split, graph.Backend{Threads: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, "logits through a prefill and the cache", graph.Backend{Threads: 2}, sampled, ref.Logits[(split-1)*V:], V)
 		})
 	}
 }

@@ -1,7 +1,9 @@
 // Command gpt2golden compares gptg's forward pass of a Hugging Face GPT-2
 // folder with bench/gpt2ref.py's: the logits and every block's attention
 // weights at every position, through the window graph (fused kernels) and
-// the logits through sampling's key/value cache one token at a time.
+// the logits through sampling's key/value cache one token at a time, and
+// through sampling's own path: half the tokens as a prompt (one prefill
+// run), the rest appended one at a time.
 // bench/gpt2-golden.sh runs it at the 124M shape.
 //
 //	go run ./bench/gpt2golden DIR REF.safetensors IDS.txt [--no-cache]
@@ -93,6 +95,17 @@ func run(args []string) error {
 		if err := report("logits (key/value cache)", logits, ref.Logits, V); err != nil {
 			return err
 		}
+	}
+	got = nil
+	split := T / 2
+	start = time.Now()
+	sampled, err := fidelity.Sampled(m.Spec, m.Tensors, ids, split, graph.Backend{Threads: 2})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("sampling's path, a prompt of %d tokens prefilled, %d appended: %.1f s\n", split, T-split, time.Since(start).Seconds())
+	if err := report("logits (prefill, then cache)", sampled, ref.Logits[(split-1)*V:], V); err != nil {
+		return err
 	}
 	if failed {
 		return fmt.Errorf("relative error above %g", tolerance)

@@ -12,6 +12,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -147,4 +148,29 @@ func Worst(got, want []float64, n int) (float64, int, error) {
 		}
 	}
 	return worst, at, nil
+}
+
+// Sampled runs sampling's path over ids: the first split tokens as a
+// prompt (one prefill run, whose keys and values start the cache), then
+// the others one at a time through the cache. It returns the logits of
+// positions split−1..len(ids)−1, the ones sampling reads.
+func Sampled(spec config.Model, tensors []modelfile.Tensor, ids []int, split int, be graph.Backend) ([]float64, error) {
+	m := &savedmodel.Model{Path: "model", Spec: spec, Tensors: map[string]modelfile.Tensor{}}
+	for _, t := range tensors {
+		m.Tensors[t.Name] = t
+	}
+	s, err := sample.New(m, be)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var logits []float64
+	for n := split; n <= len(ids); n++ {
+		l, err := s.NextLogits(ids[:n])
+		if err != nil {
+			return nil, err
+		}
+		logits = append(logits, l...)
+	}
+	return logits, nil
 }
