@@ -85,13 +85,15 @@ def config_json(L, H, C, T, V):
     }
 
 
-def weights(L, C, T, V, std, gen):
-    """GPT2LMHeadModel's parameters by their names without prefix, float64."""
+def weights(L, C, T, V, std, gen, dt):
+    """GPT2LMHeadModel's parameters by their names without prefix, drawn in
+    float64 and rounded to dt one tensor at a time (gpt2-xl's 1.5 billion
+    would take 12 GB in float64 at once)."""
     def normal(*shape, s=std):
-        return torch.randn(*shape, generator=gen, dtype=torch.float64) * s
+        return (torch.randn(*shape, generator=gen, dtype=torch.float64) * s).to(dt)
 
     def gain():
-        return 1 + normal(C, s=0.1)
+        return (1 + torch.randn(C, generator=gen, dtype=torch.float64) * 0.1).to(dt)
 
     w = {"wte.weight": normal(V, C), "wpe.weight": normal(T, C)}
     for i in range(L):
@@ -159,7 +161,7 @@ def main():
 
     gen = torch.Generator().manual_seed(a.seed)
     dt = DTYPES[a.dtype]
-    w = {n: t.to(dt) for n, t in weights(L, C, T, V, a.std, gen).items()}
+    w = weights(L, C, T, V, a.std, gen, dt)
     if a.layout == "hub":
         mask = torch.tril(torch.ones(T, T)).view(1, 1, T, T).to(dt)
         for i in range(L):

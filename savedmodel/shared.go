@@ -19,7 +19,8 @@ import (
 // The graphs must never write into a parameter: forward-only programs do
 // not (TestSharedWeightsUnchanged). A graph built with it must pass
 // CheckShared before it runs: a tensor missing or of another shape gets a
-// value of zeros here, for the build to go on and CheckShared to name it.
+// value of zeros here, for the build to go on and CheckShared to name it,
+// as does one whose values the model's float32 cannot hold.
 func (m *Model) SharedWeights() graph.Weights {
 	return func(name string, shape []int) *tensor.Dense {
 		m.shared.Lock()
@@ -29,13 +30,15 @@ func (m *Model) SharedWeights() graph.Weights {
 		for _, d := range shape {
 			n *= d
 		}
-		if !ok || t.Len() != n {
+		if ok && t.Len() == n {
+			t = m.inDtype(t)
+		}
+		if !ok || t.Len() != n || (t.F64 != nil) != (m.Spec.Dtype == "float64") {
 			if m.Spec.Dtype == "float64" {
 				return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float64, n)))
 			}
 			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(make([]float32, n)))
 		}
-		t = m.inDtype(t)
 		if t.F64 != nil {
 			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(t.F64))
 		}
