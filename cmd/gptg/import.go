@@ -40,11 +40,18 @@ parameter); a model that would need more than 8 GiB (GPTG_MAX_MEMORY=GiB
 changes it) or than the process may still take (ulimit -v, a cgroup's
 memory limit, the machine's memory) is refused before its weights are read.
 
+A checkpoint without a meta.pkl whose vocabulary is GPT-2's (50,257, or
+nanoGPT's padded 50,304) is a GPT-2 (nanoGPT's openwebtext and
+shakespeare recipes, which encode with tiktoken's GPT-2): it imports with
+token ids as its vocabulary, until gptg has GPT-2's tokenizer. Of a padded
+vocabulary the first 50,257 rows are kept: the other 47 are no token's.
+
 Flags:
   --meta FILE   the char vocabulary, nanoGPT's data/<dataset>/meta.pkl
                 (default: where sample.py finds it: beside CKPT.pt, else
                 data/<dataset>/meta.pkl with <dataset> from the checkpoint's
-                config, here or in the folder above CKPT.pt's)
+                config, here or in the folder above CKPT.pt's; none: a
+                GPT-2 vocabulary, as above)
   --out FILE    the model file to write (required; - for standard output)
   --force       replace an existing file (a model is not replaced without it)
 
@@ -88,6 +95,10 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: no such file", quote.Name(in))
 		}
 	}
+	// Without a meta.pkl nanoGPT's sample.py encodes with GPT-2's
+	// tokenizer: so does the import, when the checkpoint's vocabulary is
+	// GPT-2's (or nanoGPT's padding of it).
+	var noMeta error
 	if *meta == "" {
 		found, tried := nanogpt.FindMeta(ckpt)
 		if found == "" {
@@ -95,11 +106,15 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 			if len(tried) > 1 {
 				elsewhere = " or at " + strings.Join(tried[1:], ", ")
 			}
-			return usagef("no --meta given and no meta.pkl beside %s%s: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", ckpt, elsewhere)
+			noMeta = usagef("no --meta given and no meta.pkl beside %s%s, and the checkpoint's vocabulary is not GPT-2's: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", ckpt, elsewhere)
 		}
 		*meta = found
 	}
-	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: []string{ckpt, *meta}}); err != nil {
+	inputs := []string{ckpt}
+	if *meta != "" {
+		inputs = append(inputs, *meta)
+	}
+	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: inputs}); err != nil {
 		return err
 	}
 	// The file checked is the file written: a link given as --out is
@@ -115,8 +130,21 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := nanogpt.ImportWithin(ckpt, *meta, limit)
-	if err != nil {
+	var m *nanogpt.Model
+	if noMeta != nil {
+		vocab, err := gpt2Vocabulary()
+		if err != nil {
+			return err
+		}
+		m, err = nanogpt.ImportGPT2(ckpt, vocab, limit)
+		var ng *nanogpt.NotGPT2Error
+		if errors.As(err, &ng) {
+			return noMeta
+		}
+		if err != nil {
+			return err
+		}
+	} else if m, err = nanogpt.ImportWithin(ckpt, *meta, limit); err != nil {
 		return err
 	}
 	if atomicfile.IsStdout(*out) {

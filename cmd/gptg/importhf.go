@@ -15,6 +15,7 @@ import (
 	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 const hfUsage = `Reads a Hugging Face GPT-2 folder (GPT2LMHeadModel: gpt2, gpt2-medium,
@@ -112,11 +113,7 @@ func runImportHF(pos []string, out string, force bool, tokenizer string, stdout 
 // ids, a word vocabulary whose words are the ids "0".."V-1", so that a
 // prompt and a corpus are ids separated by spaces; and a line saying so.
 func hfVocabulary(m *hf.Model) (map[string]string, string, error) {
-	tokens := make([]string, m.Spec.Vocab)
-	for i := range tokens {
-		tokens[i] = strconv.Itoa(i)
-	}
-	v, err := corpus.NewVocab(corpus.Word, tokens)
+	v, err := idVocabulary(m.Spec.Vocab)
 	if err != nil {
 		return nil, "", err
 	}
@@ -136,6 +133,21 @@ func hfVocabulary(m *hf.Model) (map[string]string, string, error) {
 	}
 	return meta, note, nil
 }
+
+// idVocabulary is the vocabulary of n token ids, a word vocabulary whose
+// words are "0".."n-1": a prompt or a corpus is its ids separated by
+// spaces, and a sample prints ids.
+func idVocabulary(n int) (*corpus.Vocab, error) {
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = strconv.Itoa(i)
+	}
+	return corpus.NewVocab(corpus.Word, tokens)
+}
+
+// gpt2Vocabulary is the vocabulary of a model whose tokenizer is GPT-2's:
+// its token ids, until gptg has GPT-2's tokenizer.
+func gpt2Vocabulary() (*corpus.Vocab, error) { return idVocabulary(nanogpt.GPT2Vocab) }
 
 // groupDigits writes n with thousands separators: 124,439,808.
 func groupDigits(n int64) string {

@@ -96,3 +96,19 @@ func editFile(t *testing.T, path, old, new string) {
 		t.Fatal(err)
 	}
 }
+
+// TestImportNanoGPTPaddedGPT2: a nanoGPT GPT-2 checkpoint without a
+// meta.pkl (vocabulary padded to 50,304) imports as a model of GPT-2's
+// 50,257 tokens, which sample reads.
+func TestImportNanoGPTPaddedGPT2(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, filepath.Join("..", "..", "testdata", "nanogpt", "gpt2", "ckpt.pt"), filepath.Join(dir, "ckpt.pt"))
+	r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--out", "m.safetensors")
+	if r.code != 0 || !strings.Contains(r.stdout, "vocab 50257") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = gptg(t, dir, "sample", "m.safetensors", "--prompt", "0 1 2", "--tokens", "3", "--temperature", "0")
+	if r.code != 0 || len(strings.Fields(r.stdout)) != 6 {
+		t.Fatalf("sample: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
