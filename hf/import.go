@@ -111,14 +111,15 @@ func asInput(err error) error {
 // checkMemory refuses, before any weight is read, an import that needs
 // more memory than limitGiB or than the process may still take: the
 // model's float32 weights, held until the file is written, beside the
-// largest tensor read at a time and its transpose.
+// largest tensor read at a time and its transpose, and a tenth of the
+// weights for what the runtime holds beyond the live values.
 func checkMemory(spec config.Model, w *weights, limitGiB float64) error {
 	largest := 0.0
 	for _, t := range w.tensors {
 		largest = max(largest, float64(t.end-t.begin)/float64(elemSize[t.dtype]))
 	}
 	params := spec.ParamCount()
-	e := config.MemoryEstimate{Params: params, Weights: 4 * float64(params), Activations: 8 * largest}
+	e := config.MemoryEstimate{Params: params, Weights: 4 * float64(params), Activations: 8*largest + 0.1*4*float64(params)}
 	return config.CheckMemory(e, limitGiB, "importing this model", "GPTG_MAX_MEMORY=")
 }
 
@@ -223,6 +224,10 @@ type converter struct {
 	used    map[string]bool
 	tensors []modelfile.Tensor
 	notes   []string
+	// scratch holds a Conv1D weight while it is transposed into gptg's:
+	// one buffer for all, not a model's worth of garbage (for GPT-2 xl,
+	// 0.9 GB more at the peak).
+	scratch []float32
 }
 
 // convert takes every tensor of GPT2LMHeadModel, then checks the
@@ -300,10 +305,11 @@ func (cv *converter) block(i int) (int, error) {
 // each part's columns of the weight transposed to (out, in), and its part
 // of the bias.
 func (cv *converter) conv1D(name string, in, width int, parts ...string) error {
-	w, err := cv.read(name+".weight", []int{in, width})
+	w, err := cv.readInto(cv.scratch, name+".weight", []int{in, width})
 	if err != nil {
 		return err
 	}
+	cv.scratch = w
 	bias, err := cv.read(name+".bias", []int{width})
 	if err != nil {
 		return err
@@ -346,6 +352,11 @@ func (cv *converter) take(as, name string, shape []int) ([]float32, error) {
 // read reads a weight as float32s, refusing a missing one, a wrong shape
 // and any value that is not finite.
 func (cv *converter) read(name string, shape []int) ([]float32, error) {
+	return cv.readInto(nil, name, shape)
+}
+
+// readInto is read into buf when it is large enough.
+func (cv *converter) readInto(buf []float32, name string, shape []int) ([]float32, error) {
 	t, err := cv.lookup(name, shape)
 	if err != nil {
 		return nil, err
@@ -353,7 +364,7 @@ func (cv *converter) read(name string, shape []int) ([]float32, error) {
 	if t.dtype == "BOOL" || t.dtype == "U8" {
 		return nil, fmt.Errorf("%s: tensor %s is %s, not a floating-point weight", quote.Name(cv.w.file[name].path), quote.Value(cv.w.keys[name]), t.dtype)
 	}
-	return cv.w.file[name].float32s(t)
+	return cv.w.file[name].float32sInto(buf, t)
 }
 
 // lookup finds a tensor and checks its shape.

@@ -228,8 +228,17 @@ func (st *stFile) checkLayout(dataSize int64) error {
 // widened exactly, F64 narrowed (refused beyond float32's range). A value
 // that is not finite is refused with the tensor's name and the entry.
 func (st *stFile) float32s(t stTensor) ([]float32, error) {
-	n := (t.end - t.begin) / elemSize[t.dtype]
-	out := make([]float32, n)
+	return st.float32sInto(nil, t)
+}
+
+// float32sInto is float32s into buf when it is large enough (a buffer
+// reused for weights that are transposed into another at once).
+func (st *stFile) float32sInto(buf []float32, t stTensor) ([]float32, error) {
+	n := int((t.end - t.begin) / elemSize[t.dtype])
+	if cap(buf) < n {
+		buf = make([]float32, n)
+	}
+	out := buf[:n]
 	err := st.each(t, func(i int, v float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > math.MaxFloat32 {
 			return fmt.Errorf("%s: tensor %s holds %v at entry %d", quote.Name(st.path), quote.Value(t.name), v, i)
