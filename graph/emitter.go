@@ -27,6 +27,11 @@ import (
 type Emitter interface {
 	// Embedding: row r is tok[tokens[r]] + pos[r mod T].
 	Embedding(tokens, tok, pos *G.Node) *G.Node
+	// ScaledEmbedding: the encoder–decoder's, row r tok[tokens[r]]·scale +
+	// pos[r mod T], the product rounded before the sum. learnedPos says
+	// whether pos is a parameter (a learned table, of which the first T
+	// rows are read) or a constant (the sinusoidal table, T rows).
+	ScaledEmbedding(tokens, tok, pos *G.Node, scale float64, learnedPos bool) *G.Node
 	// Linear: x·Wᵀ + bias on rows, W stored [out, in] as nn.Linear's;
 	// bias nil: none.
 	Linear(x, w, bias *G.Node) *G.Node
@@ -35,6 +40,13 @@ type Emitter interface {
 	// rows with the heads side by side. A non-nil drop is a dropout mask
 	// of the weights' shape: y = (weights⊙drop)·v, weights returned undropped.
 	Attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, weights *G.Node)
+	// MaskedAttention: the encoder–decoder's attention over a padded
+	// source, q rows (B·T_q, C), k and v rows (B·T_k, C): weights =
+	// softmax(q·kᵀ·scale + keyMask[b]) per sequence b and head, keyMask
+	// (B, T_k) holding 0 at a word and MaskValue at PAD; (B·heads, T_q,
+	// T_k). y = weights·v as rows (B·T_q, C). The encoder's
+	// self-attention (T_q = T_k) and the decoder's cross-attention.
+	MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, weights *G.Node)
 	// Activation: "gelu" (tanh form), "gelu_exact" (erf) or "relu",
 	// element by element.
 	Activation(x *G.Node, kind string) *G.Node

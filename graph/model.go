@@ -21,7 +21,6 @@ package graph
 
 import (
 	"fmt"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -179,138 +178,10 @@ func (b *builder) output(x *G.Node) *G.Node {
 	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
 }
 
-// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in], and
-// no b when the model has bias = false. Its initialisation is nn.Linear's
-// U(±1/√in) for both, or with init "gpt2" nanoGPT's: weights N(0, 0.02),
-// N(0, 0.02/√(2·blocks)) for the projections that end a residual branch
-// (endsBranch), biases 0.
-func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *G.Node {
-	wInit, bInit := uniform(in), uniform(in)
-	if b.spec.Init == "gpt2" {
-		std := 0.02
-		if endsBranch {
-			std = 0.02 / math.Sqrt(float64(2*b.spec.Blocks))
-		}
-		wInit, bInit = gaussian(std), zeros
-	}
-	w := b.param(name+".weight", wInit, out, in)
-	var bias *G.Node
-	if b.spec.Bias {
-		bias = b.param(name+".bias", bInit, out)
-	}
-	return b.op.Linear(x, w, bias)
-}
-
-// dropout zeroes each entry of x with probability p, where nanoGPT does:
-// after the embedding sum, on the attention weights, and at the end of
-// each residual branch. The survivors are scaled by 1/(1 − p) so the
-// expected value is unchanged (nn.Dropout). Off, it returns x.
-func (b *builder) dropout(x *G.Node) *G.Node {
-	if mask := b.dropoutMask(x.Shape()); mask != nil {
-		return b.op.Dropout(x, mask)
-	}
-	return x
-}
-
-// dropoutMask adds a mask input of the given shape, or returns nil when
-// this graph has no dropout.
-func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
-	if b.dropoutP == 0 {
-		return nil
-	}
-	name := fmt.Sprintf("dropout.%d", len(b.masks))
-	ones := make([]float64, shape.TotalSize())
-	for i := range ones {
-		ones[i] = 1
-	}
-	mask := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
-		G.WithValue(dense(b.dt, ones, shape...)))
-	b.masks = append(b.masks, mask)
-	return mask
-}
-
-// attention is scaled dot-product self-attention over rows (B·T, C):
-// w = softmax(q kᵀ / sqrt(C/heads) + mask), y = w v, then the output
-// projection. It returns y and the weights w, (B·heads, T, T).
+// attention is the GPT's self-attention over the window: causal (each
+// position looks at itself and the ones before it) when the model has the
+// mask, over the whole window without. It returns y and the weights w,
+// (B·heads, T, T).
 func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	q, k, v := b.projections(name, x)
-	drop := b.dropoutMask(tensor.Shape{b.batch * b.spec.Heads, b.seqLen, b.seqLen})
-	y, w = b.op.Attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
-	return b.outProjection(name, y), w
-}
-
-// projections are the queries, keys and values of rows x: three linear
-// layers, or x itself for all three without qkv.
-func (b *builder) projections(name string, x *G.Node) (q, k, v *G.Node) {
-	if !b.spec.QKV {
-		return x, x, x
-	}
-	C := b.spec.Embedding
-	q = b.linear(name+".q", x, C, C, false)
-	k = b.linear(name+".k", x, C, C, false)
-	v = b.linear(name+".v", x, C, C, false)
-	return q, k, v
-}
-
-// attentionScale is 1/√(C/heads), the inverse square root of a head's width.
-func (b *builder) attentionScale() float64 {
-	return 1 / math.Sqrt(float64(b.spec.Embedding/b.spec.Heads))
-}
-
-// outProjection is the linear layer after attention, when out_proj is set;
-// it ends a residual branch.
-func (b *builder) outProjection(name string, y *G.Node) *G.Node {
-	if !b.spec.OutProj {
-		return y
-	}
-	C := b.spec.Embedding
-	return b.linear(name+".o", y, C, C, true)
-}
-
-// feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
-func (b *builder) feedForward(name string, x *G.Node) *G.Node {
-	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
-	h := b.linear(name+".up", x, C, hidden, false)
-	h = b.op.Activation(h, b.spec.Activation)
-	return b.linear(name+".down", h, hidden, C, true)
-}
-
-// layerNorm is nn.LayerNorm over each row: mean 0, variance 1 (biased, eps
-// 1e-5), then a scale and (unless bias = false) a shift per channel.
-func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
-	w := b.param(name+".weight", ones, b.spec.Embedding)
-	var bias *G.Node
-	if b.spec.Bias {
-		bias = b.param(name+".bias", zeros, b.spec.Embedding)
-	}
-	return b.op.LayerNorm(x, w, bias, 1e-5)
-}
-
-// block is one transformer block: attention, then feed-forward, each wrapped
-// as the reference's Block.sub wraps it. norm "pre": x + f(norm(x)); "post":
-// norm(x + f(x)); without residual the sum is f's output alone. attend is
-// the attention layer (its parameters named name+".att"): self-attention
-// over the window here, one position against a key/value cache in
-// cached.go.
-func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
-	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
-		in := x
-		if b.spec.Norm == "pre" {
-			in = b.layerNorm(normName, x)
-		}
-		h := b.dropout(f(in)) // the end of the branch
-		if b.spec.Residual {
-			// h + x, not x + h: Gorgonia may add in place into its first
-			// operand, and only h is dead after the sum (x is read again
-			// by the backward pass). In this order the step allocates
-			// nothing; in the other, a new (B·T, C) matrix per block.
-			h = G.Must(G.Add(h, x))
-		}
-		if b.spec.Norm == "post" {
-			h = b.layerNorm(normName, h)
-		}
-		return h
-	}
-	x = sub(x, name+".norm1", func(in *G.Node) *G.Node { return attend(name+".att", in) })
-	return sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
+	return b.selfAttention(name, x, b.spec.Mask, nil)
 }

@@ -57,6 +57,36 @@ func (e *primitives) Attention(q, k, v *G.Node, scale float64, causal bool, drop
 	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
 }
 
+// ScaledEmbedding gathers the token rows and scales them before adding
+// the positions: a learned table has MaxLen rows, of which the graph's
+// first T are read; a sinusoidal one is T rows already.
+func (e *primitives) ScaledEmbedding(tokens, tok, pos *G.Node, scale float64, learnedPos bool) *G.Node {
+	T, C := e.seqLen, tok.Shape()[1]
+	if learnedPos {
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	}
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Mul(x, e.scalar("embedding.scale", scale)))
+	x = G.Must(G.Reshape(x, tensor.Shape{e.batch, T, C}))
+	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
+	return G.Must(G.Reshape(x, tensor.Shape{e.batch * T, C}))
+}
+
+// MaskedAttention adds the key mask (B, T_k) to the scores
+// (B·H, T_q, T_k), broadcast over the heads and the queries.
+func (e *primitives) MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, w *G.Node) {
+	C := q.Shape()[1]
+	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
+	scores := G.Must(G.BatchedMatMul(q, k, false, true))
+	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
+	BH, Tq, Tk := scores.Shape()[0], scores.Shape()[1], scores.Shape()[2]
+	s4 := G.Must(G.Reshape(scores, tensor.Shape{e.batch, BH / e.batch, Tq, Tk}))
+	s4 = G.Must(G.BroadcastAdd(s4, keyMask, nil, []byte{1, 2}))
+	scores = G.Must(G.Reshape(s4, tensor.Shape{BH, Tq, Tk}))
+	w = e.softmax(scores)
+	return e.mergeHeads(G.Must(G.BatchedMatMul(w, v)), C), w
+}
+
 // embeddingAt gathers one row of each table; ByIndices keeps the axis of
 // length 1, (1, C).
 func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {

@@ -66,7 +66,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
 	tokenizer := fs.String("tokenizer", "auto", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
