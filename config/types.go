@@ -30,7 +30,7 @@ type Data struct {
 	Path      string  `toml:"path" json:"path"`
 	URL       string  `toml:"url" json:"url,omitempty"`       // where to download Path from if missing; http(s)
 	SHA256    string  `toml:"sha256" json:"sha256,omitempty"` // expected hex digest of Path; lower case after Load
-	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char" or "word"
+	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char", "word" or "gpt2"
 	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
 	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
 	// Sampling is how training batches are drawn: "windows" (every window

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -72,7 +73,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.Size < 0 {
 		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
 	}
-	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word")
+	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "gpt2")
 	v.float("data.split", d.Split)
 	if !(d.Split > 0 && d.Split < 1) {
 		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
@@ -94,6 +95,9 @@ func (c *Config) validate(origin func(key string) string) error {
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, MaxVocab)
+	if d.Tokenizer == "gpt2" && m.Vocab != 0 && m.Vocab != bpe.GPT2Size {
+		v.fail("model.vocab", "%d is not GPT-2's %d tokens (data.tokenizer = \"gpt2\"): set %d or leave it out", m.Vocab, bpe.GPT2Size, bpe.GPT2Size)
+	}
 	v.intIn("model.context", m.Context, 1, maxContext)
 	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
 	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)

@@ -11,6 +11,7 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
@@ -300,11 +301,24 @@ func EncodePrompt(v *corpus.Vocab, prompt string) ([]int, error) {
 var ErrNotFinite = errors.New("the model's logits are not finite numbers")
 
 // Generate encodes prompt, then draws o.Tokens tokens, passing each one's
-// text to emit as soon as it is drawn.
-func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) error {
+// text to emit as soon as it is drawn. A BPE token may end inside a
+// character (GPT-2 spells "é" as two tokens where no merge joins its
+// bytes): its bytes wait for the rest of the character, so that emit is
+// only ever given whole UTF-8, and at the end what is left of a character
+// is U+FFFD.
+func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) (err error) {
 	ids, err := EncodePrompt(s.Model.Vocab, prompt)
 	if err != nil {
 		return err
+	}
+	v := s.Model.Vocab
+	var pending bpe.TextBuffer
+	if v.BPE() != nil {
+		defer func() {
+			if rest := pending.Flush(); rest != "" && err == nil {
+				err = emit(rest)
+			}
+		}()
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
 	for i := 0; i < o.Tokens; i++ {
@@ -319,9 +333,14 @@ func (s *Sampler) Generate(prompt string, o Options, emit func(string) error) er
 		}
 		next := Draw(logits, o, rng)
 		ids = append(ids, next)
-		text := s.Model.Vocab.Decode([]int{next})
-		if s.Model.Vocab.Kind() == "word" {
+		text := v.Decode([]int{next})
+		switch {
+		case v.Kind() == corpus.Word:
 			text = " " + text
+		case v.BPE() != nil:
+			if text = pending.Write([]byte(text)); text == "" {
+				continue
+			}
 		}
 		if err := emit(text); err != nil {
 			return err

@@ -63,13 +63,15 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 	if err != nil {
 		return err
 	}
-	tokens, err := json.Marshal(vocab.Tokens())
-	if err != nil {
-		return err
-	}
-	meta := map[string]string{
-		"format": Format, "model": string(model),
-		"tokenizer": vocab.Kind(), "vocab": string(tokens),
+	meta := map[string]string{"format": Format, "model": string(model), "tokenizer": vocab.Kind()}
+	// GPT-2's vocabulary ships inside gptg: its kind names it, and its
+	// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
+	if vocab.Kind() != corpus.GPT2 {
+		tokens, err := json.Marshal(vocab.Tokens())
+		if err != nil {
+			return err
+		}
+		meta["vocab"] = string(tokens)
 	}
 	tensors, err := Tensors(params)
 	if err != nil {
@@ -192,17 +194,9 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 	if err := modelfile.DecodeJSON([]byte(meta["model"]), &m.Spec); err != nil {
 		return nil, fmt.Errorf("%s: metadata \"model\": %v", path, err)
 	}
-	var tokens []string
-	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"vocab\" is not a JSON array of strings: %v", path, err)
-	}
-	kind := meta["tokenizer"]
-	if kind == "" {
-		kind = "char"
-	}
 	var err error
-	if m.Vocab, err = corpus.NewVocab(kind, tokens); err != nil {
-		return nil, fmt.Errorf("%s: metadata \"vocab\": %v", path, err)
+	if m.Vocab, err = vocabFromMeta(path, meta); err != nil {
+		return nil, err
 	}
 	if m.Spec.Vocab != m.Vocab.Size() {
 		return nil, fmt.Errorf("%s: metadata model.vocab is %d but the vocabulary has %d tokens", path, m.Spec.Vocab, m.Vocab.Size())
@@ -215,6 +209,32 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// vocabFromMeta is the vocabulary a model file's metadata names: "tokenizer"
+// (char when missing, as in the first files) and, for char and word, the
+// tokens in id order ("vocab"). A gpt2 file has no "vocab": the tokenizer
+// is built into gptg, and a list there would be a second, unchecked one.
+func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
+	kind := meta["tokenizer"]
+	if kind == "" {
+		kind = corpus.Char
+	}
+	if kind == corpus.GPT2 {
+		if _, ok := meta["vocab"]; ok {
+			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose vocabulary is built into gptg: the file is damaged", path, kind)
+		}
+		return corpus.NewGPT2Vocab()
+	}
+	var tokens []string
+	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {
+		return nil, fmt.Errorf("%s: metadata \"vocab\" is not a JSON array of strings: %v", path, err)
+	}
+	v, err := corpus.NewVocab(kind, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("%s: metadata \"vocab\": %v", path, err)
+	}
+	return v, nil
 }
 
 // validate applies the rules of a config file's [model] table, sizes

@@ -198,6 +198,7 @@ func TestWrongArgumentExitCodes(t *testing.T) {
 		"eval":       func(a string) []string { return []string{"eval", a, "--data", "toy.tsv"} },
 		"train init": func(a string) []string { return []string{"train", "toy.toml", "--set", "train.out=new", "--init", a} },
 		"plot":       func(a string) []string { return []string{"plot", a} },
+		"tokens":     func(a string) []string { return []string{"tokens", a, "x"} },
 	}
 	check := func(args []string, msg string) {
 		t.Helper()
