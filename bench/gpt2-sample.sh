@@ -33,7 +33,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$root" && go build -o "$work/gptg" ./cmd/gptg
 cd "$work"
 $py "$root/bench/mkgpt2.py" "$shape" --shape "$shape" --seed 7 >/dev/null
-./gptg import hf "$shape" --out model.safetensors >/dev/null
+./gptg import hf "$shape" --out model.safetensors --tokenizer ids >/dev/null  # prompts of exact ids
 $py -c "print(' '.join(str(i) for i in range(512)))" >p512.txt
 
 # field NAME: the number after "NAME": in the last JSON line of a file.

@@ -93,7 +93,7 @@ func (e *NotGPT2Error) Error() string {
 
 // ImportGPT2 reads a nanoGPT checkpoint of GPT-2's vocabulary, one without
 // a meta.pkl (nanoGPT's sample.py then encodes with tiktoken's GPT-2), with
-// vocab, of GPT2Vocab tokens, as its tokenizer. A checkpoint of nanoGPT's
+// vocab, of GPT2Vocab tokens (corpus.NewGPT2Vocab), as its tokenizer. A checkpoint of nanoGPT's
 // padded vocabulary (50,304) keeps the first 50,257 rows of its token
 // embedding, and so of its tied output layer: the other 47 are no token's.
 // No tokenizer produces their ids, so as inputs they are never read; as
@@ -156,14 +156,17 @@ func (m *Model) metadata() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := json.Marshal(m.Vocab.Tokens())
-	if err != nil {
-		return nil, err
-	}
 	meta := map[string]string{
 		"format": savedmodel.Format, "model": string(spec),
-		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
-		"source": "nanoGPT checkpoint",
+		"tokenizer": m.Vocab.Kind(), "source": "nanoGPT checkpoint",
+	}
+	// GPT-2's vocabulary is built into gptg: its kind names it.
+	if m.Vocab.Kind() != corpus.GPT2 {
+		tokens, err := json.Marshal(m.Vocab.Tokens())
+		if err != nil {
+			return nil, err
+		}
+		meta["vocab"] = string(tokens)
 	}
 	return meta, nil
 }

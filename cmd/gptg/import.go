@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
@@ -43,7 +44,7 @@ memory limit, the machine's memory) is refused before its weights are read.
 A checkpoint without a meta.pkl whose vocabulary is GPT-2's (50,257, or
 nanoGPT's padded 50,304) is a GPT-2 (nanoGPT's openwebtext and
 shakespeare recipes, which encode with tiktoken's GPT-2): it imports with
-token ids as its vocabulary, until gptg has GPT-2's tokenizer. Of a padded
+GPT-2's tokenizer. Of a padded
 vocabulary the first 50,257 rows are kept: the other 47 are no token's.
 
 Flags:
@@ -132,7 +133,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	}
 	var m *nanogpt.Model
 	if noMeta != nil {
-		vocab, err := gpt2Vocabulary()
+		vocab, err := corpus.NewGPT2Vocab()
 		if err != nil {
 			return err
 		}

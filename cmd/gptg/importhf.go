@@ -40,10 +40,14 @@ misshapen tensor.
 Flags:
   --out FILE         the model file to write (default: the folder's name
                      with .safetensors, here; - for standard output)
-  --tokenizer KIND   ids: the model reads and writes token ids, written as
+  --tokenizer KIND   auto (the default): GPT-2's when the model has its
+                     50,257 tokens and the folder's vocab.json and
+                     merges.txt (or tokenizer.json), if any, are GPT-2's
+                     (checked token by token and merge by merge), else ids;
+                     gpt2: GPT-2's, or an error saying why not;
+                     ids: the model reads and writes token ids, written as
                      decimal numbers separated by spaces (gptg sample
-                     --prompt "464 2068 7586"); auto (the default): ids,
-                     until gptg has GPT-2's tokenizer
+                     --prompt "464 2068 7586")
   --force            replace an existing file
 `
 
@@ -62,8 +66,8 @@ func runImportHF(pos []string, out string, force bool, tokenizer string, stdout 
 	case !info.IsDir():
 		return usagef("%s is not a folder: import hf reads a Hugging Face model folder (config.json, model.safetensors)", quote.Name(dir))
 	}
-	if tokenizer != "auto" && tokenizer != "ids" {
-		return usagef("--tokenizer %s: want auto or ids", quote.Value(tokenizer))
+	if tokenizer != "auto" && tokenizer != "gpt2" && tokenizer != "ids" {
+		return usagef("--tokenizer %s: want auto, gpt2 or ids", quote.Value(tokenizer))
 	}
 	if out == "" {
 		abs, err := filepath.Abs(dir)
@@ -90,7 +94,7 @@ func runImportHF(pos []string, out string, force bool, tokenizer string, stdout 
 	if err != nil {
 		return err
 	}
-	meta, tokNote, err := hfVocabulary(m)
+	meta, tokNote, err := hfVocabulary(m, tokenizer)
 	if err != nil {
 		return err
 	}
@@ -109,29 +113,57 @@ func runImportHF(pos []string, out string, force bool, tokenizer string, stdout 
 	return nil
 }
 
-// hfVocabulary is the model file's tokenizer for an imported GPT-2: token
-// ids, a word vocabulary whose words are the ids "0".."V-1", so that a
-// prompt and a corpus are ids separated by spaces; and a line saying so.
-func hfVocabulary(m *hf.Model) (map[string]string, string, error) {
+// hfVocabulary is the model file's tokenizer for an imported GPT-2, and a
+// line saying which and why. GPT-2's own (gptg's byte-level BPE) when the
+// model has its 50,257 tokens and the folder's tokenizer files, if any,
+// are GPT-2's; token ids otherwise, or when asked (--tokenizer ids): a
+// word vocabulary whose words are the ids "0".."V-1".
+func hfVocabulary(m *hf.Model, want string) (map[string]string, string, error) {
+	files := ""
+	for _, n := range []string{"vocab.json", "merges.txt", "tokenizer.json"} {
+		if m.Tokenizer[n] != "" {
+			files += ", " + n
+		}
+	}
+	files = strings.TrimPrefix(files, ", ")
+	gpt2 := want != "ids" && m.Spec.Vocab == nanogpt.GPT2Vocab
+	var why error
+	if gpt2 && files != "" {
+		if why = m.CheckGPT2Tokenizer(); why != nil {
+			gpt2 = false
+		}
+	}
+	switch {
+	case want == "gpt2" && m.Spec.Vocab != nanogpt.GPT2Vocab:
+		return nil, "", usagef("--tokenizer gpt2: the model has %d tokens, GPT-2's tokenizer %d", m.Spec.Vocab, nanogpt.GPT2Vocab)
+	case want == "gpt2" && why != nil:
+		return nil, "", &hf.InputError{Err: fmt.Errorf("--tokenizer gpt2: the folder's tokenizer is not GPT-2's: %v", why)}
+	case gpt2:
+		v, err := corpus.NewGPT2Vocab()
+		if err != nil {
+			return nil, "", err
+		}
+		meta, err := vocabMeta(v)
+		note := "tokenizer: GPT-2's (the folder's " + files + " are GPT-2's)"
+		if files == "" {
+			note = "tokenizer: GPT-2's (the folder has no tokenizer files; the model has GPT-2's 50,257 tokens)"
+		}
+		return meta, note, err
+	}
 	v, err := idVocabulary(m.Spec.Vocab)
 	if err != nil {
 		return nil, "", err
 	}
 	meta, err := vocabMeta(v)
-	if err != nil {
-		return nil, "", err
+	note := "tokenizer: token ids (prompts are ids separated by spaces)"
+	switch {
+	case want == "ids":
+	case why != nil:
+		note += ": the folder's tokenizer is not GPT-2's (" + oneLine(why.Error()) + ")"
+	default:
+		note += fmt.Sprintf(": the model has %d tokens, not GPT-2's %d", m.Spec.Vocab, nanogpt.GPT2Vocab)
 	}
-	note := "tokenizer: token ids (prompts and corpora are ids separated by spaces)"
-	if len(m.Tokenizer) > 0 {
-		var names []string
-		for _, n := range []string{"vocab.json", "merges.txt", "tokenizer.json"} {
-			if m.Tokenizer[n] != "" {
-				names = append(names, n)
-			}
-		}
-		note += "; the folder's " + strings.Join(names, ", ") + " not read"
-	}
-	return meta, note, nil
+	return meta, note, err
 }
 
 // idVocabulary is the vocabulary of n token ids, a word vocabulary whose
@@ -145,10 +177,6 @@ func idVocabulary(n int) (*corpus.Vocab, error) {
 	return corpus.NewVocab(corpus.Word, tokens)
 }
 
-// gpt2Vocabulary is the vocabulary of a model whose tokenizer is GPT-2's:
-// its token ids, until gptg has GPT-2's tokenizer.
-func gpt2Vocabulary() (*corpus.Vocab, error) { return idVocabulary(nanogpt.GPT2Vocab) }
-
 // groupDigits writes n with thousands separators: 124,439,808.
 func groupDigits(n int64) string {
 	s := strconv.FormatInt(n, 10)
@@ -158,11 +186,17 @@ func groupDigits(n int64) string {
 	return s
 }
 
-// vocabMeta is a model file's tokenizer metadata for v.
+// vocabMeta is a model file's tokenizer metadata for v: its kind, and
+// its tokens unless they are built into gptg (GPT-2's).
 func vocabMeta(v *corpus.Vocab) (map[string]string, error) {
+	meta := map[string]string{"tokenizer": v.Kind()}
+	if v.Kind() == corpus.GPT2 {
+		return meta, nil
+	}
 	tokens, err := json.Marshal(v.Tokens())
 	if err != nil {
 		return nil, err
 	}
-	return map[string]string{"tokenizer": v.Kind(), "vocab": string(tokens)}, nil
+	meta["vocab"] = string(tokens)
+	return meta, nil
 }
