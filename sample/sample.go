@@ -37,7 +37,7 @@ type Options struct {
 // enough) fills the cache in one run of a window graph over all its
 // positions instead (tape.Prefill): matrix products over the whole prompt
 // where one run per token would read every weight once per token — for
-// GPT-2 124M and a 512-token prompt, under a second instead of fifteen.
+// GPT-2 124M and a 512-token prompt, 1.6 s on one thread instead of 14.
 //
 // Once the tokens outgrow the context the model sees the last context
 // tokens at positions 0..context−1, as the reference does: every token
