@@ -48,7 +48,13 @@ type BlockCache struct {
 }
 
 // BuildCached emits the cached graph of a causal model.
-func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
+func BuildCached(spec config.Model, be Backend) (*CachedModel, error) {
+	return BuildCachedWith(spec, be, nil)
+}
+
+// BuildCachedWith is BuildCached whose parameters take their values from
+// weights (Options.Weights) when it is set.
+func BuildCachedWith(spec config.Model, be Backend, weights Weights) (m *CachedModel, err error) {
 	if err := checkSpec(spec, 1); err != nil {
 		return nil, err
 	}
@@ -60,7 +66,7 @@ func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
 			m, err = nil, fmt.Errorf("building the cached graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, Options{Batch: 1, SeqLen: 1, Backend: be})
+	b := newBuilder(spec, Options{Batch: 1, SeqLen: 1, Backend: be, Weights: weights})
 	T, C := spec.Context, spec.Embedding
 	m = &CachedModel{Spec: spec, G: b.g, Blocks: make([]BlockCache, spec.Blocks)}
 	m.Token = G.NewVector(b.g, tensor.Int, G.WithShape(1), G.WithName("token"))

@@ -229,7 +229,7 @@ func TestBadInputs(t *testing.T) {
 		// nanoGPT checkpoints: pickles, read without running them; the file's fault is exit 2.
 		{name: "import without a kind", args: []string{"import", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "import needs the kind of checkpoint"},
 		{name: "import without --out", args: []string{"import", "nanogpt", "ckpt.pt"}, code: 2, msg: "import nanogpt needs --out"},
-		{name: "import without meta.pkl", files: map[string]string{"ckpt.pt": "x"},
+		{name: "import without meta.pkl (a char model)", setup: nanoCheckpoint,
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "no --meta given and no meta.pkl beside ckpt.pt"},
 		{name: "import: missing checkpoint", setup: nanoMeta,
 			args: []string{"import", "nanogpt", "nope.pt", "--meta", "meta.pkl", "--out", "m.safetensors"}, code: 2, msg: "nope.pt: no such file"},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
@@ -191,6 +192,7 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var re refusedError
 	var ne *nanogpt.InputError
+	var he *hf.InputError
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
@@ -200,7 +202,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
 		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &ie2):
 		return 2
 	}
