@@ -56,10 +56,15 @@ type Emitter interface {
 	// run with 0 or 1/(1 − p).
 	Dropout(x, mask *G.Node) *G.Node
 	// CrossEntropy: the mean over rows of −log softmax(logits)[target],
-	// targets the (rows) target ids, a tensor.Int vector. (The fused
-	// emitter's SmoothedCrossEntropy adds label smoothing and an ignored
-	// id, the translation model's PAD.)
+	// targets the (rows) target ids, a tensor.Int vector.
 	CrossEntropy(logits, targets *G.Node) *G.Node
+	// OutputLoss: the encoder–decoder's output layer and loss in one,
+	// logits = y·Wᵀ + bias (bias nil: none), then their label-smoothed
+	// cross-entropy averaged over the targets other than ignore (PAD):
+	// per target (1−ε)·(−log p[target]) + ε·mean over the vocabulary of
+	// (−log p[v]). A loss graph needs no logits of its own: the fused
+	// emitter computes those of the counted targets only.
+	OutputLoss(y, w, bias, targets *G.Node, eps float64, ignore int) *G.Node
 
 	// The cached graph (cached.go) runs one position at a time, forward
 	// only; these two layers differ from the window's.

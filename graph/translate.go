@@ -92,15 +92,12 @@ type Translation struct {
 	// scores of the encoder's self-attention and of cross-attention.
 	SrcMask *G.Node
 	// Targets holds the B·T target ids (dec_tgt, PAD after the end); nil
-	// without the loss. The unfused loss reads them as TargetIndex (B·T,
-	// tensor.Int), r·V + dec_tgt[r], where row r of the flattened
-	// log-probabilities holds its target, and TargetWeight (B·T),
-	// 1/(number of non-PAD targets) at a non-PAD target, else 0.
-	Targets, TargetIndex, TargetWeight *G.Node
-	Memory                             *G.Node // the encoder's output, rows (B·S, C)
-	// Logits are (B·T, V); nil in a fused graph with the loss unless
-	// TranslationOptions.Logits asks for them (its loss computes the
-	// logits of the non-PAD targets only, inside fused.OutputLoss).
+	// without the loss.
+	Targets *G.Node
+	Memory  *G.Node // the encoder's output, rows (B·S, C)
+	// Logits are (B·T, V); nil in a graph with the loss unless
+	// TranslationOptions.Logits asks for them (the loss computes the
+	// logits it needs inside Emitter.OutputLoss).
 	Logits *G.Node
 	Loss   *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
@@ -293,24 +290,17 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 		m.CrossAttention = append(m.CrossAttention, cross)
 	}
 	y = dec.layerNorm("decoder.norm", y)
-	switch {
-	case o.Loss && dec.fused != nil:
-		// The output layer inside the loss, on the rows whose target is
-		// not PAD only (fused.OutputLoss); the logits of every row only
-		// when asked.
+	if o.Loss {
+		// The output layer is inside the loss: the fused loss computes
+		// the logits of the rows whose target is not PAD only, and those
+		// of every row only when asked.
 		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
 		w, bias := t.outputLayer()
-		m.Loss = dec.fused.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
+		m.Loss = dec.op.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
 		if o.Logits {
 			m.Logits = dec.op.Linear(y, w, bias)
 		}
-	case o.Loss:
-		m.Logits = t.output(y)
-		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
-		m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
-		m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
-		m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
-	default:
+	} else {
 		m.Logits = t.output(y)
 	}
 	m.Params, m.Dropout, m.dropoutP = dec.params, dec.masks, dec.dropoutP
@@ -390,26 +380,4 @@ func (t *translator) outputLayer() (w, bias *G.Node) {
 		return t.tgt, nil
 	}
 	return t.dec.linearParams("out", t.spec.Embedding, t.spec.TgtVocab, false)
-}
-
-// loss is the label-smoothed cross-entropy averaged over non-PAD targets,
-// PyTorch's cross_entropy(ignore_index=PAD, label_smoothing=ε): per target
-// (1−ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p[v]).
-// The target's log-probability is gathered by its flat index (r·V +
-// target) from the log-probabilities as one column: ByIndices along a
-// non-last axis, whose gradient Gorgonia gets right.
-func (t *translator) loss(logits, index, weight *G.Node) *G.Node {
-	e := t.dec.op.(*primitives)
-	N, V := logits.Shape()[0], logits.Shape()[1]
-	eps := t.spec.LabelSmoothing
-	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
-	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
-	picked := G.Must(G.Reshape(G.Must(G.ByIndices(column, index, 0)), tensor.Shape{N}))
-	perRow := G.Must(G.Mul(picked, e.scalar("loss.target", 1-eps)))
-	if eps > 0 {
-		mean := G.Must(G.Mul(G.Must(G.Sum(logp, 1)), e.scalar("loss.smooth", eps/float64(V))))
-		perRow = G.Must(G.Add(perRow, mean))
-	}
-	total := G.Must(G.Sum(G.Must(G.HadamardProd(perRow, weight))))
-	return G.Must(G.Neg(total))
 }
