@@ -72,6 +72,11 @@ type Emitter interface {
 	// EmbeddingAt: the row (1, C) tok[token] + pos[position]; token and
 	// position are one-element tensor.Int vectors.
 	EmbeddingAt(token, position, tok, pos *G.Node) *G.Node
+	// ScaledEmbeddingAt: the translation decoder's step graph, one
+	// position per sequence: rows (R, C), row r tok[tokens[r]]·scale +
+	// pos[positions[r]], the product rounded before the sum; tokens and
+	// positions are R-element tensor.Int vectors.
+	ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node
 	// CachedAttention: the attention of one new position (q, k, v rows
 	// (1, C)) over itself and the positions before it, whose keys and
 	// values are the first rows of keys and values (context, C). Which rows

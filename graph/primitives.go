@@ -93,6 +93,14 @@ func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {
 	return G.Must(G.Add(G.Must(G.ByIndices(tok, token, 0)), G.Must(G.ByIndices(pos, position, 0))))
 }
 
+// ScaledEmbeddingAt gathers one row of each table per row of tokens;
+// ByIndices keeps the axis of length 1 of a single row, (1, C).
+func (e *primitives) ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node {
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Mul(x, e.scalar("embedding.scale", scale)))
+	return G.Must(G.Add(x, G.Must(G.ByIndices(pos, positions, 0))))
+}
+
 // cachedAttention appends the new key and value to the caches as their
 // last row and masks the invalid cached rows with the additive mask row,
 // so the cache rows past the count take no weight (their content is
