@@ -107,7 +107,12 @@ func (t *metricsTail) read(f *os.File, info os.FileInfo) (rows []row, reset bool
 			return nil, reset, false, tooManyLines()
 		}
 		var r row
-		if json.Unmarshal(line, &r) != nil {
+		// The curves are drawn against rising steps, as train writes them
+		// (one row a step, a resume rewrites the file): a row whose step
+		// is negative, repeats or goes back is not drawn but counted with
+		// the lines that are not rows, so the page says so. The curve is
+		// that of the rows that rise, in file order.
+		if json.Unmarshal(line, &r) != nil || r.Step < 0 || t.last != nil && r.Step <= t.last.Step {
 			t.bad++
 			continue
 		}

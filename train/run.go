@@ -243,6 +243,16 @@ func Mark(dir string) string {
 	return fmt.Sprintf("%s@%d", id, step)
 }
 
+// ExistingRunError is a train.out that already holds a run, refused
+// unless --force: the command line's mistake, not a failure (exit 2).
+type ExistingRunError struct{ msg string }
+
+func (e *ExistingRunError) Error() string { return e.msg }
+
+// CheckExistingRun is Run's refusal of a folder that already holds a run,
+// for a caller that wants it before saying what it will train.
+func CheckExistingRun(dir string, opts Options) error { return refuseExistingRun(dir, opts) }
+
 // refuseExistingRun says how to go on when dir already holds a run,
 // naming a command that works for the state the run is in.
 func refuseExistingRun(dir string, opts Options) error {
@@ -264,14 +274,14 @@ func refuseExistingRun(dir string, opts Options) error {
 	step, total, err := Progress(dir)
 	switch {
 	case err != nil: // no usable checkpoint: nothing to resume
-		return fmt.Errorf("run folder %s already holds a run (%s) without a checkpoint to resume: start over with --force, or choose another train.out",
-			dir, strings.Join(found, ", "))
+		return &ExistingRunError{fmt.Sprintf("run folder %s already holds a run (%s) without a checkpoint to resume: start over with --force, or choose another train.out",
+			dir, strings.Join(found, ", "))}
 	case step >= total:
-		return fmt.Errorf("run folder %s already holds a finished run (%d steps): train it longer with `gptg train --resume %s --set train.max_steps=%d`, or start over with --force",
-			dir, total, dir, 2*total)
+		return &ExistingRunError{fmt.Sprintf("run folder %s already holds a finished run (%d steps): train it longer with `gptg train --resume %s --set train.max_steps=%d`, or start over with --force",
+			dir, total, dir, 2*total)}
 	}
-	return fmt.Errorf("run folder %s already holds a run (at step %d of %d): continue it with `gptg train --resume %s`, or start over with --force",
-		dir, step, total, dir)
+	return &ExistingRunError{fmt.Sprintf("run folder %s already holds a run (at step %d of %d): continue it with `gptg train --resume %s`, or start over with --force",
+		dir, step, total, dir)}
 }
 
 // checkRunFolder refuses a train.out that is a filesystem root, a file, or

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,6 +41,8 @@ type translation struct {
 	clip   clipper
 	pairs  [][]G.ValueGrad // per graph: its parameters (shared values) and gradients
 	grads  [][]any
+	// accum holds the average of a step's batch gradients (train.grad_accum > 1).
+	accum []any
 
 	runID   string       // this run's identity (config.toml and checkpoints carry it)
 	origin  corpusOrigin // where the corpus and the config were
@@ -235,6 +238,20 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	t := cfg.Train
 	tr.total = tr.totalSteps()
 	tr.opt = &AdamW{LR: t.LR, Beta1: t.Beta1, Beta2: t.Beta2, Eps: t.Eps, WeightDecay: t.WeightDecay}
+	if t.Decay == "matrices" {
+		tr.opt.SkipDecay = SkipDecayBelow2D(tr.params)
+	}
+	if accum := max(1, t.GradAccum); accum > 1 {
+		tr.accum = make([]any, len(tr.params))
+		for i, prm := range tr.params {
+			switch d := prm.Value().Data().(type) {
+			case []float32:
+				tr.accum[i] = make([]float32, len(d))
+			case []float64:
+				tr.accum[i] = make([]float64, len(d))
+			}
+		}
+	}
 	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total, Dim: cfg.Model.Embedding}
 	return tr, nil
 }
@@ -270,18 +287,22 @@ func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, 
 // perEpoch is the number of batches in one pass over the training pairs.
 func (tr *translation) perEpoch() int { return len(tr.train.Epoch(0, 0)) }
 
+// accumSteps is train.grad_accum: the batches one step averages.
+func (tr *translation) accumSteps() int { return max(1, tr.cfg.Train.GradAccum) }
+
 // totalSteps is the number of steps: train.max_steps, or train.epochs passes.
 func (tr *translation) totalSteps() int { return TranslationSteps(tr.cfg, tr.perEpoch()) }
 
 // TranslationSteps is the number of steps a translation run of cfg takes
 // when an epoch is perEpoch batches: train.max_steps, or train.epochs
-// passes. Step s trains on batch s % perEpoch of
-// Batcher.Epoch(train.seed, s / perEpoch).
+// passes of train.grad_accum batches a step. Step s trains on the batches
+// k = s·grad_accum … (s+1)·grad_accum − 1, batch k being batch
+// k % perEpoch of Batcher.Epoch(train.seed, k / perEpoch).
 func TranslationSteps(cfg *config.Config, perEpoch int) int {
 	if cfg.Train.MaxSteps > 0 {
 		return cfg.Train.MaxSteps
 	}
-	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch))))
+	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch)/float64(max(1, cfg.Train.GradAccum)))))
 }
 
 // loop trains from tr.step to tr.total, logging every log_every steps and
@@ -311,21 +332,36 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 			return nil, ErrInterrupted
 		}
 		step := tr.step
-		if e := step / perEpoch; e != epoch {
-			plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
-		}
-		plan := plans[step%perEpoch]
-		b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
-		tr.train.Fill(plan, b)
 		start := time.Now()
 		r := StepResult{LR: tr.sched.At(step)}
-		p.SetDropout(cfg.Seed, uint64(step))
-		if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
-			return nil, err
+		// The step's batches (grad_accum of them): their gradients are
+		// averaged in tr.accum, then stand in the last one's buffers, whose
+		// parameter pairs the optimizer updates through.
+		accum := tr.accumSteps()
+		var plan pairs.Plan
+		for a := range accum {
+			k := step*accum + a
+			if e := k / perEpoch; e != epoch {
+				plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
+			}
+			plan = plans[k%perEpoch]
+			b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
+			tr.train.Fill(plan, b)
+			p.SetDropout(cfg.Seed, uint64(k))
+			if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
+				return nil, err
+			}
+			r.Loss += p.Loss() / float64(accum)
+			for i, g := range p.Grads {
+				tr.grads[plan.Bucket][i] = g.Value().Data()
+			}
+			if accum > 1 {
+				addScaled(tr.accum, tr.grads[plan.Bucket], 1/float64(accum), a == 0)
+			}
+			tr.tokens += float64(b.Tokens)
 		}
-		r.Loss = p.Loss()
-		for i, g := range p.Grads {
-			tr.grads[plan.Bucket][i] = g.Value().Data()
+		if accum > 1 {
+			copyGrads(tr.grads[plan.Bucket], tr.accum)
 		}
 		r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
 		if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
@@ -337,7 +373,6 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		tr.trainSecs += time.Since(start).Seconds()
-		tr.tokens += float64(b.Tokens)
 		tr.lossSum += r.Loss
 		tr.lossCount++
 		tr.lastGN = r.GradNorm
@@ -348,7 +383,7 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 		if !evalNow && done%max(1, cfg.LogEvery) != 0 {
 			bar.step(done, r)
 		} else {
-			row := MetricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
+			row := MetricsRow{Step: done, Epoch: float64(done*accum) / float64(perEpoch), LR: r.LR,
 				Loss: tr.lossSum / float64(tr.lossCount), GradNorm: r.GradNorm,
 				TokensPerSec: tr.tokens / tr.trainSecs, ElapsedSecs: tr.trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
 			tr.lastTrain, tr.lossSum, tr.lossCount = row.Loss, 0, 0
@@ -417,21 +452,38 @@ func (tr *translation) saveAll() error {
 	return nil
 }
 
-// testLoss is the mean loss per non-PAD target over the whole test split:
-// each batch's mean weighted by its number of targets.
+// testLoss is the mean loss per non-PAD target over the whole test split
+// (each batch's mean weighted by its number of targets), or with
+// train.eval_batches = N over N of its batches drawn at random from
+// (seed, step), as the GPT's estimate.
 func (tr *translation) testLoss() (float64, error) {
-	return TranslationLoss(tr.test, tr.evals)
+	plans := tr.test.InOrder()
+	if n := tr.cfg.Train.EvalBatches; n > 0 {
+		rng := rand.New(rand.NewPCG(uint64(tr.cfg.Train.Seed)^saltEvalBatches, uint64(tr.step)))
+		drawn := make([]pairs.Plan, n)
+		for i := range drawn {
+			drawn[i] = plans[rng.IntN(len(plans))]
+		}
+		plans = drawn
+	}
+	return planLoss(tr.test, tr.evals, plans)
 }
 
 // TranslationLoss is the mean loss per non-PAD target over every batch
 // of b, run on evals (one evaluation graph per shape of b).
 func TranslationLoss(b *pairs.Batcher, evals []*tape.TranslationProgram) (float64, error) {
+	return planLoss(b, evals, b.InOrder())
+}
+
+// planLoss is the mean loss per non-PAD target over the batches plans
+// of b.
+func planLoss(b *pairs.Batcher, evals []*tape.TranslationProgram, plans []pairs.Plan) (float64, error) {
 	batches := make([]*pairs.Batch, len(evals))
 	for k := range batches {
 		batches[k] = b.NewBatch(k)
 	}
 	sum, n := 0.0, 0
-	for _, plan := range b.InOrder() {
+	for _, plan := range plans {
 		batch := batches[plan.Bucket]
 		b.Fill(plan, batch)
 		if err := evals[plan.Bucket].Run(batch.Src, batch.DecIn, batch.DecTgt); err != nil {
@@ -451,4 +503,43 @@ func (tr *translation) save(dir string) error {
 	c := tr.corpus
 	return translate.Save(filepath.Join(dir, ModelFile), tr.cfg.Model, c.Src, c.Tgt,
 		tr.cfg.Data.MaxSource, tr.cfg.Data.MaxTarget, tr.params)
+}
+
+// addScaled sets dst = scale·src (first) or adds scale·src to dst, slice
+// by slice; dst and src hold []float32 or []float64 of equal lengths.
+func addScaled(dst, src []any, scale float64, first bool) {
+	for i := range dst {
+		switch d := dst[i].(type) {
+		case []float32:
+			s, f := src[i].([]float32), float32(scale)
+			for j := range d {
+				if first {
+					d[j] = f * s[j]
+				} else {
+					d[j] += f * s[j]
+				}
+			}
+		case []float64:
+			s := src[i].([]float64)
+			for j := range d {
+				if first {
+					d[j] = scale * s[j]
+				} else {
+					d[j] += scale * s[j]
+				}
+			}
+		}
+	}
+}
+
+// copyGrads copies src's slices into dst's.
+func copyGrads(dst, src []any) {
+	for i := range dst {
+		switch d := dst[i].(type) {
+		case []float32:
+			copy(d, src[i].([]float32))
+		case []float64:
+			copy(d, src[i].([]float64))
+		}
+	}
 }

@@ -64,6 +64,9 @@ type Options struct {
 	Word func(word string) error
 	// Context, when set, stops the translation between words once done.
 	Context context.Context
+	// MaxWords, when > 0, stops a translation after so many words (EOS
+	// not counted), below the longest the model's positions allow.
+	MaxWords int
 }
 
 // Result is one translation.
@@ -140,7 +143,11 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 			return nil
 		}
 	}
-	hyp, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, beam, o.Alpha, each)
+	T := tr.TargetLen()
+	if o.MaxWords > 0 {
+		T = min(T, o.MaxWords)
+	}
+	hyp, err := search(d, T, tr.Spec.TgtVocab, beam, o.Alpha, each)
 	if err != nil {
 		return nil, err
 	}

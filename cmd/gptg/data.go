@@ -57,7 +57,7 @@ Flags:
 	run: runData,
 }
 
-func runData(args []string, stdout, _ io.Writer) error {
+func runData(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
@@ -65,7 +65,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	force := fs.Bool("force", false, "")
 	var sets setFlags
 	fs.Var(&sets, "set", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	prefixOnly := fs.Bool("prefix-only", false, "")
 	strideFlag := fs.Int("stride", 0, "")
 	show := fs.Int("show", 0, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

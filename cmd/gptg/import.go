@@ -48,12 +48,12 @@ Flags:
 	run: runImport,
 }
 
-func runImport(args []string, stdout, _ io.Writer) error {
+func runImport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	meta := fs.String("meta", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

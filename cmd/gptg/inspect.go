@@ -30,10 +30,10 @@ Flags:
 	run: runInspect,
 }
 
-func runInspect(args []string, stdout, _ io.Writer) error {
+func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	vocab := fs.Bool("vocab", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ const maxPromptFile = 1 << 20
 // runSample is `gptg sample`: the request, the model, then the samples
 // streamed to stdout.
 func runSample(args []string, stdout, stderr io.Writer) error {
-	req, err := parseSample(args)
+	req, err := parseSample(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ type sampleRequest struct {
 // parseSample reads the command line: the flags given, the run's [sample]
 // table for those left out, then the checks of the merged values and the
 // prompt file.
-func parseSample(args []string) (sampleRequest, error) {
+func parseSample(args []string, stderr io.Writer) (sampleRequest, error) {
 	var req sampleRequest
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	threads := threadsFlag(fs)
@@ -120,7 +120,7 @@ func parseSample(args []string) (sampleRequest, error) {
 	fs.Uint64Var(&req.opts.Seed, "seed", 42, "")
 	fs.IntVar(&req.samples, "samples", 1, "")
 	fs.BoolVar(&req.stats, "stats", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return req, err
 	}
