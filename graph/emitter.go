@@ -7,8 +7,10 @@ import (
 )
 
 // An Emitter turns one layer, given its inputs and its parameters, into
-// nodes of the graph. model.go says what the model computes and creates
-// the parameters; an emitter decides how the graph computes it. There are
+// nodes of the graph. The layers (layers.go) and the two models built
+// from them (model.go, translate.go) say what is computed and create the
+// parameters; an emitter decides how the graph computes it. Every layer
+// of either model goes through these methods. There are
 // two, and they compute the same function and the same gradients (the
 // golden, finite-difference and fused-vs-unfused tests hold both to that):
 //
@@ -66,8 +68,9 @@ type Emitter interface {
 	// emitter computes those of the counted targets only.
 	OutputLoss(y, w, bias, targets *G.Node, eps float64, ignore int) *G.Node
 
-	// The cached graph (cached.go) runs one position at a time, forward
-	// only; these two layers differ from the window's.
+	// The cached graphs (cached.go, translatestep.go) run one position
+	// per sequence at a time, forward only; these layers differ from the
+	// window's.
 
 	// EmbeddingAt: the row (1, C) tok[token] + pos[position]; token and
 	// position are one-element tensor.Int vectors.
