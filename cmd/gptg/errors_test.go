@@ -259,6 +259,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, limitInputs(t)...)
 	rows = append(rows, runInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
+	rows = append(rows, unreadInputs()...)
 
 	var table []errorDoc
 	for _, row := range rows {
