@@ -1,4 +1,9 @@
-// Command gptg trains and samples small GPT language models on a CPU.
+// Command gptg trains, samples and explains small transformer models on a
+// CPU, of two architectures built by package graph: GPT language models
+// and the encoder–decoder translation model of "Attention is all you
+// need". Most commands take either (train, eval, inspect, graph,
+// attention, ablate, serve); sample and import nanogpt are the GPT's,
+// translate the encoder–decoder's.
 //
 // Each subcommand lives in its own file: train.go, graph.go, sample.go, ...
 // This file dispatches, prints help and turns errors into exit codes:
