@@ -262,6 +262,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, memcapsInputs()...)
 	rows = append(rows, unreadInputs()...)
 	rows = append(rows, tokensInputs()...)
+	rows = append(rows, tokenFileInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
