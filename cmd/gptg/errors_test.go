@@ -260,6 +260,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, leftoverInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
 	rows = append(rows, mendsInputs(t)...)
+	rows = append(rows, unreadInputs()...)
 	rows = append(rows, tokensInputs()...)
 
 	var table []errorDoc
