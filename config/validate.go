@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/internal/quote"
 )
 
@@ -31,6 +32,10 @@ const (
 // have: corpus stops counting a word corpus's words past it, before the
 // count itself (a map of every distinct word) outgrows memory.
 const MaxVocab = 1 << 20
+
+// MinBPEVocab is the smallest data.vocab_size: the 256 byte values a
+// byte-level BPE starts from, with no merge.
+const MinBPEVocab = 256
 
 // Validate reports the first impossible or absurd value in c as an *Error
 // naming c.Path and the key. Stride 0 and Out "" are accepted (they mean
@@ -72,7 +77,18 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.Size < 0 {
 		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
 	}
-	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word")
+	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "gpt2", "bpe")
+	switch {
+	case d.Tokenizer == "bpe" && d.VocabSize == 0:
+		v.fail("data.vocab_size", "is missing: tokenizer = \"bpe\" learns that many tokens on the training split (at least %d, the byte values; e.g. 512)", MinBPEVocab)
+	case d.Tokenizer == "bpe":
+		v.intIn("data.vocab_size", d.VocabSize, MinBPEVocab, MaxVocab)
+		if c.Model.Vocab != 0 && c.Model.Vocab != d.VocabSize {
+			v.fail("model.vocab", "is %d but data.vocab_size is %d: the model's vocabulary is the learned one (leave model.vocab out)", c.Model.Vocab, d.VocabSize)
+		}
+	case d.VocabSize != 0:
+		v.fail("data.vocab_size", "only tokenizer = \"bpe\" reads it (data.tokenizer is %q, whose vocabulary is not learned): leave it out, or set tokenizer = \"bpe\"", d.Tokenizer)
+	}
 	v.float("data.split", d.Split)
 	if !(d.Split > 0 && d.Split < 1) {
 		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
@@ -94,6 +110,9 @@ func (c *Config) validate(origin func(key string) string) error {
 
 	m := c.Model
 	v.intIn("model.vocab", m.Vocab, 0, MaxVocab)
+	if d.Tokenizer == "gpt2" && m.Vocab != 0 && m.Vocab != bpe.GPT2Size {
+		v.fail("model.vocab", "%d is not GPT-2's %d tokens (data.tokenizer = \"gpt2\"): set %d or leave it out", m.Vocab, bpe.GPT2Size, bpe.GPT2Size)
+	}
 	v.intIn("model.context", m.Context, 1, maxContext)
 	v.intIn("model.embedding", m.Embedding, 1, maxEmbedding)
 	v.intIn("model.blocks", m.Blocks, 0, maxBlocks)

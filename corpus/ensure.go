@@ -200,7 +200,7 @@ func download(ctx context.Context, path, rawURL, sum string, client *http.Client
 		switch {
 		case err != nil && body.n > maxDownload:
 			return fmt.Errorf("the file is larger than a corpus can be (%d bytes)", maxDownload)
-		case errors.Is(err, errNotUTF8):
+		case errors.Is(err, ErrNotUTF8):
 			return fmt.Errorf("the server sent no text: %v", err)
 		case err != nil:
 			return fmt.Errorf("after %d bytes: %w", body.n, why(err))

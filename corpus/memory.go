@@ -12,10 +12,11 @@ import (
 const wordMapBytes = 72
 
 // HeldBytes is at most what Load holds of a corpus file of size bytes
-// whose vocabulary is the model's (vocab tokens of kind Char or Word), so
-// that a command can count it before it reads a byte: an id per token
-// (idBytes: 2 up to 65,536 tokens, else 4), at most one token per byte of
-// text (char) or per two (word: a word and the space that ends it); for a
+// whose vocabulary is the model's (vocab tokens of kind Char, Word or
+// GPT2), so that a command can count it before it reads a byte: an id per
+// token (idBytes: 2 up to 65,536 tokens, else 4), at most one token per
+// byte of text (char, gpt2) or per two (word: a word and the space that
+// ends it); for a
 // word corpus, the vocabulary pass's map when it is larger (it is garbage
 // by the time the ids are allocated); and the slack of the heap's growth.
 // An ASCII text has exactly one char token per byte. Measured (eval of a

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
@@ -65,6 +66,8 @@ func (s *tokenStore) append(id int) {
 
 func (s *tokenStore) len() int { return len(s.u16) + len(s.i32) }
 
+func (s *tokenStore) cap() int { return cap(s.u16) + cap(s.i32) }
+
 // copyTo copies tokens [start, start+len(dst)) into dst.
 func (s *tokenStore) copyTo(dst []int, start int) {
 	if s.u16 != nil {
@@ -80,8 +83,12 @@ func (s *tokenStore) copyTo(dst []int, start int) {
 
 // LoadContext is Load that stops, returning ctx's error, when ctx is done.
 // It reads the file in chunks, twice (once for the vocabulary, once for
-// the ids), so memory stays at the token ids plus one chunk.
+// the ids), so memory stays at the token ids plus one chunk; a BPE
+// corpus, whose vocabulary is fixed, once.
 func LoadContext(ctx context.Context, path, kind string, context, stride int, split float64) (*Dataset, error) {
+	if kind == BPE {
+		return nil, fmt.Errorf("data file %s: a learned BPE reads its corpus with its merges (LoadBPE)", quote.Name(path))
+	}
 	stride, err := checkWindows(path, kind, context, stride, split)
 	if err != nil {
 		return nil, err
@@ -92,30 +99,35 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	}
 	defer f.Close()
 
-	// Pass 1: the vocabulary, the number of tokens, and the text's digest,
-	// which a run records (Dataset.SHA256).
 	digest := sha256.New()
-	vocab, n, err := readVocab(ctx, io.TeeReader(f, digest), path, kind)
-	if err != nil {
-		return nil, err
+	var vocab *Vocab
+	var store tokenStore
+	var n int
+	if isBPE(kind) {
+		// One pass: the vocabulary is known before the text, and encoding
+		// twice to count the tokens first would double the time.
+		if vocab, err = NewGPT2Vocab(); err != nil {
+			return nil, err
+		}
+		if store, _, _, err = readBPEIDs(ctx, io.TeeReader(f, digest), path, vocab, -1); err != nil {
+			return nil, err
+		}
+		n = store.len()
+	} else {
+		// Pass 1: the vocabulary, the number of tokens, and the text's
+		// digest, which a run records (Dataset.SHA256).
+		if vocab, n, err = readVocab(ctx, io.TeeReader(f, digest), path, kind); err != nil {
+			return nil, err
+		}
+		if store, err = readAgain(ctx, f, path, kind, vocab, n); err != nil {
+			return nil, err
+		}
+		if store.len() != n {
+			return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
+		}
 	}
-	// Pass 2: the ids, held whole; they must fit what the process may
-	// still take (ulimit -v, a cgroup), or the allocation would end in the
-	// runtime's out-of-memory trace.
-	need := float64(n) * float64(idBytes(vocab.Size()))
-	if h, ok := memlimit.Find(); ok && need > h.Bytes {
-		return nil, fmt.Errorf("data file %s: its %d %s tokens take %.0f MiB as ids, more than this process may still use (%.0f MiB, under %s): train on a part of it, or give the process more memory",
-			quote.Name(path), n, kind, need/(1<<20), h.Bytes/(1<<20), h.Limit)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("data file %s: %w", quote.Name(path), err)
-	}
-	store, err := readIDs(ctx, f, path, vocab, n)
-	if err != nil {
-		return nil, err
-	}
-	if store.len() != n {
-		return nil, fmt.Errorf("data file %s changed while being read (%d bytes at first)", quote.Name(path), size)
+	if n == 0 {
+		return nil, fmt.Errorf("data file %s: text has no %s tokens", quote.Name(path), kind)
 	}
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
@@ -131,6 +143,100 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 			path, n, kind, context, split, minTokens(context, split))
 	}
 	return d, nil
+}
+
+// readAgain is the second pass over a char or word corpus: the ids of its
+// n tokens, held whole.
+func readAgain(ctx context.Context, f textFile, path, kind string, vocab *Vocab, n int) (tokenStore, error) {
+	// The ids, held whole; they must fit what the process may still take
+	// (ulimit -v, a cgroup), or the allocation would end in the runtime's
+	// out-of-memory trace.
+	need := float64(n) * float64(idBytes(vocab.Size()))
+	if err := checkHeadroom(path, n, kind, need); err != nil {
+		return tokenStore{}, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return tokenStore{}, fmt.Errorf("data file %s: %w", quote.Name(path), err)
+	}
+	return readIDs(ctx, f, path, vocab, n)
+}
+
+// checkHeadroom refuses n tokens of kind whose ids take need bytes, more
+// than the process may still take.
+func checkHeadroom(path string, n int, kind string, need float64) error {
+	if h, ok := memlimit.Find(); ok && need > h.Bytes {
+		return fmt.Errorf("data file %s: its %d %s tokens take %.0f MiB as ids, more than this process may still use (%.0f MiB, under %s): train on a part of it, or give the process more memory",
+			quote.Name(path), n, kind, need/(1<<20), h.Bytes/(1<<20), h.Limit)
+	}
+	return nil
+}
+
+// readBPEIDs encodes a corpus with a BPE vocabulary in one pass, a chunk
+// at a time. The ids grow as they come: before the store grows past what
+// the process may still take, it stops with checkHeadroom's error. With
+// trainFrom at 0 or more it also finds the first cut (bpe.CutBetween) at or
+// after byte trainFrom and returns where it is (-1 if the text has none)
+// and how many tokens come before it: the two sides of a cut encode alone,
+// so those are the first tokens of the whole text.
+func readBPEIDs(ctx context.Context, r io.Reader, path string, vocab *Vocab, trainFrom int64) (store tokenStore, trainEnd int64, trainTokens int, err error) {
+	store = newTokenStore(0, vocab.Size())
+	enc := vocab.bpe.NewStream()
+	var tooMany error // checkHeadroom's, which names the file itself
+	add := func(ids []int) error {
+		if n := store.len() + len(ids); n > store.cap() {
+			// What append is about to allocate: the next array, while the
+			// old one is still held.
+			if tooMany = checkHeadroom(path, n, vocab.kind, float64(2*n*idBytes(vocab.Size()))); tooMany != nil {
+				return tooMany
+			}
+		}
+		for _, id := range ids {
+			store.append(id)
+		}
+		return nil
+	}
+	trainEnd = -1
+	var offset int64 // of the chunk in the text
+	var prev byte    // the byte before the chunk
+	err = eachChunk(ctx, r, func(chunk []byte) error {
+		start := offset
+		offset += int64(len(chunk))
+		if trainFrom >= 0 && trainEnd < 0 && offset > trainFrom {
+			for i := max(trainFrom, start, 1) - start; i < int64(len(chunk)); i++ {
+				p := prev
+				if i > 0 {
+					p = chunk[i-1]
+				}
+				if !bpe.CutBetween(p, chunk[i]) {
+					continue
+				}
+				trainEnd = start + i
+				if err := add(enc.Write(chunk[:i])); err != nil {
+					return err
+				}
+				if err := add(enc.Flush()); err != nil {
+					return err
+				}
+				trainTokens = store.len()
+				chunk = chunk[i:]
+				break
+			}
+		}
+		if len(chunk) > 0 {
+			prev = chunk[len(chunk)-1]
+		}
+		return add(enc.Write(chunk))
+	})
+	if err == nil {
+		err = add(enc.Flush())
+	}
+	switch {
+	case tooMany != nil:
+		return tokenStore{}, 0, 0, tooMany
+	case err != nil:
+		return tokenStore{}, 0, 0, dataError(path, err)
+	}
+	return store, trainEnd, trainTokens, nil
 }
 
 // checkWindows refuses settings that make no windows, before the file is
@@ -149,7 +255,7 @@ func checkWindows(path, kind string, context, stride int, split float64) (int, e
 	if !(split > 0 && split < 1) {
 		return 0, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
 	}
-	if kind != Char && kind != Word {
+	if kind != Char && kind != Word && kind != BPE && !isBPE(kind) {
 		return 0, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
 	}
 	return stride, nil
@@ -324,8 +430,17 @@ func dataError(path string, err error) error {
 	return fmt.Errorf("data file %s: %w", quote.Name(path), err)
 }
 
-// errNotUTF8 is eachChunk's error for text that is not UTF-8.
-var errNotUTF8 = errors.New("text is not valid UTF-8")
+// ErrNotUTF8 is EachChunk's error for text that is not UTF-8.
+var ErrNotUTF8 = errors.New("text is not valid UTF-8")
+
+// EachChunk calls f with the text r holds, a chunk of about a megabyte at
+// a time, each valid UTF-8 ending on a character boundary, and returns an
+// error naming the offset of the first byte that is not UTF-8 ("text is
+// not valid UTF-8 (bad byte 0xff at offset 7)"): for a command reading a
+// text of any length as corpus loading does.
+func EachChunk(ctx context.Context, r io.Reader, f func(chunk []byte) error) error {
+	return eachChunk(ctx, r, f)
+}
 
 // eachChunk calls f with the text r holds, a chunk at a time, each chunk
 // valid UTF-8 ending on a character boundary, and returns an error naming
@@ -362,7 +477,7 @@ func eachChunk(ctx context.Context, r io.Reader, f func(chunk []byte) error) err
 			for i := 0; i < end; {
 				r, size := utf8.DecodeRune(buf[i:end])
 				if r == utf8.RuneError && size == 1 {
-					return fmt.Errorf("%w (bad byte 0x%02x at offset %d)", errNotUTF8, buf[i], offset+i)
+					return fmt.Errorf("%w (bad byte 0x%02x at offset %d)", ErrNotUTF8, buf[i], offset+i)
 				}
 				i += size
 			}

@@ -1,7 +1,9 @@
 // Package corpus turns a text file into token ids and training windows, with
 // exactly the semantics of the PyTorch reference (shared/reference/gptref.py):
 // a sorted character (or word) vocabulary, a 90/10 split of the token stream,
-// and overlapping windows that start every stride tokens.
+// and overlapping windows that start every stride tokens. GPT-2's byte-level
+// BPE (package bpe) is a third kind of vocabulary, fixed rather than built
+// from the text.
 package corpus
 
 import (
@@ -12,18 +14,28 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/gptg/gptg/bpe"
 )
 
 // Tokenizer kinds, as written in configs and in a model file's metadata.
 const (
 	Char = "char"
 	Word = "word"
+	GPT2 = "gpt2" // GPT-2's byte-level BPE, bpe.GPT2: 50,257 tokens
+	BPE  = "bpe"  // a byte-level BPE learned on the training split (LearnBPE)
 )
 
 // Vocab maps tokens to ids and back. A token's id is its index in Tokens().
 // A Vocab is immutable once built, so it is safe for concurrent use.
 type Vocab struct {
-	kind   string
+	kind string
+	// bpe encodes and decodes for the byte-level BPE kinds, whose tokens
+	// are byte strings (perhaps not whole UTF-8) and whose ids come from
+	// merging, not from a lookup of the text's characters or words.
+	bpe *bpe.Tokenizer
+	// merges are a learned BPE's (kind "bpe"), which a model file stores.
+	merges [][2]int
 	tokens []string
 	// Only one of the two lookups is filled, depending on kind: runes for
 	// "char" avoid building a one-rune string per character of the corpus.
@@ -39,9 +51,16 @@ type Vocab struct {
 // its Unicode code points, for "word" the sorted set of its
 // whitespace-separated words. Sorting strings byte-wise equals sorting by
 // code point for valid UTF-8, which is what Python's sorted(set(text)) does.
+// A BPE kind's vocabulary does not depend on the text.
 func BuildVocab(kind, text string) (*Vocab, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, fmt.Errorf("text is %w", err)
+	}
+	if kind == GPT2 {
+		return NewGPT2Vocab()
+	}
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is learned on a corpus's training split: use LearnBPE")
 	}
 	seen := map[string]bool{}
 	switch kind {
@@ -67,11 +86,41 @@ func BuildVocab(kind, text string) (*Vocab, error) {
 	return NewVocab(kind, tokens)
 }
 
+// NewGPT2Vocab returns GPT-2's vocabulary: its byte-level BPE, with ids
+// equal to tiktoken's "gpt2" encoding, <|endoftext|> = 50256. A model file
+// names it by kind alone; the merges ship inside gptg.
+func NewGPT2Vocab() (*Vocab, error) {
+	tok, err := bpe.GPT2()
+	if err != nil {
+		return nil, err
+	}
+	return newBPEVocab(GPT2, tok), nil
+}
+
+// newBPEVocab wraps a byte-level BPE tokenizer as a Vocab of kind.
+func newBPEVocab(kind string, tok *bpe.Tokenizer) *Vocab {
+	tokens := make([]string, tok.Size())
+	for id := range tokens {
+		tokens[id] = string(tok.Piece(id))
+	}
+	return &Vocab{kind: kind, bpe: tok, tokens: tokens}
+}
+
+// isBPE reports whether kind is a byte-level BPE, whose vocabulary is not
+// built from the text.
+func isBPE(kind string) bool { return kind == GPT2 }
+
 // NewVocab rebuilds a vocabulary from its tokens in id order, as stored in a
 // model file. It rejects lists that could not have come from BuildVocab in a
 // way that would make ids ambiguous: duplicates, empty tokens, tokens of more
 // than one character (char kind) or containing whitespace (word kind).
 func NewVocab(kind string, tokens []string) (*Vocab, error) {
+	if kind == GPT2 {
+		return nil, errors.New("a gpt2 vocabulary is not a list of tokens: use NewGPT2Vocab")
+	}
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is its merges, not a list of tokens: use NewLearnedVocab")
+	}
 	if kind != Char && kind != Word {
 		return nil, unknownKind(kind)
 	}
@@ -138,12 +187,45 @@ func (v *Vocab) id(tok []byte, r rune) int {
 	return v.runeID[r]
 }
 
-// Kind is "char" or "word".
+// Kind is "char", "word", "gpt2" or "bpe".
 func (v *Vocab) Kind() string { return v.kind }
 
+// BPE is the byte-level BPE tokenizer behind a vocabulary of kind "gpt2"
+// or "bpe", nil for the others: what a caller streaming a long text uses
+// (bpe.Tokenizer.EncodeStream).
+func (v *Vocab) BPE() *bpe.Tokenizer { return v.bpe }
+
+// Merges returns a learned BPE's merges in order (merge i makes id
+// 256+i), nil for the other kinds. It is a copy.
+func (v *Vocab) Merges() [][2]int { return append([][2]int(nil), v.merges...) }
+
 // Tokens returns the vocabulary in id order. It is a copy: changing it does
-// not change the Vocab.
+// not change the Vocab. A BPE token is bytes, which need not be whole
+// UTF-8: GPT-2 spells "é" as two tokens of one byte each where no merge
+// joins them; Decode of a sequence joins such bytes back.
 func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
+
+// Label is token id as a person reads it: a BPE piece's bytes that are not
+// whole UTF-8 as <0xE2> (bpe.Readable), any other token as it is; U+FFFD
+// for an id outside the vocabulary.
+func (v *Vocab) Label(id int) string {
+	if id < 0 || id >= len(v.tokens) {
+		return string(utf8.RuneError)
+	}
+	if v.bpe != nil {
+		return bpe.Readable([]byte(v.tokens[id]))
+	}
+	return v.tokens[id]
+}
+
+// Piece is token id as it is, bytes for a BPE token; "" for an id outside
+// the vocabulary.
+func (v *Vocab) Piece(id int) string {
+	if id < 0 || id >= len(v.tokens) {
+		return ""
+	}
+	return v.tokens[id]
+}
 
 // Size is the number of tokens, the model's vocab dimension.
 func (v *Vocab) Size() int { return len(v.tokens) }
@@ -153,9 +235,15 @@ func (v *Vocab) Size() int { return len(v.tokens) }
 // order of appearance, so a user can see what to fix without a line of
 // thousands; for words that differ from the vocabulary's only in case it
 // says which one was meant. The errors read after a subject: "the prompt: …".
+// A BPE vocabulary has every text's tokens; it encodes special tokens'
+// texts ("<|endoftext|>") as ordinary text, so that a prompt or corpus
+// quoting one cannot end a document by accident.
 func (v *Vocab) Encode(text string) ([]int, error) {
 	if err := checkUTF8(text); err != nil {
 		return nil, err
+	}
+	if v.bpe != nil {
+		return v.bpe.Encode(text), nil
 	}
 	var ids []int
 	var unknown []string
@@ -243,8 +331,13 @@ func (v *Vocab) caseHint(unknown []string) string {
 
 // Decode turns ids back into text; word tokens are joined with single
 // spaces. An id outside the vocabulary (a caller bug) decodes to U+FFFD
-// rather than panicking in the middle of sampling.
+// rather than panicking in the middle of sampling. BPE ids decode to their
+// bytes joined, which are not whole UTF-8 where the ids end inside a
+// character (a sampler streaming a token at a time holds those bytes back).
 func (v *Vocab) Decode(ids []int) string {
+	if v.bpe != nil {
+		return string(v.bpe.Decode(ids))
+	}
 	var b strings.Builder
 	for i, id := range ids {
 		if v.kind == Word && i > 0 {
@@ -260,7 +353,7 @@ func (v *Vocab) Decode(ids []int) string {
 }
 
 func unknownKind(kind string) error {
-	return fmt.Errorf("unknown tokenizer %q (want %q or %q)", kind, Char, Word)
+	return fmt.Errorf("unknown tokenizer %q (want %q, %q, %q or %q)", kind, Char, Word, GPT2, BPE)
 }
 
 // checkUTF8 reports the byte offset of the first invalid UTF-8 sequence,

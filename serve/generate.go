@@ -245,7 +245,7 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	}
 	tokens := make([]string, len(ids))
 	for i, id := range ids {
-		tokens[i] = m.Vocab.Decode([]int{id})
+		tokens[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
 	}
 	// Written by hand: 6 significant digits keep the answer a third of
 	// encoding/json's size for a 256-token context.

@@ -57,7 +57,7 @@ func exampleText(d *corpus.Dataset) string {
 	var kept []int // the example's tokens
 	example := ""  // their text, as the vocabulary joins them
 	for _, id := range d.Head(min(d.Cut, d.Context)) {
-		if tokens[id] == "\n" {
+		if strings.Contains(tokens[id], "\n") { // a BPE's "\n\n" too
 			if len(kept) >= 3 {
 				break
 			}
@@ -72,7 +72,8 @@ func exampleText(d *corpus.Dataset) string {
 			break
 		}
 	}
-	return strings.TrimSpace(example)
+	// A BPE's tokens may stop inside a character: its first bytes go.
+	return strings.TrimSpace(strings.ToValidUTF8(example, ""))
 }
 
 // exampleHeader renders config.toml's example line ("" for none); from

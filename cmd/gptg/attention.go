@@ -133,7 +133,7 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	}
 	labels := make([]string, len(ids))
 	for i, id := range ids {
-		labels[i] = m.Vocab.Decode([]int{id})
+		labels[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
 	}
 
 	if *format == "text" {
@@ -152,7 +152,9 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	for i, l := range labels {
 		labels[i] = tokenLabel(l)
 	}
-	shown := m.Vocab.Decode(ids) // what the heatmaps show: the last context tokens
+	// What the heatmaps show: the last context tokens, which may start
+	// inside a character a BPE spells in several tokens.
+	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
 	picture, err := attentionPicture(squarePanels(maps, labels), figureTitle{model: m.Path, text: shown}, *format)
 	if err != nil {
 		return err

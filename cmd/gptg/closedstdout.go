@@ -52,7 +52,7 @@ func startedClosed(f *os.File) bool {
 // instead of 0 with the result missing. For the others (train, ablate,
 // sweep, serve, plot) stdout is progress, and the result is in files.
 var printsResult = map[string]bool{"graph": true, "sample": true, "eval": true, "inspect": true,
-	"attention": true, "translate": true, "data": true, "import": true, "version": true}
+	"attention": true, "translate": true, "data": true, "import": true, "version": true, "tokens": true}
 
 // checkedStdout passes writes to w and keeps the first one's error.
 type checkedStdout struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -178,7 +179,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, stride, *split)
+	var data *corpus.Dataset
+	if m.Vocab.Kind() == corpus.BPE {
+		// The model's own merges read the text: nothing is learned again.
+		data, err = corpus.LoadBPE(context.Background(), *dataPath, m.Vocab, m.Spec.Context, stride, *split)
+	} else {
+		data, err = corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, stride, *split)
+	}
 	if err != nil {
 		return err
 	}

@@ -298,16 +298,14 @@ func (f flipped) Z(c, r int) float64 { return f.m.At(f.m.N-1-r, c) }
 func (f flipped) X(c int) float64    { return float64(c) }
 func (f flipped) Y(r int) float64    { return float64(r) }
 
+var visibleSpace = strings.NewReplacer(" ", "·", "\n", "¶")
+
 // tokenLabel shows a token so that it can be read on an axis: a space and
-// a newline get a stand-in the plot's font has a glyph for, other control
-// characters their Go escape, the rest stay as they are.
+// a newline get a stand-in the plot's font has a glyph for (a BPE piece's
+// leading space too: " the" is "·the"), other control characters their Go
+// escape, the rest stay as they are.
 func tokenLabel(tok string) string {
-	switch tok {
-	case " ":
-		return "·"
-	case "\n":
-		return "¶"
-	}
+	tok = visibleSpace.Replace(tok)
 	if strings.TrimSpace(tok) == "" || strings.ContainsFunc(tok, func(r rune) bool { return r < ' ' }) {
 		q := strconv.Quote(tok)
 		return q[1 : len(q)-1]

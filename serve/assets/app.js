@@ -406,7 +406,9 @@ function viridis(v) {
   return "rgb(" + a.map((c, k) => Math.round(c + (b[k] - c) * f)).join(",") + ")";
 }
 
-function showToken(t) { return t === " " ? "·" : t === "\n" ? "¶" : t; }
+// A space and a newline get a visible stand-in, a BPE piece's leading
+// space too (" the" is "·the").
+function showToken(t) { return t.replace(/ /g, "·").replace(/\n/g, "¶"); }
 
 // explorer: a text in, a grid of blocks × heads out. Each cell shows the
 // head's whole (T, T) map in small with the row of the focused token
