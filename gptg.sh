@@ -29,7 +29,7 @@ n=0
 	*) # a package compiling
 		n=$((n + 1))
 		if [ "$n" = 1 ]; then
-			echo "gptg.sh: building gptg into bin/gptg (the first build compiles about 200 packages: a minute or two; later ones start at once)" >&2
+			echo "gptg.sh: building gptg into bin/gptg (the first build compiles about 420 packages: 1-2 minutes on 2 idle cores, several on a busy machine; later ones start at once)" >&2
 		fi
 		if $tty; then
 			printf '\r\033[K  %d compiled: %.60s' "$n" "$line" >&2

@@ -53,6 +53,9 @@ munge -n | unmunge >/dev/null || fail "munge does not work"
 # --- a one-node cluster on localhost ------------------------------------------
 node=$(hostname -s)
 cpus=$(nproc)
+# The node declares its memory: gptg's sweep scripts ask --mem, which a node
+# without RealMemory (1 MiB by default) can never satisfy.
+mem_mb=$(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo)
 mkdir -p "$work/slurm/state" "$work/slurm/spool"
 export SLURM_CONF="$work/slurm/slurm.conf"
 cat >"$SLURM_CONF" <<EOF
@@ -85,7 +88,7 @@ ReturnToService=2
 JobRequeue=1
 KillWait=30
 MaxArraySize=1001
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=smoke Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
 cleanup() {

@@ -45,11 +45,14 @@ type Options struct {
 	// Lowercase folds both sides to lower case first (sacrebleu's -lc):
 	// for a model whose vocabulary is lower-case, as gptg's pairs are.
 	Lowercase bool
-	// Sacrebleu counts the n-grams a hypothesis shorter than n words
-	// lacks as none, as sacrebleu and mteval do. By default they count as
-	// one unmatched n-gram, as NLTK's corpus_bleu does (its
-	// modified_precision divides by max(1, count)); the two agree unless
-	// a hypothesis has fewer than N words.
+	// Sacrebleu scores as sacrebleu's corpus_bleu does by default. The
+	// n-grams a hypothesis shorter than n words lacks count as none (NLTK
+	// counts one unmatched n-gram of each missing order: its
+	// modified_precision divides by max(1, count)), and a precision with
+	// no match is smoothed with sacrebleu's "exp" method (mteval's): the
+	// k-th such order counts 1/2ᵏ of a match, so one missing 4-gram match
+	// lowers BLEU instead of zeroing it. An order the corpus has no
+	// n-grams of at all still gives BLEU 0, as sacrebleu.
 	Sacrebleu bool
 }
 
@@ -109,9 +112,14 @@ func CorpusTokens(hyps [][]string, refs [][][]string, opts Options) Score {
 		}
 	}
 	logSum := 0.0
+	smooth := 1.0 // sacrebleu's smooth_mteval
 	for n := range N {
-		if s.Totals[n] > 0 {
+		switch {
+		case s.Matches[n] > 0:
 			s.Precisions[n] = float64(s.Matches[n]) / float64(s.Totals[n])
+		case opts.Sacrebleu && s.Totals[n] > 0:
+			smooth *= 2
+			s.Precisions[n] = 1 / (smooth * float64(s.Totals[n]))
 		}
 		logSum += math.Log(s.Precisions[n]) / N // -Inf when a precision is 0: BLEU 0, as NLTK without smoothing
 	}

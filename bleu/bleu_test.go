@@ -148,6 +148,28 @@ func TestCorpusEdges(t *testing.T) {
 	if s := CorpusTokens(short, ref, Options{Sacrebleu: true}); s.Totals != [N]int{2, 1, 0, 0} || s.Matches != [N]int{2, 1, 0, 0} {
 		t.Errorf("sacrebleu's counts: %+v", s)
 	}
+	// sacrebleu's default "exp" smoothing (sacrebleu.BLEU.compute_bleu:
+	// the k-th order without a match gets precision 1/(2ᵏ·total)).
+	// "the cat sat on the mat" against "the cat is on the mat": 5/6, 3/5,
+	// 1/4 and no 4-gram of 3 → 1/(2·3); BLEU = (5/6·3/5·1/4·1/6)^¼ = (1/48)^¼.
+	cat := [][]string{strings.Fields("the cat sat on the mat")}
+	catRef := [][][]string{{strings.Fields("the cat is on the mat")}}
+	if s := CorpusTokens(cat, catRef, Options{Sacrebleu: true}); math.Abs(s.BLEU-math.Pow(1.0/48, 0.25)) > 1e-12 || s.Precisions[3] != 1.0/6 {
+		t.Errorf("sacrebleu's exp smoothing: BLEU %v, want (1/48)^¼ = %v (%+v)", s.BLEU, math.Pow(1.0/48, 0.25), s)
+	}
+	if s := CorpusTokens(cat, catRef, Options{}); s.BLEU != 0 {
+		t.Errorf("NLTK without smoothing scores a missing 4-gram match 0, got %v", s.BLEU)
+	}
+	// Three orders without a match: 2/4, then 1/(2·3), 1/(4·2), 1/(8·1).
+	abcd := [][]string{strings.Fields("a b c d")}
+	axcy := [][][]string{{strings.Fields("a x c y")}}
+	if s := CorpusTokens(abcd, axcy, Options{Sacrebleu: true}); math.Abs(s.BLEU-math.Pow(0.5/6/8/8, 0.25)) > 1e-12 {
+		t.Errorf("exp smoothing over three orders: BLEU %v, want %v", s.BLEU, math.Pow(0.5/6/8/8, 0.25))
+	}
+	// An order with no n-grams at all is not smoothed: BLEU 0.
+	if s := CorpusTokens(short, ref, Options{Sacrebleu: true}); s.BLEU != 0 {
+		t.Errorf("a corpus without 3-grams: BLEU %v, want 0", s.BLEU)
+	}
 	if got, want := perfect.String(), "BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}

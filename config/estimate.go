@@ -124,8 +124,8 @@ type Corpus struct {
 
 // CorpusOf is the Corpus that data.path is expected to hold, from its
 // size before it is read (data.size when the config gives it, else the
-// file's): a char corpus has at most one token per byte, 2-byte ids but
-// past 65,536 distinct characters. Nothing is counted where the size says
+// file's): a char or BPE corpus has at most one token per byte, 2-byte ids
+// but past 65,536 distinct tokens. Nothing is counted where the size says
 // too little — a word corpus (its words' lengths decide), a pairs corpus —
 // or there is nothing to read yet (a built-in corpus, at most a few MB; a
 // file to download from data.url, or a mistake the loader names): the
@@ -152,7 +152,11 @@ func (c *Config) CorpusOf() Corpus {
 			n = fi.Size()
 		}
 	}
-	return Corpus{Tokens: n, IDBytes: 2}
+	ids := 2
+	if c.Data.Tokenizer == "bpe" && c.Data.VocabSize > 1<<16 {
+		ids = 4
+	}
+	return Corpus{Tokens: n, IDBytes: ids}
 }
 
 // corpusBytes is what training holds of corpus d: the ids, and with
@@ -320,6 +324,14 @@ func (m Model) forwardOnlyValues(rows, seqLen float64) float64 {
 	C := float64(m.Embedding)
 	H := float64(m.FFMult) * C
 	return rows * (float64(m.Blocks)*float64(m.Heads)*seqLen + 6*C + 2*H + 2*float64(m.Vocab))
+}
+
+// KeptAttention is what forwardOnlyValues counts for the attention
+// weights of every block but one, over rows positions of seqLen: what a
+// forward-only program that lends them (sampling's, whose weights nobody
+// reads) does not hold, a block's weights being alive at a time.
+func (m Model) KeptAttention(rows, seqLen float64) float64 {
+	return m.elemSize() * rows * float64(max(m.Blocks-1, 0)) * float64(m.Heads) * seqLen
 }
 
 // ForwardMemory estimates graphs that only run forward, as eval, sample and

@@ -87,6 +87,9 @@ func (s *schema) isSection(name string) bool {
 	return ok
 }
 
+// Keys returns every setting's "section.key", as --set and configs write it.
+func Keys() []string { return getSchema().allSettable() }
+
 // allSettable returns every "section.key", for suggestions on --set.
 func (s *schema) allSettable() []string {
 	names := make([]string, len(s.fields))

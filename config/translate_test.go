@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -159,5 +160,29 @@ func TestTranslateConfigErrors(t *testing.T) {
 			}
 			checkError(t, err, "", []string{c.want}, "")
 		})
+	}
+}
+
+// TestTranslationConfigSaysVocabIsUnused: a translation run's config.toml
+// says why its model.vocab is 0 (two vocabularies, from the pairs), and
+// still loads back to the same config.
+func TestTranslationConfigSaysVocabIsUnused(t *testing.T) {
+	c, err := Load("../configs/translate/en-es.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "\nvocab = 0 # not used: the source and target vocabularies come from the pairs") {
+		t.Errorf("config.toml of a translation run:\n%s", text)
+	}
+	back, err := Parse("config.toml", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Model != c.Model || back.Data != c.Data || back.Train != c.Train {
+		t.Errorf("read back: %+v, want %+v", back.Model, c.Model)
 	}
 }

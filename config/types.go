@@ -30,9 +30,13 @@ type Data struct {
 	Path      string  `toml:"path" json:"path"`
 	URL       string  `toml:"url" json:"url,omitempty"`       // where to download Path from if missing; http(s)
 	SHA256    string  `toml:"sha256" json:"sha256,omitempty"` // expected hex digest of Path; lower case after Load
-	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char", "word" or "gpt2"
+	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char", "word", "gpt2" or "bpe"
 	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
 	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
+	// VocabSize is the size of a learned BPE vocabulary (tokenizer
+	// "bpe"): the 256 byte values and VocabSize-256 merges learned on the
+	// training split. Only tokenizer "bpe" reads it, and it needs it.
+	VocabSize int `toml:"vocab_size" json:"vocab_size,omitempty"`
 	// Sampling is how training batches are drawn: "windows" (every window
 	// of the training split once per epoch, in an order drawn from (seed,
 	// epoch)) or "random" (windows at random offsets drawn from (seed,

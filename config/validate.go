@@ -33,6 +33,10 @@ const (
 // count itself (a map of every distinct word) outgrows memory.
 const MaxVocab = 1 << 20
 
+// MinBPEVocab is the smallest data.vocab_size: the 256 byte values a
+// byte-level BPE starts from, with no merge.
+const MinBPEVocab = 256
+
 // Validate reports the first impossible or absurd value in c as an *Error
 // naming c.Path and the key. Stride 0 and Out "" are accepted (they mean
 // "use the default"), so a Config from Default() validates.
@@ -73,7 +77,18 @@ func (c *Config) validate(origin func(key string) string) error {
 	if d.Size < 0 {
 		v.fail("data.size", "%d is negative (it is the corpus's size in bytes; 0 = not checked)", d.Size)
 	}
-	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "gpt2")
+	v.oneOf("data.tokenizer", d.Tokenizer, "char", "word", "gpt2", "bpe")
+	switch {
+	case d.Tokenizer == "bpe" && d.VocabSize == 0:
+		v.fail("data.vocab_size", "is missing: tokenizer = \"bpe\" learns that many tokens on the training split (at least %d, the byte values; e.g. 512)", MinBPEVocab)
+	case d.Tokenizer == "bpe":
+		v.intIn("data.vocab_size", d.VocabSize, MinBPEVocab, MaxVocab)
+		if c.Model.Vocab != 0 && c.Model.Vocab != d.VocabSize {
+			v.fail("model.vocab", "is %d but data.vocab_size is %d: the model's vocabulary is the learned one (leave model.vocab out)", c.Model.Vocab, d.VocabSize)
+		}
+	case d.VocabSize != 0:
+		v.fail("data.vocab_size", "only tokenizer = \"bpe\" reads it (data.tokenizer is %q, whose vocabulary is not learned): leave it out, or set tokenizer = \"bpe\"", d.Tokenizer)
+	}
 	v.float("data.split", d.Split)
 	if d.Format == FormatTokens {
 		if d.Split != 0 {
@@ -233,8 +248,8 @@ func (v *checker) tokenFiles(d Data) {
 		return
 	}
 	switch {
-	case d.Tokenizer == "word":
-		v.fail("data.tokenizer", "\"word\" cannot decode token files (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)")
+	case d.Tokenizer != "gpt2" && d.Tokenizer != "char":
+		v.fail("data.tokenizer", "%q cannot decode token files (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)", d.Tokenizer)
 	case d.ValPath == "":
 		v.fail("data.val_path", "must name the validation token file (nanoGPT's val.bin) with format = \"tokens\"")
 	case d.URL != "":

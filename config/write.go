@@ -21,7 +21,9 @@ func (c *Config) TOML() ([]byte, error) {
 	if err := enc.Encode(c); err != nil {
 		return nil, fmt.Errorf("config %s: encode as TOML: %w", c.Path, err)
 	}
-	return buf.Bytes(), nil
+	// A reader of a translation run's config.toml would take vocab = 0
+	// for a size, and init = "torch" for its initialisation.
+	return c.markUnread(buf.Bytes()), nil
 }
 
 // Diff lists the keys where c differs from base, as "section.key=value" in

@@ -46,6 +46,55 @@ func shapeSize(shape []int) int {
 // Value is the parameter's current value; training updates it in place.
 func (p *Param) Value() *tensor.Dense { return p.Node.Value().(*tensor.Dense) }
 
+// Backend says how a graph computes, not what: the same model, the same
+// function and gradients whatever it says. The command line sets it once
+// (cmd/gptg) and passes it down to training, evaluation and sampling.
+type Backend struct {
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops. Both compute the same function and gradients (the tests check
+	// both against the reference); the fused graph is several times faster
+	// and allocates almost nothing per run. The unfused one stays as the
+	// readable specification and for comparison (GPTG_UNFUSED=1).
+	Unfused bool
+	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
+	// the calling goroutine only). The results are the same bits for every
+	// value: see package fused's team.
+	Threads int
+}
+
+// Weights gives a forward-only graph its parameters' values instead of
+// drawing them: the value of parameter name, of the given shape and the
+// graph's dtype. The graph reads it and never writes it, so every graph
+// built from one model file can share the file's one copy of the weights
+// (a translator builds an encoder and a decoder per sentence length;
+// copying the weights into each took a copy of the model per graph). It
+// panics on a tensor it cannot give; the builder returns that as an error.
+type Weights func(name string, shape []int) *tensor.Dense
+
+// SharedZeros is a Weights for a graph that is never run (one that only
+// lists a model's parameters): every parameter a view of one buffer of
+// zeros of the dtype (float64 or else float32), grown to the largest
+// asked for, so that the graph takes about one tensor's memory instead of
+// the model's.
+func SharedZeros(dtype string) Weights {
+	var f32 []float32
+	var f64 []float64
+	return func(_ string, shape []int) *tensor.Dense {
+		n := shapeSize(shape)
+		if dtype == "float64" {
+			if len(f64) < n {
+				f64 = make([]float64, n)
+			}
+			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f64[:n]))
+		}
+		if len(f32) < n {
+			f32 = make([]float32, n)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f32[:n]))
+	}
+}
+
 // An initializer draws one parameter entry; these are PyTorch's defaults.
 type initializer func(*rand.Rand) float64
 
@@ -67,43 +116,77 @@ func uniform(fanIn int) initializer {
 func ones(*rand.Rand) float64  { return 1 }
 func zeros(*rand.Rand) float64 { return 0 }
 
-// builder carries what every layer of model.go needs while the graph is
-// emitted: the parameters it creates, and the emitter that turns each
-// layer into nodes.
-type builder struct {
-	g      *G.ExprGraph
-	spec   config.Model
-	batch  int
-	seqLen int
-	dt     tensor.Dtype
-	rng    *rand.Rand
-	params []*Param
-	op     Emitter
-	fused  *fused.Emitter // op when it is the fused emitter, else nil
-
-	tok      *G.Node   // the token embedding, which a tied output layer reads too
-	dropoutP float64   // 0 unless this graph has dropout
-	masks    []*G.Node // its dropout masks, in the order they were made
-	given    Weights   // when set, the parameters' values (Options.Weights)
+// xavier is U(±√(6/(in+out))), torch.nn.init.xavier_uniform_:
+// nn.Transformer's initialisation of its linear layers.
+func xavier(in, out int) initializer {
+	bound := math.Sqrt(6 / float64(in+out))
+	return func(r *rand.Rand) float64 { return (2*r.Float64() - 1) * bound }
 }
 
-func newBuilder(spec config.Model, o Options) *builder {
+// builder emits layers (layers.go) on rows of one size, into one graph:
+// the parameters the layers create join the graph's list, and its
+// emitter turns each layer into nodes. A GPT has one builder; an
+// encoder–decoder one per side, sharing the graph, since a fused op is
+// sized for its rows and the encoder's rows are not the decoder's.
+type builder struct {
+	*graphState
+	op    Emitter
+	fused *fused.Emitter // op when it is the fused emitter, else nil
+	// batch and seqLen say what the rows are: batch sequences of seqLen
+	// positions (B·T rows).
+	batch, seqLen int
+	layers        // the model's settings of the shared layers
+
+	spec config.Model // the GPT's [model] table (model.go); empty in an encoder–decoder
+	tok  *G.Node      // the GPT's token embedding, which a tied output layer reads too
+}
+
+// graphState is what the builders of one graph share: the graph, the
+// parameters created so far and the dropout masks.
+type graphState struct {
+	g      *G.ExprGraph
+	dt     tensor.Dtype
+	rng    *rand.Rand
+	given  Weights // when set, the parameters' values (Options.Weights)
+	params []*Param
+
+	dropoutP float64   // 0 unless this graph has dropout
+	masks    []*G.Node // its dropout masks, in the order they were made
+}
+
+func newGraphState(dtype string, seed int64, given Weights) *graphState {
 	dt := tensor.Float32
-	if spec.Dtype == "float64" {
+	if dtype == "float64" {
 		dt = tensor.Float64
 	}
-	b := &builder{
-		g: G.NewGraph(), spec: spec, batch: o.Batch, seqLen: o.SeqLen, dt: dt,
-		rng: rand.New(rand.NewSource(o.Seed)), given: o.Weights,
-	}
+	return &graphState{g: G.NewGraph(), dt: dt, rng: rand.New(rand.NewSource(seed)), given: given}
+}
+
+// on returns a builder of the same graph and layers for other rows: the
+// rows of seqLen positions per sequence that op is sized for.
+func (b *builder) on(op Emitter, seqLen int) *builder {
+	c := *b
+	c.op, c.seqLen = op, seqLen
+	c.fused, _ = op.(*fused.Emitter)
+	return &c
+}
+
+// newBuilder is the builder of a GPT graph.
+func newBuilder(spec config.Model, o Options) *builder {
+	st := newGraphState(spec.Dtype, o.Seed, o.Weights)
 	if o.Dropout {
-		b.dropoutP = spec.Dropout
+		st.dropoutP = spec.Dropout
 	}
+	b := &builder{graphState: st, batch: o.Batch, seqLen: o.SeqLen, spec: spec, layers: layers{
+		width: spec.Embedding, heads: spec.Heads, ffHidden: spec.FFMult * spec.Embedding, activation: spec.Activation,
+		norm: spec.Norm, residual: spec.Residual, bias: spec.Bias, init: spec.Init, blocks: spec.Blocks,
+		qkv: spec.QKV, outProj: spec.OutProj, dropWeights: true,
+	}}
 	if o.Unfused {
-		b.op = &primitives{g: b.g, dt: dt, batch: o.Batch, seqLen: o.SeqLen,
+		b.op = &primitives{g: st.g, dt: st.dt, batch: o.Batch, seqLen: o.SeqLen,
 			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
 	} else {
-		b.fused = fused.New(dt, fused.Sizes{Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
+		b.fused = fused.New(st.dt, fused.Sizes{Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context}, o.Threads, o.Memory)
 		b.op = b.fused
 	}
@@ -129,15 +212,15 @@ func checkSpec(s config.Model, batch int) error {
 	return nil
 }
 
-// param creates a trainable tensor, filled by init from the builder's RNG
-// (or given its value by Options.Weights).
-// Parameters are drawn in the order model.go asks for them, whichever
-// emitter runs, so both graphs of a seed start from the same values.
+// param creates a trainable tensor, filled by init from the graph's RNG
+// (or given its value by Options.Weights). Parameters are drawn in the
+// order the model asks for them, whichever emitter runs, so both graphs
+// of a seed start from the same values.
 //
 // The values are drawn straight into the dtype's slice: a float64 copy
 // first would be garbage twice the size of a float32 model's weights, for
 // every graph that a command builds only to load a model file into.
-func (b *builder) param(name string, init initializer, shape ...int) *G.Node {
+func (b *graphState) param(name string, init initializer, shape ...int) *G.Node {
 	var value *tensor.Dense
 	switch {
 	case b.given != nil:

@@ -1,27 +1,45 @@
-// Package graph is the model's specification: it builds the GPT model as
-// one static Gorgonia expression graph, with its parameters and, for
-// training, its loss.
+// Package graph is the models' specification: it builds the GPT and the
+// encoder–decoder Transformer of "Attention is all you need" as static
+// Gorgonia expression graphs, with their parameters and, for training,
+// their loss.
+//
+// Each model reads top to bottom in one file, as nanoGPT's model.py does:
+//
+//   - model.go is the GPT, in the order of the reference (gptref.py):
+//     embedding, blocks of attention and feed-forward, output, loss.
+//     cached.go cuts it to one new position against a key/value cache,
+//     for sampling.
+//   - translate.go is the encoder–decoder, in the order of PyTorch's
+//     nn.Transformer that its golden files come from: embeddings, encoder
+//     blocks, decoder blocks, output, label-smoothed loss.
+//     translatestep.go cuts its decoder to one new position per
+//     sentence, for translating.
+//
+// Both are built from the same layers (layers.go): linear, layer norm,
+// feed-forward, the residual sublayer, the transformer block and
+// attention in its uses (causal and padded self-attention, cached
+// self-attention, cross-attention), each model setting them its way
+// (layers). A layer creates its parameters (builder.go) and hands its
+// computation to an Emitter (emitter.go), which turns it into nodes:
+// Gorgonia's own operations (primitives.go, the maths spelled out) or
+// one hand-written kernel per layer (package graph/fused).
 //
 // Three packages share the work, imports running one way:
 //
-//   - graph (this package) says what the model computes: model.go is the
-//     whole model, layer by layer, in the order of the seed's classes and
-//     the reference (gptref.py): embedding, attention, feed-forward,
-//     transformer block, output and the loss. It creates the parameters
-//     and hands each layer to an Emitter (emitter.go), which turns it into
-//     nodes: Gorgonia primitives (primitives.go) or fused kernels.
+//   - graph (this package) says what the models compute and creates
+//     their parameters.
 //   - graph/fused holds the fused kernels, one Gorgonia op per layer with
 //     hand-written forward and backward loops. graph imports it; it
 //     imports neither graph nor tape.
 //   - graph/tape runs a built graph on Gorgonia's TapeMachine: Program
-//     (a window of tokens, with the gradients when training) and
-//     CachedProgram (one token at a time against a key/value cache). It
-//     imports graph and fused.
+//     (a GPT's window of tokens, with the gradients when training),
+//     CachedProgram (one token at a time against a key/value cache),
+//     TranslationProgram and TranslationStepProgram (the encoder–decoder's
+//     graphs). It imports graph and fused.
 package graph
 
 import (
 	"fmt"
-	"math"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -30,7 +48,7 @@ import (
 	"github.com/gptg/gptg/graph/fused"
 )
 
-// Model is a built graph: its inputs, outputs and parameters.
+// Model is a built GPT graph: its inputs, outputs and parameters.
 type Model struct {
 	Spec   config.Model // the [model] table, with Vocab filled in
 	Batch  int
@@ -59,7 +77,7 @@ type Model struct {
 	Fused *fused.Emitter
 }
 
-// Options say which graph of a model to emit.
+// Options say which graph of a GPT to emit.
 type Options struct {
 	Batch int // sequences per run
 	// SeqLen is the number of positions per sequence, 0 for the model's
@@ -85,24 +103,7 @@ type Options struct {
 	Backend
 }
 
-// Backend says how a graph computes, not what: the same model, the same
-// function and gradients whatever it says. The command line sets it once
-// (cmd/gptg) and passes it down to training, evaluation and sampling.
-type Backend struct {
-	// Unfused composes every layer from Gorgonia primitives (MatMul,
-	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
-	// ops. Both compute the same function and gradients (the tests check
-	// both against the reference); the fused graph is several times faster
-	// and allocates almost nothing per run. The unfused one stays as the
-	// readable specification and for comparison (GPTG_UNFUSED=1).
-	Unfused bool
-	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
-	// the calling goroutine only). The results are the same bits for every
-	// value: see package fused's team.
-	Threads int
-}
-
-// Build emits the graph of spec.
+// Build emits the graph of the GPT spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {
 	if o.SeqLen == 0 {
 		o.SeqLen = spec.Context
@@ -166,6 +167,14 @@ func (b *builder) embeddingTables() (tok, pos *G.Node) {
 	return b.tok, pos
 }
 
+// attention is the GPT's self-attention over the window: causal (each
+// position looks at itself and the ones before it) when the model has the
+// mask, over the whole window without. It returns y and the weights w,
+// (B·heads, T, T).
+func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
+	return b.selfAttention(name, x, b.spec.Mask, nil)
+}
+
 // output turns the last block's rows into logits (rows, V): the final
 // LayerNorm when the model has one, then the output layer, or x·tokᵀ
 // (the embedding read backwards, no bias) with tied embeddings.
@@ -177,140 +186,4 @@ func (b *builder) output(x *G.Node) *G.Node {
 		return b.op.Linear(x, b.tok, nil)
 	}
 	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
-}
-
-// linear is nn.Linear on rows: y = x·Wᵀ + b, with W stored [out, in], and
-// no b when the model has bias = false. Its initialisation is nn.Linear's
-// U(±1/√in) for both, or with init "gpt2" nanoGPT's: weights N(0, 0.02),
-// N(0, 0.02/√(2·blocks)) for the projections that end a residual branch
-// (endsBranch), biases 0.
-func (b *builder) linear(name string, x *G.Node, in, out int, endsBranch bool) *G.Node {
-	wInit, bInit := uniform(in), uniform(in)
-	if b.spec.Init == "gpt2" {
-		std := 0.02
-		if endsBranch {
-			std = 0.02 / math.Sqrt(float64(2*b.spec.Blocks))
-		}
-		wInit, bInit = gaussian(std), zeros
-	}
-	w := b.param(name+".weight", wInit, out, in)
-	var bias *G.Node
-	if b.spec.Bias {
-		bias = b.param(name+".bias", bInit, out)
-	}
-	return b.op.Linear(x, w, bias)
-}
-
-// dropout zeroes each entry of x with probability p, where nanoGPT does:
-// after the embedding sum, on the attention weights, and at the end of
-// each residual branch. The survivors are scaled by 1/(1 − p) so the
-// expected value is unchanged (nn.Dropout). Off, it returns x.
-func (b *builder) dropout(x *G.Node) *G.Node {
-	if mask := b.dropoutMask(x.Shape()); mask != nil {
-		return b.op.Dropout(x, mask)
-	}
-	return x
-}
-
-// dropoutMask adds a mask input of the given shape, or returns nil when
-// this graph has no dropout.
-func (b *builder) dropoutMask(shape tensor.Shape) *G.Node {
-	if b.dropoutP == 0 {
-		return nil
-	}
-	name := fmt.Sprintf("dropout.%d", len(b.masks))
-	ones := make([]float64, shape.TotalSize())
-	for i := range ones {
-		ones[i] = 1
-	}
-	mask := G.NewTensor(b.g, b.dt, len(shape), G.WithShape(shape...), G.WithName(name),
-		G.WithValue(dense(b.dt, ones, shape...)))
-	b.masks = append(b.masks, mask)
-	return mask
-}
-
-// attention is scaled dot-product self-attention over rows (B·T, C):
-// w = softmax(q kᵀ / sqrt(C/heads) + mask), y = w v, then the output
-// projection. It returns y and the weights w, (B·heads, T, T).
-func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	q, k, v := b.projections(name, x)
-	drop := b.dropoutMask(tensor.Shape{b.batch * b.spec.Heads, b.seqLen, b.seqLen})
-	y, w = b.op.Attention(q, k, v, b.attentionScale(), b.spec.Mask, drop)
-	return b.outProjection(name, y), w
-}
-
-// projections are the queries, keys and values of rows x: three linear
-// layers, or x itself for all three without qkv.
-func (b *builder) projections(name string, x *G.Node) (q, k, v *G.Node) {
-	if !b.spec.QKV {
-		return x, x, x
-	}
-	C := b.spec.Embedding
-	q = b.linear(name+".q", x, C, C, false)
-	k = b.linear(name+".k", x, C, C, false)
-	v = b.linear(name+".v", x, C, C, false)
-	return q, k, v
-}
-
-// attentionScale is 1/√(C/heads), the inverse square root of a head's width.
-func (b *builder) attentionScale() float64 {
-	return 1 / math.Sqrt(float64(b.spec.Embedding/b.spec.Heads))
-}
-
-// outProjection is the linear layer after attention, when out_proj is set;
-// it ends a residual branch.
-func (b *builder) outProjection(name string, y *G.Node) *G.Node {
-	if !b.spec.OutProj {
-		return y
-	}
-	C := b.spec.Embedding
-	return b.linear(name+".o", y, C, C, true)
-}
-
-// feedForward: down(act(up(x))), the hidden layer ff_mult times wider.
-func (b *builder) feedForward(name string, x *G.Node) *G.Node {
-	C, hidden := b.spec.Embedding, b.spec.FFMult*b.spec.Embedding
-	h := b.linear(name+".up", x, C, hidden, false)
-	h = b.op.Activation(h, b.spec.Activation)
-	return b.linear(name+".down", h, hidden, C, true)
-}
-
-// layerNorm is nn.LayerNorm over each row: mean 0, variance 1 (biased, eps
-// 1e-5), then a scale and (unless bias = false) a shift per channel.
-func (b *builder) layerNorm(name string, x *G.Node) *G.Node {
-	w := b.param(name+".weight", ones, b.spec.Embedding)
-	var bias *G.Node
-	if b.spec.Bias {
-		bias = b.param(name+".bias", zeros, b.spec.Embedding)
-	}
-	return b.op.LayerNorm(x, w, bias, 1e-5)
-}
-
-// block is one transformer block: attention, then feed-forward, each wrapped
-// as the reference's Block.sub wraps it. norm "pre": x + f(norm(x)); "post":
-// norm(x + f(x)); without residual the sum is f's output alone. attend is
-// the attention layer (its parameters named name+".att"): self-attention
-// over the window here, one position against a key/value cache in
-// cached.go.
-func (b *builder) block(name string, x *G.Node, attend func(name string, x *G.Node) *G.Node) *G.Node {
-	sub := func(x *G.Node, normName string, f func(*G.Node) *G.Node) *G.Node {
-		in := x
-		if b.spec.Norm == "pre" {
-			in = b.layerNorm(normName, x)
-		}
-		h := b.dropout(f(in)) // the end of the branch
-		if b.spec.Residual {
-			// h + x, not x + h: Gorgonia may add in place into its first
-			// operand, and only h is dead after the sum (x is read again
-			// by the backward pass). In this order the step allocates
-			// nothing; in the other, a new (B·T, C) matrix per block.
-			h = G.Must(G.Add(h, x))
-		}
-		if b.spec.Norm == "post" {
-			h = b.layerNorm(normName, h)
-		}
-		return h
-	}
-	x = sub(x, name+".norm1", func(in *G.Node) *G.Node { return attend(name+".att", in) })
-	return sub(x, name+".norm2", func(in *G.Node) *G.Node { return b.feedForward(name+".ff", in) })
 }

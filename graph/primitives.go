@@ -57,10 +57,48 @@ func (e *primitives) Attention(q, k, v *G.Node, scale float64, causal bool, drop
 	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
 }
 
+// ScaledEmbedding gathers the token rows and scales them before adding
+// the positions: a learned table has MaxLen rows, of which the graph's
+// first T are read; a sinusoidal one is T rows already.
+func (e *primitives) ScaledEmbedding(tokens, tok, pos *G.Node, scale float64, learnedPos bool) *G.Node {
+	T, C := e.seqLen, tok.Shape()[1]
+	if learnedPos {
+		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
+	}
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Mul(x, e.scalar("embedding.scale", scale)))
+	x = G.Must(G.Reshape(x, tensor.Shape{e.batch, T, C}))
+	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
+	return G.Must(G.Reshape(x, tensor.Shape{e.batch * T, C}))
+}
+
+// MaskedAttention adds the key mask (B, T_k) to the scores
+// (B·H, T_q, T_k), broadcast over the heads and the queries.
+func (e *primitives) MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, w *G.Node) {
+	C := q.Shape()[1]
+	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
+	scores := G.Must(G.BatchedMatMul(q, k, false, true))
+	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
+	BH, Tq, Tk := scores.Shape()[0], scores.Shape()[1], scores.Shape()[2]
+	s4 := G.Must(G.Reshape(scores, tensor.Shape{e.batch, BH / e.batch, Tq, Tk}))
+	s4 = G.Must(G.BroadcastAdd(s4, keyMask, nil, []byte{1, 2}))
+	scores = G.Must(G.Reshape(s4, tensor.Shape{BH, Tq, Tk}))
+	w = e.softmax(scores)
+	return e.mergeHeads(G.Must(G.BatchedMatMul(w, v)), C), w
+}
+
 // embeddingAt gathers one row of each table; ByIndices keeps the axis of
 // length 1, (1, C).
 func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {
 	return G.Must(G.Add(G.Must(G.ByIndices(tok, token, 0)), G.Must(G.ByIndices(pos, position, 0))))
+}
+
+// ScaledEmbeddingAt gathers one row of each table per row of tokens;
+// ByIndices keeps the axis of length 1 of a single row, (1, C).
+func (e *primitives) ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node {
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Mul(x, e.scalar("embedding.scale", scale)))
+	return G.Must(G.Add(x, G.Must(G.ByIndices(pos, positions, 0))))
 }
 
 // cachedAttention appends the new key and value to the caches as their
@@ -129,6 +167,29 @@ func (e *primitives) CrossEntropy(logits, targets *G.Node) *G.Node {
 	index := G.Must(G.ApplyOp(targetIndex{vocab: V}, targets))
 	picked := G.Must(G.Sum(G.Must(G.ByIndices(column, index, 0))))
 	return G.Must(G.Mul(picked, e.scalar("loss.scale", -1/float64(N))))
+}
+
+// OutputLoss is the output layer, then the label-smoothed cross-entropy
+// averaged over the targets that are not ignore, PyTorch's
+// cross_entropy(ignore_index=ignore, label_smoothing=ε): per target
+// (1−ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p[v]),
+// weighted by 1/(number of counted targets) (targetWeights). The target's
+// log-probability is gathered as CrossEntropy gathers it.
+func (e *primitives) OutputLoss(y, w, bias, targets *G.Node, eps float64, ignore int) *G.Node {
+	logits := e.Linear(y, w, bias)
+	N, V := logits.Shape()[0], logits.Shape()[1]
+	index := G.Must(G.ApplyOp(targetIndex{vocab: V}, targets))
+	weight := G.Must(G.ApplyOp(targetWeights{ignore: ignore, dt: e.dt}, targets))
+	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
+	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
+	picked := G.Must(G.Reshape(G.Must(G.ByIndices(column, index, 0)), tensor.Shape{N}))
+	perRow := G.Must(G.Mul(picked, e.scalar("loss.target", 1-eps)))
+	if eps > 0 {
+		mean := G.Must(G.Mul(G.Must(G.Sum(logp, 1)), e.scalar("loss.smooth", eps/float64(V))))
+		perRow = G.Must(G.Add(perRow, mean))
+	}
+	total := G.Must(G.Sum(G.Must(G.HadamardProd(perRow, weight))))
+	return G.Must(G.Neg(total))
 }
 
 // splitHeads turns rows (B·T, C) into per-head sequences (B·H, T, C/H).

@@ -3,20 +3,19 @@ package graph
 import (
 	"fmt"
 	"math"
-	"math/rand"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph/fused"
 )
 
 // This file is the encoder–decoder Transformer of "Attention is all you
-// need", layer by layer, as model.go is the GPT: source and target
+// need", top to bottom, as model.go is the GPT: source and target
 // embeddings, encoder blocks, decoder blocks, output layer and the
-// label-smoothed loss. Its golden files come from PyTorch's own
-// nn.Transformer (testdata/translate/mkgolden.py).
+// label-smoothed loss, built from the layers the GPT is built from
+// (layers.go). Its golden files come from PyTorch's own nn.Transformer
+// (testdata/translate/mkgolden.py).
 
 // TranslationSpec is the encoder–decoder's shape and switches.
 type TranslationSpec struct {
@@ -94,15 +93,12 @@ type Translation struct {
 	// scores of the encoder's self-attention and of cross-attention.
 	SrcMask *G.Node
 	// Targets holds the B·T target ids (dec_tgt, PAD after the end); nil
-	// without the loss. The unfused loss reads them as TargetIndex (B·T,
-	// tensor.Int), r·V + dec_tgt[r], where row r of the flattened
-	// log-probabilities holds its target, and TargetWeight (B·T),
-	// 1/(number of non-PAD targets) at a non-PAD target, else 0.
-	Targets, TargetIndex, TargetWeight *G.Node
-	Memory                             *G.Node // the encoder's output, rows (B·S, C)
-	// Logits are (B·T, V); nil in a fused graph with the loss unless
-	// TranslationOptions.Logits asks for them (its loss computes the
-	// logits of the non-PAD targets only, inside fused.OutputLoss).
+	// without the loss.
+	Targets *G.Node
+	Memory  *G.Node // the encoder's output, rows (B·S, C)
+	// Logits are (B·T, V); nil in a graph with the loss unless
+	// TranslationOptions.Logits asks for them (the loss computes the
+	// logits it needs inside Emitter.OutputLoss).
 	Logits *G.Node
 	Loss   *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
@@ -148,67 +144,6 @@ type TranslationOptions struct {
 	Backend
 }
 
-// translator is the builder of an encoder–decoder graph: the GPT builder's
-// parameters, dropout and layers (on the primitive emitter), with the
-// translation spec beside it.
-type translator struct {
-	*builder
-	ts TranslationSpec
-	// enc and dec emit the layers on the encoder's rows (B·S) and on the
-	// decoder's (B·T): fused ops are sized per graph. Unfused, both are e.
-	enc, dec Emitter
-	// e composes what has no fused kernel yet from primitives, in either
-	// graph: the scaled embedding; unfused, everything.
-	e       *primitives
-	fused   *fused.Emitter // the decoder's fused emitter; nil unfused
-	tgt     *G.Node        // the target embedding, which a tied output layer reads too
-	srcRows int
-	weights Weights // when set, the parameters' values (instead of the RNG's)
-}
-
-// Weights gives a forward-only graph its parameters' values instead of
-// drawing them: the value of parameter name, of the given shape and the
-// graph's dtype. The graph reads it and never writes it, so every graph
-// built from one model file can share the file's one copy of the weights
-// (a translator builds an encoder and a decoder per sentence length;
-// copying the weights into each took a copy of the model per graph). It
-// panics on a tensor it cannot give; the builder returns that as an error.
-type Weights func(name string, shape []int) *tensor.Dense
-
-// SharedZeros is a Weights for a graph that is never run (one that only
-// lists a model's parameters): every parameter a view of one buffer of
-// zeros of the dtype (float64 or else float32), grown to the largest
-// asked for, so that the graph takes about one tensor's memory instead of
-// the model's.
-func SharedZeros(dtype string) Weights {
-	var f32 []float32
-	var f64 []float64
-	return func(_ string, shape []int) *tensor.Dense {
-		n := shapeSize(shape)
-		if dtype == "float64" {
-			if len(f64) < n {
-				f64 = make([]float64, n)
-			}
-			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f64[:n]))
-		}
-		if len(f32) < n {
-			f32 = make([]float32, n)
-		}
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f32[:n]))
-	}
-}
-
-// param is the builder's param, or with Weights the given value.
-func (t *translator) param(name string, init initializer, shape ...int) *G.Node {
-	if t.weights == nil {
-		return t.builder.param(name, init, shape...)
-	}
-	node := G.NewTensor(t.g, t.dt, len(shape), G.WithShape(shape...), G.WithName(name),
-		G.WithValue(t.weights(name, shape)))
-	t.params = append(t.params, &Param{Name: name, Shape: append([]int(nil), shape...), Node: node})
-	return node
-}
-
 // BuildTranslation emits the encoder–decoder graph of spec.
 func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translation, err error) {
 	if err := spec.Check(); err != nil {
@@ -228,137 +163,101 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 			m, err = nil, fmt.Errorf("building the graph: %v", r)
 		}
 	}()
-	dt := tensor.Float32
-	if spec.Dtype == "float64" {
-		dt = tensor.Float64
-	}
-	g := G.NewGraph()
-	e := &primitives{g: g, dt: dt, batch: o.Batch, seqLen: o.TgtLen, heads: spec.Heads,
-		context: o.TgtLen, consts: map[string]*G.Node{}}
-	b := &builder{g: g, dt: dt, batch: o.Batch, seqLen: o.TgtLen, op: e,
-		spec: config.Model{Embedding: spec.Embedding, Heads: spec.Heads, Bias: true},
-		rng:  rand.New(rand.NewSource(o.Seed))}
-	if o.Dropout {
-		b.dropoutP = spec.Dropout
-	}
-	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: o.Batch * o.SrcLen, weights: o.Weights}
-	if !o.Unfused {
-		// One team and one Memory for both sides: the larger sizes the team.
-		sizes := func(T int) fused.Sizes {
-			return fused.Sizes{Batch: o.Batch, Seq: T, Width: spec.Embedding,
-				Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
-		}
-		both := fused.New(dt, sizes(max(o.SrcLen, o.TgtLen)), o.Threads, o.Memory)
-		t.fused = both.Sized(sizes(o.TgtLen))
-		t.enc, t.dec = both.Sized(sizes(o.SrcLen)), t.fused
-	}
-	m = &Translation{Spec: spec, Batch: o.Batch, SrcLen: o.SrcLen, TgtLen: o.TgtLen, G: g}
-	B, S, T := o.Batch, o.SrcLen, o.TgtLen
-
+	t := newTranslator(spec, o)
+	enc, dec := t.enc, t.dec
+	g, dt := enc.g, enc.dt
+	B, S, T, C := o.Batch, o.SrcLen, o.TgtLen, spec.Embedding
+	m = &Translation{Spec: spec, Batch: B, SrcLen: S, TgtLen: T, G: g, Fused: dec.fused}
 	m.SrcMask = G.NewMatrix(g, dt, G.WithShape(B, S), G.WithName("src_mask"),
 		G.WithValue(dense(dt, make([]float64, B*S), B, S)))
-	m.Fused = t.fused
-	m.Dropout = b.masks
-	m.dropoutP = b.dropoutP
 
-	// Parameters are created in this order (the encoder's before the
-	// decoder's), whichever graph is built, so a seed gives one model.
+	// The encoder. Parameters are created in this order (the encoder's
+	// before the decoder's), whichever graph is built, so a seed gives one
+	// model.
 	if o.Part == "decoder" {
-		m.Memory = G.NewMatrix(g, dt, G.WithShape(B*S, spec.Embedding), G.WithName("memory"),
-			G.WithValue(dense(dt, make([]float64, B*S*spec.Embedding), B*S, spec.Embedding)))
+		m.Memory = G.NewMatrix(g, dt, G.WithShape(B*S, C), G.WithName("memory"),
+			G.WithValue(dense(dt, make([]float64, B*S*C), B*S, C)))
 	} else {
 		m.Src = G.NewVector(g, tensor.Int, G.WithShape(B*S), G.WithName("src"))
-		x := t.dropout(t.embedding("src", m.Src, S))
+		x := enc.dropout(t.embedding(enc, "src", m.Src, S))
 		for i := 0; i < spec.EncoderBlocks; i++ {
-			var w *G.Node
-			x, w = t.encoderBlock(fmt.Sprintf("encoder.%d", i), x, m.SrcMask)
-			m.EncoderAttention = append(m.EncoderAttention, w)
+			x = enc.block(fmt.Sprintf("encoder.%d", i), x, func(name string, in *G.Node) *G.Node {
+				y, w := enc.selfAttention(name, in, false, m.SrcMask)
+				m.EncoderAttention = append(m.EncoderAttention, w)
+				return y
+			})
 		}
-		m.Memory = t.layerNorm("encoder.norm", x)
+		m.Memory = enc.layerNorm("encoder.norm", x)
 	}
 	if o.Part == "encoder" {
 		if o.CrossKeys {
-			C := spec.Embedding
 			for i := 0; i < spec.DecoderBlocks; i++ {
-				name := fmt.Sprintf("decoder.%d.cross", i)
-				m.CrossKeys = append(m.CrossKeys, t.linear(name+".k", m.Memory, C, C))
-				m.CrossValues = append(m.CrossValues, t.linear(name+".v", m.Memory, C, C))
+				k, v := enc.crossKeys(fmt.Sprintf("decoder.%d.cross", i), m.Memory)
+				m.CrossKeys, m.CrossValues = append(m.CrossKeys, k), append(m.CrossValues, v)
 			}
 		}
-		m.Params, m.Dropout = b.params, b.masks
+		m.Params, m.Dropout, m.dropoutP = enc.params, enc.masks, enc.dropoutP
 		return m, nil
 	}
 
+	// The decoder.
 	m.DecIn = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_in"))
-	y := t.dropout(t.embedding("tgt", m.DecIn, T))
+	src := source{memory: m.Memory, enc: enc, padding: m.SrcMask}
+	y := dec.dropout(t.embedding(dec, "tgt", m.DecIn, T))
 	for i := 0; i < spec.DecoderBlocks; i++ {
-		var self, cross *G.Node
-		y, self, cross = t.decoderBlock(fmt.Sprintf("decoder.%d", i), y, m.Memory, m.SrcMask)
-		m.DecoderAttention = append(m.DecoderAttention, self)
+		var cross *G.Node
+		y, cross = t.decoderBlock(fmt.Sprintf("decoder.%d", i), y, func(name string, in *G.Node) *G.Node {
+			a, w := dec.selfAttention(name, in, true, nil)
+			m.DecoderAttention = append(m.DecoderAttention, w)
+			return a
+		}, src)
 		m.CrossAttention = append(m.CrossAttention, cross)
 	}
-	y = t.layerNorm("decoder.norm", y)
-	switch {
-	case o.Loss && t.fused != nil:
-		// The output layer inside the loss, on the rows whose target is
-		// not PAD only (fused.OutputLoss); the logits of every row only
-		// when asked.
+	y = dec.layerNorm("decoder.norm", y)
+	if o.Loss {
+		// The output layer is inside the loss: the fused loss computes
+		// the logits of the rows whose target is not PAD only, and those
+		// of every row only when asked.
 		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
 		w, bias := t.outputLayer()
-		m.Loss = t.fused.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
+		m.Loss = dec.op.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
 		if o.Logits {
-			m.Logits = t.dec.Linear(y, w, bias)
+			m.Logits = dec.op.Linear(y, w, bias)
 		}
-	case o.Loss:
-		m.Logits = t.output(y)
-		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
-		m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
-		m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
-		m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
-	default:
+	} else {
 		m.Logits = t.output(y)
 	}
-	m.Params = b.params
-	m.Dropout = b.masks
+	m.Params, m.Dropout, m.dropoutP = dec.params, dec.masks, dec.dropoutP
 	return m, nil
 }
 
-// embedding: tok[ids]·√C + pos[0..T), as rows (B·T, C). The paper scales
-// the token embedding by √C (section 3.4) so that it is not drowned by the
-// positions; its table starts N(0, 1/C), so the scaled rows are N(0, 1).
-// side is "src" or "tgt": each has its token table and, when learned, its
-// position table.
-func (t *translator) embedding(side string, ids *G.Node, T int) *G.Node {
-	C := t.ts.Embedding
-	V := t.ts.SrcVocab
+// embedding: tok[ids]·√C + pos[0..T), as rows (B·T, C), on b's rows.
+// The paper scales the token embedding by √C (section 3.4) so that it is
+// not drowned by the positions; its table starts N(0, 1/C), so the scaled
+// rows are N(0, 1). side is "src" or "tgt": each has its token table and,
+// when learned, its position table (MaxLen, C); the sinusoidal table is a
+// constant (T, C).
+func (t *translator) embedding(b *builder, side string, ids *G.Node, T int) *G.Node {
+	tok, pos := t.embeddingTables(b, side, T)
+	return b.op.ScaledEmbedding(ids, tok, pos, math.Sqrt(float64(t.spec.Embedding)), t.spec.Positions == "learned")
+}
+
+// embeddingTables are one side's token table and position table, the
+// sinusoidal one of T positions.
+func (t *translator) embeddingTables(b *builder, side string, T int) (tok, pos *G.Node) {
+	C, V := t.spec.Embedding, t.spec.SrcVocab
 	if side == "tgt" {
-		V = t.ts.TgtVocab
+		V = t.spec.TgtVocab
 	}
-	tok := t.param(side+"_tok.weight", gaussian(1/math.Sqrt(float64(C))), V, C)
+	tok = b.param(side+"_tok.weight", gaussian(1/math.Sqrt(float64(C))), V, C)
 	if side == "tgt" {
 		t.tgt = tok
 	}
-	learned := t.ts.Positions == "learned"
-	var pos *G.Node // the learned table (MaxLen, C), or the sinusoidal one (T, C)
-	if learned {
-		pos = t.param(side+"_pos.weight", normal, t.ts.MaxLen, C)
-	} else {
-		pos = G.NewMatrix(t.g, t.dt, G.WithShape(T, C), G.WithName(side+"_sinusoidal"),
-			G.WithValue(dense(t.dt, Sinusoidal(T, C), T, C)))
+	if t.spec.Positions == "learned" {
+		return tok, b.param(side+"_pos.weight", normal, t.spec.MaxLen, C)
 	}
-	scale := math.Sqrt(float64(C))
-	if t.fused != nil {
-		f, _ := t.on(ids).(*fused.Emitter) // ids has the rows' count: the encoder's or the decoder's
-		return f.ScaledEmbedding(ids, tok, pos, scale, learned)
-	}
-	if learned {
-		pos = G.Must(G.Reshape(G.Must(G.Slice(pos, G.S(0, T))), tensor.Shape{T, C}))
-	}
-	x := G.Must(G.ByIndices(tok, ids, 0))
-	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", scale)))
-	x = G.Must(G.Reshape(x, tensor.Shape{t.batch, T, C}))
-	x = G.Must(G.BroadcastAdd(x, pos, nil, []byte{0}))
-	return G.Must(G.Reshape(x, tensor.Shape{t.batch * T, C}))
+	return tok, G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(side+"_sinusoidal"),
+		G.WithValue(dense(b.dt, Sinusoidal(T, C), T, C)))
 }
 
 // Sinusoidal is the paper's position table, (T, C) row-major:
@@ -375,176 +274,79 @@ func Sinusoidal(T, C int) []float64 {
 	return pe
 }
 
-// encoderBlock: self-attention over the source (PAD keys masked), then
-// the feed-forward layer, each wrapped by sub. It returns the block's
-// output and the self-attention weights.
-func (t *translator) encoderBlock(name string, x, srcMask *G.Node) (out, self *G.Node) {
-	x = t.sub(name+".norm1", x, func(in *G.Node) *G.Node {
-		var y *G.Node
-		y, self = t.attention(name+".att", in, in, srcMask)
-		return y
-	})
-	return t.sub(name+".norm2", x, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), self
-}
-
-// decoderBlock: causal self-attention over the target, cross-attention
-// from the target to the encoder's output (PAD sources masked), then the
-// feed-forward layer. It returns the block's output and the self- and
-// cross-attention weights.
-func (t *translator) decoderBlock(name string, y, memory, srcMask *G.Node) (out, self, cross *G.Node) {
-	y = t.sub(name+".norm1", y, func(in *G.Node) *G.Node {
+// decoderBlock: causal self-attention over the target (attend: over the
+// whole target, or one position against a key/value cache in the step
+// graph), cross-attention from the target to the source, then the
+// feed-forward layer, each a sublayer. It returns the block's output and
+// the cross-attention weights.
+func (t *translator) decoderBlock(name string, y *G.Node, attend func(name string, y *G.Node) *G.Node, src source) (out, cross *G.Node) {
+	d := t.dec
+	y = d.sublayer(name+".norm1", y, func(h *G.Node) *G.Node { return attend(name+".att", h) })
+	y = d.sublayer(name+".norm2", y, func(h *G.Node) *G.Node {
 		var a *G.Node
-		a, self = t.attention(name+".att", in, in, nil)
+		a, cross = d.crossAttention(name+".cross", h, src)
 		return a
 	})
-	y = t.sub(name+".norm2", y, func(in *G.Node) *G.Node {
-		var a *G.Node
-		a, cross = t.attention(name+".cross", in, memory, srcMask)
-		return a
-	})
-	return t.sub(name+".norm3", y, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) }), self, cross
-}
-
-// sub wraps a sub-layer f with its residual connection, its LayerNorm
-// and the paper's dropout on f's output: post (the paper's)
-// norm(x + drop(f(x))), pre x + drop(f(norm(x))).
-func (t *translator) sub(normName string, x *G.Node, f func(*G.Node) *G.Node) *G.Node {
-	in := x
-	if t.ts.Norm == "pre" {
-		in = t.layerNorm(normName, x)
-	}
-	h := G.Must(G.Add(t.dropout(f(in)), x)) // h + x: see block in model.go
-	if t.ts.Norm == "post" {
-		h = t.layerNorm(normName, h)
-	}
-	return h
-}
-
-// attention is multi-head attention of the rows x (queries) over the rows
-// kv (keys and values): q, k, v projections with biases,
-// softmax(q·kᵀ/√(C/heads) + mask)·v, then the output projection. With a
-// keyMask (B, S) the keys are the source's, PAD masked (the encoder's
-// self-attention, cross-attention); without, it is the decoder's causal
-// self-attention. It returns the output rows and the weights (B·heads,
-// T_q, T_kv).
-func (t *translator) attention(name string, x, kv, keyMask *G.Node) (y, w *G.Node) {
-	C := t.ts.Embedding
-	scale := 1 / math.Sqrt(float64(C/t.ts.Heads))
-	q := t.linear(name+".q", x, C, C)
-	k := t.linear(name+".k", kv, C, C)
-	v := t.linear(name+".v", kv, C, C)
-	switch f, isFused := t.on(x).(*fused.Emitter); {
-	case keyMask == nil:
-		y, w = t.dec.Attention(q, k, v, scale, true, nil)
-	case isFused:
-		y, w = f.MaskedAttention(q, k, v, keyMask, scale)
-	default:
-		y, w = t.e.maskedAttention(q, k, v, scale, keyMask, false)
-	}
-	return t.linear(name+".o", y, C, C), w
-}
-
-// on is the emitter of x's rows: the encoder's or the decoder's.
-func (t *translator) on(x *G.Node) Emitter {
-	if x.Shape()[0] == t.srcRows {
-		return t.enc
-	}
-	return t.dec
-}
-
-// layerNorm is nn.LayerNorm (eps 1e-5) with its weight and bias.
-func (t *translator) layerNorm(name string, x *G.Node) *G.Node {
-	w := t.param(name+".weight", ones, t.ts.Embedding)
-	bias := t.param(name+".bias", zeros, t.ts.Embedding)
-	return t.on(x).LayerNorm(x, w, bias, 1e-5)
-}
-
-// dropout: see builder.dropout.
-func (t *translator) dropout(x *G.Node) *G.Node {
-	if mask := t.dropoutMask(x.Shape()); mask != nil {
-		return t.on(x).Dropout(x, mask)
-	}
-	return x
-}
-
-// feedForward: down(act(up(x))), ff_hidden wide.
-func (t *translator) feedForward(name string, x *G.Node) *G.Node {
-	C, H := t.ts.Embedding, t.ts.FFHidden
-	h := t.on(x).Activation(t.linear(name+".up", x, C, H), t.ts.Activation)
-	return t.linear(name+".down", h, H, C)
-}
-
-// linear is nn.Linear with nn.Transformer's initialisation: Xavier-uniform
-// weights U(±√(6/(in+out))), zero biases.
-func (t *translator) linear(name string, x *G.Node, in, out int) *G.Node {
-	w := t.param(name+".weight", xavier(in, out), out, in)
-	bias := t.param(name+".bias", zeros, out)
-	return t.on(x).Linear(x, w, bias)
-}
-
-// xavier is U(±√(6/(in+out))), torch.nn.init.xavier_uniform_.
-func xavier(in, out int) initializer {
-	bound := math.Sqrt(6 / float64(in+out))
-	return func(r *rand.Rand) float64 { return (2*r.Float64() - 1) * bound }
+	return d.sublayer(name+".norm3", y, func(h *G.Node) *G.Node { return d.feedForward(name+".ff", h) }), cross
 }
 
 // output: logits (B·T, V) from the decoder's rows, through the output
 // layer or, tied, the target embedding read backwards.
 func (t *translator) output(y *G.Node) *G.Node {
 	w, bias := t.outputLayer()
-	return t.dec.Linear(y, w, bias)
+	return t.dec.op.Linear(y, w, bias)
 }
 
 // outputLayer returns the output layer's weight (V, C) and bias, or, tied,
 // the target embedding and no bias (nil).
 func (t *translator) outputLayer() (w, bias *G.Node) {
-	if t.ts.TieEmbeddings {
+	if t.spec.TieEmbeddings {
 		return t.tgt, nil
 	}
-	w = t.param("out.weight", xavier(t.ts.Embedding, t.ts.TgtVocab), t.ts.TgtVocab, t.ts.Embedding)
-	bias = t.param("out.bias", zeros, t.ts.TgtVocab)
-	return w, bias
+	return t.dec.linearParams("out", t.spec.Embedding, t.spec.TgtVocab, false)
 }
 
-// loss is the label-smoothed cross-entropy averaged over non-PAD targets,
-// PyTorch's cross_entropy(ignore_index=PAD, label_smoothing=ε): per target
-// (1−ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p[v]).
-// The target's log-probability is gathered by its flat index (r·V +
-// target) from the log-probabilities as one column: ByIndices along a
-// non-last axis, whose gradient Gorgonia gets right.
-func (t *translator) loss(logits, index, weight *G.Node) *G.Node {
-	N, V := logits.Shape()[0], logits.Shape()[1]
-	eps := t.ts.LabelSmoothing
-	logp := G.Must(G.LogSoftMax(t.e.subtractRowMax(logits)))
-	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
-	picked := G.Must(G.Reshape(G.Must(G.ByIndices(column, index, 0)), tensor.Shape{N}))
-	perRow := G.Must(G.Mul(picked, t.e.scalar("loss.target", 1-eps)))
-	if eps > 0 {
-		mean := G.Must(G.Mul(G.Must(G.Sum(logp, 1)), t.e.scalar("loss.smooth", eps/float64(V))))
-		perRow = G.Must(G.Add(perRow, mean))
-	}
-	total := G.Must(G.Sum(G.Must(G.HadamardProd(perRow, weight))))
-	return G.Must(G.Neg(total))
+// translator builds an encoder–decoder graph: a builder for the
+// encoder's rows (B·S) and one for the decoder's (B·T), sharing the graph
+// and the layers.
+type translator struct {
+	spec     TranslationSpec
+	enc, dec *builder
+	tgt      *G.Node // the target embedding, which a tied output layer reads too
 }
 
-// maskedAttention is attention with the encoder–decoder's masks, q rows
-// (B·T_q, C), k and v rows (B·T_k, C): scores (B·H, T_q, T_k), plus the
-// key mask (B, T_k) broadcast over heads and queries, plus the causal mask
-// (T_q = T_k) when causal. Returns y rows (B·T_q, C) and the weights.
-func (e *primitives) maskedAttention(q, k, v *G.Node, scale float64, keyMask *G.Node, causal bool) (y, w *G.Node) {
-	C := q.Shape()[1]
-	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
-	scores := G.Must(G.BatchedMatMul(q, k, false, true))
-	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
-	if causal {
-		scores = G.Must(G.BroadcastAdd(scores, e.causalMask(), nil, []byte{0}))
+// layers are the encoder–decoder's settings of the shared layers: the
+// paper's residual connections, biases, projections and initialisation
+// (nn.Transformer's), with the spec's sizes, norm and activation.
+func (s TranslationSpec) layers() layers {
+	return layers{width: s.Embedding, heads: s.Heads, ffHidden: s.FFHidden, activation: s.Activation,
+		norm: s.Norm, residual: true, bias: true, init: "xavier", qkv: true, outProj: true}
+}
+
+// newTranslator prepares the builders of a graph of o.Batch sentence
+// pairs, sources of o.SrcLen positions and targets of o.TgtLen. The
+// fused ops of both sides share one team and one Memory, sized for the
+// larger side.
+func newTranslator(spec TranslationSpec, o TranslationOptions) *translator {
+	st := newGraphState(spec.Dtype, o.Seed, o.Weights)
+	if o.Dropout {
+		st.dropoutP = spec.Dropout
 	}
-	if keyMask != nil {
-		BH, Tq, Tk := scores.Shape()[0], scores.Shape()[1], scores.Shape()[2]
-		s4 := G.Must(G.Reshape(scores, tensor.Shape{e.batch, BH / e.batch, Tq, Tk}))
-		s4 = G.Must(G.BroadcastAdd(s4, keyMask, nil, []byte{1, 2}))
-		scores = G.Must(G.Reshape(s4, tensor.Shape{BH, Tq, Tk}))
+	batch, srcLen, tgtLen := o.Batch, o.SrcLen, o.TgtLen
+	base := &builder{graphState: st, batch: batch, layers: spec.layers()}
+	t := &translator{spec: spec}
+	if o.Unfused {
+		consts := map[string]*G.Node{} // one set of named constants for the graph
+		side := func(T int) *primitives {
+			return &primitives{g: st.g, dt: st.dt, batch: batch, seqLen: T, heads: spec.Heads, context: T, consts: consts}
+		}
+		t.enc, t.dec = base.on(side(srcLen), srcLen), base.on(side(tgtLen), tgtLen)
+		return t
 	}
-	w = e.softmax(scores)
-	return e.mergeHeads(G.Must(G.BatchedMatMul(w, v)), C), w
+	sizes := func(T int) fused.Sizes {
+		return fused.Sizes{Batch: batch, Seq: T, Width: spec.Embedding, Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
+	}
+	both := fused.New(st.dt, sizes(max(srcLen, tgtLen)), o.Threads, o.Memory)
+	t.enc, t.dec = base.on(both.Sized(sizes(srcLen)), srcLen), base.on(both.Sized(sizes(tgtLen)), tgtLen)
+	return t
 }

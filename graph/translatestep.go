@@ -3,12 +3,10 @@ package graph
 import (
 	"fmt"
 	"math"
-	"math/rand"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph/fused"
 )
 
@@ -53,16 +51,13 @@ type TranslationStep struct {
 
 // StepBlock holds one decoder block's inputs and its new key and value.
 type StepBlock struct {
-	// Keys and Values are the self-attention caches, (Rows·TgtLen, C),
-	// row after row: rows 0..p−1 of each are valid.
-	Keys, Values *G.Node
+	// BlockCache is the self-attention cache: Keys and Values are
+	// (Rows·TgtLen, C), row after row, of which rows 0..p−1 are valid;
+	// NewKey and NewValue are the new position's (Rows, C).
+	BlockCache
 	// CrossKeys and CrossValues are the encoder output's cross-attention
 	// keys and values, (Rows·SrcLen, C).
 	CrossKeys, CrossValues *G.Node
-	// NewKey and NewValue are the new position's self-attention key and
-	// value (Rows, C), copied out of the graph when computed, as
-	// BlockCache's are.
-	NewKey, NewValue G.Value
 }
 
 // BuildTranslationStep emits the step graph of spec for rows rows,
@@ -83,22 +78,15 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 			m, err = nil, fmt.Errorf("building the step graph: %v", r)
 		}
 	}()
-	dt := tensor.Float32
-	if spec.Dtype == "float64" {
-		dt = tensor.Float64
-	}
 	R, S, T, C := rows, srcLen, tgtLen, spec.Embedding
-	g := G.NewGraph()
-	e := &primitives{g: g, dt: dt, batch: R, seqLen: 1, heads: spec.Heads, context: T, consts: map[string]*G.Node{}}
-	b := &builder{g: g, dt: dt, batch: R, seqLen: 1, op: e,
-		spec: config.Model{Embedding: C, Heads: spec.Heads, Bias: true},
-		rng:  rand.New(rand.NewSource(0))}
-	t := &translator{builder: b, ts: spec, e: e, enc: e, dec: e, srcRows: R * S, weights: weights}
+	st := newGraphState(spec.Dtype, 0, weights)
+	g, dt := st.g, st.dt
+	var op Emitter = &primitives{g: g, dt: dt, batch: R, seqLen: 1, heads: spec.Heads, context: T, consts: map[string]*G.Node{}}
 	if !be.Unfused {
-		t.fused = fused.New(dt, fused.Sizes{Batch: R, Seq: 1, Width: C, Heads: spec.Heads,
-			Vocab: spec.TgtVocab, Context: T}, be.Threads, nil)
-		t.enc, t.dec = t.fused, t.fused
+		op = fused.New(dt, fused.Sizes{Batch: R, Seq: 1, Width: C, Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}, be.Threads, nil)
 	}
+	dec := (&builder{graphState: st, batch: R, layers: spec.layers()}).on(op, 1)
+	t := &translator{spec: spec, dec: dec}
 	m = &TranslationStep{Spec: spec, Rows: R, SrcLen: S, TgtLen: T, G: g, Blocks: make([]StepBlock, spec.DecoderBlocks)}
 	m.Tokens = G.NewVector(g, tensor.Int, G.WithShape(R), G.WithName("tokens"))
 	m.Positions = G.NewVector(g, tensor.Int, G.WithShape(R), G.WithName("positions"))
@@ -107,7 +95,6 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 	m.SrcMask = G.NewMatrix(g, dt, G.WithShape(R, S), G.WithName("src_mask"))
 
 	y := t.embeddingAt(m.Tokens, m.Positions, T)
-	scale := 1 / math.Sqrt(float64(C/spec.Heads))
 	for i := range m.Blocks {
 		blk, name := &m.Blocks[i], fmt.Sprintf("decoder.%d", i)
 		input := func(what string, n int) *G.Node {
@@ -115,31 +102,15 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 		}
 		blk.Keys, blk.Values = input("cached_keys", R*T), input("cached_values", R*T)
 		blk.CrossKeys, blk.CrossValues = input("cross_keys", R*S), input("cross_values", R*S)
-		y = t.sub(name+".norm1", y, func(in *G.Node) *G.Node {
-			q := t.linear(name+".att.q", in, C, C)
-			k := t.linear(name+".att.k", in, C, C)
-			v := t.linear(name+".att.v", in, C, C)
-			G.Read(k, &blk.NewKey)
-			G.Read(v, &blk.NewValue)
-			a := t.dec.CachedAttention(q, k, v, blk.Keys, blk.Values, m.Count, m.Mask, scale)
-			return t.linear(name+".att.o", a, C, C)
-		})
-		y = t.sub(name+".norm2", y, func(in *G.Node) *G.Node {
-			q := t.linear(name+".cross.q", in, C, C)
-			var a, w *G.Node
-			if t.fused != nil {
-				a, w = t.fused.MaskedAttention(q, blk.CrossKeys, blk.CrossValues, m.SrcMask, scale)
-			} else {
-				a, w = e.maskedAttention(q, blk.CrossKeys, blk.CrossValues, scale, m.SrcMask, false)
-			}
-			m.CrossAttention = append(m.CrossAttention, w)
-			return t.linear(name+".cross.o", a, C, C)
-		})
-		y = t.sub(name+".norm3", y, func(in *G.Node) *G.Node { return t.feedForward(name+".ff", in) })
+		var cross *G.Node
+		y, cross = t.decoderBlock(name, y, func(name string, in *G.Node) *G.Node {
+			return dec.cachedSelfAttention(name, in, &blk.BlockCache, m.Count, m.Mask)
+		}, source{keys: blk.CrossKeys, values: blk.CrossValues, padding: m.SrcMask})
+		m.CrossAttention = append(m.CrossAttention, cross)
 	}
-	y = t.layerNorm("decoder.norm", y)
+	y = dec.layerNorm("decoder.norm", y)
 	m.Logits = t.output(y)
-	m.Params = b.params
+	m.Params = dec.params
 	return m, nil
 }
 
@@ -147,17 +118,6 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 // pos[p], the same arithmetic as the whole target's. The sinusoidal
 // table has the rows of a decoder of T positions.
 func (t *translator) embeddingAt(tokens, positions *G.Node, T int) *G.Node {
-	C := t.ts.Embedding
-	tok := t.param("tgt_tok.weight", gaussian(1/math.Sqrt(float64(C))), t.ts.TgtVocab, C)
-	t.tgt = tok
-	var pos *G.Node
-	if t.ts.Positions == "learned" {
-		pos = t.param("tgt_pos.weight", normal, t.ts.MaxLen, C)
-	} else {
-		pos = G.NewMatrix(t.g, t.dt, G.WithShape(T, C), G.WithName("tgt_sinusoidal"),
-			G.WithValue(dense(t.dt, Sinusoidal(T, C), T, C)))
-	}
-	x := G.Must(G.ByIndices(tok, tokens, 0))
-	x = G.Must(G.Mul(x, t.e.scalar("embedding.scale", math.Sqrt(float64(C)))))
-	return G.Must(G.Add(x, G.Must(G.ByIndices(pos, positions, 0))))
+	tok, pos := t.embeddingTables(t.dec, "tgt", T)
+	return t.dec.op.ScaledEmbeddingAt(tokens, positions, tok, pos, math.Sqrt(float64(t.spec.Embedding)))
 }

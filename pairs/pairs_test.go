@@ -40,12 +40,15 @@ func TestTokenize(t *testing.T) {
 
 func TestDetokenize(t *testing.T) {
 	for in, want := range map[string]string{
-		"¿Dónde está la casa?":  "¿dónde está la casa?",
-		"Hello, world (again)!": "hello, world (again)!",
-		"¡Muchas gracias!":      "¡muchas gracias!",
-		"I don't know, O'Brien": "i don't know, o ' brien",
-		"Yahweh’s word":         "yahweh’s word",
-		"they said 'go'":        "they said ' go '",
+		"¿Dónde está la casa?":          "¿dónde está la casa?",
+		"Hello, world (again)!":         "hello, world (again)!",
+		"¡Muchas gracias!":              "¡muchas gracias!",
+		"I don't know, O'Brien":         "i don't know, o ' brien",
+		"Yahweh’s word":                 "yahweh’s word",
+		"they said 'go'":                "they said ' go '",
+		"a well-known 1,000 (3:16) 2.5": "a well-known 1,000 (3:16) 2.5",
+		"wait - no, 3, 4":               "wait-no, 3,4", // Tokenize drops the spaces
+		"his soul — and men":            "his soul—and men",
 	} {
 		if got := Detokenize(Tokenize(in)); got != want {
 			t.Errorf("Detokenize(Tokenize(%q)) = %q, want %q", in, got, want)

@@ -65,17 +65,25 @@ func isWordRune(r rune) bool {
 // none before closing punctuation or after opening punctuation, and an
 // apostrophe before an English contraction's ending joins its neighbours,
 // so ["¿", "dónde", "está", "?"] reads "¿dónde está?" and ["don", "'", "t"]
-// "don't" (an apostrophe elsewhere may be a quote: "said 'go'").
+// "don't" (an apostrophe elsewhere may be a quote: "said 'go'"). A hyphen
+// between two words joins them ("well-known") and a comma, period or colon
+// between two numbers does too ("1,000", "3:16"), as they were before
+// Tokenize split them; an em dash joins its neighbours ("sockets—under"), as
+// English typesetting (and the built-in corpus) writes it. BLEU's 13a tokenization keeps such groups whole, so
+// a reference must read back exactly to score 100 against itself.
 func Detokenize(words []string) string {
 	var b strings.Builder
 	noSpaceNext := true
 	for i, w := range words {
-		inWord := apostrophe(w) && i > 0 && i+1 < len(words) && isWord(words[i-1]) && contraction[words[i+1]]
-		if !noSpaceNext && !closing(w) && !inWord {
+		between := i > 0 && i+1 < len(words)
+		inWord := between && apostrophe(w) && isWord(words[i-1]) && contraction[words[i+1]] ||
+			between && w == "-" && isWord(words[i-1]) && isWord(words[i+1]) ||
+			between && numberSeparator(w) && isNumber(words[i-1]) && isNumber(words[i+1])
+		if !noSpaceNext && !closing(w) && !inWord && w != "—" {
 			b.WriteByte(' ')
 		}
 		b.WriteString(w)
-		noSpaceNext = opening(w) || inWord
+		noSpaceNext = opening(w) || inWord || w == "—"
 	}
 	return b.String()
 }
@@ -92,6 +100,18 @@ func isWord(w string) bool {
 		return isWordRune(r)
 	}
 	return false
+}
+
+func numberSeparator(w string) bool { return w == "," || w == "." || w == ":" }
+
+// isNumber reports whether w is a run of decimal digits.
+func isNumber(w string) bool {
+	for _, r := range w {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return w != ""
 }
 
 func closing(w string) bool {

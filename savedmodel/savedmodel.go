@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
@@ -27,6 +28,14 @@ import (
 // Format is the value of the "format" metadata key of a gptg model file.
 const Format = "gptg/1"
 
+// MaxFileSize bounds the model files Load, LoadChecked, LoadMeta and Scan
+// open: GPT-2 xl's is 6.2 GB, beyond modelfile's default of 2 GiB. The
+// size alone allocates nothing: the header is bounded on its own, and a
+// file whose tensors are larger than its metadata's model is refused
+// before they are read (CheckDataSize), a model too large for the memory
+// by the caller's check.
+const MaxFileSize = 64 << 30
+
 // Model is a model file read back: what rebuilds the graph (Spec), what
 // turns text into ids (Vocab) and the weights.
 type Model struct {
@@ -35,6 +44,12 @@ type Model struct {
 	Vocab   *corpus.Vocab
 	Meta    map[string]string
 	Tensors map[string]modelfile.Tensor
+
+	// shared guards what SharedWeights and CheckShared change: the
+	// tensors converted to the model's dtype, and whether the values were
+	// checked (once per model, for every graph sharing them).
+	shared  sync.Mutex
+	checked bool
 }
 
 // Save writes the parameters as a safetensors file the reference
@@ -49,9 +64,19 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 		return err
 	}
 	meta := map[string]string{"format": Format, "model": string(model), "tokenizer": vocab.Kind()}
-	// GPT-2's vocabulary ships inside gptg: its kind names it, and its
-	// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
-	if vocab.Kind() != corpus.GPT2 {
+	switch vocab.Kind() {
+	case corpus.GPT2:
+		// GPT-2's vocabulary ships inside gptg: its kind names it, and its
+		// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
+	case corpus.BPE:
+		// A learned BPE is its merges, in order: its tokens follow from
+		// them (and are byte strings, not all UTF-8).
+		merges, err := json.Marshal(vocab.Merges())
+		if err != nil {
+			return err
+		}
+		meta["merges"] = string(merges)
+	default:
 		tokens, err := json.Marshal(vocab.Tokens())
 		if err != nil {
 			return err
@@ -127,7 +152,7 @@ func beforeData(path string, m **Model, check func(spec config.Model, dataBytes 
 // model too large to build without reading a byte of it.
 func LoadChecked(path string, check func(spec config.Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
-	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)})
+	f, err := modelfile.Read(path, modelfile.Limits{MaxFileSize: MaxFileSize, BeforeData: beforeData(path, &m, check)})
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +172,7 @@ func LoadChecked(path string, check func(spec config.Model, dataBytes int64) err
 // LoadMeta is Load without the tensors: the model and vocabulary a file's
 // header describes, read without its (perhaps large) data.
 func LoadMeta(path string) (*Model, error) {
-	meta, err := modelfile.ReadMeta(path, modelfile.Limits{})
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{MaxFileSize: MaxFileSize})
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +223,10 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 
 // vocabFromMeta is the vocabulary a model file's metadata names: "tokenizer"
 // (char when missing, as in the first files) and, for char and word, the
-// tokens in id order ("vocab"). A gpt2 file has no "vocab": the tokenizer
-// is built into gptg, and a list there would be a second, unchecked one.
+// tokens in id order ("vocab"), for bpe the merges in order ("merges", a
+// JSON array of [left, right] id pairs). A gpt2 file has no "vocab": the
+// tokenizer is built into gptg, and a list there would be a second,
+// unchecked one.
 func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
 	kind := meta["tokenizer"]
 	if kind == "" {
@@ -210,6 +237,32 @@ func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
 			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose vocabulary is built into gptg: the file is damaged", path, kind)
 		}
 		return corpus.NewGPT2Vocab()
+	}
+	if kind == corpus.BPE {
+		if _, ok := meta["vocab"]; ok {
+			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose tokens follow from its \"merges\": the file is damaged", path, kind)
+		}
+		// [][]int, not [][2]int: json drops the elements of a longer
+		// array and zero-fills a shorter one without a word.
+		var pairs [][]int
+		if err := modelfile.DecodeJSON([]byte(meta["merges"]), &pairs); err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\" is not a JSON array of [left, right] id pairs: %v", path, err)
+		}
+		merges := make([][2]int, len(pairs))
+		for i, p := range pairs {
+			if len(p) != 2 {
+				return nil, fmt.Errorf("%s: metadata \"merges\": merge %d has %d ids, not 2 (left, right)", path, i, len(p))
+			}
+			merges[i] = [2]int{p[0], p[1]}
+		}
+		v, err := corpus.NewLearnedVocab(merges)
+		if err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\": %v", path, err)
+		}
+		return v, nil
+	}
+	if _, ok := meta["merges"]; ok {
+		return nil, fmt.Errorf("%s: metadata \"merges\" is given for tokenizer %q, which has none: the file is damaged", path, kind)
 	}
 	var tokens []string
 	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {

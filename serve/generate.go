@@ -52,7 +52,11 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 	var req genRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	err := dec.Decode(&req)
+	if _, after := dec.Token(); err == nil && after != io.EOF {
+		err = errors.New("the body holds more than one JSON value")
+	}
+	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than %d bytes", maxBodyBytes))

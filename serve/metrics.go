@@ -107,7 +107,12 @@ func (t *metricsTail) read(f *os.File, info os.FileInfo) (rows []row, reset bool
 			return nil, reset, false, tooManyLines()
 		}
 		var r row
-		if json.Unmarshal(line, &r) != nil {
+		// The curves are drawn against rising steps, as train writes them
+		// (one row a step, a resume rewrites the file): a row whose step
+		// is negative, repeats or goes back is not drawn but counted with
+		// the lines that are not rows, so the page says so. The curve is
+		// that of the rows that rise, in file order.
+		if json.Unmarshal(line, &r) != nil || r.Step < 0 || t.last != nil && r.Step <= t.last.Step {
 			t.bad++
 			continue
 		}
@@ -322,7 +327,7 @@ const columnChunk = 8192
 // time: a whole run's answer is about 40 bytes a row (69 MB for 1.65
 // million rows), and marshalling it whole held that much per request on
 // top of the columns (six requests at once: the kernel's OOM kill in a
-// 400 MiB cgroup, audit4 A4-8).
+// 400 MiB cgroup).
 func (c columns) writeJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	fields := []struct {

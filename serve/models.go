@@ -129,6 +129,7 @@ type modelEntry struct {
 	model     any
 	err       error
 	weights   int64 // bytes of the tensors
+	counted   bool  // weights are in c.used (until dropLocked takes them out)
 	perRunner int64 // bytes of one runner's graphs
 	idle      []runner
 	busy      int   // runners out
@@ -215,7 +216,9 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 		}
 		if err != nil {
 			e.err = err
-			delete(c.entries, id) // a file that failed may be fixed: try again next time
+			if c.entries[id] == e {
+				delete(c.entries, id) // a file that failed may be fixed: try again next time
+			}
 		}
 		close(e.ready)
 	} else {
@@ -273,7 +276,11 @@ func (c *modelCache) admitLocked(e *modelEntry, m any) error {
 	if err := c.makeRoomLocked(e.weights+e.perRunner, e); err != nil {
 		return err
 	}
+	// Counted even when a newer version of the file dropped e while it
+	// loaded: its requests still hold the model, and the last of them
+	// to finish takes its weights out again (release, dropLocked).
 	c.used += e.weights
+	e.counted = true
 	e.model = m
 	return nil
 }
@@ -338,10 +345,13 @@ func (c *modelCache) dropLocked(e *modelEntry) {
 		c.used -= e.perRunner
 	}
 	e.idle = nil
-	if c.entries[e.id] == e && e.model != nil {
+	if e.counted {
 		c.used -= e.weights
+		e.counted = false
 	}
-	delete(c.entries, e.id)
+	if c.entries[e.id] == e {
+		delete(c.entries, e.id)
+	}
 }
 
 // release gives a runner back: kept for the next request, unless its

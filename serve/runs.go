@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/gptg/gptg/config"
@@ -75,6 +76,7 @@ func keyOf(info os.FileInfo) fileKey {
 // fifty clients must not read it fifty times.
 type runCache struct {
 	mu      sync.Mutex
+	waiting atomic.Int32 // requests waiting for mu: the tests wait on it, not on a sleep
 	cfgKey  fileKey
 	cfg     *config.Config
 	cfgErr  error
@@ -88,7 +90,9 @@ type runCache struct {
 
 // info reads the run folder f (through the cache c) into a runInfo.
 func (c *runCache) info(f *folder) runInfo {
+	c.waiting.Add(1)
 	c.mu.Lock()
+	c.waiting.Add(-1)
 	defer c.mu.Unlock()
 	r := f.root
 	ri := runInfo{ID: f.id, Name: path.Base(f.id), Differs: []string{}}
@@ -248,7 +252,7 @@ func shownSettings(settings []string) []string {
 	out := []string{}
 	for _, d := range settings {
 		key, _, _ := strings.Cut(d, "=")
-		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "model.vocab" {
+		if key == "train.out" || key == "train.threads" || key == "train.max_memory" || key == "data.path" || key == "data.url" || key == "data.sha256" || key == "data.size" || key == "model.vocab" {
 			continue
 		}
 		out = append(out, readable(d))

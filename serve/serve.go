@@ -281,7 +281,11 @@ func crossSite(r *http.Request) string {
 		return fmt.Sprintf("refused: a request from another site's page (Sec-Fetch-Site: %s); the API answers this server's own pages", quote.Value(site))
 	}
 	if o := r.Header.Get("Origin"); o != "" {
-		if u, err := url.Parse(o); err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https") {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host || u.Scheme != scheme {
 			return fmt.Sprintf("refused: a request from the page of %s, not of this server (%s)", quote.Value(o), quote.Value(r.Host))
 		}
 	}
@@ -627,7 +631,9 @@ func (s *Server) apiMetrics(w http.ResponseWriter, r *http.Request) {
 // apiLive streams a run's metrics as Server-Sent Events: the rows there
 // are, then each row as train appends it. Only the bytes appended since
 // the last look are read. Events: "rows" (columns), "reset" (the file was
-// rewritten, as a resume does: the rows that follow replace the old ones).
+// rewritten, as a resume does: the rows that follow replace the old ones),
+// "error" ({"error"}: the file cannot be read or drawn; the stream ends, so
+// that the page says so rather than wait for rows that will not come).
 func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 	f, _, err := s.lookup(r, kindRun)
 	if err != nil {
@@ -664,6 +670,10 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 		}
 		sent = true
 	}
+	streamErr := func(err error) {
+		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+		ev.send("error", string(b))
+	}
 	rel := path.Join(f.rel, train.MetricsFile)
 	tick := time.NewTicker(liveEvery)
 	defer tick.Stop()
@@ -691,8 +701,15 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			mf.Close()
+			if err != nil {
+				streamErr(err)
+				return
+			}
 		} else if _, serr := f.root.fs.Stat(f.rel); errors.Is(serr, fs.ErrNotExist) {
 			return // the run folder was deleted: the page's next try gets a 404
+		} else if !errors.Is(err, fs.ErrNotExist) { // a FIFO, a link out of the folder: not train's file
+			streamErr(unservable(train.MetricsFile, err))
+			return
 		}
 		if !sent { // the first event, even without rows: the page stops waiting
 			if ev.send("rows", `{"step":[],"loss":[],"test_loss":[],"lr":[],"tokens_per_s":[]}`) != nil {

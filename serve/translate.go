@@ -36,6 +36,12 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, ctx
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("beam %d must be between 1 and %d (0: greedy)", req.Beam, maxBeam))
 		return
 	}
+	// A translation is a search for the likeliest sentence, not a draw:
+	// settings of sampling would be accepted and ignored.
+	if req.Temperature != nil || req.TopK != 0 || req.TopP != 0 || req.Seed != nil {
+		httpError(w, http.StatusBadRequest, "temperature, top_k, top_p and seed are sampling settings; a translation run translates greedily or by beam search (beam)")
+		return
+	}
 	tr, release, err := s.models.translator(model, key)
 	if err != nil {
 		fail(w, err)
@@ -56,7 +62,7 @@ func (s *Server) translationGenerate(w http.ResponseWriter, r *http.Request, ctx
 			first = false
 			return send(w)
 		}
-		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: word, Context: ctx})
+		res, err := tr.Translate(req.Prompt, translate.Options{Beam: max(1, req.Beam), Alpha: 0.6, Word: word, Context: ctx, MaxWords: req.Tokens})
 		if err != nil {
 			return nil, err
 		}

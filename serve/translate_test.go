@@ -119,8 +119,11 @@ func TestTranslationRun(t *testing.T) {
 		}
 	}
 
-	for _, beam := range []int{0, 3} {
-		w := post(s, "/api/generate", fmt.Sprintf(`{"id":"runs/tr","prompt":"a1 a2 a3","tokens":1,"beam":%d}`, beam))
+	// tokens bounds the words written (the page's box), as it bounds a
+	// sampled run's tokens.
+	for _, c := range []struct{ beam, tokens int }{{0, 1}, {0, 2}, {3, 1}, {3, 50}} {
+		beam := c.beam
+		w := post(s, "/api/generate", fmt.Sprintf(`{"id":"runs/tr","prompt":"a1 a2 a3","tokens":%d,"beam":%d}`, c.tokens, beam))
 		if w.Code != 200 {
 			t.Fatalf("generate beam %d: %d %s", beam, w.Code, w.Body)
 		}
@@ -136,9 +139,12 @@ func TestTranslationRun(t *testing.T) {
 				done = true
 			}
 		}
-		want, err := tr.Translate("a1 a2 a3", translate.Options{Beam: max(1, beam), Alpha: 0.6})
+		want, err := tr.Translate("a1 a2 a3", translate.Options{Beam: max(1, beam), Alpha: 0.6, MaxWords: c.tokens})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(want.Words) > c.tokens {
+			t.Errorf("MaxWords %d: %d words", c.tokens, len(want.Words))
 		}
 		if !done || text.String() != strings.Join(want.Words, " ") {
 			t.Errorf("beam %d: streamed %q (done %v), gptg translate gives %q", beam, text.String(), done, strings.Join(want.Words, " "))
@@ -148,6 +154,11 @@ func TestTranslationRun(t *testing.T) {
 	for _, bad := range []struct{ method, target, body string }{
 		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1,"beam":9}`},
 		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"   ","tokens":1}`},
+		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1,"temperature":0.5}`},
+		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1,"top_k":5}`},
+		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1,"seed":7}`},
+		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1} {"id":"runs/tr"}`},
+		{"POST", "/api/generate", `{"id":"runs/tr","prompt":"a1","tokens":1}}`},
 		{"GET", "/api/attention?id=runs/tr&text=" + url.QueryEscape("   "), ""},
 		{"GET", "/api/attention?id=runs/tr&text=a1&target=" + url.QueryEscape("b1 b2 b3 b4 b5 b6"), ""},
 		{"GET", "/api/attention?id=runs/tr&text=a1&target=" + strings.Repeat("b", maxTextBytes+1), ""},

@@ -89,6 +89,9 @@ type Result struct {
 	TestBatch    int     // number of test batches the loss averages
 	TrainSecs    float64 // training time, evaluation excluded
 	TokensPerSec float64
+	// Threads is the number of goroutines the graphs computed on: the
+	// command line's --threads, else train.threads, else every core.
+	Threads int
 }
 
 // File names inside a run folder.
@@ -253,6 +256,16 @@ func Mark(dir string) string {
 	return fmt.Sprintf("%s@%d", id, step)
 }
 
+// ExistingRunError is a train.out that already holds a run, refused
+// unless --force: the command line's mistake, not a failure (exit 2).
+type ExistingRunError struct{ msg string }
+
+func (e *ExistingRunError) Error() string { return e.msg }
+
+// CheckExistingRun is Run's refusal of a folder that already holds a run,
+// for a caller that wants it before saying what it will train.
+func CheckExistingRun(dir string, opts Options) error { return refuseExistingRun(dir, opts) }
+
 // refuseExistingRun says how to go on when dir already holds a run,
 // naming a command that works for the state the run is in.
 func refuseExistingRun(dir string, opts Options) error {
@@ -274,14 +287,14 @@ func refuseExistingRun(dir string, opts Options) error {
 	step, total, err := Progress(dir)
 	switch {
 	case err != nil: // no usable checkpoint: nothing to resume
-		return fmt.Errorf("run folder %s already holds a run (%s) without a checkpoint to resume: start over with --force, or choose another train.out",
-			dir, strings.Join(found, ", "))
+		return &ExistingRunError{fmt.Sprintf("run folder %s already holds a run (%s) without a checkpoint to resume: start over with --force, or choose another train.out",
+			dir, strings.Join(found, ", "))}
 	case step >= total:
-		return fmt.Errorf("run folder %s already holds a finished run (%d steps): train it longer with `gptg train --resume %s --set train.max_steps=%d`, or start over with --force",
-			dir, total, dir, 2*total)
+		return &ExistingRunError{fmt.Sprintf("run folder %s already holds a finished run (%d steps): train it longer with `gptg train --resume %s --set train.max_steps=%d`, or start over with --force",
+			dir, total, dir, 2*total)}
 	}
-	return fmt.Errorf("run folder %s already holds a run (at step %d of %d): continue it with `gptg train --resume %s`, or start over with --force",
-		dir, step, total, dir)
+	return &ExistingRunError{fmt.Sprintf("run folder %s already holds a run (at step %d of %d): continue it with `gptg train --resume %s`, or start over with --force",
+		dir, step, total, dir)}
 }
 
 // checkRunFolder refuses a train.out that is a filesystem root, a file, or
@@ -561,6 +574,7 @@ type trainer struct {
 	pendingEval bool
 
 	perEpoch, total int
+	threads         int       // the goroutines the graphs compute on (threads)
 	step            int       // steps done
 	trainSecs       float64   // training time up to the clock's last pause, earlier processes' included
 	segment         time.Time // when the training clock last started (startClock)
@@ -603,7 +617,9 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 		data.Close()
 		return nil, err
 	}
-	if err := t.compileGraphs(threads(opts.Backend, cfg.Train)); err != nil {
+	be := threads(opts.Backend, cfg.Train)
+	t.threads = be.Threads
+	if err := t.compileGraphs(be); err != nil {
 		data.Close()
 		return nil, err
 	}
@@ -638,7 +654,17 @@ func loadCorpus(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 	if err := recipe.EnsureFiles(from.Data, opts.Log); err != nil {
 		return nil, err
 	}
-	data, err := nanogpt.LoadData(ctx, from, opts.Log, opts.Client)
+	var data *corpus.Dataset
+	var err error
+	if from.Data.Format == config.FormatTokens {
+		data, err = nanogpt.LoadData(ctx, from, opts.Log, opts.Client)
+	} else {
+		var vocab *corpus.Vocab
+		if vocab, err = initBPE(cfg, opts.Init); err != nil {
+			return nil, err
+		}
+		data, err = corpus.LoadForVocab(ctx, from, vocab, opts.Log, opts.Client)
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}
@@ -859,7 +885,7 @@ func (t *trainer) result() *Result {
 	return &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
 		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
-		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs,
+		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs, Threads: t.threads,
 	}
 }
 

@@ -2,9 +2,12 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +15,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
@@ -40,6 +44,10 @@ type translation struct {
 	clip   clipper
 	pairs  [][]G.ValueGrad // per graph: its parameters (shared values) and gradients
 	grads  [][]any
+	// accum holds the average of a step's batch gradients (train.grad_accum > 1).
+	accum []any
+	// threads is the goroutines the graphs compute on (threads).
+	threads int
 
 	runID   string       // this run's identity (config.toml and checkpoints carry it)
 	origin  corpusOrigin // where the corpus and the config were
@@ -66,6 +74,9 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 		return nil, err
 	}
 	if err := refuseExistingRun(dir, opts); err != nil {
+		return nil, err
+	}
+	if err := downloadPairs(ctx, cfg.Data, opts); err != nil {
 		return nil, err
 	}
 	tr, err := newTranslation(cfg, cfg.Data.Path, opts)
@@ -103,6 +114,26 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	}
 	defer tr.metrics.close()
 	return tr.loop(ctx)
+}
+
+// downloadPairs fetches a missing pairs file from data.url, as a text
+// corpus is fetched (corpus.EnsureContext: checked against data.sha256
+// before it is written, nothing left behind by a failure).
+func downloadPairs(ctx context.Context, d config.Data, opts Options) error {
+	if d.URL == "" {
+		return nil
+	}
+	if _, err := os.Stat(d.Path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or pairs.Load says what is wrong with it
+	}
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "%s is missing: downloading %s\n", d.Path, d.URL)
+	}
+	err := corpus.EnsureContext(ctx, d.Path, d.URL, d.SHA256, opts.Client)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w while downloading %s: nothing was written", ErrInterrupted, d.URL)
+	}
+	return err
 }
 
 // resumeTranslation is Resume for an encoder–decoder run: dir's lock is
@@ -174,9 +205,11 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	if err != nil {
 		return nil, err
 	}
-	if d := cfg.Data; (d.SHA256 != "" && d.SHA256 != c.SHA256) || (d.Size != 0 && d.Size != c.Size) {
-		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has sha256 %s, %d bytes, but [data] expects %s",
-			c.SHA256, c.Size, content{d.SHA256, d.Size})}
+	switch d := cfg.Data; {
+	case d.SHA256 != "" && d.SHA256 != c.SHA256:
+		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has sha256 %s, but [data] sha256 expects %s", c.SHA256, d.SHA256)}
+	case d.Size != 0 && d.Size != c.Size:
+		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has %d bytes, but [data] size expects %d", c.Size, d.Size)}
 	}
 	if len(c.Train) == 0 || len(c.Test) == 0 {
 		return nil, fmt.Errorf("%s: %d training and %d test pairs after the length filter: both need at least one", c.Path, len(c.Train), len(c.Test))
@@ -191,7 +224,8 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	}
 	B := cfg.Train.Batch
 	dir := cfg.Train.Out
-	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1, example: exampleSentence(c),
+	be := threads(opts.Backend, cfg.Train)
+	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1, example: exampleSentence(c), threads: be.Threads,
 		metrics: &metricsLog{path: filepath.Join(dir, MetricsFile)}}
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())
@@ -202,7 +236,7 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	mem := fused.NewMemory()
 	for k, s := range tr.train.Shapes() {
 		o := graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Dropout: true,
-			Seed: cfg.Train.Seed, Memory: mem, Backend: opts.Backend}
+			Seed: cfg.Train.Seed, Memory: mem, Backend: be}
 		p, err := compileTranslation(spec, o, true)
 		if err != nil {
 			return nil, err
@@ -235,6 +269,20 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	t := cfg.Train
 	tr.total = tr.totalSteps()
 	tr.opt = &AdamW{LR: t.LR, Beta1: t.Beta1, Beta2: t.Beta2, Eps: t.Eps, WeightDecay: t.WeightDecay}
+	if t.Decay == "matrices" {
+		tr.opt.SkipDecay = SkipDecayBelow2D(tr.params)
+	}
+	if accum := max(1, t.GradAccum); accum > 1 {
+		tr.accum = make([]any, len(tr.params))
+		for i, prm := range tr.params {
+			switch d := prm.Value().Data().(type) {
+			case []float32:
+				tr.accum[i] = make([]float32, len(d))
+			case []float64:
+				tr.accum[i] = make([]float64, len(d))
+			}
+		}
+	}
 	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total, Dim: cfg.Model.Embedding}
 	return tr, nil
 }
@@ -270,18 +318,22 @@ func compileTranslation(spec graph.TranslationSpec, o graph.TranslationOptions, 
 // perEpoch is the number of batches in one pass over the training pairs.
 func (tr *translation) perEpoch() int { return len(tr.train.Epoch(0, 0)) }
 
+// accumSteps is train.grad_accum: the batches one step averages.
+func (tr *translation) accumSteps() int { return max(1, tr.cfg.Train.GradAccum) }
+
 // totalSteps is the number of steps: train.max_steps, or train.epochs passes.
 func (tr *translation) totalSteps() int { return TranslationSteps(tr.cfg, tr.perEpoch()) }
 
 // TranslationSteps is the number of steps a translation run of cfg takes
 // when an epoch is perEpoch batches: train.max_steps, or train.epochs
-// passes. Step s trains on batch s % perEpoch of
-// Batcher.Epoch(train.seed, s / perEpoch).
+// passes of train.grad_accum batches a step. Step s trains on the batches
+// k = s·grad_accum … (s+1)·grad_accum − 1, batch k being batch
+// k % perEpoch of Batcher.Epoch(train.seed, k / perEpoch).
 func TranslationSteps(cfg *config.Config, perEpoch int) int {
 	if cfg.Train.MaxSteps > 0 {
 		return cfg.Train.MaxSteps
 	}
-	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch))))
+	return max(1, int(math.Round(cfg.Train.Epochs*float64(perEpoch)/float64(max(1, cfg.Train.GradAccum)))))
 }
 
 // loop trains from tr.step to tr.total, logging every log_every steps and
@@ -311,21 +363,36 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 			return nil, ErrInterrupted
 		}
 		step := tr.step
-		if e := step / perEpoch; e != epoch {
-			plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
-		}
-		plan := plans[step%perEpoch]
-		b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
-		tr.train.Fill(plan, b)
 		start := time.Now()
 		r := StepResult{LR: tr.sched.At(step)}
-		p.SetDropout(cfg.Seed, uint64(step))
-		if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
-			return nil, err
+		// The step's batches (grad_accum of them): their gradients are
+		// averaged in tr.accum, then stand in the last one's buffers, whose
+		// parameter pairs the optimizer updates through.
+		accum := tr.accumSteps()
+		var plan pairs.Plan
+		for a := range accum {
+			k := step*accum + a
+			if e := k / perEpoch; e != epoch {
+				plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
+			}
+			plan = plans[k%perEpoch]
+			b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
+			tr.train.Fill(plan, b)
+			p.SetDropout(cfg.Seed, uint64(k))
+			if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
+				return nil, err
+			}
+			r.Loss += p.Loss() / float64(accum)
+			for i, g := range p.Grads {
+				tr.grads[plan.Bucket][i] = g.Value().Data()
+			}
+			if accum > 1 {
+				addScaled(tr.accum, tr.grads[plan.Bucket], 1/float64(accum), a == 0)
+			}
+			tr.tokens += float64(b.Tokens)
 		}
-		r.Loss = p.Loss()
-		for i, g := range p.Grads {
-			tr.grads[plan.Bucket][i] = g.Value().Data()
+		if accum > 1 {
+			copyGrads(tr.grads[plan.Bucket], tr.accum)
 		}
 		r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
 		if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
@@ -337,7 +404,6 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		tr.trainSecs += time.Since(start).Seconds()
-		tr.tokens += float64(b.Tokens)
 		tr.lossSum += r.Loss
 		tr.lossCount++
 		tr.lastGN = r.GradNorm
@@ -348,7 +414,7 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 		if !evalNow && done%max(1, cfg.LogEvery) != 0 {
 			bar.step(done, r)
 		} else {
-			row := MetricsRow{Step: done, Epoch: float64(done) / float64(perEpoch), LR: r.LR,
+			row := MetricsRow{Step: done, Epoch: float64(done*accum) / float64(perEpoch), LR: r.LR,
 				Loss: tr.lossSum / float64(tr.lossCount), GradNorm: r.GradNorm,
 				TokensPerSec: tr.tokens / tr.trainSecs, ElapsedSecs: tr.trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
 			tr.lastTrain, tr.lossSum, tr.lossCount = row.Loss, 0, 0
@@ -384,7 +450,7 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 // result reports the run as it stands.
 func (tr *translation) result() *Result {
 	return &Result{Dir: tr.dir, Steps: tr.total, TrainLoss: tr.lastTrain, TestLoss: tr.lastTest,
-		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs}
+		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs, Threads: tr.threads}
 }
 
 // lastCheckpoint says where training can be picked up after a failure.
@@ -417,21 +483,38 @@ func (tr *translation) saveAll() error {
 	return nil
 }
 
-// testLoss is the mean loss per non-PAD target over the whole test split:
-// each batch's mean weighted by its number of targets.
+// testLoss is the mean loss per non-PAD target over the whole test split
+// (each batch's mean weighted by its number of targets), or with
+// train.eval_batches = N over N of its batches drawn at random from
+// (seed, step), as the GPT's estimate.
 func (tr *translation) testLoss() (float64, error) {
-	return TranslationLoss(tr.test, tr.evals)
+	plans := tr.test.InOrder()
+	if n := tr.cfg.Train.EvalBatches; n > 0 {
+		rng := rand.New(rand.NewPCG(uint64(tr.cfg.Train.Seed)^saltEvalBatches, uint64(tr.step)))
+		drawn := make([]pairs.Plan, n)
+		for i := range drawn {
+			drawn[i] = plans[rng.IntN(len(plans))]
+		}
+		plans = drawn
+	}
+	return planLoss(tr.test, tr.evals, plans)
 }
 
 // TranslationLoss is the mean loss per non-PAD target over every batch
 // of b, run on evals (one evaluation graph per shape of b).
 func TranslationLoss(b *pairs.Batcher, evals []*tape.TranslationProgram) (float64, error) {
+	return planLoss(b, evals, b.InOrder())
+}
+
+// planLoss is the mean loss per non-PAD target over the batches plans
+// of b.
+func planLoss(b *pairs.Batcher, evals []*tape.TranslationProgram, plans []pairs.Plan) (float64, error) {
 	batches := make([]*pairs.Batch, len(evals))
 	for k := range batches {
 		batches[k] = b.NewBatch(k)
 	}
 	sum, n := 0.0, 0
-	for _, plan := range b.InOrder() {
+	for _, plan := range plans {
 		batch := batches[plan.Bucket]
 		b.Fill(plan, batch)
 		if err := evals[plan.Bucket].Run(batch.Src, batch.DecIn, batch.DecTgt); err != nil {
@@ -451,4 +534,43 @@ func (tr *translation) save(dir string) error {
 	c := tr.corpus
 	return translate.Save(filepath.Join(dir, ModelFile), tr.cfg.Model, c.Src, c.Tgt,
 		tr.cfg.Data.MaxSource, tr.cfg.Data.MaxTarget, tr.params)
+}
+
+// addScaled sets dst = scale·src (first) or adds scale·src to dst, slice
+// by slice; dst and src hold []float32 or []float64 of equal lengths.
+func addScaled(dst, src []any, scale float64, first bool) {
+	for i := range dst {
+		switch d := dst[i].(type) {
+		case []float32:
+			s, f := src[i].([]float32), float32(scale)
+			for j := range d {
+				if first {
+					d[j] = f * s[j]
+				} else {
+					d[j] += f * s[j]
+				}
+			}
+		case []float64:
+			s := src[i].([]float64)
+			for j := range d {
+				if first {
+					d[j] = scale * s[j]
+				} else {
+					d[j] += scale * s[j]
+				}
+			}
+		}
+	}
+}
+
+// copyGrads copies src's slices into dst's.
+func copyGrads(dst, src []any) {
+	for i := range dst {
+		switch d := dst[i].(type) {
+		case []float32:
+			copy(d, src[i].([]float32))
+		case []float64:
+			copy(d, src[i].([]float64))
+		}
+	}
 }

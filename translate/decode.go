@@ -64,6 +64,9 @@ type Options struct {
 	Word func(word string) error
 	// Context, when set, stops the translation between words once done.
 	Context context.Context
+	// MaxWords, when > 0, stops a translation after so many words (EOS
+	// not counted), below the longest the model's positions allow.
+	MaxWords int
 }
 
 // Result is one translation.
@@ -140,7 +143,11 @@ func (tr *Translator) Translate(text string, o Options) (*Result, error) {
 			return nil
 		}
 	}
-	hyp, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, beam, o.Alpha, each)
+	T := tr.TargetLen()
+	if o.MaxWords > 0 {
+		T = min(T, o.MaxWords)
+	}
+	hyp, err := search(d, T, tr.Spec.TgtVocab, beam, o.Alpha, each)
 	if err != nil {
 		return nil, err
 	}
@@ -548,8 +555,8 @@ func (tr *Translator) Programs() int { return len(tr.enc) + len(tr.dec) + len(tr
 // check asks Check about a new source length. When it refuses while the
 // translator holds graphs of other lengths, those are dropped and their
 // memory given back before it asks again: a sentence that fits alone is
-// not refused for the cache (audit4 A4-9: line 7 of 20 was refused in a
-// 450 MiB cgroup, the earlier lines' graphs holding the room).
+// not refused for the cache (in a 450 MiB cgroup, line 7 of 20 would be
+// refused, the earlier lines' graphs holding the room).
 func (tr *Translator) check(S int) error {
 	if tr.Check == nil {
 		return nil

@@ -62,7 +62,7 @@ Flags:
 	run: runAblate,
 }
 
-func runAblate(args []string, stdout, _ io.Writer) error {
+func runAblate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ablate", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
@@ -72,7 +72,7 @@ func runAblate(args []string, stdout, _ io.Writer) error {
 	base := fs.String("base", "", "")
 	seedsFlag := fs.String("seeds", "", "")
 	baseline := fs.String("baseline", "", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

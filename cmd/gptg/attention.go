@@ -58,7 +58,7 @@ Flags:
 // matrix is one head's n×n attention weights (sample.Attention's).
 type matrix = sample.Matrix
 
-func runAttention(args []string, stdout, _ io.Writer) error {
+func runAttention(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("attention", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
@@ -66,7 +66,7 @@ func runAttention(args []string, stdout, _ io.Writer) error {
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -17,11 +17,12 @@ import (
 )
 
 var dataCommand = command{
-	summary: "list or export the built-in corpora, write a toy corpus or nanoGPT's token files, check a translation corpus",
+	summary: "list or export the built-in corpora, write a toy corpus or nanoGPT's token files, check a translation corpus, learn a BPE",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
        gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
        gptg data list
        gptg data export NAME --out FILE
+       gptg data bpe CORPUS --vocab-size N [--split F] [--show K]
        gptg data prepare RECIPE --out DIR
 
 "gptg data list" prints the corpora built into gptg (data.path =
@@ -56,6 +57,8 @@ the resolved config there (train.tsv, test.tsv, src.vocab, tgt.vocab,
 batches.tsv, config.toml), for a reference trainer (bench/transref.py) to
 train on the same data in the same order.
 
+` + dataBPEUsage + `
+
 Flags:
   --out FILE       toy: where to write (required; folders are created; - for
                    standard output); an existing file needs --force;
@@ -66,11 +69,17 @@ Flags:
   --seed S         random seed (default 1); the same seed, the same file
   --force          replace an existing file (toy, export) or the files of
                    an existing folder (pairs, prepare)
+  --vocab-size N   bpe: the vocabulary, 256 byte values and N-256 merges
+  --split F        bpe: the training split's share of the text (default 0.9)
+  --show K         bpe: how many merges to print (default 20; 0 = none)
 `,
 	run: runData,
 }
 
-func runData(args []string, stdout, _ io.Writer) error {
+func runData(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "bpe" {
+		return runDataBPE(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("data", flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
@@ -78,7 +87,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	force := fs.Bool("force", false, "")
 	var sets setFlags
 	fs.Var(&sets, "set", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -99,7 +108,7 @@ func runData(args []string, stdout, _ io.Writer) error {
 	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
-		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, gptg data export NAME --out FILE, or gptg data prepare RECIPE --out DIR")
+		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, gptg data export NAME --out FILE, gptg data prepare RECIPE --out DIR, or gptg data bpe CORPUS --vocab-size N")
 	case *out == "":
 		return usagef("data toy needs --out FILE")
 	case *n < 1 || *n > 10_000_000:

@@ -80,7 +80,7 @@ func runDataPairs(cfgPath string, sets []string, out string, force bool, stdout 
 	}
 	// batches.tsv has a line per training step: bounded, as a config
 	// may ask for a million epochs.
-	if steps := train.TranslationSteps(cfg, len(b.Epoch(0, 0))); steps > maxBatchesSteps {
+	if steps := train.TranslationSteps(cfg, len(b.Epoch(0, 0))) * max(1, cfg.Train.GradAccum); steps > maxBatchesSteps {
 		return usagef("batches.tsv would list %d training steps, one line each; at most %d: lower train.max_steps or train.epochs (--set) for the reference run", steps, maxBatchesSteps)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -176,8 +176,9 @@ func ownPairsFile(name string) func(head []byte) bool {
 
 // batchesTSV is the training run's batches in the order gptg train takes
 // them: a header line "# shapes S×T …" (the buckets' shapes, smallest
-// first), then one line per step: step (from 1), bucket, the indices of
-// the batch's pairs (0-based rows of train.tsv, space-separated).
+// first), then one line per batch: its step (from 1; train.grad_accum
+// batches share one), bucket, the indices of the batch's pairs (0-based
+// rows of train.tsv, space-separated).
 func batchesTSV(w io.Writer, cfg *config.Config, b *pairs.Batcher) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("# shapes")
@@ -187,12 +188,13 @@ func batchesTSV(w io.Writer, cfg *config.Config, b *pairs.Batcher) error {
 	bw.WriteString("\n")
 	perEpoch := len(b.Epoch(0, 0))
 	var plans []pairs.Plan
-	for step := range train.TranslationSteps(cfg, perEpoch) {
-		if step%perEpoch == 0 {
-			plans = b.Epoch(uint64(cfg.Train.Seed), step/perEpoch)
+	accum := max(1, cfg.Train.GradAccum)
+	for k := range train.TranslationSteps(cfg, perEpoch) * accum {
+		if k%perEpoch == 0 {
+			plans = b.Epoch(uint64(cfg.Train.Seed), k/perEpoch)
 		}
-		p := plans[step%perEpoch]
-		fmt.Fprintf(bw, "%d\t%d\t", step+1, p.Bucket)
+		p := plans[k%perEpoch]
+		fmt.Fprintf(bw, "%d\t%d\t", k/accum+1, p.Bucket)
 		for i, k := range p.Pairs {
 			if i > 0 {
 				bw.WriteByte(' ')

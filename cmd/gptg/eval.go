@@ -79,7 +79,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	prefixOnly := fs.Bool("prefix-only", false, "")
 	strideFlag := fs.Int("stride", 0, "")
 	show := fs.Int("show", 0, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -199,6 +199,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	var data *corpus.Dataset
 	if tokens {
 		data, err = corpus.LoadTokens(context.Background(), "", *dataPath, m.Vocab, m.Spec.Context, stride)
+	} else if m.Vocab.Kind() == corpus.BPE {
+		// The model's own merges read the text: nothing is learned again.
+		data, err = corpus.LoadBPE(context.Background(), *dataPath, m.Vocab, m.Spec.Context, stride, *split)
 	} else {
 		data, err = corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, stride, *split)
 	}

@@ -41,14 +41,14 @@ Flags:
 	run: runGraph,
 }
 
-func runGraph(args []string, stdout, _ io.Writer) error {
+func runGraph(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	dot := fs.String("dot", "", "")
 	forward := fs.Bool("forward", false, "")
 	force := fs.Bool("force", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

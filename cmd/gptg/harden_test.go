@@ -14,8 +14,8 @@ import (
 	"github.com/gptg/gptg/modelfile"
 )
 
-// hardenedInputs are the rows of TestBadInputs for inputs that once
-// overwrote runs, wrote outside the run folder, hung or took all memory.
+// hardenedInputs are the rows of TestBadInputs for inputs that would
+// overwrite runs, write outside the run folder, hang or take all memory.
 // Each must be refused at once (the 10 s command timeout fails a hang).
 func hardenedInputs(t *testing.T) []badInput {
 	tiny := testmodel.TinyText()
@@ -58,9 +58,9 @@ func hardenedInputs(t *testing.T) []badInput {
 		{name: "train: a run folder without its checkpoint", files: withConfig(""), setup: func(t *testing.T, dir string) {
 			os.MkdirAll(filepath.Join(dir, "runs", "c"), 0o755)
 			os.WriteFile(filepath.Join(dir, "runs", "c", "metrics.jsonl"), []byte("{}\n"), 0o644)
-		}, args: []string{"train", "c.toml"}, code: 1, msg: "already holds a run (metrics.jsonl) without a checkpoint to resume: start over with --force, or choose another train.out"},
+		}, args: []string{"train", "c.toml"}, code: 2, msg: "already holds a run (metrics.jsonl) without a checkpoint to resume: start over with --force, or choose another train.out"},
 		{name: "train: a finished run folder", setup: runFolder(nil),
-			args: []string{"train", "short/config.toml", "--set", "train.out=short"}, code: 1, msg: "already holds a finished run (30 steps): train it longer with `gptg train --resume short --set train.max_steps=60`"},
+			args: []string{"train", "short/config.toml", "--set", "train.out=short"}, code: 2, msg: "already holds a finished run (30 steps): train it longer with `gptg train --resume short --set train.max_steps=60`"},
 		{name: "train: a run folder another gptg is using", files: withConfig(""), setup: func(t *testing.T, dir string) {
 			run := filepath.Join(dir, "runs", "c")
 			os.MkdirAll(run, 0o755)

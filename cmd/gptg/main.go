@@ -1,4 +1,9 @@
-// Command gptg trains and samples small GPT language models on a CPU.
+// Command gptg trains, samples and explains small transformer models on a
+// CPU, of two architectures built by package graph: GPT language models
+// and the encoder–decoder translation model of "Attention is all you
+// need". Most commands take either (train, eval, inspect, graph,
+// attention, ablate, serve); sample and import nanogpt are the GPT's,
+// translate the encoder–decoder's.
 //
 // Each subcommand lives in its own file: train.go, graph.go, sample.go, ...
 // This file dispatches, prints help and turns errors into exit codes:
@@ -22,6 +27,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
@@ -192,17 +198,19 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var re refusedError
 	var ne *nanogpt.InputError
+	var he *hf.InputError
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
+	var xe *train.ExistingRunError   // train.out holds a run already
 	var te *tokenfile.Error          // a token file of odd length, with ids past the vocabulary, ...
 	var ie2 inputError               // a text that is not what it must be (tokens)
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
-		errors.As(err, &me), errors.As(err, &re), errors.As(err, &te), errors.As(err, &ie2):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
+		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &te), errors.As(err, &ie2):
 		return 2
 	}
 	return 1
@@ -255,12 +263,13 @@ func suggestCommand(s string) string {
 //
 // For commands with --set, nanoGPT's style --train.epochs=0.1 (a flag
 // whose name holds a dot) is taken as --set train.epochs=0.1.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseFlags(fs *flag.FlagSet, args []string, notes io.Writer) ([]string, error) {
 	fs.SetOutput(io.Discard) // errors are reported once, by run
-	if err := nanoGPTFlag(fs, args); err != nil {
+	args, err := nanoGPTFlags(fs, args, notes)
+	if err != nil {
 		return nil, err
 	}
-	args, err := rewriteSetFlags(fs, args)
+	args, err = rewriteSetFlags(fs, args)
 	if err != nil {
 		return nil, err
 	}
@@ -355,6 +364,16 @@ func suggestFlag(fs *flag.FlagSet, err error) string {
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	if g := config.Suggest(name, names); g != "" {
 		return fmt.Sprintf("; did you mean --%s?", g)
+	}
+	// A setting of the config written as a flag (--max-steps): point to
+	// --set with the key's spelling.
+	if fs.Lookup("set") != nil {
+		key := strings.ReplaceAll(strings.SplitN(name, "=", 2)[0], "-", "_")
+		for _, k := range config.Keys() {
+			if _, short, _ := strings.Cut(k, "."); short == key || k == key {
+				return fmt.Sprintf("; it is a setting of the config: --set %s=V", k)
+			}
+		}
 	}
 	return ""
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"strings"
 )
 
@@ -42,29 +44,59 @@ var nanoGPTNames = map[string]string{
 	"top_k":                       "gptg sample --top-k V",
 }
 
-// nanoGPTFlag returns a usage error pointing a nanoGPT flag in args to
-// gptg's name for it, or nil. Flags fs defines are left alone.
-func nanoGPTFlag(fs *flag.FlagSet, args []string) error {
-	for i, a := range args {
+// nanoGPTNoOps are nanoGPT flags whose value gptg already follows, taken
+// with a note so that a pasted command line runs: gptg always runs on the
+// CPU, and compiles its graph once whatever compile says.
+var nanoGPTNoOps = map[string]func(value string) (note string, ok bool){
+	"device": func(v string) (string, bool) {
+		return "gptg runs on the CPU", v == "cpu"
+	},
+	"compile": func(v string) (string, bool) {
+		return "gptg builds and compiles its graph once, always", v == "True" || v == "False" || v == "true" || v == "false"
+	},
+}
+
+// nanoGPTFlags takes nanoGPT's flags out of args. The ones gptg already
+// follows (--device=cpu, --compile=False) are dropped with a note on
+// notes; every other one is refused, all of them in one usage error that
+// points each to gptg's name for it, so that a pasted command line is
+// fixed in one try. Flags fs defines are left alone.
+func nanoGPTFlags(fs *flag.FlagSet, args []string, notes io.Writer) ([]string, error) {
+	var kept, refused, alone []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
-			return nil
-		}
-		if !strings.HasPrefix(a, "-") {
-			continue
+			kept = append(kept, args[i:]...)
+			break
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		ours, ok := nanoGPTNames[name]
-		if !ok || fs.Lookup(name) != nil {
+		if !strings.HasPrefix(a, "-") || !ok || fs.Lookup(name) != nil {
+			kept = append(kept, a)
 			continue
 		}
 		if !hasValue {
 			value = "N"
 			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				value = args[i+1]
+				i++
 			}
 		}
-		return usagef("--%s is nanoGPT's name: write %s (docs/nanogpt.md maps its names to gptg's)",
-			name, strings.ReplaceAll(ours, "V", value))
+		if noOp, ok := nanoGPTNoOps[name]; ok {
+			if note, fine := noOp(value); fine {
+				fmt.Fprintf(notes, "note: --%s=%s is nanoGPT's; nothing to do: %s\n", name, value, note)
+				continue
+			}
+		}
+		ours = strings.ReplaceAll(ours, "V", value)
+		refused = append(refused, fmt.Sprintf("--%s=%s → %s", name, value, ours))
+		alone = append(alone, fmt.Sprintf("--%s is nanoGPT's name: write %s", name, ours))
 	}
-	return nil
+	switch len(refused) {
+	case 0:
+		return kept, nil
+	case 1:
+		return nil, usagef("%s (docs/nanogpt.md maps its names to gptg's)", alone[0])
+	}
+	return nil, usagef("%d flags are nanoGPT's names: %s (docs/nanogpt.md maps its names to gptg's)", len(refused), strings.Join(refused, "; "))
 }

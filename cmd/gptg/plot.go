@@ -37,11 +37,11 @@ Flags:
 	run: runPlot,
 }
 
-func runPlot(args []string, stdout, _ io.Writer) error {
+func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

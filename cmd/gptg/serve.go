@@ -69,7 +69,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	memory := fs.Float64("model-memory", float64(serve.DefaultModelMemory)/config.GiB, "")
 	threads := threadsFlag(fs) // refuses a negative or absurd count while parsing
 	*threads = 1
-	dirs, err := parseFlags(fs, args)
+	dirs, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -87,21 +87,21 @@ Flags:
 	run: runSweep,
 }
 
-func runSweep(args []string, stdout, _ io.Writer) error {
+func runSweep(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usagef("sweep needs a SWEEP.toml file or one of run, collect, emit")
 	}
 	switch args[0] {
 	case "run":
-		return sweepRun(args[1:], stdout)
+		return sweepRun(args[1:], stdout, stderr)
 	case "collect":
-		return sweepCollect(args[1:], stdout)
+		return sweepCollect(args[1:], stdout, stderr)
 	case "emit":
-		return sweepEmit(args[1:], stdout)
+		return sweepEmit(args[1:], stdout, stderr)
 	case "-h", "--help", "-help":
 		return flag.ErrHelp
 	}
-	return sweepCreate(args, stdout)
+	return sweepCreate(args, stdout, stderr)
 }
 
 // sweepErr makes the sweep package's input errors usage errors (exit 2).
@@ -113,10 +113,10 @@ func sweepErr(err error) error {
 	return err
 }
 
-func sweepCreate(args []string, stdout io.Writer) error {
+func sweepCreate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	out := fs.String("out", "", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -156,12 +156,12 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 }
 
-func sweepRun(args []string, stdout io.Writer) error {
+func sweepRun(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sweep run", flag.ContinueOnError)
 	index := fs.Int("index", -1, "")
 	jobs := fs.Int("jobs", 1, "")
 	retry := fs.Bool("retry-failed", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -225,10 +225,10 @@ func sweepRun(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func sweepCollect(args []string, stdout io.Writer) error {
+func sweepCollect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sweep collect", flag.ContinueOnError)
 	baseline := fs.String("baseline", "", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func sweepMemory(dir string, entries []sweep.Entry) int {
 	return max(512, (mib+255)/256*256)
 }
 
-func sweepEmit(args []string, stdout io.Writer) error {
+func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "slurm" && args[0] != "k8s") {
 		return usagef("sweep emit needs slurm or k8s, then the sweep folder")
 	}
@@ -293,7 +293,7 @@ func sweepEmit(args []string, stdout io.Writer) error {
 	claim := fs.String("claim", "", "")
 	mount := fs.String("mount", "/work", "")
 	memory := fs.Float64("memory", 0, "")
-	pos, err := parseFlags(fs, args[1:])
+	pos, err := parseFlags(fs, args[1:], stderr)
 	if err != nil {
 		return err
 	}

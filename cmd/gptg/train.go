@@ -82,7 +82,7 @@ Flags:
 	run: runTrain,
 }
 
-func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
+func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	var sets setFlags
@@ -93,7 +93,7 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	initFrom := fs.String("init", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -131,8 +131,8 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	case *replacing != "" && !*force:
 		return usagef("--replacing says which run --force may start over: give it with --force")
 	case *resume != "" && *force:
-		// --force was silently ignored: a user who meant to start over got
-		// a continued run.
+		// Refused rather than one of them ignored: a user who meant to
+		// start over would get a continued run, or the other way round.
 		return usagef("--resume continues the run from its checkpoint and --force would start it over: give one of them (to start over: gptg train %s --force)", quote.Name(filepath.Join(*resume, "config.toml")))
 	case *resume != "":
 		if err := checkResumeDir(*resume); err != nil {
@@ -142,6 +142,9 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	case len(pos) != 1:
 		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
 	default:
+		if err := checkConfigPath(pos[0]); err != nil {
+			return err
+		}
 		var cfg *config.Config
 		cfg, err = config.Load(pos[0], sets)
 		if err != nil {
@@ -161,6 +164,9 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 				return err
 			}
 		}
+		if err := train.CheckExistingRun(cfg.Train.Out, opts); err != nil {
+			return err
+		}
 		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
 		res, err = train.Run(ctx, cfg, opts)
 	}
@@ -172,6 +178,37 @@ func runTrain(args []string, stdout, _ io.Writer) (retErr error) {
 	}
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
+	return nil
+}
+
+// checkConfigPath refuses a CONFIG that is a run folder, pointing to
+// --resume, and a missing one with the closest config file beside where it
+// was looked for, as a mistyped name is the usual cause.
+func checkConfigPath(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case err == nil && info.IsDir():
+		if _, err := os.Stat(filepath.Join(path, train.ConfigFile)); err == nil {
+			return usagef("%s is a run folder: continue or extend it with `gptg train --resume %s`, or train its config anew with `gptg train %s --force`",
+				quote.Name(path), quote.Name(path), quote.Name(filepath.Join(path, train.ConfigFile)))
+		}
+		return usagef("config %s: is a directory, not a config file", quote.Name(path))
+	case errors.Is(err, fs.ErrNotExist):
+		dir := filepath.Dir(path)
+		var names []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if !e.IsDir() && strings.HasSuffix(e.Name(), ".toml") {
+				names = append(names, e.Name())
+			}
+		}
+		if g := config.Suggest(filepath.Base(path), names); g != "" {
+			return usagef("config %s: no such file; did you mean %s?", quote.Name(path), quote.Name(filepath.Join(dir, g)))
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return usagef("config %s: no such file (no folder %s)", quote.Name(path), quote.Name(dir))
+		}
+	}
 	return nil
 }
 

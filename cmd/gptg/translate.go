@@ -40,7 +40,7 @@ Flags:
 	run: runTranslate,
 }
 
-func runTranslate(args []string, stdout, _ io.Writer) error {
+func runTranslate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("translate", flag.ContinueOnError)
 	threads := threadsFlag(fs)
 	text := fs.String("text", "", "")
@@ -48,7 +48,7 @@ func runTranslate(args []string, stdout, _ io.Writer) error {
 	alpha := fs.Float64("alpha", 0.6, "")
 	verbose := fs.Bool("verbose", false, "")
 	noCache := fs.Bool("no-cache", false, "")
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,9 @@ had changes), as recorded by the Go toolchain in the binary.
 	run: runVersion,
 }
 
-func runVersion(args []string, stdout, _ io.Writer) error {
+func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	pos, err := parseFlags(fs, args)
+	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
 	}

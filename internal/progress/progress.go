@@ -36,12 +36,14 @@ type Line struct {
 
 	drawn time.Time
 	shown bool
+
+	now func() time.Time // the clock: time.Now, a fake one in tests
 }
 
 // New makes a line for a job of total units of which at are done already
 // (a resumed training); live says whether to draw (a terminal).
 func New(w io.Writer, live bool, total, at int) *Line {
-	return &Line{w: w, live: live, total: total, at: at, startAt: at, clockAt: -1}
+	return &Line{w: w, live: live, total: total, at: at, startAt: at, clockAt: -1, now: time.Now}
 }
 
 // Live says whether the line is drawn (w is a terminal).
@@ -51,7 +53,7 @@ func (l *Line) Live() bool { return l.live }
 func (l *Line) Set(at int) {
 	l.at = at
 	if l.clockAt < 0 && at > l.startAt {
-		l.clockAt, l.clockStart = at, time.Now()
+		l.clockAt, l.clockStart = at, l.now()
 	}
 }
 
@@ -67,7 +69,7 @@ func (l *Line) Left() (time.Duration, bool) {
 	if l.clockAt < 0 || l.at <= l.clockAt || l.at >= l.total {
 		return 0, false
 	}
-	perUnit := time.Since(l.clockStart) / time.Duration(l.at-l.clockAt)
+	perUnit := l.now().Sub(l.clockStart) / time.Duration(l.at-l.clockAt)
 	return perUnit * time.Duration(l.total-l.at), true
 }
 

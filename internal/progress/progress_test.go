@@ -14,18 +14,20 @@ import (
 // starts when the first unit is done.
 func TestLeftLeavesOutTheFirstUnit(t *testing.T) {
 	l := New(&bytes.Buffer{}, true, 1001, 0)
+	clock := time.Unix(1000, 0)
+	l.now = func() time.Time { return clock }
 	if _, ok := l.Left(); ok {
 		t.Error("a time left before any unit was done")
 	}
-	time.Sleep(20 * time.Millisecond) // a slow first unit
+	clock = clock.Add(time.Second) // a slow first unit
 	l.Set(1)
 	if _, ok := l.Left(); ok {
 		t.Error("a time left from the first unit alone")
 	}
-	l.clockStart = time.Now().Add(-time.Second) // then 100 units in 1 s
+	clock = clock.Add(time.Second) // then 100 units in 1 s
 	l.Set(101)
 	left, ok := l.Left()
-	if !ok || left < 8900*time.Millisecond || left > 9100*time.Millisecond {
+	if !ok || left != 9*time.Second {
 		t.Errorf("time left %v (%v), want 9s: 900 units at 10 ms, the first unit not counted", left, ok)
 	}
 	l.Set(1001)
@@ -38,12 +40,14 @@ func TestLeftLeavesOutTheFirstUnit(t *testing.T) {
 // it does not start at "0s left".
 func TestLeftAfterResume(t *testing.T) {
 	l := New(&bytes.Buffer{}, true, 1000, 500)
+	clock := time.Unix(1000, 0)
+	l.now = func() time.Time { return clock }
 	l.Set(501)
-	l.clockStart = time.Now().Add(-10 * time.Second) // 100 steps in 10 s here
+	clock = clock.Add(10 * time.Second) // 100 steps in 10 s here
 	l.Set(601)
 	left, ok := l.Left()
-	if !ok || left < 39*time.Second || left > 41*time.Second {
-		t.Errorf("time left %v (%v), want 40s: 400 steps at 0.1 s", left, ok)
+	if !ok || left != 39900*time.Millisecond {
+		t.Errorf("time left %v (%v), want 39.9s: 399 steps at 0.1 s", left, ok)
 	}
 }
 

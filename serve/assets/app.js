@@ -84,7 +84,7 @@ class LossChart {
         width: this.width(), height: 180,
         series: [{ label: "step" }, { label: "learning rate", stroke: "#9467bd", scale: "lr" }, { label: "tokens/s", stroke: "#7f7f7f", scale: "tok" }],
         scales: { x: { time: false } },
-        axes: [{ label: "step" }, { scale: "lr", label: "lr" }, { scale: "tok", side: 1, label: "tokens/s", grid: { show: false } }],
+        axes: [{ label: "step" }, { scale: "lr", label: "lr", values: distinctTicks }, { scale: "tok", side: 1, label: "tokens/s", grid: { show: false } }],
       }, this.extraData(), this.container);
     }
   }
@@ -122,11 +122,38 @@ class LossChart {
   resize() { this.plot.setSize({ width: this.width(), height: 300 }); if (this.plot2) this.plot2.setSize({ width: this.width(), height: 180 }); }
 }
 
-// follow streams a run's metrics (Server-Sent Events) into chart series i.
-function follow(id, chart, i) {
+// distinctTicks labels an axis's ticks with the fewest significant digits
+// that keep them apart: uPlot's default gives a learning rate's ticks
+// 0.00095 and 0.001 the same label.
+function distinctTicks(u, splits) {
+  for (let p = 1; p <= 8; p++) {
+    const labels = splits.map((v) => (v == null ? "" : String(+v.toPrecision(p))));
+    if (new Set(labels).size === labels.length) return labels;
+  }
+  return splits.map(String);
+}
+
+// follow streams a run's metrics (Server-Sent Events) into chart series i,
+// and says in status when the stream fails: the server's "error" event
+// (the file cannot be read: the stream ends) or a lost connection (the
+// browser tries again; the message goes with the next rows).
+function follow(id, chart, i, status) {
   const es = new EventSource("/api/live?id=" + encodeURIComponent(id));
-  es.addEventListener("rows", (e) => chart.add(i, JSON.parse(e.data)));
+  const say = (msg) => { if (status) status.textContent = msg; };
+  es.addEventListener("rows", (e) => { say(""); chart.add(i, JSON.parse(e.data)); });
   es.addEventListener("reset", () => chart.reset(i));
+  es.addEventListener("error", (e) => {
+    if (e.data) {
+      let msg = e.data;
+      try { msg = JSON.parse(e.data).error; } catch (_) { /* the text as it came */ }
+      say("live updates of " + id + " stopped: " + msg);
+      es.close();
+    } else if (es.readyState === EventSource.CLOSED) {
+      say("live updates of " + id + " stopped: the server refused the stream");
+    } else {
+      say("live updates of " + id + ": connection lost, trying again…");
+    }
+  });
   return es;
 }
 
@@ -155,6 +182,7 @@ async function runsPage() {
   let list = null;
   const table = el("table", { id: "runs-table" });
   const overlayBox = el("div", { id: "overlay", class: "chart" });
+  const overlayStatus = el("span", { class: "problem", id: "overlay-live" });
   const logBox = el("input", { type: "checkbox", id: "overlay-log" });
   const comps = el("ul", { id: "comparisons" });
   const problems = el("div", { class: "problem" });
@@ -162,7 +190,7 @@ async function runsPage() {
   mount(heading, problems,
     el("div", { class: "panel wide" }, table),
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Selected runs, overlaid"),
-      el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live")), overlayBox),
+      el("label", {}, logBox, " log scale"), el("span", { class: "muted" }, "tick runs in the table to draw them here; the curves follow training live"), overlayStatus), overlayBox),
     el("h2", {}, "Comparisons (gptg ablate, gptg sweep)"), comps);
 
   let chart = null;
@@ -171,7 +199,7 @@ async function runsPage() {
     const ids = list ? list.runs.filter((r) => sel.has(r.id)).map((r) => r.id) : [];
     if (!ids.length) { overlayBox.replaceChildren(el("p", { class: "muted" }, "no run selected")); chart = null; return; }
     chart = new LossChart(overlayBox, ids.map((id) => ({ label: id.split("/").pop() })), { log: logBox.checked });
-    ids.forEach((id, i) => streams.push(follow(id, chart, i)));
+    ids.forEach((id, i) => streams.push(follow(id, chart, i, overlayStatus)));
   }
   logBox.addEventListener("change", () => chart && chart.setLog(logBox.checked));
 
@@ -240,15 +268,16 @@ async function runPage(id) {
   }
   const info = el("div", { id: "run-info" });
   const chartBox = el("div", { id: "loss-chart", class: "chart" });
+  const liveStatus = el("span", { class: "problem", id: "live-status" });
   const logBox = el("input", { type: "checkbox", id: "log-scale" });
   const summary = el("pre", { id: "summary" }, "…");
   mount(
     el("h1", {}, id),
     info,
     el("div", { class: "panel" }, el("div", { class: "toolbar" }, el("strong", {}, "Loss"), el("label", {}, logBox, " log scale"),
-      el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl")), chartBox),
+      el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl"), liveStatus), chartBox),
     el("div", { class: "row" },
-      el("div", { class: "panel" }, el("h2", {}, "Sampling playground"), playground(run)),
+      el("div", { class: "panel" }, el("h2", {}, run.arch === "encoder-decoder" ? "Translation playground" : "Sampling playground"), playground(run)),
       el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
@@ -264,11 +293,11 @@ async function runPage(id) {
       r.train_loss !== null ? el("span", {}, "train loss " + fmt.loss(r.train_loss)) : null,
       r.test_loss !== null ? el("span", {}, "test loss " + fmt.loss(r.test_loss)) : null,
       r.tokens_per_s ? el("span", {}, Math.round(r.tokens_per_s).toLocaleString("en-US") + " tokens/s") : null,
-      r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows") : null));
+      r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows or do not rise in step; not drawn") : null));
   }
   showInfo(run);
   const chart = new LossChart(chartBox, [{ label: id }], { extra: true });
-  streams.push(follow(id, chart, 0));
+  streams.push(follow(id, chart, 0, liveStatus));
   logBox.addEventListener("change", () => chart.setLog(logBox.checked));
   window.addEventListener("resize", () => chart.resize());
   setInterval(async () => { try { showInfo(await getJSON("/api/run?id=" + encodeURIComponent(id))); } catch (e) { /* shown on the next success */ } }, 3000);
@@ -306,8 +335,9 @@ function playground(run) {
     const gen = el("span", { class: "gen" });
     out.append(gen);
     stats.textContent = "generating…";
-    const body = { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
-    if (translating) body.beam = +beam.value;
+    const body = translating ?
+      { id: run.id, prompt: prompt.value, tokens: +tokens.value, beam: +beam.value } :
+      { id: run.id, prompt: prompt.value, tokens: +tokens.value, temperature: +temp.value, top_k: +topk.value, top_p: +topp.value, seed: +seed.value };
     let n = 0, pending = "", frame = 0;
     // Tokens are shown once per frame: a small model draws thousands a
     // second, more DOM updates than a page can take.
