@@ -108,10 +108,14 @@ func (e MemoryEstimate) String() string {
 
 // Corpus is what a training run holds of its text corpus: Tokens token
 // ids of IDBytes each (corpus.Dataset keeps 2-byte ids for up to 65,536
-// distinct tokens, else 4). Zero Tokens: not known (nothing counted).
+// distinct tokens, else 4; none of token files, which it reads a window
+// at a time). Zero Tokens: not known (nothing counted).
 type Corpus struct {
 	Tokens  int64
 	IDBytes int
+	// TrainTokens is the training split's tokens, whose windows' order
+	// data.sampling "windows" holds; 0: Tokens × data.split.
+	TrainTokens int64
 	// Held: the ids are in memory already (the trainer checks after
 	// loading, when the process's usage counts them): only the windows'
 	// order is still to come.
@@ -120,15 +124,25 @@ type Corpus struct {
 
 // CorpusOf is the Corpus that data.path is expected to hold, from its
 // size before it is read (data.size when the config gives it, else the
-// file's): a char corpus has at most one token per byte, 2-byte ids but
-// past 65,536 distinct characters. Nothing is counted where the size says
+// file's): a char or BPE corpus has at most one token per byte, 2-byte ids
+// but past 65,536 distinct tokens. Nothing is counted where the size says
 // too little — a word corpus (its words' lengths decide), a pairs corpus —
 // or there is nothing to read yet (a built-in corpus, at most a few MB; a
 // file to download from data.url, or a mistake the loader names): the
 // trainer checks again with the corpus loaded (TrainMemoryOn), before the
 // graphs are built, and the loader checks the ids against the headroom
 // before reading them.
+//
+// Token files (data.format = "tokens") are read a window at a time: only
+// the windows' order counts, from the training file's size.
 func (c *Config) CorpusOf() Corpus {
+	if c.Data.Format == FormatTokens {
+		n := c.Data.Size
+		if fi, err := os.Stat(c.Data.Path); n <= 0 && err == nil && fi.Mode().IsRegular() {
+			n = fi.Size()
+		}
+		return Corpus{Tokens: n / 2, TrainTokens: n / 2}
+	}
 	if _, builtin := parseBuiltin(c.Data.Path); builtin || c.Data.Format == "pairs" || c.Data.Tokenizer == "word" {
 		return Corpus{}
 	}
@@ -138,7 +152,11 @@ func (c *Config) CorpusOf() Corpus {
 			n = fi.Size()
 		}
 	}
-	return Corpus{Tokens: n, IDBytes: 2}
+	ids := 2
+	if c.Data.Tokenizer == "bpe" && c.Data.VocabSize > 1<<16 {
+		ids = 4
+	}
+	return Corpus{Tokens: n, IDBytes: ids}
 }
 
 // corpusBytes is what training holds of corpus d: the ids, and with
@@ -157,7 +175,11 @@ func (c *Config) corpusBytes(d Corpus) float64 {
 		if stride <= 0 {
 			stride = max(1, c.Model.Context/2)
 		}
-		n += 8 * math.Ceil(float64(d.Tokens)*c.Data.Split/float64(stride))
+		train := float64(d.TrainTokens)
+		if train <= 0 {
+			train = float64(d.Tokens) * c.Data.Split
+		}
+		n += 8 * math.Ceil(train/float64(stride))
 	}
 	return n
 }

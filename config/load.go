@@ -181,6 +181,9 @@ func build(path string, values map[string]setting) (*Config, error) {
 	if err := c.checkPairs(origin); err != nil {
 		return nil, err
 	}
+	if err := c.checkUnread(origin); err != nil {
+		return nil, err
+	}
 	if s, ok := values["train.max_memory"]; ok {
 		c.maxMemoryFrom = s.from // CheckTrainMemory blames it
 	}
@@ -222,6 +225,13 @@ func (c *Config) resolve(given func(key string) bool) {
 		c.Train.Out = filepath.Join("runs", c.Name)
 	}
 	c.Data.SHA256 = strings.ToLower(c.Data.SHA256)
+	if c.Data.Tokenizer == "bpe" && c.Model.Vocab == 0 {
+		c.Model.Vocab = c.Data.VocabSize // known before the data is read
+	}
+	if c.Data.Format == FormatTokens && !given("data.split") {
+		c.Data.Split = 0 // the token files are split already
+	}
+	c.Data.ValSHA256 = strings.ToLower(c.Data.ValSHA256)
 	if c.Data.Format == "pairs" && !given("data.tokenizer") {
 		c.Data.Tokenizer = "word" // pairs are read word by word
 	}

@@ -30,9 +30,13 @@ type Data struct {
 	Path      string  `toml:"path" json:"path"`
 	URL       string  `toml:"url" json:"url,omitempty"`       // where to download Path from if missing; http(s)
 	SHA256    string  `toml:"sha256" json:"sha256,omitempty"` // expected hex digest of Path; lower case after Load
-	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char", "word" or "gpt2"
+	Tokenizer string  `toml:"tokenizer" json:"tokenizer"`     // "char", "word", "gpt2" or "bpe"
 	Split     float64 `toml:"split" json:"split"`             // fraction of tokens used for training, in (0, 1)
 	Stride    int     `toml:"stride" json:"stride"`           // window step; 0 means context/2 (Load resolves it)
+	// VocabSize is the size of a learned BPE vocabulary (tokenizer
+	// "bpe"): the 256 byte values and VocabSize-256 merges learned on the
+	// training split. Only tokenizer "bpe" reads it, and it needs it.
+	VocabSize int `toml:"vocab_size" json:"vocab_size,omitempty"`
 	// Sampling is how training batches are drawn: "windows" (every window
 	// of the training split once per epoch, in an order drawn from (seed,
 	// epoch)) or "random" (windows at random offsets drawn from (seed,
@@ -45,10 +49,27 @@ type Data struct {
 	Size int64 `toml:"size" json:"size,omitempty"`
 
 	// Format is "text" (one running text, cut into windows: the
-	// decoder-only chapters) or "pairs" (a tab-separated file of
-	// source/target sentence pairs, one per line: the translation chapter,
-	// read by package pairs). The keys below apply to pairs only.
+	// decoder-only chapters), "tokens" (nanoGPT's token files: Path its
+	// train.bin, ValPath its val.bin, ids of the vocabulary Tokenizer
+	// names) or "pairs" (a tab-separated file of source/target sentence
+	// pairs, one per line: the translation chapter, read by package pairs).
 	Format string `toml:"format" json:"format"`
+
+	// The keys below apply to token files only (Format "tokens").
+
+	// ValPath is the test split's token file (nanoGPT's val.bin); Path is
+	// the training split's.
+	ValPath string `toml:"val_path,omitempty" json:"val_path,omitempty"`
+	// ValSHA256 and ValSize record ValPath by content, as SHA256 and Size
+	// record Path.
+	ValSHA256 string `toml:"val_sha256,omitempty" json:"val_sha256,omitempty"`
+	ValSize   int64  `toml:"val_size,omitempty" json:"val_size,omitempty"`
+	// Prepare names a recipe (see PrepareRecipes) that writes Path and
+	// ValPath when both are missing, as data.url downloads a missing text:
+	// "shakespeare" is nanoGPT's data/shakespeare/prepare.py.
+	Prepare string `toml:"prepare,omitempty" json:"prepare,omitempty"`
+
+	// The keys below apply to pairs only.
 	// MinCount drops words seen fewer times than this in the training
 	// pairs from a side's vocabulary; they read as UNK.
 	MinCount int `toml:"min_count" json:"min_count"`
@@ -131,6 +152,17 @@ type Model struct {
 
 // EncoderDecoder reports whether m is the translation chapter's model.
 func (m Model) EncoderDecoder() bool { return m.Arch == ArchEncoderDecoder }
+
+// The values of data.format.
+const (
+	FormatText   = "text"
+	FormatTokens = "tokens"
+	FormatPairs  = "pairs"
+)
+
+// PrepareRecipes are the values of data.prepare: nanoGPT's recipes that
+// gptg can make token files with (gptg data prepare NAME).
+var PrepareRecipes = []string{"shakespeare"}
 
 // The values of model.arch.
 const (

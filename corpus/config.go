@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"time"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/internal/quote"
 )
 
 // LoadFor makes sure cfg's corpus is in place (downloading it when it is
@@ -23,6 +26,13 @@ func LoadFor(cfg config.Config, log io.Writer, client *http.Client) (*Dataset, e
 // LoadForContext is LoadFor that stops loading, returning ctx's error,
 // when ctx is done (a signal while a large corpus loads).
 func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, client *http.Client) (*Dataset, error) {
+	return LoadForVocab(ctx, cfg, nil, log, client)
+}
+
+// LoadForVocab is LoadForContext that reads a tokenizer = "bpe" corpus with
+// vocab's merges (a model's, to fine-tune it) instead of learning them;
+// vocab nil learns them.
+func LoadForVocab(ctx context.Context, cfg config.Config, vocab *Vocab, log io.Writer, client *http.Client) (*Dataset, error) {
 	d := cfg.Data
 	if d.Format == "pairs" {
 		// Sentence pairs are package pairs' to read; cutting them into
@@ -35,7 +45,16 @@ func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, clien
 	if err := EnsureContext(ctx, d.Path, d.URL, d.SHA256, client); err != nil {
 		return nil, err
 	}
-	data, err := LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	var data *Dataset
+	var err error
+	switch {
+	case d.Tokenizer == BPE && vocab != nil:
+		data, err = LoadBPE(ctx, d.Path, vocab, cfg.Model.Context, d.Stride, d.Split)
+	case d.Tokenizer == BPE:
+		data, err = learnAndLoad(ctx, cfg, log)
+	default:
+		data, err = LoadContext(ctx, d.Path, d.Tokenizer, cfg.Model.Context, d.Stride, d.Split)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +63,42 @@ func LoadForContext(ctx context.Context, cfg config.Config, log io.Writer, clien
 	}
 	return data, nil
 }
+
+// learnAndLoad learns cfg's BPE (data.vocab_size) on its corpus's
+// training split and reads the corpus with it, saying on log what it
+// learned and, when learning is slow, how far it is.
+func learnAndLoad(ctx context.Context, cfg config.Config, log io.Writer) (*Dataset, error) {
+	d := cfg.Data
+	start := time.Now()
+	next := start.Add(learnReportEvery)
+	learned, err := LearnBPE(ctx, d.Path, d.VocabSize, d.Split, func(done, total int) error {
+		if now := time.Now(); now.After(next) && done < total {
+			fmt.Fprintf(log, "learning the BPE of %s: %d of %d merges (%.0f s)\n", quote.Name(d.Path), done, total, now.Sub(start).Seconds())
+			next = now.Add(learnReportEvery)
+		}
+		return nil
+	})
+	var few *bpe.TooFewPairsError
+	if errors.As(err, &few) {
+		// The setting is what to change, so the message names it.
+		return nil, &config.Error{File: cfg.Path, Key: "data.vocab_size", Msg: fmt.Sprintf(
+			"%d is more than the training split of %s can learn: its pairs run out after %d merges (vocab_size at most %d); use a smaller vocab_size or more text",
+			d.VocabSize, quote.Name(d.Path), few.Merges, bpe.MinVocab+few.Merges)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	vocab, err := NewLearnedVocab(learned.Merges)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "tokenizer bpe: learned %d merges on the first %d bytes of %s (its training split) in %.2f s\n",
+		len(learned.Merges), learned.TrainBytes, quote.Name(d.Path), time.Since(start).Seconds())
+	return LoadBPE(ctx, d.Path, vocab, cfg.Model.Context, d.Stride, d.Split)
+}
+
+// learnReportEvery is how often learnAndLoad reports a slow learning.
+const learnReportEvery = 5 * time.Second
 
 // ModelVocab is the vocabulary size of cfg's model on data, the corpus
 // LoadFor read for cfg: the data's own when model.vocab is left out (0),

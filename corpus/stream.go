@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/gptg/gptg/bpe"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
@@ -67,17 +68,18 @@ func (s *tokenStore) len() int { return len(s.u16) + len(s.i32) }
 
 func (s *tokenStore) cap() int { return cap(s.u16) + cap(s.i32) }
 
-// copyTo copies tokens [start, start+len(dst)) into dst.
-func (s *tokenStore) copyTo(dst []int, start int) {
+// read copies tokens [start, start+len(dst)) into dst; it never fails.
+func (s *tokenStore) read(dst []int, start int) error {
 	if s.u16 != nil {
 		for i, v := range s.u16[start : start+len(dst)] {
 			dst[i] = int(v)
 		}
-		return
+		return nil
 	}
 	for i, v := range s.i32[start : start+len(dst)] {
 		dst[i] = int(v)
 	}
+	return nil
 }
 
 // LoadContext is Load that stops, returning ctx's error, when ctx is done.
@@ -85,6 +87,9 @@ func (s *tokenStore) copyTo(dst []int, start int) {
 // the ids), so memory stays at the token ids plus one chunk; a BPE
 // corpus, whose vocabulary is fixed, once.
 func LoadContext(ctx context.Context, path, kind string, context, stride int, split float64) (*Dataset, error) {
+	if kind == BPE {
+		return nil, fmt.Errorf("data file %s: a learned BPE reads its corpus with its merges (LoadBPE)", quote.Name(path))
+	}
 	stride, err := checkWindows(path, kind, context, stride, split)
 	if err != nil {
 		return nil, err
@@ -105,7 +110,7 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 		if vocab, err = NewGPT2Vocab(); err != nil {
 			return nil, err
 		}
-		if store, err = readBPEIDs(ctx, io.TeeReader(f, digest), path, vocab); err != nil {
+		if store, _, _, err = readBPEIDs(ctx, io.TeeReader(f, digest), path, vocab, -1); err != nil {
 			return nil, err
 		}
 		n = store.len()
@@ -125,12 +130,15 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	if n == 0 {
 		return nil, fmt.Errorf("data file %s: text has no %s tokens", quote.Name(path), kind)
 	}
+	cut := cutAt(n, split)
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
 		Size:    size,
 		Vocab:   vocab,
-		tokens:  store,
-		Cut:     cutAt(n, split),
+		train:   span{&store, 0, cut},
+		test:    span{&store, cut, n - cut},
+		held:    n * idBytes(vocab.Size()),
+		Cut:     cut,
 		Context: context,
 		Stride:  stride,
 	}
@@ -169,9 +177,13 @@ func checkHeadroom(path string, n int, kind string, need float64) error {
 
 // readBPEIDs encodes a corpus with a BPE vocabulary in one pass, a chunk
 // at a time. The ids grow as they come: before the store grows past what
-// the process may still take, it stops with checkHeadroom's error.
-func readBPEIDs(ctx context.Context, r io.Reader, path string, vocab *Vocab) (tokenStore, error) {
-	store := newTokenStore(0, vocab.Size())
+// the process may still take, it stops with checkHeadroom's error. With
+// trainFrom at 0 or more it also finds the first cut (bpe.CutBetween) at or
+// after byte trainFrom and returns where it is (-1 if the text has none)
+// and how many tokens come before it: the two sides of a cut encode alone,
+// so those are the first tokens of the whole text.
+func readBPEIDs(ctx context.Context, r io.Reader, path string, vocab *Vocab, trainFrom int64) (store tokenStore, trainEnd int64, trainTokens int, err error) {
+	store = newTokenStore(0, vocab.Size())
 	enc := vocab.bpe.NewStream()
 	var tooMany error // checkHeadroom's, which names the file itself
 	add := func(ids []int) error {
@@ -187,17 +199,48 @@ func readBPEIDs(ctx context.Context, r io.Reader, path string, vocab *Vocab) (to
 		}
 		return nil
 	}
-	err := eachChunk(ctx, r, func(chunk []byte) error { return add(enc.Write(chunk)) })
+	trainEnd = -1
+	var offset int64 // of the chunk in the text
+	var prev byte    // the byte before the chunk
+	err = eachChunk(ctx, r, func(chunk []byte) error {
+		start := offset
+		offset += int64(len(chunk))
+		if trainFrom >= 0 && trainEnd < 0 && offset > trainFrom {
+			for i := max(trainFrom, start, 1) - start; i < int64(len(chunk)); i++ {
+				p := prev
+				if i > 0 {
+					p = chunk[i-1]
+				}
+				if !bpe.CutBetween(p, chunk[i]) {
+					continue
+				}
+				trainEnd = start + i
+				if err := add(enc.Write(chunk[:i])); err != nil {
+					return err
+				}
+				if err := add(enc.Flush()); err != nil {
+					return err
+				}
+				trainTokens = store.len()
+				chunk = chunk[i:]
+				break
+			}
+		}
+		if len(chunk) > 0 {
+			prev = chunk[len(chunk)-1]
+		}
+		return add(enc.Write(chunk))
+	})
 	if err == nil {
 		err = add(enc.Flush())
 	}
 	switch {
 	case tooMany != nil:
-		return tokenStore{}, tooMany
+		return tokenStore{}, 0, 0, tooMany
 	case err != nil:
-		return tokenStore{}, dataError(path, err)
+		return tokenStore{}, 0, 0, dataError(path, err)
 	}
-	return store, nil
+	return store, trainEnd, trainTokens, nil
 }
 
 // checkWindows refuses settings that make no windows, before the file is
@@ -216,7 +259,7 @@ func checkWindows(path, kind string, context, stride int, split float64) (int, e
 	if !(split > 0 && split < 1) {
 		return 0, fmt.Errorf("split must be between 0 and 1 (exclusive), got %v", split)
 	}
-	if kind != Char && kind != Word && !isBPE(kind) {
+	if kind != Char && kind != Word && kind != BPE && !isBPE(kind) {
 		return 0, fmt.Errorf("data file %s: %w", quote.Name(path), unknownKind(kind))
 	}
 	return stride, nil

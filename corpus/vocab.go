@@ -23,6 +23,7 @@ const (
 	Char = "char"
 	Word = "word"
 	GPT2 = "gpt2" // GPT-2's byte-level BPE, bpe.GPT2: 50,257 tokens
+	BPE  = "bpe"  // a byte-level BPE learned on the training split (LearnBPE)
 )
 
 // Vocab maps tokens to ids and back. A token's id is its index in Tokens().
@@ -32,7 +33,9 @@ type Vocab struct {
 	// bpe encodes and decodes for the byte-level BPE kinds, whose tokens
 	// are byte strings (perhaps not whole UTF-8) and whose ids come from
 	// merging, not from a lookup of the text's characters or words.
-	bpe    *bpe.Tokenizer
+	bpe *bpe.Tokenizer
+	// merges are a learned BPE's (kind "bpe"), which a model file stores.
+	merges [][2]int
 	tokens []string
 	// Only one of the two lookups is filled, depending on kind: runes for
 	// "char" avoid building a one-rune string per character of the corpus.
@@ -55,6 +58,9 @@ func BuildVocab(kind, text string) (*Vocab, error) {
 	}
 	if kind == GPT2 {
 		return NewGPT2Vocab()
+	}
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is learned on a corpus's training split: use LearnBPE")
 	}
 	seen := map[string]bool{}
 	switch kind {
@@ -111,6 +117,9 @@ func isBPE(kind string) bool { return kind == GPT2 }
 func NewVocab(kind string, tokens []string) (*Vocab, error) {
 	if kind == GPT2 {
 		return nil, errors.New("a gpt2 vocabulary is not a list of tokens: use NewGPT2Vocab")
+	}
+	if kind == BPE {
+		return nil, errors.New("a learned BPE vocabulary is its merges, not a list of tokens: use NewLearnedVocab")
 	}
 	if kind != Char && kind != Word {
 		return nil, unknownKind(kind)
@@ -178,13 +187,17 @@ func (v *Vocab) id(tok []byte, r rune) int {
 	return v.runeID[r]
 }
 
-// Kind is "char", "word" or "gpt2".
+// Kind is "char", "word", "gpt2" or "bpe".
 func (v *Vocab) Kind() string { return v.kind }
 
-// BPE is the byte-level BPE tokenizer behind a vocabulary of kind "gpt2",
-// nil for the others: what a caller streaming a long text uses
+// BPE is the byte-level BPE tokenizer behind a vocabulary of kind "gpt2"
+// or "bpe", nil for the others: what a caller streaming a long text uses
 // (bpe.Tokenizer.EncodeStream).
 func (v *Vocab) BPE() *bpe.Tokenizer { return v.bpe }
+
+// Merges returns a learned BPE's merges in order (merge i makes id
+// 256+i), nil for the other kinds. It is a copy.
+func (v *Vocab) Merges() [][2]int { return append([][2]int(nil), v.merges...) }
 
 // Tokens returns the vocabulary in id order. It is a copy: changing it does
 // not change the Vocab. A BPE token is bytes, which need not be whole
@@ -340,7 +353,7 @@ func (v *Vocab) Decode(ids []int) string {
 }
 
 func unknownKind(kind string) error {
-	return fmt.Errorf("unknown tokenizer %q (want %q, %q or %q)", kind, Char, Word, GPT2)
+	return fmt.Errorf("unknown tokenizer %q (want %q, %q, %q or %q)", kind, Char, Word, GPT2, BPE)
 }
 
 // checkUTF8 reports the byte offset of the first invalid UTF-8 sequence,

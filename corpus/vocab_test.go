@@ -152,7 +152,10 @@ func TestBuildVocabRejects(t *testing.T) {
 	if _, err := BuildVocab(Word, " \n\t"); err == nil || !strings.Contains(err.Error(), "no word tokens") {
 		t.Errorf("blank text: err = %v", err)
 	}
-	if _, err := BuildVocab("bpe", "abc"); err == nil || !strings.Contains(err.Error(), "unknown tokenizer") {
+	if _, err := BuildVocab("bytes", "abc"); err == nil || !strings.Contains(err.Error(), "unknown tokenizer") {
 		t.Errorf("bad kind: err = %v", err)
+	}
+	if _, err := BuildVocab(BPE, "abc"); err == nil || !strings.Contains(err.Error(), "use LearnBPE") {
+		t.Errorf("bpe: err = %v", err)
 	}
 }

@@ -81,21 +81,10 @@ func BuildCachedWith(spec config.Model, be Backend, weights Weights) (m *CachedM
 		c.Keys = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_keys"))
 		c.Values = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_values"))
 		x = b.block(name, x, func(name string, in *G.Node) *G.Node {
-			return b.cachedAttention(name, in, m, c)
+			return b.cachedSelfAttention(name, in, c, m.Position, m.Mask)
 		})
 	}
 	m.Logits = b.output(x)
 	m.Params = b.params
 	return m, nil
-}
-
-// cachedAttention is attention for the new position alone: its query
-// against the cached keys and its own, its weights over the cached values
-// and its own. The projections are the window graph's.
-func (b *builder) cachedAttention(name string, x *G.Node, m *CachedModel, c *BlockCache) *G.Node {
-	q, k, v := b.projections(name, x)
-	G.Read(k, &c.NewKey)
-	G.Read(v, &c.NewValue)
-	y := b.op.CachedAttention(q, k, v, c.Keys, c.Values, m.Position, m.Mask, b.attentionScale())
-	return b.outProjection(name, y)
 }

@@ -64,9 +64,19 @@ func Save(path string, spec config.Model, vocab *corpus.Vocab, params []*graph.P
 		return err
 	}
 	meta := map[string]string{"format": Format, "model": string(model), "tokenizer": vocab.Kind()}
-	// GPT-2's vocabulary ships inside gptg: its kind names it, and its
-	// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
-	if vocab.Kind() != corpus.GPT2 {
+	switch vocab.Kind() {
+	case corpus.GPT2:
+		// GPT-2's vocabulary ships inside gptg: its kind names it, and its
+		// 50,257 tokens (byte strings, not all UTF-8) are not repeated.
+	case corpus.BPE:
+		// A learned BPE is its merges, in order: its tokens follow from
+		// them (and are byte strings, not all UTF-8).
+		merges, err := json.Marshal(vocab.Merges())
+		if err != nil {
+			return err
+		}
+		meta["merges"] = string(merges)
+	default:
 		tokens, err := json.Marshal(vocab.Tokens())
 		if err != nil {
 			return err
@@ -213,8 +223,10 @@ func fromMeta(path string, meta map[string]string) (*Model, error) {
 
 // vocabFromMeta is the vocabulary a model file's metadata names: "tokenizer"
 // (char when missing, as in the first files) and, for char and word, the
-// tokens in id order ("vocab"). A gpt2 file has no "vocab": the tokenizer
-// is built into gptg, and a list there would be a second, unchecked one.
+// tokens in id order ("vocab"), for bpe the merges in order ("merges", a
+// JSON array of [left, right] id pairs). A gpt2 file has no "vocab": the
+// tokenizer is built into gptg, and a list there would be a second,
+// unchecked one.
 func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
 	kind := meta["tokenizer"]
 	if kind == "" {
@@ -225,6 +237,32 @@ func vocabFromMeta(path string, meta map[string]string) (*corpus.Vocab, error) {
 			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose vocabulary is built into gptg: the file is damaged", path, kind)
 		}
 		return corpus.NewGPT2Vocab()
+	}
+	if kind == corpus.BPE {
+		if _, ok := meta["vocab"]; ok {
+			return nil, fmt.Errorf("%s: metadata \"vocab\" is given for tokenizer %q, whose tokens follow from its \"merges\": the file is damaged", path, kind)
+		}
+		// [][]int, not [][2]int: json drops the elements of a longer
+		// array and zero-fills a shorter one without a word.
+		var pairs [][]int
+		if err := modelfile.DecodeJSON([]byte(meta["merges"]), &pairs); err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\" is not a JSON array of [left, right] id pairs: %v", path, err)
+		}
+		merges := make([][2]int, len(pairs))
+		for i, p := range pairs {
+			if len(p) != 2 {
+				return nil, fmt.Errorf("%s: metadata \"merges\": merge %d has %d ids, not 2 (left, right)", path, i, len(p))
+			}
+			merges[i] = [2]int{p[0], p[1]}
+		}
+		v, err := corpus.NewLearnedVocab(merges)
+		if err != nil {
+			return nil, fmt.Errorf("%s: metadata \"merges\": %v", path, err)
+		}
+		return v, nil
+	}
+	if _, ok := meta["merges"]; ok {
+		return nil, fmt.Errorf("%s: metadata \"merges\" is given for tokenizer %q, which has none: the file is damaged", path, kind)
 	}
 	var tokens []string
 	if err := modelfile.DecodeJSON([]byte(meta["vocab"]), &tokens); err != nil {

@@ -45,6 +45,30 @@ func checkInitVocab(path string, cfg *config.Config, data *corpus.Dataset) error
 	return fail("the corpus %s %s", cfg.Data.Path, strings.Join(parts, " and "))
 }
 
+// initBPE is the vocabulary a tokenizer = "bpe" run reads its corpus with
+// when it starts from the model file init (--init): the model's own
+// merges, not merges learned on the new corpus, whose tokens would be
+// other ones. It is nil (learn them) without --init, for another
+// tokenizer, or when the model is not a learned BPE (checkInitVocab then
+// says so).
+func initBPE(cfg *config.Config, init string) (*corpus.Vocab, error) {
+	if init == "" || cfg.Data.Tokenizer != corpus.BPE {
+		return nil, nil
+	}
+	m, err := savedmodel.LoadMeta(init)
+	if err != nil {
+		return nil, fmt.Errorf("--init: %w", err)
+	}
+	if m.Vocab.Kind() != corpus.BPE {
+		return nil, nil
+	}
+	if m.Vocab.Size() != cfg.Data.VocabSize {
+		return nil, &config.Error{File: cfg.Path, Key: "data.vocab_size", Msg: fmt.Sprintf(
+			"is %d, but %s's learned BPE has %d tokens: fine-tuning reads the corpus with the model's merges; set vocab_size = %d", cfg.Data.VocabSize, init, m.Vocab.Size(), m.Vocab.Size())}
+	}
+	return m.Vocab, nil
+}
+
 // notIn lists the tokens of a that b does not have, in a's order.
 func notIn(a, b []string) []string {
 	in := map[string]bool{}

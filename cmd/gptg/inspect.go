@@ -84,8 +84,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "file: %s\n", m.Path)
 	for _, k := range keys {
 		v := m.Meta[k]
-		if k == "vocab" {
+		switch k {
+		case "vocab":
 			v = fmt.Sprintf("%d %s tokens", m.Vocab.Size(), m.Vocab.Kind())
+		case "merges": // thousands of pairs: --vocab lists the tokens
+			v = fmt.Sprintf("%d (a %d-token %s vocabulary; --vocab lists the tokens)", len(m.Vocab.Merges()), m.Vocab.Size(), m.Vocab.Kind())
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", k, v)
 	}

@@ -21,6 +21,7 @@ import (
 // says what was interrupted (exit 130) instead of a silent death.
 type status struct {
 	what string
+	unit string // what is counted: "batches", "merges"
 	line *progress.Line
 	ctx  context.Context
 	stop context.CancelFunc
@@ -30,16 +31,19 @@ type status struct {
 // the batches on a slow terminal.
 const redrawEvery = 200 * time.Millisecond
 
-func newStatus(w io.Writer, what string) *status {
+func newStatus(w io.Writer, what string) *status { return newStatusOf(w, what, "batches") }
+
+// newStatusOf is newStatus for a step that counts unit, not batches.
+func newStatusOf(w io.Writer, what, unit string) *status {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	return &status{what: what, line: progress.New(w, terminal.Is(w), 0, 0), ctx: ctx, stop: stop}
+	return &status{what: what, unit: unit, line: progress.New(w, terminal.Is(w), 0, 0), ctx: ctx, stop: stop}
 }
 
-// update is an eval.Progress: done of total batches are finished.
+// update is an eval.Progress: done of total batches (units) are finished.
 func (s *status) update(done, total int) error {
 	if s.ctx.Err() != nil {
 		s.line.Clear()
-		return interruptedError{fmt.Errorf("interrupted during the %s, after %d of %d batches", s.what, done, total)}
+		return interruptedError{fmt.Errorf("interrupted during the %s, after %d of %d %s", s.what, done, total, s.unit)}
 	}
 	s.line.SetTotal(total)
 	s.line.Set(done)
@@ -47,7 +51,7 @@ func (s *status) update(done, total int) error {
 		return nil
 	}
 	fields := []progress.Field{
-		{Text: fmt.Sprintf("%s: %d/%d batches", s.what, done, total), Rank: 0},
+		{Text: fmt.Sprintf("%s: %d/%d %s", s.what, done, total, s.unit), Rank: 0},
 		{Bar: true, Rank: 3},
 		{Text: fmt.Sprintf("%d%%", 100*done/max(1, total)), Rank: 1},
 	}

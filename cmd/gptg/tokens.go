@@ -31,7 +31,7 @@ counts: tokens, distinct tokens, bytes, characters and bytes per token.
 
 The tokenizer is one built into gptg (--tokenizer gpt2: GPT-2's byte-level
 BPE, the ids of tiktoken's "gpt2" encoding) or a model's own: a model file
-or a run folder (its model.safetensors), char, word or gpt2.
+or a run folder (its model.safetensors), char, word, gpt2 or bpe.
 
 With --ids FILE (- for standard input) it prints only the ids, separated
 by single spaces, ending with a newline: the form other tools read. GPT-2's

@@ -1,10 +1,14 @@
-// Package tape runs a built graph on Gorgonia's TapeMachine: Program
-// runs a window of tokens (the forward pass, and every gradient when
-// training), CachedProgram one token at a time against a key/value cache.
-// It compiles the graph once, feeds each batch into the same input
-// tensors, runs the tape in the calling goroutine (tape.go) and, for a
-// fused graph, runs Gorgonia's own ops on the kernels' goroutines and
-// lends the fused ops' buffers (package fused's PlanMemory).
+// Package tape runs a built graph of either model on Gorgonia's
+// TapeMachine. For the GPT, Program runs a window of tokens (the forward
+// pass, and every gradient when training) and CachedProgram one token at
+// a time against a key/value cache; for the encoder–decoder,
+// TranslationProgram runs the whole model or its encoder or decoder (with
+// the gradients when training) and TranslationStepProgram the decoder one
+// word at a time against its caches. It compiles the graph once, feeds
+// each batch into the same input tensors, runs the tape in the calling
+// goroutine (tape.go) and, for a fused graph, runs Gorgonia's own ops on
+// the kernels' goroutines and lends the fused ops' buffers (package
+// fused's PlanMemory).
 //
 // Imports run one way: tape imports graph (what the model computes) and
 // graph/fused (its kernels); neither imports tape.
