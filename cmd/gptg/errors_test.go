@@ -247,7 +247,6 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, hardenedInputs(t)...)
 	rows = append(rows, corpusInputs(t)...)
 	rows = append(rows, pairsInputs()...)
-	rows = append(rows, learnedBPEInputs(t)...)
 	rows = append(rows, translationInputs(model)...)
 	rows = append(rows, translationFlagInputs(t)...)
 	rows = append(rows, hostileInputs(t)...)
@@ -263,6 +262,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, unreadInputs()...)
 	rows = append(rows, tokensInputs()...)
 	rows = append(rows, tokenFileInputs(t)...)
+	rows = append(rows, learnedBPEInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {
