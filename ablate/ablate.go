@@ -134,8 +134,8 @@ type point struct{ step, loss float64 }
 // thinned keeps a curve's points at the steps that are multiples of a
 // stride, doubled whenever more than 2·maxCurveSteps are kept, and its
 // last point: the plot draws at most maxCurveSteps steps, and every point
-// of three 1.65M-row runs took the whole of a 250 MiB cgroup (audit4
-// A4-11). Strides are steps, not rows, so the seeds of a variant keep
+// of three 1.65M-row runs took the whole of a 250 MiB cgroup. Strides
+// are steps, not rows, so the seeds of a variant keep
 // the same steps.
 type thinned struct {
 	kept   []point

@@ -242,8 +242,8 @@ func TestFailedRunKeepsItsErrorOutput(t *testing.T) {
 // TestRunFinishedByAnotherRunner: a second runner (two `gptg sweep run`
 // at once, a requeued task) finishes the run between this one's look at
 // the folder and its training's start; the training then refuses the
-// finished folder. The run is finished, not failed (before, the sweep
-// wrote a failure marker for a finished run and exited 1). The wrapper
+// finished folder. The run is finished, not failed (no failure marker for
+// a finished run, exit 0). The wrapper
 // binary plays the other runner: it trains the run to the end before the
 // training that bringUp asked for.
 func TestRunFinishedByAnotherRunner(t *testing.T) {
@@ -274,7 +274,7 @@ func TestRunFinishedByAnotherRunner(t *testing.T) {
 }
 
 // TestKilledChildIsNamed: a run killed by SIGKILL it did not get from us
-// (the kernel's OOM killer under a cgroup's limit: audit3's M16) is
+// (the kernel's OOM killer under a cgroup's limit) is
 // reported as killed, with the likely cause — not as "signal: killed" or
 // as the last progress line it printed.
 func TestKilledChildIsNamed(t *testing.T) {

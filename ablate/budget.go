@@ -22,7 +22,7 @@ var headroom = memlimit.Find
 // the process's cgroup or machine may still give. Each training checks its
 // own estimate against the headroom when it starts, but its siblings have
 // not grown yet then: two 443 MiB trainings both passed in a 600 MiB
-// cgroup and the kernel killed one (audit4 A4-2). So a training reserves
+// cgroup and the kernel killed one. So a training reserves
 // its estimate here first and waits while the others' reservations leave
 // too little. Under ulimit -v or -d every child has a limit of its own,
 // and nothing is shared.

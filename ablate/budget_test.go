@@ -16,8 +16,8 @@ import (
 
 // TestJobsShareTheMemory: with --jobs 2 under a cgroup whose headroom
 // holds one training but not two, the trainings run one at a time, and
-// the log says why (audit4 A4-2: both passed their own check at start
-// and the kernel killed one). The wrapper marks a training in progress
+// the log says why (each would pass its own check at start, and the
+// kernel kill one). The wrapper marks a training in progress
 // with a folder: a second one starting meanwhile finds it taken.
 func TestJobsShareTheMemory(t *testing.T) {
 	real := gptgBinary(t)
@@ -99,9 +99,9 @@ func TestKilledWhileWritingTheModel(t *testing.T) {
 	if r := results[0]; r.Status != Failed || r.Err == nil || !strings.Contains(r.Err.Error(), "killed (SIGKILL)") {
 		t.Errorf("status %v, error %v; want failed, killed named", r.Status, r.Err)
 	}
-	// Run again: the resume writes the model from the checkpoint (before,
-	// the run counted as finished and its measuring failed on the missing
-	// model, run after run: audit4 A4-5).
+	// Run again: the resume writes the model from the checkpoint (a run
+	// counted as finished would fail its measuring on the missing model,
+	// run after run).
 	results, err = Run(context.Background(), specs, Options{Out: out, Exe: real, Log: io.Discard, ProgressEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -63,7 +63,7 @@ func DrawnSteps[S int | float64](steps []S, limit int) []S {
 // maxCurveSteps bounds the steps a curve is drawn at (the picture is
 // about a thousand pixels wide): at every step of three 1.65M-row runs the
 // map of per-step values and the plot's points took the whole of a
-// 250 MiB cgroup and the kernel killed sweep collect (audit4 A4-11).
+// 250 MiB cgroup and the kernel killed sweep collect.
 var maxCurveSteps = 4000
 
 // meanCurve is the mean and sd over runs at each step one of them has —

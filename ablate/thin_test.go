@@ -7,8 +7,8 @@ import (
 
 // TestCurvesAreThinned: a run's curve keeps every point while it has at
 // most 2·maxCurveSteps, then the points at steps that are multiples of a
-// doubling stride and its last one (audit4 A4-11: every point of three
-// 1.65M-row runs got sweep collect OOM-killed in a 250 MiB cgroup); the
+// doubling stride and its last one (every point of three 1.65M-row runs
+// gets sweep collect OOM-killed in a 250 MiB cgroup); the
 // plot's mean curve is drawn at no more than maxCurveSteps steps, its
 // means and sds those of the runs at each of them.
 func TestCurvesAreThinned(t *testing.T) {

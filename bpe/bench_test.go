@@ -68,3 +68,16 @@ func BenchmarkDecode(b *testing.B) {
 		out = tok.AppendDecode(out[:0], ids)
 	}
 }
+
+// BenchmarkEncodeCold encodes with an empty cache each time, as the first
+// encoding of a text in a process does.
+func BenchmarkEncodeCold(b *testing.B) {
+	tok := gpt2Tokenizer(b)
+	text := benchText(b)
+	b.SetBytes(int64(len(text)))
+	var ids []int
+	for b.Loop() {
+		e := tok.newEncoder()
+		ids = e.appendText(ids[:0], text)
+	}
+}

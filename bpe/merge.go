@@ -44,6 +44,16 @@ func (t *Tokenizer) newEncoder() *encoder {
 	return &encoder{t: t, cache: make(map[string]span)}
 }
 
+// appendText appends the ids of text to dst.
+func (e *encoder) appendText(dst []int, text string) []int {
+	for len(text) > 0 {
+		n := NextPiece(text)
+		dst = e.appendPiece(dst, text[:n])
+		text = text[n:]
+	}
+	return dst
+}
+
 // appendPiece appends the ids of one pre-split piece to dst.
 func (e *encoder) appendPiece(dst []int, piece string) []int {
 	t := e.t

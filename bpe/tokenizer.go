@@ -23,10 +23,10 @@ import (
 // Tokenizer is a byte-level BPE vocabulary. It is immutable once built and
 // safe for concurrent use.
 type Tokenizer struct {
-	// pieceBytes[pieceEnd[id-1]:pieceEnd[id]] are the bytes of token id
-	// (pieceEnd[-1] taken as 0): one allocation for the whole vocabulary.
+	// pieceBytes[pieceOff[id]:pieceOff[id+1]] are the bytes of token id:
+	// one allocation for the whole vocabulary.
 	pieceBytes []byte
-	pieceEnd   []uint32
+	pieceOff   []uint32
 
 	byteID [256]uint32 // the token of each byte value
 	// Merge i makes id firstMerge+i, so among merged ids a smaller id is
@@ -74,14 +74,14 @@ func New(byteIDs [256]int, merges [][2]int, specials map[string]int) (*Tokenizer
 	}
 
 	// Pieces in id order: the bytes first, then each merge's two pieces.
-	t.pieceEnd = make([]uint32, 0, t.size)
+	t.pieceOff = make([]uint32, 1, t.size+1)
 	var byteOf [256]byte
 	for b, id := range byteIDs {
 		byteOf[id] = byte(b)
 	}
 	for id := range 256 {
 		t.pieceBytes = append(t.pieceBytes, byteOf[id])
-		t.pieceEnd = append(t.pieceEnd, uint32(len(t.pieceBytes)))
+		t.pieceOff = append(t.pieceOff, uint32(len(t.pieceBytes)))
 	}
 	t.pairs = newPairTable(len(merges))
 	for i, m := range merges {
@@ -100,7 +100,7 @@ func New(byteIDs [256]int, merges [][2]int, specials map[string]int) (*Tokenizer
 		}
 		t.pieceBytes = append(t.pieceBytes, t.rawPiece(m[0])...)
 		t.pieceBytes = append(t.pieceBytes, t.rawPiece(m[1])...)
-		t.pieceEnd = append(t.pieceEnd, uint32(len(t.pieceBytes)))
+		t.pieceOff = append(t.pieceOff, uint32(len(t.pieceBytes)))
 	}
 
 	first := firstMerge + len(merges)
@@ -119,7 +119,7 @@ func New(byteIDs [256]int, merges [][2]int, specials map[string]int) (*Tokenizer
 	}
 	for i, text := range byID {
 		t.pieceBytes = append(t.pieceBytes, text...)
-		t.pieceEnd = append(t.pieceEnd, uint32(len(t.pieceBytes)))
+		t.pieceOff = append(t.pieceOff, uint32(len(t.pieceBytes)))
 		t.specials = append(t.specials, special{text, first + i})
 	}
 	slices.SortFunc(t.specials, func(a, b special) int { return strings.Compare(a.text, b.text) })
@@ -129,11 +129,8 @@ func New(byteIDs [256]int, merges [][2]int, specials map[string]int) (*Tokenizer
 
 // rawPiece is the bytes of id, shared with the tokenizer.
 func (t *Tokenizer) rawPiece(id int) []byte {
-	start := uint32(0)
-	if id > 0 {
-		start = t.pieceEnd[id-1]
-	}
-	return t.pieceBytes[start:t.pieceEnd[id]:t.pieceEnd[id]]
+	end := t.pieceOff[id+1]
+	return t.pieceBytes[t.pieceOff[id]:end:end]
 }
 
 // Size is the number of token ids, the model's vocabulary dimension.
@@ -167,6 +164,17 @@ func (t *Tokenizer) Decode(ids []int) []byte { return t.AppendDecode(nil, ids) }
 
 // AppendDecode appends the bytes of ids to dst, as Decode.
 func (t *Tokenizer) AppendDecode(dst []byte, ids []int) []byte {
+	// The length first, so that dst grows once: appending a piece at a
+	// time would copy a long text several times as it doubles.
+	n := 0
+	for _, id := range ids {
+		if id < 0 || id >= t.size {
+			n += utf8.UTFMax
+			continue
+		}
+		n += len(t.rawPiece(id))
+	}
+	dst = slices.Grow(dst, n)
 	for _, id := range ids {
 		if id < 0 || id >= t.size {
 			dst = utf8.AppendRune(dst, utf8.RuneError)
@@ -182,16 +190,16 @@ func (t *Tokenizer) AppendDecode(dst []byte, ids []int) []byte {
 // "<|endoftext|>" cannot end a document by accident. Text need not be
 // valid UTF-8: a byte outside it is one character of its own to the
 // pre-split, and decodes back to itself.
-func (t *Tokenizer) Encode(text string) []int { return t.AppendEncode(nil, text) }
+func (t *Tokenizer) Encode(text string) []int {
+	// English is about 4 bytes a token: room for most texts at once, the
+	// slice not regrown (and copied) a dozen times on the way.
+	return t.AppendEncode(make([]int, 0, len(text)/4+16), text)
+}
 
 // AppendEncode appends the token ids of text to dst, as Encode.
 func (t *Tokenizer) AppendEncode(dst []int, text string) []int {
 	e := t.encoders.Get().(*encoder)
-	for len(text) > 0 {
-		n := NextPiece(text)
-		dst = e.appendPiece(dst, text[:n])
-		text = text[n:]
-	}
+	dst = e.appendText(dst, text)
 	t.encoders.Put(e)
 	return dst
 }

@@ -68,7 +68,7 @@ prompt = """
 }
 
 // TestRunNameFromFileName: a file name that gives no plain folder name is
-// refused unless train.out is set; `...toml` once wrote into "..".
+// refused unless train.out is set (`...toml` would write into "..").
 func TestRunNameFromFileName(t *testing.T) {
 	for name, ok := range map[string]bool{"...toml": false, ".toml": false, ".hidden.toml": false, "a b.toml": true, "x.toml": true} {
 		dir := writeFiles(t, map[string]string{name: ""})

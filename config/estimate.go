@@ -308,6 +308,14 @@ func (m Model) forwardOnlyValues(rows, seqLen float64) float64 {
 	return rows * (float64(m.Blocks)*float64(m.Heads)*seqLen + 6*C + 2*H + 2*float64(m.Vocab))
 }
 
+// KeptAttention is what forwardOnlyValues counts for the attention
+// weights of every block but one, over rows positions of seqLen: what a
+// forward-only program that lends them (sampling's, whose weights nobody
+// reads) does not hold, a block's weights being alive at a time.
+func (m Model) KeptAttention(rows, seqLen float64) float64 {
+	return m.elemSize() * rows * float64(max(m.Blocks-1, 0)) * float64(m.Heads) * seqLen
+}
+
 // ForwardMemory estimates graphs that only run forward, as eval, sample and
 // attention build: graphs copies of the weights besides the model file's,
 // each with its activations for batch × seqLen positions.

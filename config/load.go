@@ -181,6 +181,9 @@ func build(path string, values map[string]setting) (*Config, error) {
 	if err := c.checkPairs(origin); err != nil {
 		return nil, err
 	}
+	if err := c.checkUnread(origin); err != nil {
+		return nil, err
+	}
 	if s, ok := values["train.max_memory"]; ok {
 		c.maxMemoryFrom = s.from // CheckTrainMemory blames it
 	}

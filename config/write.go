@@ -21,12 +21,9 @@ func (c *Config) TOML() ([]byte, error) {
 	if err := enc.Encode(c); err != nil {
 		return nil, fmt.Errorf("config %s: encode as TOML: %w", c.Path, err)
 	}
-	out := buf.Bytes()
-	if c.Model.EncoderDecoder() && c.Model.Vocab == 0 {
-		// A reader of a translation run's config would take 0 for a size.
-		out = bytes.Replace(out, []byte("\nvocab = 0\n"), []byte("\nvocab = 0 # not used: the source and target vocabularies come from the pairs (gptg inspect shows them)\n"), 1)
-	}
-	return out, nil
+	// A reader of a translation run's config.toml would take vocab = 0
+	// for a size, and init = "torch" for its initialisation.
+	return c.markUnread(buf.Bytes()), nil
 }
 
 // Diff lists the keys where c differs from base, as "section.key=value" in

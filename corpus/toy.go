@@ -37,7 +37,7 @@ func ToySentences(n int, seed uint64) string {
 // WriteToySentences writes what ToySentences returns to w as it draws it,
 // in memory of a few KiB whatever n: `gptg data toy` writes up to 10M
 // sentences (400 MB), which as one string took 1 GB and crashed a process
-// limited below that (issue #24, session 11's audit).
+// limited below that.
 func WriteToySentences(w io.Writer, n int, seed uint64) error {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	pick := func(words []string) string { return words[rng.IntN(len(words))] }

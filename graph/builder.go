@@ -46,6 +46,55 @@ func shapeSize(shape []int) int {
 // Value is the parameter's current value; training updates it in place.
 func (p *Param) Value() *tensor.Dense { return p.Node.Value().(*tensor.Dense) }
 
+// Backend says how a graph computes, not what: the same model, the same
+// function and gradients whatever it says. The command line sets it once
+// (cmd/gptg) and passes it down to training, evaluation and sampling.
+type Backend struct {
+	// Unfused composes every layer from Gorgonia primitives (MatMul,
+	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
+	// ops. Both compute the same function and gradients (the tests check
+	// both against the reference); the fused graph is several times faster
+	// and allocates almost nothing per run. The unfused one stays as the
+	// readable specification and for comparison (GPTG_UNFUSED=1).
+	Unfused bool
+	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
+	// the calling goroutine only). The results are the same bits for every
+	// value: see package fused's team.
+	Threads int
+}
+
+// Weights gives a forward-only graph its parameters' values instead of
+// drawing them: the value of parameter name, of the given shape and the
+// graph's dtype. The graph reads it and never writes it, so every graph
+// built from one model file can share the file's one copy of the weights
+// (a translator builds an encoder and a decoder per sentence length;
+// copying the weights into each took a copy of the model per graph). It
+// panics on a tensor it cannot give; the builder returns that as an error.
+type Weights func(name string, shape []int) *tensor.Dense
+
+// SharedZeros is a Weights for a graph that is never run (one that only
+// lists a model's parameters): every parameter a view of one buffer of
+// zeros of the dtype (float64 or else float32), grown to the largest
+// asked for, so that the graph takes about one tensor's memory instead of
+// the model's.
+func SharedZeros(dtype string) Weights {
+	var f32 []float32
+	var f64 []float64
+	return func(_ string, shape []int) *tensor.Dense {
+		n := shapeSize(shape)
+		if dtype == "float64" {
+			if len(f64) < n {
+				f64 = make([]float64, n)
+			}
+			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f64[:n]))
+		}
+		if len(f32) < n {
+			f32 = make([]float32, n)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f32[:n]))
+	}
+}
+
 // An initializer draws one parameter entry; these are PyTorch's defaults.
 type initializer func(*rand.Rand) float64
 

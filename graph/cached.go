@@ -48,7 +48,13 @@ type BlockCache struct {
 }
 
 // BuildCached emits the cached graph of a causal model.
-func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
+func BuildCached(spec config.Model, be Backend) (*CachedModel, error) {
+	return BuildCachedWith(spec, be, nil)
+}
+
+// BuildCachedWith is BuildCached whose parameters take their values from
+// weights (Options.Weights) when it is set.
+func BuildCachedWith(spec config.Model, be Backend, weights Weights) (m *CachedModel, err error) {
 	if err := checkSpec(spec, 1); err != nil {
 		return nil, err
 	}
@@ -60,7 +66,7 @@ func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
 			m, err = nil, fmt.Errorf("building the cached graph: %v", r)
 		}
 	}()
-	b := newBuilder(spec, Options{Batch: 1, SeqLen: 1, Backend: be})
+	b := newBuilder(spec, Options{Batch: 1, SeqLen: 1, Backend: be, Weights: weights})
 	T, C := spec.Context, spec.Embedding
 	m = &CachedModel{Spec: spec, G: b.g, Blocks: make([]BlockCache, spec.Blocks)}
 	m.Token = G.NewVector(b.g, tensor.Int, G.WithShape(1), G.WithName("token"))
@@ -75,21 +81,10 @@ func BuildCached(spec config.Model, be Backend) (m *CachedModel, err error) {
 		c.Keys = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_keys"))
 		c.Values = G.NewMatrix(b.g, b.dt, G.WithShape(T, C), G.WithName(name+".cached_values"))
 		x = b.block(name, x, func(name string, in *G.Node) *G.Node {
-			return b.cachedAttention(name, in, m, c)
+			return b.cachedSelfAttention(name, in, c, m.Position, m.Mask)
 		})
 	}
 	m.Logits = b.output(x)
 	m.Params = b.params
 	return m, nil
-}
-
-// cachedAttention is attention for the new position alone: its query
-// against the cached keys and its own, its weights over the cached values
-// and its own. The projections are the window graph's.
-func (b *builder) cachedAttention(name string, x *G.Node, m *CachedModel, c *BlockCache) *G.Node {
-	q, k, v := b.projections(name, x)
-	G.Read(k, &c.NewKey)
-	G.Read(v, &c.NewValue)
-	y := b.op.CachedAttention(q, k, v, c.Keys, c.Values, m.Position, m.Mask, b.attentionScale())
-	return b.outProjection(name, y)
 }

@@ -7,8 +7,10 @@ import (
 )
 
 // An Emitter turns one layer, given its inputs and its parameters, into
-// nodes of the graph. model.go says what the model computes and creates
-// the parameters; an emitter decides how the graph computes it. There are
+// nodes of the graph. The layers (layers.go) and the two models built
+// from them (model.go, translate.go) say what is computed and create the
+// parameters; an emitter decides how the graph computes it. Every layer
+// of either model goes through these methods. There are
 // two, and they compute the same function and the same gradients (the
 // golden, finite-difference and fused-vs-unfused tests hold both to that):
 //
@@ -56,17 +58,28 @@ type Emitter interface {
 	// run with 0 or 1/(1 − p).
 	Dropout(x, mask *G.Node) *G.Node
 	// CrossEntropy: the mean over rows of −log softmax(logits)[target],
-	// targets the (rows) target ids, a tensor.Int vector. (The fused
-	// emitter's SmoothedCrossEntropy adds label smoothing and an ignored
-	// id, the translation model's PAD.)
+	// targets the (rows) target ids, a tensor.Int vector.
 	CrossEntropy(logits, targets *G.Node) *G.Node
+	// OutputLoss: the encoder–decoder's output layer and loss in one,
+	// logits = y·Wᵀ + bias (bias nil: none), then their label-smoothed
+	// cross-entropy averaged over the targets other than ignore (PAD):
+	// per target (1−ε)·(−log p[target]) + ε·mean over the vocabulary of
+	// (−log p[v]). A loss graph needs no logits of its own: the fused
+	// emitter computes those of the counted targets only.
+	OutputLoss(y, w, bias, targets *G.Node, eps float64, ignore int) *G.Node
 
-	// The cached graph (cached.go) runs one position at a time, forward
-	// only; these two layers differ from the window's.
+	// The cached graphs (cached.go, translatestep.go) run one position
+	// per sequence at a time, forward only; these layers differ from the
+	// window's.
 
 	// EmbeddingAt: the row (1, C) tok[token] + pos[position]; token and
 	// position are one-element tensor.Int vectors.
 	EmbeddingAt(token, position, tok, pos *G.Node) *G.Node
+	// ScaledEmbeddingAt: the translation decoder's step graph, one
+	// position per sequence: rows (R, C), row r tok[tokens[r]]·scale +
+	// pos[positions[r]], the product rounded before the sum; tokens and
+	// positions are R-element tensor.Int vectors.
+	ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node
 	// CachedAttention: the attention of one new position (q, k, v rows
 	// (1, C)) over itself and the positions before it, whose keys and
 	// values are the first rows of keys and values (context, C). Which rows

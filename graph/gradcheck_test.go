@@ -38,8 +38,8 @@ func finiteDifferences(t *testing.T, unfused bool) {
 			Norm:       []string{"none", "pre", "post"}[rng.IntN(3)],
 			Activation: []string{"gelu", "relu"}[rng.IntN(2)],
 		}
-		// nanoGPT's switches, drawn after the others so the combinations
-		// above stay those of the earlier versions of this test.
+		// nanoGPT's switches, drawn after the others so that the draws
+		// above do not depend on them.
 		spec.Bias = rng.IntN(4) != 0
 		spec.TieEmbeddings = rng.IntN(3) == 0
 		spec.FinalNorm = rng.IntN(3) == 0

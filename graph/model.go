@@ -1,22 +1,41 @@
-// Package graph is the model's specification: it builds the GPT model as
-// one static Gorgonia expression graph, with its parameters and, for
-// training, its loss.
+// Package graph is the models' specification: it builds the GPT and the
+// encoder–decoder Transformer of "Attention is all you need" as static
+// Gorgonia expression graphs, with their parameters and, for training,
+// their loss.
+//
+// Each model reads top to bottom in one file, as nanoGPT's model.py does:
+//
+//   - model.go is the GPT, in the order of the reference (gptref.py):
+//     embedding, blocks of attention and feed-forward, output, loss.
+//     cached.go cuts it to one new position against a key/value cache,
+//     for sampling.
+//   - translate.go is the encoder–decoder, in the order of PyTorch's
+//     nn.Transformer that its golden files come from: embeddings, encoder
+//     blocks, decoder blocks, output, label-smoothed loss.
+//     translatestep.go cuts its decoder to one new position per
+//     sentence, for translating.
+//
+// Both are built from the same layers (layers.go): linear, layer norm,
+// feed-forward, the residual sublayer, the transformer block and
+// attention in its uses (causal and padded self-attention, cached
+// self-attention, cross-attention), each model setting them its way
+// (layers). A layer creates its parameters (builder.go) and hands its
+// computation to an Emitter (emitter.go), which turns it into nodes:
+// Gorgonia's own operations (primitives.go, the maths spelled out) or
+// one hand-written kernel per layer (package graph/fused).
 //
 // Three packages share the work, imports running one way:
 //
-//   - graph (this package) says what the model computes: model.go is the
-//     whole model, layer by layer, in the order of the seed's classes and
-//     the reference (gptref.py): embedding, attention, feed-forward,
-//     transformer block, output and the loss. It creates the parameters
-//     and hands each layer to an Emitter (emitter.go), which turns it into
-//     nodes: Gorgonia primitives (primitives.go) or fused kernels.
+//   - graph (this package) says what the models compute and creates
+//     their parameters.
 //   - graph/fused holds the fused kernels, one Gorgonia op per layer with
 //     hand-written forward and backward loops. graph imports it; it
 //     imports neither graph nor tape.
 //   - graph/tape runs a built graph on Gorgonia's TapeMachine: Program
-//     (a window of tokens, with the gradients when training) and
-//     CachedProgram (one token at a time against a key/value cache). It
-//     imports graph and fused.
+//     (a GPT's window of tokens, with the gradients when training),
+//     CachedProgram (one token at a time against a key/value cache),
+//     TranslationProgram and TranslationStepProgram (the encoder–decoder's
+//     graphs). It imports graph and fused.
 package graph
 
 import (
@@ -29,7 +48,7 @@ import (
 	"github.com/gptg/gptg/graph/fused"
 )
 
-// Model is a built graph: its inputs, outputs and parameters.
+// Model is a built GPT graph: its inputs, outputs and parameters.
 type Model struct {
 	Spec   config.Model // the [model] table, with Vocab filled in
 	Batch  int
@@ -58,7 +77,7 @@ type Model struct {
 	Fused *fused.Emitter
 }
 
-// Options say which graph of a model to emit.
+// Options say which graph of a GPT to emit.
 type Options struct {
 	Batch int // sequences per run
 	// SeqLen is the number of positions per sequence, 0 for the model's
@@ -84,24 +103,7 @@ type Options struct {
 	Backend
 }
 
-// Backend says how a graph computes, not what: the same model, the same
-// function and gradients whatever it says. The command line sets it once
-// (cmd/gptg) and passes it down to training, evaluation and sampling.
-type Backend struct {
-	// Unfused composes every layer from Gorgonia primitives (MatMul,
-	// Transpose, BroadcastAdd, SoftMax, ...) instead of emitting the fused
-	// ops. Both compute the same function and gradients (the tests check
-	// both against the reference); the fused graph is several times faster
-	// and allocates almost nothing per run. The unfused one stays as the
-	// readable specification and for comparison (GPTG_UNFUSED=1).
-	Unfused bool
-	// Threads bounds the goroutines a fused graph's kernels use (0 or 1:
-	// the calling goroutine only). The results are the same bits for every
-	// value: see package fused's team.
-	Threads int
-}
-
-// Build emits the graph of spec.
+// Build emits the graph of the GPT spec.
 func Build(spec config.Model, o Options) (m *Model, err error) {
 	if o.SeqLen == 0 {
 		o.SeqLen = spec.Context
@@ -165,6 +167,14 @@ func (b *builder) embeddingTables() (tok, pos *G.Node) {
 	return b.tok, pos
 }
 
+// attention is the GPT's self-attention over the window: causal (each
+// position looks at itself and the ones before it) when the model has the
+// mask, over the whole window without. It returns y and the weights w,
+// (B·heads, T, T).
+func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
+	return b.selfAttention(name, x, b.spec.Mask, nil)
+}
+
 // output turns the last block's rows into logits (rows, V): the final
 // LayerNorm when the model has one, then the output layer, or x·tokᵀ
 // (the embedding read backwards, no bias) with tied embeddings.
@@ -176,12 +186,4 @@ func (b *builder) output(x *G.Node) *G.Node {
 		return b.op.Linear(x, b.tok, nil)
 	}
 	return b.linear("out", x, b.spec.Embedding, b.spec.Vocab, false)
-}
-
-// attention is the GPT's self-attention over the window: causal (each
-// position looks at itself and the ones before it) when the model has the
-// mask, over the whole window without. It returns y and the weights w,
-// (B·heads, T, T).
-func (b *builder) attention(name string, x *G.Node) (y, w *G.Node) {
-	return b.selfAttention(name, x, b.spec.Mask, nil)
 }

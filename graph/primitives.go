@@ -93,6 +93,14 @@ func (e *primitives) EmbeddingAt(token, position, tok, pos *G.Node) *G.Node {
 	return G.Must(G.Add(G.Must(G.ByIndices(tok, token, 0)), G.Must(G.ByIndices(pos, position, 0))))
 }
 
+// ScaledEmbeddingAt gathers one row of each table per row of tokens;
+// ByIndices keeps the axis of length 1 of a single row, (1, C).
+func (e *primitives) ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node {
+	x := G.Must(G.ByIndices(tok, tokens, 0))
+	x = G.Must(G.Mul(x, e.scalar("embedding.scale", scale)))
+	return G.Must(G.Add(x, G.Must(G.ByIndices(pos, positions, 0))))
+}
+
 // cachedAttention appends the new key and value to the caches as their
 // last row and masks the invalid cached rows with the additive mask row,
 // so the cache rows past the count take no weight (their content is
@@ -159,6 +167,29 @@ func (e *primitives) CrossEntropy(logits, targets *G.Node) *G.Node {
 	index := G.Must(G.ApplyOp(targetIndex{vocab: V}, targets))
 	picked := G.Must(G.Sum(G.Must(G.ByIndices(column, index, 0))))
 	return G.Must(G.Mul(picked, e.scalar("loss.scale", -1/float64(N))))
+}
+
+// OutputLoss is the output layer, then the label-smoothed cross-entropy
+// averaged over the targets that are not ignore, PyTorch's
+// cross_entropy(ignore_index=ignore, label_smoothing=ε): per target
+// (1−ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p[v]),
+// weighted by 1/(number of counted targets) (targetWeights). The target's
+// log-probability is gathered as CrossEntropy gathers it.
+func (e *primitives) OutputLoss(y, w, bias, targets *G.Node, eps float64, ignore int) *G.Node {
+	logits := e.Linear(y, w, bias)
+	N, V := logits.Shape()[0], logits.Shape()[1]
+	index := G.Must(G.ApplyOp(targetIndex{vocab: V}, targets))
+	weight := G.Must(G.ApplyOp(targetWeights{ignore: ignore, dt: e.dt}, targets))
+	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
+	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
+	picked := G.Must(G.Reshape(G.Must(G.ByIndices(column, index, 0)), tensor.Shape{N}))
+	perRow := G.Must(G.Mul(picked, e.scalar("loss.target", 1-eps)))
+	if eps > 0 {
+		mean := G.Must(G.Mul(G.Must(G.Sum(logp, 1)), e.scalar("loss.smooth", eps/float64(V))))
+		perRow = G.Must(G.Add(perRow, mean))
+	}
+	total := G.Must(G.Sum(G.Must(G.HadamardProd(perRow, weight))))
+	return G.Must(G.Neg(total))
 }
 
 // splitHeads turns rows (B·T, C) into per-head sequences (B·H, T, C/H).

@@ -61,3 +61,68 @@ func (op targetIndex) Hashcode() uint32 {
 	op.WriteHash(h)
 	return h.Sum32()
 }
+
+// targetWeights gives each of the N targets of the encoder–decoder's loss
+// its weight in the mean: 1/n for each of the n targets that are not
+// ignore (PAD), 0 for the others. Integer in, the graph's dtype out, the
+// weight rounded from float64 once; nothing to differentiate.
+type targetWeights struct {
+	ignore int
+	dt     tensor.Dtype
+}
+
+func (op targetWeights) Arity() int { return 1 }
+
+func (op targetWeights) Type() hm.Type {
+	return hm.NewFnType(G.TensorType{Dims: 1, Of: tensor.Int}, G.TensorType{Dims: 1, Of: op.dt})
+}
+
+func (op targetWeights) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return targetIndex{}.InferShape(in...)
+}
+
+func (op targetWeights) Do(vals ...G.Value) (G.Value, error) {
+	if len(vals) != 1 {
+		return nil, fmt.Errorf("targetWeights: %d inputs, want 1", len(vals))
+	}
+	ids, ok := vals[0].Data().([]int)
+	if !ok {
+		return nil, fmt.Errorf("targetWeights: input holds %T, want []int", vals[0].Data())
+	}
+	n := 0
+	for _, id := range ids {
+		if id != op.ignore {
+			n++
+		}
+	}
+	w := make([]float64, len(ids))
+	for r, id := range ids {
+		if id != op.ignore {
+			w[r] = 1 / float64(n)
+		}
+	}
+	return dense(op.dt, w, len(w)), nil
+}
+
+func (op targetWeights) ReturnsPtr() bool     { return false }
+func (op targetWeights) CallsExtern() bool    { return false }
+func (op targetWeights) OverwritesInput() int { return -1 }
+func (op targetWeights) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "targetWeights%d%v", op.ignore, op.dt)
+}
+func (op targetWeights) String() string { return "TargetWeights" }
+
+// DiffWRT and SymDiff say there is nothing to differentiate: Gorgonia
+// asks every op on the path of a loss, and the weights are on it (the
+// loss is their sum with the per-target terms).
+func (op targetWeights) DiffWRT(n int) []bool { return make([]bool, n) }
+
+func (op targetWeights) SymDiff(G.Nodes, *G.Node, *G.Node) (G.Nodes, error) {
+	return nil, fmt.Errorf("targetWeights: the weights of the targets have no gradient")
+}
+
+func (op targetWeights) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}

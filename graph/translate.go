@@ -11,10 +11,11 @@ import (
 )
 
 // This file is the encoder–decoder Transformer of "Attention is all you
-// need", layer by layer, as model.go is the GPT: source and target
+// need", top to bottom, as model.go is the GPT: source and target
 // embeddings, encoder blocks, decoder blocks, output layer and the
-// label-smoothed loss. Its golden files come from PyTorch's own
-// nn.Transformer (testdata/translate/mkgolden.py).
+// label-smoothed loss, built from the layers the GPT is built from
+// (layers.go). Its golden files come from PyTorch's own nn.Transformer
+// (testdata/translate/mkgolden.py).
 
 // TranslationSpec is the encoder–decoder's shape and switches.
 type TranslationSpec struct {
@@ -92,15 +93,12 @@ type Translation struct {
 	// scores of the encoder's self-attention and of cross-attention.
 	SrcMask *G.Node
 	// Targets holds the B·T target ids (dec_tgt, PAD after the end); nil
-	// without the loss. The unfused loss reads them as TargetIndex (B·T,
-	// tensor.Int), r·V + dec_tgt[r], where row r of the flattened
-	// log-probabilities holds its target, and TargetWeight (B·T),
-	// 1/(number of non-PAD targets) at a non-PAD target, else 0.
-	Targets, TargetIndex, TargetWeight *G.Node
-	Memory                             *G.Node // the encoder's output, rows (B·S, C)
-	// Logits are (B·T, V); nil in a fused graph with the loss unless
-	// TranslationOptions.Logits asks for them (its loss computes the
-	// logits of the non-PAD targets only, inside fused.OutputLoss).
+	// without the loss.
+	Targets *G.Node
+	Memory  *G.Node // the encoder's output, rows (B·S, C)
+	// Logits are (B·T, V); nil in a graph with the loss unless
+	// TranslationOptions.Logits asks for them (the loss computes the
+	// logits it needs inside Emitter.OutputLoss).
 	Logits *G.Node
 	Loss   *G.Node // scalar; nil without the loss
 	// CrossAttention holds each decoder block's cross-attention weights,
@@ -144,83 +142,6 @@ type TranslationOptions struct {
 	// forward-only graphs) instead of a random start from Seed.
 	Weights Weights
 	Backend
-}
-
-// translator builds an encoder–decoder graph: a builder for the
-// encoder's rows (B·S) and one for the decoder's (B·T), sharing the graph
-// and the layers.
-type translator struct {
-	spec     TranslationSpec
-	enc, dec *builder
-	tgt      *G.Node // the target embedding, which a tied output layer reads too
-}
-
-// layers are the encoder–decoder's settings of the shared layers: the
-// paper's residual connections, biases, projections and initialisation
-// (nn.Transformer's), with the spec's sizes, norm and activation.
-func (s TranslationSpec) layers() layers {
-	return layers{width: s.Embedding, heads: s.Heads, ffHidden: s.FFHidden, activation: s.Activation,
-		norm: s.Norm, residual: true, bias: true, init: "xavier", qkv: true, outProj: true}
-}
-
-// newTranslator prepares the builders of a graph of o.Batch sentence
-// pairs, sources of o.SrcLen positions and targets of o.TgtLen. The
-// fused ops of both sides share one team and one Memory, sized for the
-// larger side.
-func newTranslator(spec TranslationSpec, o TranslationOptions) *translator {
-	st := newGraphState(spec.Dtype, o.Seed, o.Weights)
-	if o.Dropout {
-		st.dropoutP = spec.Dropout
-	}
-	batch, srcLen, tgtLen := o.Batch, o.SrcLen, o.TgtLen
-	base := &builder{graphState: st, batch: batch, layers: spec.layers()}
-	t := &translator{spec: spec}
-	if o.Unfused {
-		consts := map[string]*G.Node{} // one set of named constants for the graph
-		side := func(T int) *primitives {
-			return &primitives{g: st.g, dt: st.dt, batch: batch, seqLen: T, heads: spec.Heads, context: T, consts: consts}
-		}
-		t.enc, t.dec = base.on(side(srcLen), srcLen), base.on(side(tgtLen), tgtLen)
-		return t
-	}
-	sizes := func(T int) fused.Sizes {
-		return fused.Sizes{Batch: batch, Seq: T, Width: spec.Embedding, Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
-	}
-	both := fused.New(st.dt, sizes(max(srcLen, tgtLen)), o.Threads, o.Memory)
-	t.enc, t.dec = base.on(both.Sized(sizes(srcLen)), srcLen), base.on(both.Sized(sizes(tgtLen)), tgtLen)
-	return t
-}
-
-// Weights gives a forward-only graph its parameters' values instead of
-// drawing them: the value of parameter name, of the given shape and the
-// graph's dtype. The graph reads it and never writes it, so every graph
-// built from one model file can share the file's one copy of the weights
-// (a translator builds an encoder and a decoder per sentence length;
-// copying the weights into each took a copy of the model per graph). It
-// panics on a tensor it cannot give; the builder returns that as an error.
-type Weights func(name string, shape []int) *tensor.Dense
-
-// SharedZeros is a Weights for a graph that is never run (one that only
-// lists a model's parameters): every parameter a view of one buffer of
-// zeros of the dtype (float64 or else float32), grown to the largest
-// asked for, so that the graph takes about one tensor's memory instead of
-// the model's.
-func SharedZeros(dtype string) Weights {
-	var f32 []float32
-	var f64 []float64
-	return func(_ string, shape []int) *tensor.Dense {
-		n := shapeSize(shape)
-		if dtype == "float64" {
-			if len(f64) < n {
-				f64 = make([]float64, n)
-			}
-			return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f64[:n]))
-		}
-		if len(f32) < n {
-			f32 = make([]float32, n)
-		}
-		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f32[:n]))
-	}
 }
 
 // BuildTranslation emits the encoder–decoder graph of spec.
@@ -293,24 +214,17 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 		m.CrossAttention = append(m.CrossAttention, cross)
 	}
 	y = dec.layerNorm("decoder.norm", y)
-	switch {
-	case o.Loss && dec.fused != nil:
-		// The output layer inside the loss, on the rows whose target is
-		// not PAD only (fused.OutputLoss); the logits of every row only
-		// when asked.
+	if o.Loss {
+		// The output layer is inside the loss: the fused loss computes
+		// the logits of the rows whose target is not PAD only, and those
+		// of every row only when asked.
 		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
 		w, bias := t.outputLayer()
-		m.Loss = dec.fused.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
+		m.Loss = dec.op.OutputLoss(y, w, bias, m.Targets, spec.LabelSmoothing, PAD)
 		if o.Logits {
 			m.Logits = dec.op.Linear(y, w, bias)
 		}
-	case o.Loss:
-		m.Logits = t.output(y)
-		m.Targets = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("dec_tgt"))
-		m.TargetIndex = G.NewVector(g, tensor.Int, G.WithShape(B*T), G.WithName("target_index"))
-		m.TargetWeight = G.NewVector(g, dt, G.WithShape(B*T), G.WithName("target_weight"))
-		m.Loss = t.loss(m.Logits, m.TargetIndex, m.TargetWeight)
-	default:
+	} else {
 		m.Logits = t.output(y)
 	}
 	m.Params, m.Dropout, m.dropoutP = dec.params, dec.masks, dec.dropoutP
@@ -392,24 +306,47 @@ func (t *translator) outputLayer() (w, bias *G.Node) {
 	return t.dec.linearParams("out", t.spec.Embedding, t.spec.TgtVocab, false)
 }
 
-// loss is the label-smoothed cross-entropy averaged over non-PAD targets,
-// PyTorch's cross_entropy(ignore_index=PAD, label_smoothing=ε): per target
-// (1−ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p[v]).
-// The target's log-probability is gathered by its flat index (r·V +
-// target) from the log-probabilities as one column: ByIndices along a
-// non-last axis, whose gradient Gorgonia gets right.
-func (t *translator) loss(logits, index, weight *G.Node) *G.Node {
-	e := t.dec.op.(*primitives)
-	N, V := logits.Shape()[0], logits.Shape()[1]
-	eps := t.spec.LabelSmoothing
-	logp := G.Must(G.LogSoftMax(e.subtractRowMax(logits)))
-	column := G.Must(G.Reshape(logp, tensor.Shape{N * V, 1}))
-	picked := G.Must(G.Reshape(G.Must(G.ByIndices(column, index, 0)), tensor.Shape{N}))
-	perRow := G.Must(G.Mul(picked, e.scalar("loss.target", 1-eps)))
-	if eps > 0 {
-		mean := G.Must(G.Mul(G.Must(G.Sum(logp, 1)), e.scalar("loss.smooth", eps/float64(V))))
-		perRow = G.Must(G.Add(perRow, mean))
+// translator builds an encoder–decoder graph: a builder for the
+// encoder's rows (B·S) and one for the decoder's (B·T), sharing the graph
+// and the layers.
+type translator struct {
+	spec     TranslationSpec
+	enc, dec *builder
+	tgt      *G.Node // the target embedding, which a tied output layer reads too
+}
+
+// layers are the encoder–decoder's settings of the shared layers: the
+// paper's residual connections, biases, projections and initialisation
+// (nn.Transformer's), with the spec's sizes, norm and activation.
+func (s TranslationSpec) layers() layers {
+	return layers{width: s.Embedding, heads: s.Heads, ffHidden: s.FFHidden, activation: s.Activation,
+		norm: s.Norm, residual: true, bias: true, init: "xavier", qkv: true, outProj: true}
+}
+
+// newTranslator prepares the builders of a graph of o.Batch sentence
+// pairs, sources of o.SrcLen positions and targets of o.TgtLen. The
+// fused ops of both sides share one team and one Memory, sized for the
+// larger side.
+func newTranslator(spec TranslationSpec, o TranslationOptions) *translator {
+	st := newGraphState(spec.Dtype, o.Seed, o.Weights)
+	if o.Dropout {
+		st.dropoutP = spec.Dropout
 	}
-	total := G.Must(G.Sum(G.Must(G.HadamardProd(perRow, weight))))
-	return G.Must(G.Neg(total))
+	batch, srcLen, tgtLen := o.Batch, o.SrcLen, o.TgtLen
+	base := &builder{graphState: st, batch: batch, layers: spec.layers()}
+	t := &translator{spec: spec}
+	if o.Unfused {
+		consts := map[string]*G.Node{} // one set of named constants for the graph
+		side := func(T int) *primitives {
+			return &primitives{g: st.g, dt: st.dt, batch: batch, seqLen: T, heads: spec.Heads, context: T, consts: consts}
+		}
+		t.enc, t.dec = base.on(side(srcLen), srcLen), base.on(side(tgtLen), tgtLen)
+		return t
+	}
+	sizes := func(T int) fused.Sizes {
+		return fused.Sizes{Batch: batch, Seq: T, Width: spec.Embedding, Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}
+	}
+	both := fused.New(st.dt, sizes(max(srcLen, tgtLen)), o.Threads, o.Memory)
+	t.enc, t.dec = base.on(both.Sized(sizes(srcLen)), srcLen), base.on(both.Sized(sizes(tgtLen)), tgtLen)
+	return t
 }

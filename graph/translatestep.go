@@ -81,9 +81,7 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 	R, S, T, C := rows, srcLen, tgtLen, spec.Embedding
 	st := newGraphState(spec.Dtype, 0, weights)
 	g, dt := st.g, st.dt
-	// The embedding is composed from primitives in either graph.
-	e := &primitives{g: g, dt: dt, batch: R, seqLen: 1, heads: spec.Heads, context: T, consts: map[string]*G.Node{}}
-	var op Emitter = e
+	var op Emitter = &primitives{g: g, dt: dt, batch: R, seqLen: 1, heads: spec.Heads, context: T, consts: map[string]*G.Node{}}
 	if !be.Unfused {
 		op = fused.New(dt, fused.Sizes{Batch: R, Seq: 1, Width: C, Heads: spec.Heads, Vocab: spec.TgtVocab, Context: T}, be.Threads, nil)
 	}
@@ -96,7 +94,7 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 	m.Mask = G.NewMatrix(g, dt, G.WithShape(1, T+1), G.WithName("cache_mask"))
 	m.SrcMask = G.NewMatrix(g, dt, G.WithShape(R, S), G.WithName("src_mask"))
 
-	y := t.embeddingAt(e, m.Tokens, m.Positions, T)
+	y := t.embeddingAt(m.Tokens, m.Positions, T)
 	for i := range m.Blocks {
 		blk, name := &m.Blocks[i], fmt.Sprintf("decoder.%d", i)
 		input := func(what string, n int) *G.Node {
@@ -119,9 +117,7 @@ func BuildTranslationStep(spec TranslationSpec, rows, srcLen, tgtLen int, be Bac
 // embeddingAt is embedding for one position per row: tgt_tok[token]·√C +
 // pos[p], the same arithmetic as the whole target's. The sinusoidal
 // table has the rows of a decoder of T positions.
-func (t *translator) embeddingAt(e *primitives, tokens, positions *G.Node, T int) *G.Node {
+func (t *translator) embeddingAt(tokens, positions *G.Node, T int) *G.Node {
 	tok, pos := t.embeddingTables(t.dec, "tgt", T)
-	x := G.Must(G.ByIndices(tok, tokens, 0))
-	x = G.Must(G.Mul(x, e.scalar("embedding.scale", math.Sqrt(float64(t.spec.Embedding)))))
-	return G.Must(G.Add(x, G.Must(G.ByIndices(pos, positions, 0))))
+	return t.dec.op.ScaledEmbeddingAt(tokens, positions, tok, pos, math.Sqrt(float64(t.spec.Embedding)))
 }

@@ -75,6 +75,52 @@ func ImportWithin(ckptPath, metaPath string, maxMemoryGiB float64) (*Model, erro
 	return m, nil
 }
 
+// GPT-2's tokenizer has 50,257 tokens; nanoGPT trains GPT-2 from scratch
+// with vocab_size 50,304, padded to a multiple of 64 for faster matrix
+// products on a GPU (model.py's GPTConfig).
+const (
+	GPT2Vocab       = 50257
+	paddedGPT2Vocab = 50304
+)
+
+// NotGPT2Error is ImportGPT2's refusal of a checkpoint whose vocabulary is
+// not GPT-2's: a char model whose meta.pkl is missing, most likely.
+type NotGPT2Error struct{ Vocab int }
+
+func (e *NotGPT2Error) Error() string {
+	return fmt.Sprintf("the checkpoint's vocabulary has %d tokens, not GPT-2's %d (or nanoGPT's padded %d)", e.Vocab, GPT2Vocab, paddedGPT2Vocab)
+}
+
+// ImportGPT2 reads a nanoGPT checkpoint of GPT-2's vocabulary, one without
+// a meta.pkl (nanoGPT's sample.py then encodes with tiktoken's GPT-2), with
+// vocab, of GPT2Vocab tokens (corpus.NewGPT2Vocab), as its tokenizer. A checkpoint of nanoGPT's
+// padded vocabulary (50,304) keeps the first 50,257 rows of its token
+// embedding, and so of its tied output layer: the other 47 are no token's.
+// No tokenizer produces their ids, so as inputs they are never read; as
+// outputs they were never a target in training, and nanoGPT's sample.py
+// could draw one only to fail decoding it. The real tokens' logits are
+// unchanged; their probabilities lose the padded rows' share of the
+// softmax, which training pushed towards zero.
+func ImportGPT2(ckptPath string, vocab *corpus.Vocab, maxMemoryGiB float64) (*Model, error) {
+	if vocab.Size() != GPT2Vocab {
+		return nil, fmt.Errorf("ImportGPT2: a vocabulary of %d tokens, want %d", vocab.Size(), GPT2Vocab)
+	}
+	c, err := openCheckpoint(ckptPath)
+	if err != nil {
+		return nil, asInput(err)
+	}
+	defer c.Close()
+	m, err := convert(c, vocab, maxMemoryGiB)
+	var ng *NotGPT2Error
+	if errors.As(err, &ng) {
+		return nil, ng
+	}
+	if err != nil {
+		return nil, asInput(fmt.Errorf("%s: %w", quote.Name(ckptPath), err))
+	}
+	return m, nil
+}
+
 // asInput marks err as the file's fault unless it is an I/O error such as
 // a missing file, which stays a run-time failure.
 func asInput(err error) error {
@@ -110,14 +156,17 @@ func (m *Model) metadata() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens, err := json.Marshal(m.Vocab.Tokens())
-	if err != nil {
-		return nil, err
-	}
 	meta := map[string]string{
 		"format": savedmodel.Format, "model": string(spec),
-		"tokenizer": m.Vocab.Kind(), "vocab": string(tokens),
-		"source": "nanoGPT checkpoint",
+		"tokenizer": m.Vocab.Kind(), "source": "nanoGPT checkpoint",
+	}
+	// GPT-2's vocabulary is built into gptg: its kind names it.
+	if m.Vocab.Kind() != corpus.GPT2 {
+		tokens, err := json.Marshal(m.Vocab.Tokens())
+		if err != nil {
+			return nil, err
+		}
+		meta["vocab"] = string(tokens)
 	}
 	return meta, nil
 }
@@ -273,13 +322,18 @@ func convert(c *checkpoint, vocab *corpus.Vocab, maxMemoryGiB float64) (*Model, 
 	if err != nil {
 		return nil, err
 	}
-	if args.vocab != vocab.Size() {
+	padded := args.vocab == paddedGPT2Vocab && vocab.Size() == GPT2Vocab
+	switch {
+	case vocab.Size() == GPT2Vocab && args.vocab != GPT2Vocab && !padded:
+		return nil, &NotGPT2Error{args.vocab}
+	case args.vocab != vocab.Size() && !padded:
 		return nil, fmt.Errorf("the model has a vocabulary of %d tokens, meta.pkl has %d", args.vocab, vocab.Size())
 	}
 	spec, err := gptSpec(args)
 	if err != nil {
 		return nil, err
 	}
+	spec.Vocab = vocab.Size()
 	if err := checkMemory(spec, sd, maxMemoryGiB); err != nil {
 		return nil, err
 	}
@@ -292,6 +346,11 @@ func convert(c *checkpoint, vocab *corpus.Vocab, maxMemoryGiB float64) (*Model, 
 	}
 	if err := cv.checkAllUsed(keys); err != nil {
 		return nil, err
+	}
+	if padded { // the token embedding comes first: keep its first rows
+		tok := &cv.tensors[0]
+		tok.Shape = []int{GPT2Vocab, args.embedding}
+		tok.F64 = tok.F64[:GPT2Vocab*args.embedding]
 	}
 	m := &Model{Spec: spec, Vocab: vocab, Tensors: cv.tensors}
 	m.setDtype(cv.double)

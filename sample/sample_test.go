@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -177,13 +178,16 @@ func TestCausalPaddingIsInvisible(t *testing.T) {
 			t.Errorf("%d tokens: padded logits differ from a graph of %d positions by %g", n, n, d)
 		}
 	}
-	if len(s.graphs) != 1 {
-		t.Errorf("the causal sampler built %d graphs, want 1 (the full context)", len(s.graphs))
-	}
 	// Padding with other tokens than 0 must not matter either.
 	p, n, err := s.Forward(ids[:3])
 	if err != nil || n != 3 || p.SeqLen != contextLen {
 		t.Fatalf("Forward: n %d, SeqLen %d, err %v", n, p.SeqLen, err)
+	}
+	if _, _, err := s.Forward(ids[:5]); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.graphs) != 1 {
+		t.Errorf("the causal sampler built %d window graphs, want 1 (the full context)", len(s.graphs))
 	}
 	padded := append(append([]int{}, ids[:3]...), 5, 9, 11, 2, 40)
 	if d := maxDiff(logitsOf(t, m, contextLen, padded, 2), logitsOf(t, m, 3, ids[:3], 2)); d > maxPaddingDiff {
@@ -444,5 +448,104 @@ func TestCachedDrawsMatchWindow(t *testing.T) {
 		}
 		cached.Close()
 		window.Close()
+	}
+}
+
+// TestSharedWeightsUnchanged: every graph of a sampler runs on the model's
+// own tensors (savedmodel.SharedWeights), so none may write into them:
+// after sampling through the prefill, the cache, the window graph past the
+// context and the attention maps, with the fused kernels and with
+// Gorgonia's primitives, the tensors hold the file's bits.
+func TestSharedWeightsUnchanged(t *testing.T) {
+	load(t, true)
+	for _, be := range []graph.Backend{{}, {Unfused: true}} {
+		m, err := savedmodel.Load(causalPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := map[string][]float64{}
+		for name, x := range m.Tensors {
+			before[name] = append([]float64(nil), x.F64...)
+		}
+		s, err := New(m, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		generate(t, s, "First Citizen", Options{Tokens: 3 * contextLen, Temperature: 1, Seed: 1})
+		if _, err := s.Attention(encode(t, m, "First")); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		for name, x := range m.Tensors {
+			for i, v := range x.F64 {
+				if math.Float64bits(v) != math.Float64bits(before[name][i]) {
+					t.Fatalf("unfused %v: tensor %s entry %d changed from %v to %v", be.Unfused, name, i, before[name][i], v)
+				}
+			}
+		}
+	}
+}
+
+// TestPrefillFillsTheCache: a prompt goes through one run of a window
+// graph (tape.Prefill), whose keys and values the cache takes over; the
+// logits of that run and of every token appended after it are the window
+// graph's.
+func TestPrefillFillsTheCache(t *testing.T) {
+	m, s := load(t, true)
+	ids := encode(t, m, text)
+	for _, n := range []int{2, 5, contextLen} {
+		s.cache.Truncate(0)
+		got, err := s.NextLogits(ids[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.prefill == nil || s.prefill.SeqLen != n || s.cache.Len() != n {
+			t.Fatalf("%d tokens: no prefill of %d positions filled the cache (cache %d)", n, n, s.cache.Len())
+		}
+		if d := maxDiff(got, logitsOf(t, m, n, ids[:n], n-1)); d > maxPaddingDiff {
+			t.Errorf("%d tokens: prefill logits differ from the window graph's by %g", n, d)
+		}
+		for k := n + 1; k <= min(n+3, contextLen); k++ {
+			got, err := s.NextLogits(ids[:k])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxDiff(got, logitsOf(t, m, k, ids[:k], k-1)); d > maxPaddingDiff {
+				t.Errorf("%d tokens after a prefill of %d: logits differ from the window graph's by %g", k, n, d)
+			}
+		}
+	}
+}
+
+// TestByLogitOrder: the order Draw walks, by radix sort for a large
+// vocabulary and by comparisons for a small one, is the stable sort's by
+// descending logit: equal logits (-0 and +0 among them) in id order.
+func TestByLogitOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{3, 100, radixFrom - 1, radixFrom, 50257} {
+		logits := make([]float64, n)
+		for i := range logits {
+			switch rng.IntN(6) {
+			case 0:
+				logits[i] = float64(rng.IntN(5) - 2) // ties, and zeros
+			case 1:
+				logits[i] = math.Copysign(0, -1)
+			case 2:
+				logits[i] = math.Inf(2*rng.IntN(2) - 1)
+			default:
+				logits[i] = float64(float32(rng.NormFloat64() * 10))
+			}
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+		sort.SliceStable(want, func(a, b int) bool { return logits[want[a]] > logits[want[b]] })
+		got := byLogit(logits, make([]int32, n), make([]int32, n), make([]uint64, n), make([]uint64, n))
+		for i := range want {
+			if int(got[i]) != want[i] {
+				t.Fatalf("%d logits: place %d holds id %d (logit %v), the stable sort's %d (logit %v)", n, i, got[i], logits[got[i]], want[i], logits[want[i]])
+			}
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
@@ -27,6 +28,14 @@ import (
 // Format is the value of the "format" metadata key of a gptg model file.
 const Format = "gptg/1"
 
+// MaxFileSize bounds the model files Load, LoadChecked, LoadMeta and Scan
+// open: GPT-2 xl's is 6.2 GB, beyond modelfile's default of 2 GiB. The
+// size alone allocates nothing: the header is bounded on its own, and a
+// file whose tensors are larger than its metadata's model is refused
+// before they are read (CheckDataSize), a model too large for the memory
+// by the caller's check.
+const MaxFileSize = 64 << 30
+
 // Model is a model file read back: what rebuilds the graph (Spec), what
 // turns text into ids (Vocab) and the weights.
 type Model struct {
@@ -35,6 +44,12 @@ type Model struct {
 	Vocab   *corpus.Vocab
 	Meta    map[string]string
 	Tensors map[string]modelfile.Tensor
+
+	// shared guards what SharedWeights and CheckShared change: the
+	// tensors converted to the model's dtype, and whether the values were
+	// checked (once per model, for every graph sharing them).
+	shared  sync.Mutex
+	checked bool
 }
 
 // Save writes the parameters as a safetensors file the reference
@@ -137,7 +152,7 @@ func beforeData(path string, m **Model, check func(spec config.Model, dataBytes 
 // model too large to build without reading a byte of it.
 func LoadChecked(path string, check func(spec config.Model, dataBytes int64) error) (*Model, error) {
 	var m *Model
-	f, err := modelfile.Read(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)})
+	f, err := modelfile.Read(path, modelfile.Limits{MaxFileSize: MaxFileSize, BeforeData: beforeData(path, &m, check)})
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +172,7 @@ func LoadChecked(path string, check func(spec config.Model, dataBytes int64) err
 // LoadMeta is Load without the tensors: the model and vocabulary a file's
 // header describes, read without its (perhaps large) data.
 func LoadMeta(path string) (*Model, error) {
-	meta, err := modelfile.ReadMeta(path, modelfile.Limits{})
+	meta, err := modelfile.ReadMeta(path, modelfile.Limits{MaxFileSize: MaxFileSize})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 // build's.
 func Scan(path string, check func(spec config.Model, dataBytes int64) error, build func(spec config.Model) ([]*graph.Param, error)) (m *Model, params []*graph.Param, err error) {
 	narrow := false
-	err = modelfile.Stream(path, modelfile.Limits{BeforeData: beforeData(path, &m, check)}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+	err = modelfile.Stream(path, modelfile.Limits{MaxFileSize: MaxFileSize, BeforeData: beforeData(path, &m, check)}, func(_ map[string]string, tensors []modelfile.Tensor) error {
 		m.Tensors = make(map[string]modelfile.Tensor, len(tensors))
 		for _, t := range tensors {
 			m.Tensors[t.Name] = t

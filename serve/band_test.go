@@ -8,8 +8,8 @@ import (
 
 // TestMeanBandThins: a comparison's band is the mean and sd over the runs
 // at each step they logged — every step up to maxBandSteps of them, else
-// evenly spaced steps among them, first and last included (audit4 A4-10:
-// at every step of a 1.65M-row run it held 591 MB). Checked against the
+// evenly spaced steps among them, first and last included (at every step
+// of a 1.65M-row run it would hold 591 MB). Checked against the
 // mean and sd computed here from the runs' rows.
 func TestMeanBandThins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +273,42 @@ lr = 0.002
 	page := decode[runPage](t, get(t, s, "/api/run?id=runs/child"))
 	if strings.Join(page.ParentChanges, " ") != want["child"] || page.Extends == "" {
 		t.Errorf("the run page of child: extends %q, changes %q", page.Extends, page.ParentChanges)
+	}
+}
+
+// TestRunsTableDoesNotHoldTheServer: while /api/runs reads a run folder,
+// other requests are answered. A run's cache lock is held here as a slow
+// read would hold it.
+func TestRunsTableDoesNotHoldTheServer(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "a"))
+	copyRun(t, causalRun, filepath.Join(runs, "b"))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	get(t, s, "/api/run?id=runs/a") // makes a's cache
+	s.mu.Lock()
+	c := s.caches["runs/a"]
+	s.mu.Unlock()
+	c.mu.Lock() // a's files are "being read"
+	done := make(chan int, 1)
+	go func() { done <- get(t, s, "/api/runs").Code }()
+	for c.waiting.Load() == 0 { // the runs table is waiting for a's files
+		runtime.Gosched()
+	}
+	other := make(chan int, 1)
+	go func() { other <- get(t, s, "/api/run?id=runs/b").Code }()
+	// Answered while the lock is held: a wait for the runs table would
+	// never end (the generous bound only turns that into a failure).
+	select {
+	case code := <-other:
+		if code != 200 {
+			t.Errorf("another run's page while the runs table is being made: %d", code)
+		}
+	case <-time.After(time.Minute):
+		t.Errorf("another run's page waited a minute for the runs table being made")
+	}
+	c.mu.Unlock()
+	if code := <-done; code != 200 {
+		t.Errorf("the runs table: %d", code)
 	}
 }

@@ -8,9 +8,8 @@ import (
 )
 
 // TestColumnsWriteJSON: /api/metrics's answer, written a chunk at a time
-// (marshalled whole, six answers of a 1.65M-row run held 69 MB each:
-// audit4 A4-8; its probe measures the memory), is byte for byte
-// json.Marshal's.
+// (marshalled whole, six answers of a 1.65M-row run would hold 69 MB
+// each), is byte for byte json.Marshal's.
 func TestColumnsWriteJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var rows []row

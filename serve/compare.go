@@ -182,8 +182,8 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 // maxBandSteps bounds the steps a band is drawn at: a page draws no more
 // (gptg plot thins its curves as much), and a band at every step of a
 // 1.65M-row run held 591 MB for one request (a map of per-step slices,
-// then its JSON): four at once were OOM-killed in a 400 MiB cgroup
-// (audit4 A4-10). A variable so that the tests can lower it.
+// then its JSON): four at once were OOM-killed in a 400 MiB cgroup. A
+// variable so that the tests can lower it.
 var maxBandSteps = 4000
 
 // meanBand is, at each step some run logged, the mean and sample standard

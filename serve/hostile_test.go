@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,10 +19,10 @@ import (
 
 // TestLiveDropsClientsThatDoNotRead: a client that opens a live stream
 // and never reads is dropped once its writes stall for writeTimeout, and
-// the streams at once are bounded (429 past maxStreams). Before, each
-// such client held its unsent events (and the server's memory) for as
+// the streams at once are bounded (429 past maxStreams). Kept, each such
+// client would hold its unsent events (and the server's memory) for as
 // long as it kept the connection: 300 of them on a run of 300,000 rows
-// grew the server past 400 MB, and growing.
+// grow the server past 400 MB, and growing.
 func TestLiveDropsClientsThatDoNotRead(t *testing.T) {
 	fixtures(t)
 	runs := filepath.Join(t.TempDir(), "runs")
@@ -132,4 +133,63 @@ func TestGenerateUnusableModel(t *testing.T) {
 	if w := get(t, s, "/api/attention?id=runs/c&text=First"); w.Code != http.StatusUnprocessableEntity {
 		t.Errorf("attention on a damaged model: %d %s, want 422", w.Code, w.Body)
 	}
+}
+
+// TestCrossSiteRequestsRefused: the API refuses what a page of another
+// site makes a browser send (a POST that runs a model, a GET of attention
+// maps or live streams): its Host is right, so the DNS-rebinding check
+// lets it through; without the Origin check both would answer 200.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "c"))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	body := `{"id":"runs/c","prompt":"a","tokens":2}`
+	for _, c := range []struct {
+		name, method, target string
+		header               [2]string
+		want                 int
+	}{
+		{"POST from another site's page (Origin)", "POST", "/api/generate", [2]string{"Origin", "http://evil.example"}, 403},
+		{"POST from a sandboxed page (Origin null)", "POST", "/api/generate", [2]string{"Origin", "null"}, 403},
+		{"POST from another port of this host", "POST", "/api/generate", [2]string{"Origin", "http://127.0.0.1:9999"}, 403},
+		{"POST from this host and port over https (another origin)", "POST", "/api/generate", [2]string{"Origin", "https://127.0.0.1:8080"}, 403},
+		{"POST marked cross-site", "POST", "/api/generate", [2]string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"attention GET marked cross-site", "GET", "/api/attention?id=runs/c&text=a", [2]string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"live GET marked same-site", "GET", "/api/live?id=runs/c", [2]string{"Sec-Fetch-Site", "same-site"}, 403},
+		{"POST from this server's own page", "POST", "/api/generate", [2]string{"Origin", "http://127.0.0.1:8080"}, 200},
+		{"POST marked same-origin", "POST", "/api/generate", [2]string{"Sec-Fetch-Site", "same-origin"}, 200},
+		{"the runs page opened from a link elsewhere", "GET", "/", [2]string{"Sec-Fetch-Site", "cross-site"}, 200},
+	} {
+		var rd *strings.Reader
+		if c.method == "POST" {
+			rd = strings.NewReader(body)
+		} else {
+			rd = strings.NewReader("")
+		}
+		// A live stream that is (wrongly) answered ends with its request.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req := httptestRequest(c.method, c.target, rd).WithContext(ctx)
+		req.Header.Set(c.header[0], c.header[1])
+		w := serveOne(s, req)
+		cancel()
+		if w.Code != c.want {
+			t.Errorf("%s: %d %.200s, want %d", c.name, w.Code, w.Body.String(), c.want)
+		}
+		if c.want == 403 && !strings.Contains(w.Body.String(), "refused") {
+			t.Errorf("%s: %.200s, want a message saying why", c.name, w.Body.String())
+		}
+	}
+}
+
+func httptestRequest(method, target string, body *strings.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1:8080"
+	return req
+}
+
+func serveOne(h http.Handler, req *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
 }

@@ -28,9 +28,9 @@ func fakeHeadroom(t *testing.T, bytes int64) {
 // says once (Note). Within the cap, two models take turns (the least
 // recently used is dropped for the other); a model over the cap is
 // answered 507 naming the limit, and the server goes on serving the
-// others. The server used to admit models up to --model-memory and ended
-// in the runtime's out-of-memory trace (session 10: ulimit -v 2700000,
-// --model-memory 20, a 202 MB model).
+// others, never admitting models up to --model-memory into the runtime's
+// out-of-memory trace (ulimit -v 2700000, --model-memory 20, a 202 MB
+// model).
 func TestModelMemoryCappedByTheProcess(t *testing.T) {
 	fixtures(t)
 	runs := filepath.Join(t.TempDir(), "runs")

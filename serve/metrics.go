@@ -327,7 +327,7 @@ const columnChunk = 8192
 // time: a whole run's answer is about 40 bytes a row (69 MB for 1.65
 // million rows), and marshalling it whole held that much per request on
 // top of the columns (six requests at once: the kernel's OOM kill in a
-// 400 MiB cgroup, audit4 A4-8).
+// 400 MiB cgroup).
 func (c columns) writeJSON(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	fields := []struct {

@@ -2,13 +2,16 @@ package serve
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,5 +95,84 @@ func TestLiveSaysWhenReadingFails(t *testing.T) {
 	last := events[len(events)-1]
 	if !strings.HasPrefix(events[0], "rows ") || !strings.HasPrefix(last, "error ") || !strings.Contains(last, "metrics.jsonl") {
 		t.Errorf("events %q: want the rows, then an error naming metrics.jsonl, then the end", events)
+	}
+}
+
+// TestMetricsOfManyTinyLines: a metrics.jsonl of short lines ("{}" is a
+// row) is bounded by its lines, not only its bytes: 256 MiB of "{}" lines
+// (89 million rows) would take an /api/metrics request ten minutes and
+// 11 GB, and /api/runs, holding the server's lock while it read every
+// run, four minutes during which no request is answered.
+func TestMetricsOfManyTinyLines(t *testing.T) {
+	fixtures(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "tiny"))
+	copyRun(t, causalRun, filepath.Join(runs, "edge"))
+	// One line past the bound, and exactly the bound.
+	if err := os.WriteFile(filepath.Join(runs, "tiny", train.MetricsFile), bytes.Repeat([]byte("{}\n"), maxMetricsLines+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rising bytes.Buffer // rows the curve draws: one a step
+	for i := range maxMetricsLines {
+		fmt.Fprintf(&rising, "{\"step\":%d}\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(runs, "edge", train.MetricsFile), rising.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Options{Dirs: []string{runs}})
+	w := get(t, s, "/api/metrics?id=runs/tiny")
+	if w.Code != 422 || !strings.Contains(w.Body.String(), "more than 2097152 lines") {
+		t.Errorf("metrics of %d lines: %d %.200s, want 422 naming the bound", maxMetricsLines+1, w.Code, w.Body.String())
+	}
+	if w := get(t, s, "/api/metrics?id=runs/edge"); w.Code != 200 {
+		t.Errorf("metrics of exactly %d lines: %d %.200s, want 200", maxMetricsLines, w.Code, w.Body.String())
+	}
+	w = get(t, s, "/api/live?id=runs/tiny")
+	if ev := events(w.Body.String()); len(ev) != 1 || ev[0][0] != "error" || !strings.Contains(ev[0][1], "more than") {
+		t.Errorf("live stream of the long file: %.300s, want one error event", w.Body.String())
+	}
+	list := decode[runsList](t, get(t, s, "/api/runs"))
+	if r := runByID(t, list, "runs/tiny"); r.State != stateDamaged || !strings.Contains(r.Problem, "more than 2097152 lines") {
+		t.Errorf("the run of the long file in the table: %s %q, want damaged naming the bound", r.State, r.Problem)
+	}
+	if r := runByID(t, list, "runs/edge"); r.State == stateDamaged || r.Rows != maxMetricsLines {
+		t.Errorf("the run at the bound: %s %q, %d rows", r.State, r.Problem, r.Rows)
+	}
+}
+
+// TestMetricsThatCannotBeServed: a metrics.jsonl that is a FIFO, a link to
+// a FIFO or a link out of the folder is a 403 naming it, and its run is
+// damaged in the table, not a 500 and a run called finished.
+func TestMetricsThatCannotBeServed(t *testing.T) {
+	fixtures(t)
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	os.WriteFile(filepath.Join(dir, "secret"), []byte(`{"step":1,"loss":1}`+"\n"), 0o644)
+	for _, name := range []string{"fifo", "linkfifo", "out"} {
+		copyRun(t, causalRun, filepath.Join(runs, name))
+		os.Remove(filepath.Join(runs, name, train.MetricsFile))
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(syscall.Mkfifo(filepath.Join(runs, "fifo", train.MetricsFile), 0o644))
+	must(os.Symlink("../fifo/"+train.MetricsFile, filepath.Join(runs, "linkfifo", train.MetricsFile)))
+	must(os.Symlink("../../secret", filepath.Join(runs, "out", train.MetricsFile)))
+	s := newServer(t, Options{Dirs: []string{runs}})
+	list := decode[runsList](t, get(t, s, "/api/runs"))
+	for _, c := range []struct{ id, want string }{
+		{"runs/fifo", "metrics.jsonl is not a regular file"},
+		{"runs/linkfifo", "metrics.jsonl is not a regular file"},
+		{"runs/out", "metrics.jsonl is a link that leads out of the served folders"},
+	} {
+		w := get(t, s, "/api/metrics?id="+c.id)
+		if w.Code != 403 || !strings.Contains(w.Body.String(), c.want) {
+			t.Errorf("metrics of %s: %d %.200s, want 403 %q", c.id, w.Code, w.Body.String(), c.want)
+		}
+		if r := runByID(t, list, c.id); r.State != stateDamaged || !strings.Contains(r.Problem, c.want) {
+			t.Errorf("%s in the table: %s %q, want damaged: %q", c.id, r.State, r.Problem, c.want)
+		}
 	}
 }

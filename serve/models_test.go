@@ -9,9 +9,9 @@ import (
 
 // TestReplacedWhileLoading: a run's model file replaced (train writes it
 // at every evaluation) while its old version is still being read. The old
-// version's request is served and then the old weights leave the budget;
-// before, they stayed counted for good, and a watched training ended in
-// 503s once the leaked versions filled the model memory.
+// version's request is served and then the old weights leave the budget:
+// counted for good, the leaked versions would fill the model memory and a
+// watched training end in 503s.
 func TestReplacedWhileLoading(t *testing.T) {
 	fixtures(t)
 	first := make(chan struct{}) // the first load reads until this closes

@@ -837,3 +837,22 @@ func TestTooLargeDropsUnusedModels(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareCountsARunOnce: a runs.csv naming one run many times draws
+// it once, not as a mean "over 400 runs" with sd 0 for 400 lines naming
+// one seed.
+func TestCompareCountsARunOnce(t *testing.T) {
+	fixtures(t)
+	dir := filepath.Join(t.TempDir(), "runs")
+	out := filepath.Join(dir, "abl")
+	copyRun(t, causalRun, filepath.Join(out, "a", "seed-1"))
+	os.WriteFile(filepath.Join(out, "a", "seed-1", train.MetricsFile), []byte(`{"step":10,"loss":3}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "summary.csv"), []byte("name,n\na,1\n"), 0o644)
+	csv := "name,seed,dir,status\n" + strings.Repeat("a,1,x,finished\n", 400) + "..,0,x,x\n../..,0,x,x\n"
+	os.WriteFile(filepath.Join(out, "runs.csv"), []byte(csv), 0o644)
+	s := newServer(t, Options{Dirs: []string{dir}})
+	c := decode[compareAnswer](t, get(t, s, "/api/compare?id=runs/abl"))
+	if len(c.Variants) == 0 || len(c.Variants[0].Runs) != 1 || len(c.Variants[0].Train.N) != 1 || c.Variants[0].Train.N[0] != 1 {
+		t.Fatalf("one run named 400 times: %+v, want it drawn once", c.Variants)
+	}
+}

@@ -13,8 +13,8 @@ import (
 // TestLockLostStops: flock locks a file, not a name. When the run folder's
 // lock file is deleted (or replaced) while a run holds it, a second gptg
 // can lock a new one and train into the same folder; the first run must
-// stop at its next write instead of writing on beside it. Before the fix
-// both trained and wrote the folder's metrics and checkpoints.
+// stop at its next write instead of writing the folder's metrics and
+// checkpoints beside it.
 func TestLockLostStops(t *testing.T) {
 	for _, how := range []string{"deleted", "replaced"} {
 		t.Run(how, func(t *testing.T) {

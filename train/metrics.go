@@ -77,7 +77,7 @@ func ReadMetrics(dir string) ([]MetricsRow, error) {
 // dir, as ReadMetrics reads them, without holding them: a reader that
 // keeps a few values of each row needs no room for all (ablate's tables
 // of runs of 1.65M rows needed 442 MiB each, and under a tight limit
-// called finished runs failed: audit4 A4-11).
+// called finished runs failed).
 func EachMetricsRow(dir string, fn func(MetricsRow)) error {
 	path := filepath.Join(dir, MetricsFile)
 	f, _, err := inputfile.Open(path, maxMetricsBytes)

@@ -14,7 +14,7 @@ import (
 
 // TestResumeWritesAMissingModel: a run killed after its last checkpoint
 // and before its model file was written (the OOM killer while it wrote
-// model.safetensors: audit4 A4-5) had no way back but --force. A resume
+// model.safetensors) needs no --force to come back. A resume
 // writes the model from the checkpoint — byte for byte the one the run
 // would have written — when it is missing or older than the checkpoint,
 // and still refuses a finished run whose model is in place.

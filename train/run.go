@@ -87,6 +87,9 @@ type Result struct {
 	TestBatch    int     // number of test batches the loss averages
 	TrainSecs    float64 // training time, evaluation excluded
 	TokensPerSec float64
+	// Threads is the number of goroutines the graphs computed on: the
+	// command line's --threads, else train.threads, else every core.
+	Threads int
 }
 
 // File names inside a run folder.
@@ -556,6 +559,7 @@ type trainer struct {
 	pendingEval bool
 
 	perEpoch, total int
+	threads         int       // the goroutines the graphs compute on (threads)
 	step            int       // steps done
 	trainSecs       float64   // training time up to the clock's last pause, earlier processes' included
 	segment         time.Time // when the training clock last started (startClock)
@@ -589,7 +593,9 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts O
 	if err := cfg.CheckTrainMemoryOn(config.Corpus{Tokens: int64(data.NumTokens()), IDBytes: data.IDBytes(), Held: true}); err != nil {
 		return nil, err
 	}
-	if err := t.compileGraphs(threads(opts.Backend, cfg.Train)); err != nil {
+	be := threads(opts.Backend, cfg.Train)
+	t.threads = be.Threads
+	if err := t.compileGraphs(be); err != nil {
 		return nil, err
 	}
 	t.newStepper()
@@ -843,7 +849,7 @@ func (t *trainer) result() *Result {
 	return &Result{
 		Dir: t.dir, Steps: t.step, TrainLoss: t.lastTrainLoss, TestLoss: t.lastTest,
 		TestBatch: t.testBatches(), TrainSecs: t.trainSecs,
-		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs,
+		TokensPerSec: float64(t.step) * t.tokensPerStep() / t.trainSecs, Threads: t.threads,
 	}
 }
 

@@ -2,8 +2,10 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +15,7 @@ import (
 	G "gorgonia.org/gorgonia"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
@@ -43,6 +46,8 @@ type translation struct {
 	grads  [][]any
 	// accum holds the average of a step's batch gradients (train.grad_accum > 1).
 	accum []any
+	// threads is the goroutines the graphs compute on (threads).
+	threads int
 
 	runID   string       // this run's identity (config.toml and checkpoints carry it)
 	origin  corpusOrigin // where the corpus and the config were
@@ -69,6 +74,9 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 		return nil, err
 	}
 	if err := refuseExistingRun(dir, opts); err != nil {
+		return nil, err
+	}
+	if err := downloadPairs(ctx, cfg.Data, opts); err != nil {
 		return nil, err
 	}
 	tr, err := newTranslation(cfg, cfg.Data.Path, opts)
@@ -106,6 +114,26 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	}
 	defer tr.metrics.close()
 	return tr.loop(ctx)
+}
+
+// downloadPairs fetches a missing pairs file from data.url, as a text
+// corpus is fetched (corpus.EnsureContext: checked against data.sha256
+// before it is written, nothing left behind by a failure).
+func downloadPairs(ctx context.Context, d config.Data, opts Options) error {
+	if d.URL == "" {
+		return nil
+	}
+	if _, err := os.Stat(d.Path); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or pairs.Load says what is wrong with it
+	}
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "%s is missing: downloading %s\n", d.Path, d.URL)
+	}
+	err := corpus.EnsureContext(ctx, d.Path, d.URL, d.SHA256, opts.Client)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w while downloading %s: nothing was written", ErrInterrupted, d.URL)
+	}
+	return err
 }
 
 // resumeTranslation is Resume for an encoder–decoder run: dir's lock is
@@ -177,9 +205,11 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	if err != nil {
 		return nil, err
 	}
-	if d := cfg.Data; (d.SHA256 != "" && d.SHA256 != c.SHA256) || (d.Size != 0 && d.Size != c.Size) {
-		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has sha256 %s, %d bytes, but [data] expects %s",
-			c.SHA256, c.Size, content{d.SHA256, d.Size})}
+	switch d := cfg.Data; {
+	case d.SHA256 != "" && d.SHA256 != c.SHA256:
+		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has sha256 %s, but [data] sha256 expects %s", c.SHA256, d.SHA256)}
+	case d.Size != 0 && d.Size != c.Size:
+		return nil, &pairs.Error{Path: dataPath, Msg: fmt.Sprintf("has %d bytes, but [data] size expects %d", c.Size, d.Size)}
 	}
 	if len(c.Train) == 0 || len(c.Test) == 0 {
 		return nil, fmt.Errorf("%s: %d training and %d test pairs after the length filter: both need at least one", c.Path, len(c.Train), len(c.Test))
@@ -194,7 +224,8 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	}
 	B := cfg.Train.Batch
 	dir := cfg.Train.Out
-	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1, example: exampleSentence(c),
+	be := threads(opts.Backend, cfg.Train)
+	tr := &translation{cfg: cfg, opts: opts, dir: dir, corpus: c, savedStep: -1, example: exampleSentence(c), threads: be.Threads,
 		metrics: &metricsLog{path: filepath.Join(dir, MetricsFile)}}
 	tr.train = pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets)
 	tr.test = pairs.NewBatcherShapes(c.Test, B, tr.train.Shapes())
@@ -205,7 +236,7 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	mem := fused.NewMemory()
 	for k, s := range tr.train.Shapes() {
 		o := graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Dropout: true,
-			Seed: cfg.Train.Seed, Memory: mem, Backend: opts.Backend}
+			Seed: cfg.Train.Seed, Memory: mem, Backend: be}
 		p, err := compileTranslation(spec, o, true)
 		if err != nil {
 			return nil, err
@@ -419,7 +450,7 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 // result reports the run as it stands.
 func (tr *translation) result() *Result {
 	return &Result{Dir: tr.dir, Steps: tr.total, TrainLoss: tr.lastTrain, TestLoss: tr.lastTest,
-		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs}
+		TestBatch: len(tr.test.InOrder()), TrainSecs: tr.trainSecs, TokensPerSec: tr.tokens / tr.trainSecs, Threads: tr.threads}
 }
 
 // lastCheckpoint says where training can be picked up after a failure.

@@ -2,12 +2,14 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gptg/gptg/config"
@@ -20,6 +22,12 @@ import (
 // given --set overrides into a folder of its own, and returns its result
 // and model.
 func translationRun(t *testing.T, data string, sets ...string) (*Result, *translate.Model) {
+	t.Helper()
+	return translationRunOn(t, data, graph.Backend{Threads: 1}, sets...)
+}
+
+// translationRunOn is translationRun computing on be.
+func translationRunOn(t *testing.T, data string, be graph.Backend, sets ...string) (*Result, *translate.Model) {
 	t.Helper()
 	dir := t.TempDir()
 	text := fmt.Sprintf(`[data]
@@ -59,7 +67,7 @@ out = %q
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), cfg, Options{Log: io.Discard, Backend: graph.Backend{Threads: 1}})
+	res, err := Run(context.Background(), cfg, Options{Log: io.Discard, Backend: be})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +76,49 @@ out = %q
 		t.Fatal(err)
 	}
 	return res, m
+}
+
+// TestTranslationThreadsGiveSameWeights: an encoder–decoder large enough
+// that its kernels split their work (batch 32 × 9 positions × 128 wide,
+// above fused's minParallelActivation) trains to the same bits, metrics
+// included, on 1 and on 3 threads, whether the count comes from
+// train.threads or from the command line (Options.Backend).
+func TestTranslationThreadsGiveSameWeights(t *testing.T) {
+	data := toyPairsFile(t)
+	sets := []string{"model.embedding=128", "model.ff_hidden=256", "model.dtype=float32", "train.batch=32", "train.max_steps=4", "train.eval_every=2"}
+	one, oneModel := translationRunOn(t, data, graph.Backend{}, append(sets, "train.threads=1")...)
+	for _, be := range []graph.Backend{{}, {Threads: 3}} {
+		res, m := translationRunOn(t, data, be, append(sets, "train.threads=3")...)
+		if res.Threads != 3 {
+			t.Errorf("train.threads = 3, --threads %d: trained on %d threads", be.Threads, res.Threads)
+		}
+		if !sameTensors(m, oneModel) {
+			t.Errorf("3 threads (--threads %d): the weights differ from 1 thread's", be.Threads)
+		}
+		a, _ := os.ReadFile(filepath.Join(one.Dir, MetricsFile))
+		b, _ := os.ReadFile(filepath.Join(res.Dir, MetricsFile))
+		if got, want := lossColumns(t, b), lossColumns(t, a); !slices.Equal(got, want) {
+			t.Errorf("3 threads: losses %v, 1 thread: %v", got, want)
+		}
+	}
+}
+
+// lossColumns is the training and test loss of each metrics row.
+func lossColumns(t *testing.T, jsonl []byte) []string {
+	t.Helper()
+	var out []string
+	for line := range strings.Lines(string(jsonl)) {
+		var row MetricsRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatal(err)
+		}
+		s := fmt.Sprintf("%d %v", row.Step, row.Loss)
+		if row.TestLoss != nil {
+			s += fmt.Sprintf(" %v", *row.TestLoss)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func toyPairsFile(t *testing.T) string {

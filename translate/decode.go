@@ -555,8 +555,8 @@ func (tr *Translator) Programs() int { return len(tr.enc) + len(tr.dec) + len(tr
 // check asks Check about a new source length. When it refuses while the
 // translator holds graphs of other lengths, those are dropped and their
 // memory given back before it asks again: a sentence that fits alone is
-// not refused for the cache (audit4 A4-9: line 7 of 20 was refused in a
-// 450 MiB cgroup, the earlier lines' graphs holding the room).
+// not refused for the cache (in a 450 MiB cgroup, line 7 of 20 would be
+// refused, the earlier lines' graphs holding the room).
 func (tr *Translator) check(S int) error {
 	if tr.Check == nil {
 		return nil

@@ -11,9 +11,9 @@ import (
 )
 
 // TestGraphsShareTheFileWeights: every graph a translator builds reads the
-// model file's own tensors (Model.Weights) — before, each graph held a
-// copy, a whole model per sentence length met (an 81M-parameter model's
-// translate peaked at 1.18 GB, its attention at 1.75 GB). A translator
+// model file's own tensors (Model.Weights), not a copy each, a whole
+// model per sentence length met (an 81M-parameter model's translate
+// would peak at 1.18 GB, its attention at 1.75 GB). A translator
 // keeps at most MaxPrograms graphs, however many lengths it meets, and
 // Check sees each new length before its graphs are built.
 func TestGraphsShareTheFileWeights(t *testing.T) {
@@ -93,8 +93,8 @@ func TestTranslationParamsCountTheGraph(t *testing.T) {
 
 // TestCheckDropsTheCacheFirst: a new length refused while the translator
 // holds graphs of other lengths is asked about again once they are
-// dropped (audit4 A4-9: a sentence that fits alone was refused for the
-// cache); a length refused alone stays refused.
+// dropped (a sentence that fits alone is not refused for the cache); a
+// length refused alone stays refused.
 func TestCheckDropsTheCacheFirst(t *testing.T) {
 	m := randomModel(t, cacheCases[0], 7)
 	tr := NewTranslator(m, graph.Backend{})

@@ -45,8 +45,8 @@ func pairsInputs() []badInput {
 			args: []string{"graph", "c.toml"}, code: 2, msg: `c.toml: model.arch: "decoder-only" cannot read a pairs corpus (data.format = "pairs"): set arch = "encoder-decoder"`},
 		{name: "encoder-decoder with norm none", files: map[string]string{"c.toml": "[data]\nformat = \"pairs\"\n[model]\narch = \"encoder-decoder\"\nnorm = \"none\"\n"},
 			args: []string{"graph", "c.toml"}, code: 2, msg: `c.toml: model.norm: "none" is not allowed with arch = "encoder-decoder" (allowed: post, the paper's; pre)`},
-		// --force replaced a trained run's config.toml (its record: resume
-		// and eval then refused the run); round six's audit.
+		// --force would replace a trained run's config.toml (its record:
+		// resume and eval would then refuse the run).
 		{name: "pairs: --out a training run's folder, --force", files: map[string]string{"c.toml": pairsConfig, "p.tsv": goodPairs,
 			"run/model.safetensors": "a model", "run/config.toml": "# run id: 0\n"},
 			args: []string{"data", "pairs", "c.toml", "--out", "run", "--force"}, code: 2, msg: "--out run is a training run's folder (it holds model.safetensors): data pairs would replace the run's config.toml; give another folder"},

@@ -229,7 +229,7 @@ func TestBadInputs(t *testing.T) {
 		// nanoGPT checkpoints: pickles, read without running them; the file's fault is exit 2.
 		{name: "import without a kind", args: []string{"import", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "import needs the kind of checkpoint"},
 		{name: "import without --out", args: []string{"import", "nanogpt", "ckpt.pt"}, code: 2, msg: "import nanogpt needs --out"},
-		{name: "import without meta.pkl", files: map[string]string{"ckpt.pt": "x"},
+		{name: "import without meta.pkl (a char model)", setup: nanoCheckpoint,
 			args: []string{"import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"}, code: 2, msg: "no --meta given and no meta.pkl beside ckpt.pt"},
 		{name: "import: missing checkpoint", setup: nanoMeta,
 			args: []string{"import", "nanogpt", "nope.pt", "--meta", "meta.pkl", "--out", "m.safetensors"}, code: 2, msg: "nope.pt: no such file"},
@@ -248,18 +248,18 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, corpusInputs(t)...)
 	rows = append(rows, pairsInputs()...)
 	rows = append(rows, translationInputs(model)...)
+	rows = append(rows, translationFlagInputs(t)...)
 	rows = append(rows, hostileInputs(t)...)
 	rows = append(rows, serveInputs()...)
-	rows = append(rows, round4Inputs(t)...)
-	rows = append(rows, round5Inputs(t)...)
-	rows = append(rows, round6HcliInputs(t)...)
-	rows = append(rows, round6HfilesInputs(t)...)
-	rows = append(rows, round6RunsInputs(t)...)
-	rows = append(rows, round6ServeInputs()...)
-	rows = append(rows, round6Audit3Inputs(t)...)
-	rows = append(rows, leftoverInputs(t)...)
+	rows = append(rows, sweepInputs()...)
+	rows = append(rows, argumentInputs(t)...)
+	rows = append(rows, outputInputs(t)...)
+	rows = append(rows, modelFileInputs(t)...)
+	rows = append(rows, importInputs(t)...)
+	rows = append(rows, limitInputs(t)...)
+	rows = append(rows, runInputs(t)...)
 	rows = append(rows, memcapsInputs()...)
-	rows = append(rows, mendsInputs(t)...)
+	rows = append(rows, unreadInputs()...)
 	rows = append(rows, tokensInputs()...)
 	rows = append(rows, learnedBPEInputs(t)...)
 
@@ -342,7 +342,7 @@ func checkErrorsDoc(t *testing.T, table []errorDoc) {
 	b.WriteString("for a model, a translation model for a language model, a file for a folder output, the filesystem root),\n")
 	b.WriteString("a FIFO or device named as an input. **1**: what was named is of the right kind but its content is damaged\n")
 	b.WriteString("(a model file's header, metadata or tensors), or the run fails. **130**: interrupted after saving.\n")
-	b.WriteString("`TestWrongArgumentExitCodes` (cmd/gptg/round5_test.go) holds every command to the first half;\n")
+	b.WriteString("`TestWrongArgumentExitCodes` (cmd/gptg/arguments_test.go) holds every command to the first half;\n")
 	b.WriteString("`python3 testdata/hostile/probe.py GPTG_BINARY` reruns the hostile-input probes of issue #24.\n\n")
 	b.WriteString("| # | bad input | command | exit | message (stderr) |\n|---|---|---|---|---|\n")
 	cell := strings.NewReplacer("|", `\|`, "\n", " ", "`", "'")

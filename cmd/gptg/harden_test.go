@@ -14,8 +14,8 @@ import (
 	"github.com/gptg/gptg/modelfile"
 )
 
-// hardenedInputs are the rows of TestBadInputs for inputs that once
-// overwrote runs, wrote outside the run folder, hung or took all memory.
+// hardenedInputs are the rows of TestBadInputs for inputs that would
+// overwrite runs, write outside the run folder, hang or take all memory.
 // Each must be refused at once (the 10 s command timeout fails a hang).
 func hardenedInputs(t *testing.T) []badInput {
 	tiny := testmodel.TinyText()

@@ -22,10 +22,11 @@ import (
 	"github.com/gptg/gptg/modelfile"
 )
 
-// The rows and tests of this file are the third round of hostile input
-// (issue #24): a nanoGPT import that hung or took all memory, outputs
-// written through devices, links and inputs, scripts with injected lines,
-// results that lied, and messages that echoed whatever they were given.
+// The rows and tests of this file are hostile inputs: nanoGPT checkpoints
+// built to hang an import or take all memory, outputs named as devices,
+// links and inputs, values that would inject lines into scripts, results
+// that must not claim more than was done, and messages that must not echo
+// whatever they are given.
 
 // pickle builders: protocol 2 opcodes, enough to write the checkpoints
 // and meta.pkl files of nanoGPT with hostile values in them.
@@ -108,7 +109,7 @@ func nanoZip(t *testing.T, dir, args, model string, storages map[string]int, def
 	}
 }
 
-// hostileInputs are the rows of TestBadInputs for issue #24.
+// hostileInputs are the rows of TestBadInputs for hostile inputs.
 func hostileInputs(t *testing.T) []badInput {
 	mkfifo := func(name string) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {

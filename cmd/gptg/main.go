@@ -1,4 +1,9 @@
-// Command gptg trains and samples small GPT language models on a CPU.
+// Command gptg trains, samples and explains small transformer models on a
+// CPU, of two architectures built by package graph: GPT language models
+// and the encoder–decoder translation model of "Attention is all you
+// need". Most commands take either (train, eval, inspect, graph,
+// attention, ablate, serve); sample and import nanogpt are the GPT's,
+// translate the encoder–decoder's.
 //
 // Each subcommand lives in its own file: train.go, graph.go, sample.go, ...
 // This file dispatches, prints help and turns errors into exit codes:
@@ -22,6 +27,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/memlimit"
 	"github.com/gptg/gptg/internal/quote"
@@ -191,17 +197,18 @@ func exitCode(err error) int {
 	var ie interruptedError
 	var re refusedError
 	var ne *nanogpt.InputError
+	var he *hf.InputError
 	var pe *pairs.Error
 	var cc *train.CorpusChangedError // a run's corpus edited since training
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
-	var ie2 inputError               // a text that is not what it must be (tokens)
 	var xe *train.ExistingRunError   // train.out holds a run already
+	var ie2 inputError               // a text that is not what it must be (tokens)
 	switch {
 	case errors.As(err, &ie):
 		return 130
-	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
-		errors.As(err, &me), errors.As(err, &re), errors.As(err, &ie2), errors.As(err, &xe):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
+		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &ie2):
 		return 2
 	}
 	return 1

@@ -54,10 +54,10 @@ func refusalSuggests(t *testing.T, what string, r result, prefix, want, marker s
 
 // TestPairsBoundFitsTheProcess: the kept pairs of a pairs file are held
 // up to a fixed 512 MiB (about twice that at the peak), which a process
-// under ulimit -v may not have: 268 MB in use ended in the runtime's
-// "fatal error: out of memory" (session 10's audit). The bound is now the
-// smaller of the two, and the refusal names the limit and the lines that
-// fit; those lines then read under the same limit.
+// under ulimit -v may not have (268 MB in use would end in the runtime's
+// "fatal error: out of memory"). The bound is the smaller of the two, and
+// the refusal names the limit and the lines that fit; those lines then
+// read under the same limit.
 func TestPairsBoundFitsTheProcess(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
@@ -92,9 +92,9 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 		"c.txt":  strings.Repeat("the quick brown fox jumps over the lazy dog\n", 2_800_000), // 123 MB: 235 MiB of ids
 		"c.toml": cfg,
 	})
-	// Since session 12 the training estimate counts the ids (and the 211
-	// MiB of an epoch's window order) from the file's size, before the
-	// loader's own check: refused up front, exit 2, naming the data.
+	// The training estimate counts the ids (and the 211 MiB of an epoch's
+	// window order) from the file's size, before the loader's own check:
+	// refused up front, exit 2, naming the data.
 	used := addressUsed(t, dir)
 	limit := used + 150<<10
 	r := underVM(t, dir, limit, "graph", "c.toml")

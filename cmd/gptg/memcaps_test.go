@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Issue #24, session 11: fixed caps and memory checks against what the
-// process may still take (ulimit -v), through the binary. Each limit is
+// Fixed caps and memory checks against what the process may still take
+// (ulimit -v), through the binary. Each limit is
 // sized from the command's own measured address space (peakVM), so the
 // tests hold on any machine whatever the Go runtime reserves.
 
@@ -90,8 +90,7 @@ func bigBatchRun(t *testing.T, dir string) {
 // take could not be sampled though sampling needs far less, and an
 // ablation run again on its finished folder (to rebuild the table) called
 // the trained run "of another config (unreadable config.toml)" or failed
-// it with "no usable prompt … train.max_memory" (issue #24, session 10's
-// audit). Each command runs under ulimit -v its own measured need plus
+// it with "no usable prompt … train.max_memory". Each command runs under ulimit -v its own measured need plus
 // 192 MiB (its estimate counts 64 MiB for the program already running,
 // and the threads still to come count against the headroom: +128 MiB
 // left 32 MiB once they were counted),

@@ -11,12 +11,10 @@ import (
 )
 
 // TestEvalCountsTheCorpus: eval holds its corpus whole as token ids (two
-// bytes a token), which its memory check did not count: a model that fit
-// passed, then the corpus was read once to be refused (exit 1, "train on a
-// part of it") or, before session 11, crashed the runtime. Now the ids
-// are counted with the model, from the file's size, and a corpus too large
-// is refused in one line before anything is read (exit 2); with room for
-// it the same eval runs.
+// bytes a token), which its memory check counts with the model, from the
+// file's size: a corpus too large is refused in one line before anything
+// is read (exit 2), not read once to be refused (exit 1) or to crash the
+// runtime; with room for it the same eval runs.
 func TestEvalCountsTheCorpus(t *testing.T) {
 	dir := t.TempDir()
 	line := "the quick brown fox jumps over the lazy dog\n"
@@ -44,7 +42,7 @@ func TestEvalCountsTheCorpus(t *testing.T) {
 }
 
 // TestTranslationEvalCountsThePairs: a translation eval reads its run's
-// pairs file after the model; it is now counted with the model, from the
+// pairs file after the model; it is counted with the model, from the
 // size the run recorded, and refused up front when it does not fit,
 // instead of halfway through reading it.
 func TestTranslationEvalCountsThePairs(t *testing.T) {
@@ -71,11 +69,10 @@ func TestTranslationEvalCountsThePairs(t *testing.T) {
 }
 
 // TestInspectReadsATensorAtATime: inspect prints a model's parameter
-// table and checks every value, which took the whole model twice (the
-// file's tensors and a graph's copy: 406 MiB for a 200 MB model) and was
-// refused under a limit that holds one tensor easily. It now reads a
-// tensor at a time: a 100 MB model inspects with 150 MiB of headroom, and
-// a damaged value is still found.
+// table and checks every value a tensor at a time (the whole model twice,
+// the file's tensors and a graph's copy, would take 406 MiB for a 200 MB
+// model): a 100 MB model inspects with 150 MiB of headroom, and a damaged
+// value is still found.
 func TestInspectReadsATensorAtATime(t *testing.T) {
 	dir := t.TempDir()
 	spec := config.DefaultModel()

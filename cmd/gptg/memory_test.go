@@ -59,10 +59,10 @@ func underAddressLimit(t *testing.T, dir string, kib int64, args ...string) (str
 // or are refused in one line (exit 2), never the runtime's "fatal error:
 // out of memory" trace. The limits are found from the binary itself:
 // where its answer turns from a refusal into a run, then a sweep across
-// that edge. Before the estimate counted the sampler's second graph and the
-// float64 copies of loading, and before gptg set a soft memory limit,
-// sample passed the check from about 40 MiB below what it needed up to
-// 200 MiB above, and crashed (issue #24, session 10's audit).
+// that edge. Without the sampler's second graph and the float64 copies of
+// loading in the estimate, and without a soft memory limit, sample would
+// pass the check from about 40 MiB below what it needs up to 200 MiB
+// above, and crash.
 func TestModelCommandsUnderAddressLimit(t *testing.T) {
 	dir := t.TempDir()
 	spec := config.DefaultModel()

@@ -7,8 +7,7 @@ import (
 	"testing"
 )
 
-// Issue #24, session 12: training's memory estimate under ulimit -v,
-// through the binary. Limits are what gptg counts as taken (addressUsed)
+// Training's memory estimate under ulimit -v, through the binary. Limits are what gptg counts as taken (addressUsed)
 // plus a chosen headroom, so the tests hold whatever the Go runtime
 // reserves on the machine.
 
@@ -28,10 +27,10 @@ func oneLineRefusal(t *testing.T, what string, r result, want ...string) {
 
 // TestTrainingCountsTheCorpus: a training holds its corpus's ids (2 bytes
 // a token) and an epoch's order of its windows (8 bytes each), which the
-// estimate left out: a 48 MB corpus at context 8 (stride 4) holds 182 MiB
-// for a model of 1 MiB, and under 150 MiB of headroom it was accepted.
-// Now it is refused up front, from the file's size, in one line naming
-// the data; with room for it, it trains.
+// estimate counts: a 48 MB corpus at context 8 (stride 4) holds 182 MiB
+// for a model of 1 MiB, so under 150 MiB of headroom it is refused up
+// front, from the file's size, in one line naming the data; with room for
+// it, it trains.
 func TestTrainingCountsTheCorpus(t *testing.T) {
 	dir := t.TempDir()
 	text := strings.Repeat("abcdefgh\n", 48<<20/9)
@@ -51,13 +50,13 @@ func TestTrainingCountsTheCorpus(t *testing.T) {
 	}
 }
 
-// TestTranslationTrainingChecked: translation training had no estimate of
-// its own (the GPT's formula was applied to an encoder–decoder config), so
-// a training too big for the process was accepted and ended in the
-// runtime's "fatal error: out of memory". Now the estimate of the
-// vocabularies the pairs give (en-es: 256 MiB) is checked once they are
-// read, before any graph is built: one line, exit 2, no run folder
-// (under 160 MiB of headroom it crashed; it needs about 170).
+// TestTranslationTrainingChecked: translation training has an estimate of
+// its own (not the GPT's formula applied to an encoder–decoder config):
+// the estimate of the vocabularies the pairs give (en-es: 256 MiB) is
+// checked once they are read, before any graph is built, so a training too
+// big for the process is refused in one line, exit 2, no run folder,
+// instead of ending in the runtime's "fatal error: out of memory" (it
+// needs about 170 MiB; here 160 MiB of headroom).
 func TestTranslationTrainingChecked(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"t.toml": `[data]

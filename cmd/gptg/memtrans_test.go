@@ -15,8 +15,8 @@ import (
 // TestTranslationMemoryLimit: GPTG_MAX_MEMORY applies to translation
 // models as to GPT ones — translate, attention, inspect and eval refuse a
 // model whose graphs need more, in one line naming the need, exit 2,
-// before reading its tensors. They had no check at all (session 10:
-// GPTG_MAX_MEMORY=0.001 gptg translate exited 0).
+// before reading its tensors (GPTG_MAX_MEMORY=0.001 gptg translate must
+// not exit 0).
 func TestTranslationMemoryLimit(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range toyTranslation() {
@@ -101,10 +101,9 @@ func vmSizeKB(t *testing.T, pid int) int64 {
 // TestServeModelMemoryUnderUlimit: under ulimit -v, serve caps
 // --model-memory to what the process may take (less its reserve for
 // itself) and says so once at start; a model that does not fit is
-// answered 507 naming the limit, and the server stays up. It used to admit
-// models up to --model-memory and exit with the runtime's out-of-memory
-// trace (session 10: ulimit -v 2700000, --model-memory 20, a 202 MB
-// model). The limit is set from the server's own VmSize, measured: a
+// answered 507 naming the limit, and the server stays up, not admitting
+// models up to --model-memory into the runtime's out-of-memory trace
+// (ulimit -v 2700000, --model-memory 20, a 202 MB model). The limit is set from the server's own VmSize, measured: a
 // little less than it and its reserve, so that no model fits.
 func TestServeModelMemoryUnderUlimit(t *testing.T) {
 	dir := t.TempDir()

@@ -37,17 +37,25 @@ type graphsOf struct {
 	// before the model or the corpus is read.
 	corpus     float64
 	corpusPath string
+	// attentionLent: the graphs keep no attention weights (sampling reads
+	// the logits alone), one block's at a time is alive.
+	attentionLent bool
 }
 
-// samplerGraphs are the graphs sample.New builds for m: for a causal
-// model one of the whole context and the cached graph that generates one
-// token at a time, each with its own copy of the weights (the second's
-// activations, a single position's, are left out; its key/value cache
-// is counted), else up to one per length.
+// samplerGraphs are the graphs a sampler builds for m, all of them on the
+// file's own weights (savedmodel.SharedWeights): for a causal model the
+// cached graph that generates one token at a time (its activations, a
+// single position's, are left out; its key/value cache is counted) and
+// one window graph of the whole context at most at a time (a prompt's
+// prefill, the window past the context, the attention maps), else up to
+// one window graph per length.
+//
+// Sampling alone (what "sampling") reads no attention weights: its window
+// graphs lend them. Attention maps and serve read them.
 func samplerGraphs(spec config.Model, what string) graphsOf {
-	g := graphsOf{batch: 1, seqLen: spec.Context, count: 2, pools: 1, what: what}
+	g := graphsOf{batch: 1, seqLen: spec.Context, count: 0, pools: 1, what: what, attentionLent: what == "sampling" && spec.Mask}
 	if !spec.Mask {
-		g.count, g.pools = spec.Context, spec.Context
+		g.pools = spec.Context
 		return g
 	}
 	elem := 4.0
@@ -98,6 +106,10 @@ func checkModelMemory(path string, spec config.Model, dataBytes int64, g graphsO
 	// them wider (float64 for a float32 model).
 	e.Weights += max(0, float64(dataBytes)-float64(spec.ParamCount()*elem))
 	e.Activations += g.extra
+	if g.attentionLent {
+		rows := float64(g.batch) * float64(g.seqLen)
+		e.Activations -= float64(g.pools) * spec.KeptAttention(rows, float64(g.seqLen))
+	}
 	what := fmt.Sprintf("%s: %s this model", path, g.what)
 	if g.corpus < 1<<20 { // a corpus this small is not worth naming
 		e.Activations += g.corpus

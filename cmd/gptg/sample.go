@@ -45,7 +45,8 @@ Flags:
                        probabilities sum to P (0 = off)
   --seed S             random seed (default 42)
   --samples N          independent samples, separated by a blank line (default 1)
-  --stats              print tokens/s to stderr at the end
+  --stats              print tokens/s to stderr at the end, and the time
+                       to the first token (the prompt's run) apart
 ` + threadsUsage,
 	run: runSample,
 }
@@ -79,13 +80,22 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.Close()
 	start := time.Now()
-	if err := writeSamples(stdout, s, m, req); err != nil {
+	var first time.Time // when the first token was drawn
+	if err := writeSamples(stdout, s, m, req, &first); err != nil {
 		return err
 	}
 	if req.stats {
-		secs := time.Since(start).Seconds()
+		end := time.Now()
+		secs := end.Sub(start).Seconds()
 		n := req.opts.Tokens * req.samples
-		fmt.Fprintf(stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f}\n", n, secs, float64(n)/secs)
+		fmt.Fprintf(stderr, "{\"tokens\": %d, \"sample_s\": %.3f, \"tokens_per_s\": %.0f", n, secs, float64(n)/secs)
+		// The first token waits for the prompt; the others are what
+		// generation runs at.
+		if n > 1 && !first.IsZero() {
+			fmt.Fprintf(stderr, ", \"first_token_s\": %.3f, \"after_first_tokens_per_s\": %.2f",
+				first.Sub(start).Seconds(), float64(n-1)/end.Sub(first).Seconds())
+		}
+		fmt.Fprintln(stderr, "}")
 	}
 	return nil
 }
@@ -208,7 +218,7 @@ func (req *sampleRequest) check() error {
 // writeSamples streams each sample to stdout, the prompt first and then
 // each token as it is drawn, samples apart by a blank line; sample i
 // draws with seed + i.
-func writeSamples(stdout io.Writer, s *sample.Sampler, m *savedmodel.Model, req sampleRequest) error {
+func writeSamples(stdout io.Writer, s *sample.Sampler, m *savedmodel.Model, req sampleRequest, first *time.Time) error {
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	for i := 0; i < req.samples; i++ {
@@ -219,6 +229,9 @@ func writeSamples(stdout io.Writer, s *sample.Sampler, m *savedmodel.Model, req 
 		o := req.opts
 		o.Seed += uint64(i)
 		err := s.Generate(req.prompt, o, func(tok string) error {
+			if first.IsZero() {
+				*first = time.Now()
+			}
 			if _, err := out.WriteString(tok); err != nil {
 				return err
 			}

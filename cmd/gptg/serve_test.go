@@ -224,5 +224,14 @@ func serveInputs() []badInput {
 		{name: "serve a missing folder", args: []string{"serve", "nope"}, code: 2, msg: "nope: no such file or directory"},
 		{name: "serve a file", files: map[string]string{"f.txt": "x"}, args: []string{"serve", "f.txt"}, code: 2, msg: "f.txt is not a folder"},
 		{name: "serve --generations 0", args: []string{"serve", ".", "--generations", "0"}, code: 2, msg: "--generations 0 must be between 1 and 64"},
+		// int64(1e-12 GiB) is 0 bytes, which the server would take as
+		// "the default": 2 GiB.
+		{name: "serve --model-memory 1e-12", args: []string{"serve", ".", "--model-memory", "1e-12"}, code: 2, msg: "--model-memory 1e-12 GiB is less than 1 MiB: no model fits"},
+		// Every other command bounds --threads: serve would start that
+		// many goroutines per model run.
+		{name: "serve --threads 100000", args: []string{"serve", ".", "--threads", "100000"}, code: 2, msg: "must be 0 (every core) or a number of threads up to 4096"},
+		// It would pass as HOST:PORT, and net.Listen's error echo all
+		// 100 KB.
+		{name: "serve --addr of a 100 KB host", args: []string{"serve", ".", "--addr", strings.Repeat("1", 100_000) + ":80"}, code: 2, msg: "the host is longer than 253 bytes"},
 	}
 }

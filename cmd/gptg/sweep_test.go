@@ -172,3 +172,17 @@ func TestSweepNeverTrainsOneRunTwice(t *testing.T) {
 		t.Errorf("events.log:\n%s", events)
 	}
 }
+
+// sweepInputs are job files gptg sweep emit refuses to write.
+func sweepInputs() []badInput {
+	return []badInput{
+		{name: "sweep emit slurm --memory NaN", files: map[string]string{"sw/manifest.jsonl": ""},
+			args: []string{"sweep", "emit", "slurm", "sw", "--memory", "NaN"}, code: 2, msg: "--memory NaN must be a number of GiB from 0.25 to 1048576"},
+		{name: "sweep emit k8s --mount / (hides the image's files)", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--mount", "/"}, code: 2, msg: "--mount /: the claim would hide the container's own files"},
+		{name: "sweep emit k8s --mount with a .. (Kubernetes refuses it)", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--mount", "/work/../etc"}, code: 2, msg: "Kubernetes refuses a mount path with a .. in it"},
+		{name: "sweep emit k8s --image with a space", setup: smallSweep,
+			args: []string{"sweep", "emit", "k8s", "sw", "--claim", "work", "--image", "gptg 1"}, code: 2, msg: `--image "gptg 1": an image reference holds no spaces`},
+	}
+}

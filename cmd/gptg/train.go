@@ -130,8 +130,8 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	case *replacing != "" && !*force:
 		return usagef("--replacing says which run --force may start over: give it with --force")
 	case *resume != "" && *force:
-		// --force was silently ignored: a user who meant to start over got
-		// a continued run.
+		// Refused rather than one of them ignored: a user who meant to
+		// start over would get a continued run, or the other way round.
 		return usagef("--resume continues the run from its checkpoint and --force would start it over: give one of them (to start over: gptg train %s --force)", quote.Name(filepath.Join(*resume, "config.toml")))
 	case *resume != "":
 		if err := checkResumeDir(*resume); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/testmodel"
 	"github.com/gptg/gptg/internal/toypairs"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/translate"
@@ -229,7 +230,7 @@ func translationInputs(languageModel string) []badInput {
 		{name: "attention: a translation source of no words", setup: with, args: []string{"attention", tm, "--text", "  "}, code: 2,
 			msg: "cannot translate: the sentence has no words"},
 		// Sinusoidal positions read a sentence of any length; the encoder's
-		// attention maps grow as its square (issue #24, session 11).
+		// attention maps grow as its square.
 		{name: "translate: a sentence whose graphs need more than the memory limit", setup: sinusoidal,
 			args: []string{"translate", tm, "--text", strings.Repeat("a1 a2 a3 ", 10000)}, code: 2,
 			msg: "cannot translate: translating a sentence of 30000 words with runs/tr/model.safetensors needs about"},
@@ -256,5 +257,43 @@ func editedPairs(t *testing.T, dir string) {
 	}
 	if err := os.WriteFile(path, []byte(strings.Replace(string(text), "a0", "a6", 1)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// translationFlagInputs are flags and inputs the translation commands
+// cannot honour: eval's flags of a language model, a config setting an
+// encoder–decoder does not use, a sentence that is not UTF-8.
+func translationFlagInputs(t *testing.T) []badInput {
+	tr := translationFiles()
+	return []badInput{
+		{name: "eval a translation run with --data", files: tr, setup: translationRun,
+			args: []string{"eval", "runs/toy", "--data", testmodel.TinyText()}, code: 2, msg: "--data is for language models: a translation model is evaluated on its run's test pairs"},
+		{name: "eval a translation run with --prefix-only", files: tr, setup: translationRun,
+			args: []string{"eval", "runs/toy", "--prefix-only"}, code: 2, msg: "--prefix-only is for language models"},
+		{name: "eval a language model with --show", args: []string{"eval", causalModel, "--show", "2"}, code: 2, msg: "--show is for translation models"},
+		{name: "eval --show -1", args: []string{"eval", causalModel, "--show", "-1"}, code: 2, msg: "--show -1 must be between 0 and 1000000"},
+		{name: "translation config: data.sampling = \"random\", which an encoder–decoder does not use", files: map[string]string{"toy.toml": strings.Replace(tr["toy.toml"], "max_target = 4", "max_target = 4\nsampling = \"random\"", 1)},
+			args: []string{"graph", "toy.toml"}, code: 2, msg: `data.sampling: "random" is for a text corpus`},
+		{name: "translate: a sentence that is not UTF-8", files: tr, setup: translationRun,
+			args: []string{"translate", "runs/toy", "--text", "a1 \xff"}, code: 2, msg: "the sentence is not valid UTF-8 (byte 0xff at offset 3)"},
+	}
+}
+
+// TestTranslateLongStdinLine: a line of standard input past 1 MiB is bad
+// input naming its line (exit 2), like a sentence too long for the model,
+// not exit 1 "bufio.Scanner: token too long".
+func TestTranslateLongStdinLine(t *testing.T) {
+	dir := t.TempDir()
+	writeTranslationModel(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, "in.txt"), []byte("a1 a2\n"+strings.Repeat("a1 ", 700_000)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runGptgWith(t, dir, runOptions{stdin: "in.txt"}, "translate", translationModelFile)
+	want := "gptg translate: stdin:2: the line is longer than 1 MiB, more than any sentence the model reads"
+	if r.code != 2 || !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line %q", r.code, r.stderr, want)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("stdout %q: want the first line's translation", r.stdout)
 	}
 }

@@ -92,7 +92,7 @@ func checkLonger(m *translate.Model, what string, graphs translationGraphs) func
 			// of decoding graphs. The weights and the graphs of other
 			// lengths the translator holds are in the process's use
 			// already (counting all at this length made a 3,000-word
-			// sentence's need 2.5× its peak: audit4 A4-4).
+			// sentence's need 2.5× its peak).
 			g.Decoders = min(g.Decoders, 1)
 			e = m.Config.TranslationMemory(m.Src.Size(), m.Tgt.Size(), 0, g)
 			e.Weights = 0

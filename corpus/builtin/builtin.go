@@ -71,7 +71,7 @@ func All() []Corpus { return slices.Clone(all()) }
 // Names returns the names of the built-in corpora, sorted. It reads only
 // the folder: the train command's help text calls it as gptg starts, and
 // copying and hashing 3.6 MB there cost every command its start (and ran
-// out of memory before main under a tight ulimit -v: audit4 A4-7).
+// out of memory before main under a tight ulimit -v).
 func Names() []string {
 	entries, err := files.ReadDir(".")
 	if err != nil {

@@ -119,8 +119,8 @@ func TestOpen(t *testing.T) {
 
 // TestNamesReadsNoCorpus: Names runs as gptg starts (the train command's
 // help text), so it must not copy and hash the corpora (3.6 MB: every
-// command paid it, and under a tight ulimit -v it ran out of memory before
-// main, audit4 A4-7); it names what All lists. The allocation is measured
+// command would pay it, and under a tight ulimit -v run out of memory
+// before main); it names what All lists. The allocation is measured
 // in a fresh process of this test alone: another test may have read the
 // corpora already.
 func TestNamesReadsNoCorpus(t *testing.T) {

@@ -28,6 +28,31 @@ func embeddingAtForward[F gemm.Float](a *args[F]) {
 	}
 }
 
+// ScaledEmbeddingAt: the rows (R, C) tok[tokens[r]]·scale +
+// pos[positions[r]], one node: the translation decoder's step graph, one
+// position per row.
+func (f *Emitter) ScaledEmbeddingAt(tokens, positions, tok, pos *G.Node, scale float64) *G.Node {
+	p := f.dims
+	p.Scale = scale
+	op := f.newOp("ScaledEmbeddingAt", p, kernelOf(scaledEmbeddingAtForward[float32], scaledEmbeddingAtForward[float64]),
+		[]argKind{2, 2, intVector, intVector}, tensor.Shape{tokens.Shape()[0], p.Width})
+	return G.Must(G.ApplyOp(op, tok, pos, tokens, positions))
+}
+
+// scaledEmbeddingAtForward: x[r] = tok[tokens[r]]·scale + pos[positions[r]],
+// the product rounded before the sum (as ScaledEmbedding's). in: tok
+// (V, C), pos (rows, C); ints: tokens, positions.
+func scaledEmbeddingAtForward[F gemm.Float](a *args[F]) {
+	tok, pos, C, s := a.in[0], a.in[1], a.p.Width, F(a.p.Scale)
+	for r, id := range a.ints[0] {
+		at := a.ints[1][r]
+		dst, tr, pr := a.out[r*C:(r+1)*C], tok[id*C:(id+1)*C], pos[at*C:(at+1)*C]
+		for j := range dst {
+			dst[j] = F(tr[j]*s) + pr[j] // F(…): rounded, never fused into an FMA
+		}
+	}
+}
+
 // cachedAttention: one node computing, per head, the new position's
 // scores against the valid cached keys and its own key, their softmax and
 // the weighted sum of the values. It reads the count of valid rows and

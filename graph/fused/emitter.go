@@ -58,7 +58,7 @@ func New(dt tensor.Dtype, s Sizes, threads int, mem *Memory) *Emitter {
 	if mem == nil {
 		mem = NewMemory()
 	}
-	return newEmitter(dt, newTeam(threadsFor(threads, s.Batch*s.Seq*s.Width)), mem, s)
+	return newEmitter(dt, newTeam(threadsFor(threads, s.Batch*s.Seq*s.Width, s.Width)), mem, s)
 }
 
 // Sized returns an emitter of the same graph for rows of other sizes (an

@@ -56,9 +56,17 @@ func newTeam(threads int) *team {
 // minSplitWork, a variable so that tests can split every job.
 var minParallelActivation = 1 << 15
 
-// threadsFor is the team size for a graph whose activations hold size values.
-func threadsFor(threads, size int) int {
-	if size < minParallelActivation {
+// minParallelWidth is the embedding from which a graph's products are
+// worth splitting however few its rows: a graph of one row (sampling's
+// cached graph) multiplies a vector by every weight matrix, and from a
+// width of 512 (a matrix of a million weights or more in the feed-forward)
+// reading the weights on two cores takes less time than waking the second.
+const minParallelWidth = 512
+
+// threadsFor is the team size for a graph whose activations hold size
+// values, of embedding width.
+func threadsFor(threads, size, width int) int {
+	if size < minParallelActivation && width < minParallelWidth {
 		return 1
 	}
 	return threads

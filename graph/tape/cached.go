@@ -132,6 +132,42 @@ func (p *CachedProgram) Append(token int) error {
 	return nil
 }
 
+// Load replaces the cache with the keys and values a Prefill run
+// computed for tokens (at positions 0..len(tokens)−1, its first rows):
+// the next Append goes on at position len(tokens).
+func (p *CachedProgram) Load(tokens []int, pf *Prefill) error {
+	n, C := len(tokens), p.Spec.Embedding
+	if n > p.Spec.Context || n > pf.SeqLen || len(pf.Keys) != len(p.Blocks) {
+		return fmt.Errorf("load: %d tokens from a prefill of %d positions, %d blocks, into a cache of %d positions, %d blocks",
+			n, pf.SeqLen, len(pf.Keys), p.Spec.Context, len(p.Blocks))
+	}
+	for i := range p.Blocks {
+		for j, node := range []*G.Node{pf.Keys[i], pf.Values[i]} {
+			src := node.Value().Data()
+			for r := 0; r < n; r++ {
+				if err := setRow(p.cacheData[2*i+j], r, sliceRows(src, r, C), C); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	p.tokens = append(p.tokens[:0], tokens...)
+	setRange(p.maskData, 0, n, 0)
+	setRange(p.maskData, n, p.Spec.Context, -1e9)
+	return nil
+}
+
+// sliceRows is row r of a (rows, C) float32 or float64 backing array.
+func sliceRows(data any, r, C int) any {
+	switch d := data.(type) {
+	case []float32:
+		return d[r*C : (r+1)*C]
+	case []float64:
+		return d[r*C : (r+1)*C]
+	}
+	return nil
+}
+
 // Close releases the machine.
 func (p *CachedProgram) Close() error { return p.vm.Close() }
 

@@ -1,10 +1,14 @@
-// Package tape runs a built graph on Gorgonia's TapeMachine: Program
-// runs a window of tokens (the forward pass, and every gradient when
-// training), CachedProgram one token at a time against a key/value cache.
-// It compiles the graph once, feeds each batch into the same input
-// tensors, runs the tape in the calling goroutine (tape.go) and, for a
-// fused graph, runs Gorgonia's own ops on the kernels' goroutines and
-// lends the fused ops' buffers (package fused's PlanMemory).
+// Package tape runs a built graph of either model on Gorgonia's
+// TapeMachine. For the GPT, Program runs a window of tokens (the forward
+// pass, and every gradient when training) and CachedProgram one token at
+// a time against a key/value cache; for the encoder–decoder,
+// TranslationProgram runs the whole model or its encoder or decoder (with
+// the gradients when training) and TranslationStepProgram the decoder one
+// word at a time against its caches. It compiles the graph once, feeds
+// each batch into the same input tensors, runs the tape in the calling
+// goroutine (tape.go) and, for a fused graph, runs Gorgonia's own ops on
+// the kernels' goroutines and lends the fused ops' buffers (package
+// fused's PlanMemory).
 //
 // Imports run one way: tape imports graph (what the model computes) and
 // graph/fused (its kernels); neither imports tape.
@@ -55,6 +59,25 @@ type Program struct {
 // it. withGrads adds the symbolic gradients of the loss (training); without
 // them a run is the forward pass alone (evaluation, sampling).
 func Compile(m *graph.Model, withGrads bool) (*Program, error) {
+	// The attention weights are read by sampling, attention maps and the
+	// tests; a training graph keeps them at no cost (the backward pass
+	// needs them until the end anyway). Only an evaluation graph, with a
+	// loss and no gradients, lends them: nobody looks at its weights.
+	return compile(m, withGrads, withGrads || m.Loss == nil, nil)
+}
+
+// CompileLogits compiles a forward-only graph whose logits alone are read
+// after a run: its attention weights are lent, as evaluation's are
+// (sampling past the context, where they are an output nobody reads, a
+// block's (heads, T, T) each: 600 MB for GPT-2 124M at 1,024 tokens).
+func CompileLogits(m *graph.Model) (*Program, error) {
+	return compile(m, false, false, nil)
+}
+
+// compile is Compile; keepAttention keeps the attention weights readable
+// after a run, and also are nodes read after it besides the logits, loss
+// and gradients (a prefill's keys and values).
+func compile(m *graph.Model, withGrads, keepAttention bool, also []*G.Node) (*Program, error) {
 	p := &Program{Model: m}
 	if withGrads && m.Loss == nil {
 		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
@@ -73,13 +96,10 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
-	// The attention weights are read by sampling, attention maps and the
-	// tests; a training graph keeps them at no cost (the backward pass
-	// needs them until the end anyway). Only an evaluation graph, with a
-	// loss and no gradients, lends them: nobody looks at its weights.
-	if withGrads || m.Loss == nil {
+	if keepAttention {
 		keep = append(keep, m.Attention...)
 	}
+	keep = append(keep, also...)
 	fused.PlanMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm, p.inPlace = newMachine(m.G, m.Fused)

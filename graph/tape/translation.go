@@ -17,12 +17,12 @@ type TranslationProgram struct {
 	*graph.Translation
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
-	vm                         G.VM
-	inPlace                    func() error
-	src, decIn, targets, index *tensor.Dense
-	srcMask, weight            *tensor.Dense
-	srcMask64, weight64        []float64     // filled per run, then copied into the graph's dtype
-	memory                     *tensor.Dense // a decoder graph's memory input
+	vm                  G.VM
+	inPlace             func() error
+	src, decIn, targets *tensor.Dense
+	srcMask             *tensor.Dense
+	srcMask64           []float64     // filled per run, then copied into the graph's dtype
+	memory              *tensor.Dense // a decoder graph's memory input
 }
 
 // CompileTranslation compiles m once; withGrads adds the symbolic
@@ -46,9 +46,6 @@ func CompileTranslation(m *graph.Translation, withGrads bool) (*TranslationProgr
 	p.srcMask64 = make([]float64, B*S)
 	if m.Loss != nil {
 		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
-		p.index = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(B*T))
-		p.weight = tensor.New(tensor.Of(m.Memory.Dtype()), tensor.WithShape(B*T))
-		p.weight64 = make([]float64, B*T)
 	}
 	// What is read after a run keeps its buffer; the rest is lent.
 	keep := append([]*G.Node{m.Memory}, p.Grads...)
@@ -106,9 +103,9 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 		return err
 	}
 	if m.Loss != nil {
-		V := m.Spec.TgtVocab
-		if len(decTgt) != len(p.weight64) {
-			return fmt.Errorf("run: %d targets for a graph of %d", len(decTgt), len(p.weight64))
+		V, B, T := m.Spec.TgtVocab, m.Batch, m.TgtLen
+		if len(decTgt) != B*T {
+			return fmt.Errorf("run: %d targets for a graph of %d", len(decTgt), B*T)
 		}
 		n := 0
 		for _, id := range decTgt {
@@ -125,22 +122,6 @@ func (p *TranslationProgram) Run(src, decIn, decTgt []int) error {
 		copy(p.targets.Data().([]int), decTgt)
 		if err := G.Let(m.Targets, p.targets); err != nil {
 			return fmt.Errorf("run: feeding targets: %w", err)
-		}
-		if m.TargetIndex != nil {
-			idx := p.index.Data().([]int)
-			for r, id := range decTgt {
-				idx[r] = r*V + id
-				p.weight64[r] = 0
-				if id != graph.PAD {
-					p.weight64[r] = 1 / float64(n)
-				}
-			}
-			if err := G.Let(m.TargetIndex, p.index); err != nil {
-				return fmt.Errorf("run: feeding targets: %w", err)
-			}
-			if err := feedFloats(p.weight, m.TargetWeight, p.weight64); err != nil {
-				return err
-			}
 		}
 	}
 	p.vm.Reset() // without it RunAll silently runs nothing the second time

@@ -209,10 +209,10 @@ func checkPaths(t *testing.T, name string, mc mulCase) {
 // thread count, on every kernel family, with bands of rows and of columns
 // and edge tiles inside a band.
 func TestThreadsBitIdentical(t *testing.T) {
-	defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
-	parallelMinFlops = 0 // split even the small products
+	defer func(v, g float64) { parallelMinFlops, parallelMinGemv = v, g }(parallelMinFlops, parallelMinGemv)
+	parallelMinFlops, parallelMinGemv = 0, 0 // split even the small products
 	rng := rand.New(rand.NewPCG(3, 4))
-	shapes := [][3]int{{200, 37, 300}, {37, 200, 300}, {67, 45, 9}, {5, 300, 40}, {1, 70, 3}}
+	shapes := [][3]int{{200, 37, 300}, {37, 200, 300}, {67, 45, 9}, {5, 300, 40}, {1, 70, 3}, {1, 203, 37}}
 	for _, p := range paths() {
 		for _, s := range shapes {
 			for _, tA := range []bool{false, true} {
