@@ -530,6 +530,12 @@ func changed(dir string, cfg *config.Config) []string {
 	if want.Data.Size == 0 {
 		want.Data.Size = stored.Data.Size
 	}
+	if want.Data.ValSHA256 == "" {
+		want.Data.ValSHA256 = stored.Data.ValSHA256
+	}
+	if want.Data.ValSize == 0 {
+		want.Data.ValSize = stored.Data.ValSize
+	}
 	var out []string
 	for _, d := range stored.Diff(&want) {
 		if !strings.HasPrefix(d, "sample.") {

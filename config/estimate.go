@@ -108,10 +108,14 @@ func (e MemoryEstimate) String() string {
 
 // Corpus is what a training run holds of its text corpus: Tokens token
 // ids of IDBytes each (corpus.Dataset keeps 2-byte ids for up to 65,536
-// distinct tokens, else 4). Zero Tokens: not known (nothing counted).
+// distinct tokens, else 4; none of token files, which it reads a window
+// at a time). Zero Tokens: not known (nothing counted).
 type Corpus struct {
 	Tokens  int64
 	IDBytes int
+	// TrainTokens is the training split's tokens, whose windows' order
+	// data.sampling "windows" holds; 0: Tokens × data.split.
+	TrainTokens int64
 	// Held: the ids are in memory already (the trainer checks after
 	// loading, when the process's usage counts them): only the windows'
 	// order is still to come.
@@ -128,7 +132,17 @@ type Corpus struct {
 // trainer checks again with the corpus loaded (TrainMemoryOn), before the
 // graphs are built, and the loader checks the ids against the headroom
 // before reading them.
+//
+// Token files (data.format = "tokens") are read a window at a time: only
+// the windows' order counts, from the training file's size.
 func (c *Config) CorpusOf() Corpus {
+	if c.Data.Format == FormatTokens {
+		n := c.Data.Size
+		if fi, err := os.Stat(c.Data.Path); n <= 0 && err == nil && fi.Mode().IsRegular() {
+			n = fi.Size()
+		}
+		return Corpus{Tokens: n / 2, TrainTokens: n / 2}
+	}
 	if _, builtin := parseBuiltin(c.Data.Path); builtin || c.Data.Format == "pairs" || c.Data.Tokenizer == "word" {
 		return Corpus{}
 	}
@@ -161,7 +175,11 @@ func (c *Config) corpusBytes(d Corpus) float64 {
 		if stride <= 0 {
 			stride = max(1, c.Model.Context/2)
 		}
-		n += 8 * math.Ceil(float64(d.Tokens)*c.Data.Split/float64(stride))
+		train := float64(d.TrainTokens)
+		if train <= 0 {
+			train = float64(d.Tokens) * c.Data.Split
+		}
+		n += 8 * math.Ceil(train/float64(stride))
 	}
 	return n
 }

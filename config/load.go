@@ -228,6 +228,10 @@ func (c *Config) resolve(given func(key string) bool) {
 	if c.Data.Tokenizer == "bpe" && c.Model.Vocab == 0 {
 		c.Model.Vocab = c.Data.VocabSize // known before the data is read
 	}
+	if c.Data.Format == FormatTokens && !given("data.split") {
+		c.Data.Split = 0 // the token files are split already
+	}
+	c.Data.ValSHA256 = strings.ToLower(c.Data.ValSHA256)
 	if c.Data.Format == "pairs" && !given("data.tokenizer") {
 		c.Data.Tokenizer = "word" // pairs are read word by word
 	}

@@ -121,7 +121,7 @@ func TestTranslateConfigErrors(t *testing.T) {
 		{"encoder-decoder on a text", encdec, nil,
 			`x.toml: data.format: "text" is not a translation corpus: model.arch = "encoder-decoder" needs format = "pairs"`},
 		{"unknown format", "[data]\nformat = \"pair\"\n", nil,
-			`x.toml: data.format: "pair" is not allowed; did you mean "pairs"? (allowed: text, pairs)`},
+			`x.toml: data.format: "pair" is not allowed; did you mean "pairs"? (allowed: text, tokens, pairs)`},
 		{"char tokens for pairs", pairs + "tokenizer = \"char\"\n" + encdec, nil,
 			`x.toml: data.tokenizer: "char" cannot read a pairs corpus (pairs are read word by word`},
 		{"norm none", pairs + "[model]\narch = \"encoder-decoder\"\nnorm = \"none\"\n", nil,

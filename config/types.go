@@ -49,10 +49,27 @@ type Data struct {
 	Size int64 `toml:"size" json:"size,omitempty"`
 
 	// Format is "text" (one running text, cut into windows: the
-	// decoder-only chapters) or "pairs" (a tab-separated file of
-	// source/target sentence pairs, one per line: the translation chapter,
-	// read by package pairs). The keys below apply to pairs only.
+	// decoder-only chapters), "tokens" (nanoGPT's token files: Path its
+	// train.bin, ValPath its val.bin, ids of the vocabulary Tokenizer
+	// names) or "pairs" (a tab-separated file of source/target sentence
+	// pairs, one per line: the translation chapter, read by package pairs).
 	Format string `toml:"format" json:"format"`
+
+	// The keys below apply to token files only (Format "tokens").
+
+	// ValPath is the test split's token file (nanoGPT's val.bin); Path is
+	// the training split's.
+	ValPath string `toml:"val_path,omitempty" json:"val_path,omitempty"`
+	// ValSHA256 and ValSize record ValPath by content, as SHA256 and Size
+	// record Path.
+	ValSHA256 string `toml:"val_sha256,omitempty" json:"val_sha256,omitempty"`
+	ValSize   int64  `toml:"val_size,omitempty" json:"val_size,omitempty"`
+	// Prepare names a recipe (see PrepareRecipes) that writes Path and
+	// ValPath when both are missing, as data.url downloads a missing text:
+	// "shakespeare" is nanoGPT's data/shakespeare/prepare.py.
+	Prepare string `toml:"prepare,omitempty" json:"prepare,omitempty"`
+
+	// The keys below apply to pairs only.
 	// MinCount drops words seen fewer times than this in the training
 	// pairs from a side's vocabulary; they read as UNK.
 	MinCount int `toml:"min_count" json:"min_count"`
@@ -135,6 +152,17 @@ type Model struct {
 
 // EncoderDecoder reports whether m is the translation chapter's model.
 func (m Model) EncoderDecoder() bool { return m.Arch == ArchEncoderDecoder }
+
+// The values of data.format.
+const (
+	FormatText   = "text"
+	FormatTokens = "tokens"
+	FormatPairs  = "pairs"
+)
+
+// PrepareRecipes are the values of data.prepare: nanoGPT's recipes that
+// gptg can make token files with (gptg data prepare NAME).
+var PrepareRecipes = []string{"shakespeare"}
 
 // The values of model.arch.
 const (

@@ -90,12 +90,17 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("data.vocab_size", "only tokenizer = \"bpe\" reads it (data.tokenizer is %q, whose vocabulary is not learned): leave it out, or set tokenizer = \"bpe\"", d.Tokenizer)
 	}
 	v.float("data.split", d.Split)
-	if !(d.Split > 0 && d.Split < 1) {
+	if d.Format == FormatTokens {
+		if d.Split != 0 {
+			v.fail("data.split", "%s is not used with format = \"tokens\": the token files are split already (data.path trains, data.val_path tests): leave split out, or set it to 0", formatFloat(d.Split))
+		}
+	} else if !(d.Split > 0 && d.Split < 1) {
 		v.fail("data.split", "%s is out of range (allowed: between 0 and 1, exclusive)", formatFloat(d.Split))
 	}
 	v.atLeast("data.stride", d.Stride, 0)
 	v.oneOf("data.sampling", d.Sampling, "windows", "random")
-	v.oneOf("data.format", d.Format, "text", "pairs")
+	v.oneOf("data.format", d.Format, FormatText, FormatTokens, FormatPairs)
+	v.tokenFiles(d)
 	if d.Format == "pairs" && d.Tokenizer != "word" {
 		v.fail("data.tokenizer", "%q cannot read a pairs corpus (pairs are read word by word, lower-cased, punctuation split off: use \"word\" or leave it out)", d.Tokenizer)
 	}
@@ -219,6 +224,46 @@ func (c *Config) validate(origin func(key string) string) error {
 	}
 
 	return v.err
+}
+
+// tokenFiles checks the keys of token files (data.format = "tokens"):
+// they are required there and refused elsewhere, where nothing would read
+// them.
+func (v *checker) tokenFiles(d Data) {
+	if d.ValSHA256 != "" && !isHex(d.ValSHA256, 64) {
+		v.fail("data.val_sha256", "%q is not a SHA-256 (expected 64 hex characters, or empty)", d.ValSHA256)
+	}
+	if d.ValSize < 0 {
+		v.fail("data.val_size", "%d is negative (it is the validation token file's size in bytes; 0 = not checked)", d.ValSize)
+	}
+	if d.Format != FormatTokens {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"data.val_path", d.ValPath != ""}, {"data.val_sha256", d.ValSHA256 != ""}, {"data.val_size", d.ValSize != 0}, {"data.prepare", d.Prepare != ""}} {
+			if k.set {
+				v.fail(k.key, "is for token files: data.format is %q (set format = \"tokens\", or leave it out)", d.Format)
+			}
+		}
+		return
+	}
+	switch {
+	case d.Tokenizer == "word":
+		v.fail("data.tokenizer", "\"word\" cannot decode token files (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)")
+	case d.ValPath == "":
+		v.fail("data.val_path", "must name the validation token file (nanoGPT's val.bin) with format = \"tokens\"")
+	case d.URL != "":
+		v.fail("data.url", "is for downloading a text: token files are made with data.prepare, or gptg data prepare")
+	}
+	if _, ok := parseBuiltin(d.Path); ok {
+		v.fail("data.path", "%q is a text built into gptg, not a token file: make token files with gptg data prepare", d.Path)
+	}
+	if d.Prepare != "" {
+		v.oneOf("data.prepare", d.Prepare, PrepareRecipes...)
+		if d.Tokenizer != "gpt2" {
+			v.fail("data.tokenizer", "%q cannot read the tokens of data.prepare = %q, which are GPT-2's: set tokenizer = \"gpt2\"", d.Tokenizer, d.Prepare)
+		}
+	}
 }
 
 // checker keeps the first failure so validate reads as a flat list of rules

@@ -68,17 +68,18 @@ func (s *tokenStore) len() int { return len(s.u16) + len(s.i32) }
 
 func (s *tokenStore) cap() int { return cap(s.u16) + cap(s.i32) }
 
-// copyTo copies tokens [start, start+len(dst)) into dst.
-func (s *tokenStore) copyTo(dst []int, start int) {
+// read copies tokens [start, start+len(dst)) into dst; it never fails.
+func (s *tokenStore) read(dst []int, start int) error {
 	if s.u16 != nil {
 		for i, v := range s.u16[start : start+len(dst)] {
 			dst[i] = int(v)
 		}
-		return
+		return nil
 	}
 	for i, v := range s.i32[start : start+len(dst)] {
 		dst[i] = int(v)
 	}
+	return nil
 }
 
 // LoadContext is Load that stops, returning ctx's error, when ctx is done.
@@ -129,12 +130,15 @@ func LoadContext(ctx context.Context, path, kind string, context, stride int, sp
 	if n == 0 {
 		return nil, fmt.Errorf("data file %s: text has no %s tokens", quote.Name(path), kind)
 	}
+	cut := cutAt(n, split)
 	d := &Dataset{
 		SHA256:  hex.EncodeToString(digest.Sum(nil)),
 		Size:    size,
 		Vocab:   vocab,
-		tokens:  store,
-		Cut:     cutAt(n, split),
+		train:   span{&store, 0, cut},
+		test:    span{&store, cut, n - cut},
+		held:    n * idBytes(vocab.Size()),
+		Cut:     cut,
 		Context: context,
 		Stride:  stride,
 	}

@@ -61,12 +61,12 @@ func (g Graphs) TestLoss(ctx context.Context, data *corpus.Dataset, progress Pro
 		return 0, 0, err
 	}
 	var windows []int
-	loss, err := g.run(ctx, n, T, func(x, y []int, first int) {
+	loss, err := g.run(ctx, n, T, func(x, y []int, first int) error {
 		windows = windows[:0]
 		for i := range len(x) / T {
 			windows = append(windows, first+i)
 		}
-		data.TestBatch(x, y, windows)
+		return data.TestBatch(x, y, windows)
 	}, progress)
 	if err != nil {
 		return 0, 0, err
@@ -80,15 +80,15 @@ func (g Graphs) TestLoss(ctx context.Context, data *corpus.Dataset, progress Pro
 // one offset per window in order, so a run of k batches reads the very
 // windows k runs of one batch would.
 func (g Graphs) RandomTestLoss(ctx context.Context, data *corpus.Dataset, n int, rng *rand.Rand) (float64, error) {
-	return g.run(ctx, n, data.Context, func(x, y []int, _ int) {
-		data.RandomBatch(x, y, true, rng)
+	return g.run(ctx, n, data.Context, func(x, y []int, _ int) error {
+		return data.RandomBatch(x, y, true, rng)
 	}, nil)
 }
 
 // run averages the loss of batches batches of B windows (T tokens each):
 // runs of Chunk while k batches remain, then of Batch. fill fills x and y
 // with the windows of a run, len(x)/T of them from window first on.
-func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, first int), progress Progress) (float64, error) {
+func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, first int) error, progress Progress) (float64, error) {
 	B, k := g.Batch.Batch, 1
 	if g.Chunk != nil {
 		if k = g.Chunk.Batch / B; g.Chunk.Batch != k*B {
@@ -106,7 +106,9 @@ func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, f
 			p, runBatches = g.Chunk, k
 		}
 		xs, ys := x[:runBatches*B*T], y[:runBatches*B*T]
-		fill(xs, ys, done*B)
+		if err := fill(xs, ys, done*B); err != nil {
+			return 0, err
+		}
 		if err := p.Run(xs, ys); err != nil {
 			return 0, err
 		}
@@ -145,7 +147,9 @@ func eachTestBatch(data *corpus.Dataset, B int, f func(x, y []int) error) (int, 
 		for i := range w {
 			w[i] = b*B + i
 		}
-		data.TestBatch(x, y, w)
+		if err := data.TestBatch(x, y, w); err != nil {
+			return 0, err
+		}
 		if err := f(x, y); err != nil {
 			return 0, err
 		}

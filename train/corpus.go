@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/inputfile"
+	"github.com/gptg/gptg/tokenfile"
 )
 
 // A run folder records its corpus twice. By content: data.sha256 and
@@ -26,9 +28,11 @@ import (
 // The comment lines of config.toml that hold a corpusOrigin; each value is
 // a Go-quoted string, so that any path survives the round trip.
 const (
-	dataFilePrefix = "# data file: "
-	fromRunPrefix  = "# data file from this folder: "
-	madeFromPrefix = "# made from config: "
+	dataFilePrefix   = "# data file: "
+	fromRunPrefix    = "# data file from this folder: "
+	valFilePrefix    = "# validation file: "
+	valFromRunPrefix = "# validation file from this folder: "
+	madeFromPrefix   = "# made from config: "
 )
 
 // corpusOrigin is where a run's corpus and config were when it started.
@@ -36,16 +40,22 @@ type corpusOrigin struct {
 	File     string // absolute path of the data file; "" for a built-in corpus
 	FromRun  string // File relative to the run folder
 	MadeFrom string // absolute path of the config the run started from
+	// ValFile and ValFromRun are File and FromRun of the validation token
+	// file (data.val_path), "" for a corpus without one.
+	ValFile, ValFromRun string
 }
 
-// newOrigin notes where dataPath (as the config gives it) and the config
-// at cfgPath are, seen from the run folder dir.
-func newOrigin(dataPath, cfgPath, dir string) corpusOrigin {
+// newOrigin notes where the corpus of d (its paths as the config gives
+// them) and the config at cfgPath are, seen from the run folder dir.
+func newOrigin(d config.Data, cfgPath, dir string) corpusOrigin {
 	var o corpusOrigin
 	if cfgPath != "" {
 		o.MadeFrom, _ = filepath.Abs(cfgPath)
 	}
-	o.setFile(dataPath, dir)
+	o.setFile(d.Path, dir)
+	if d.Format == config.FormatTokens {
+		o.setValFile(d.ValPath, dir)
+	}
 	return o
 }
 
@@ -56,16 +66,31 @@ func (o *corpusOrigin) setFile(path, dir string) {
 		o.File, o.FromRun = "", ""
 		return
 	}
+	o.File, o.FromRun = placeOf(path, dir)
+}
+
+// setValFile notes that the validation token file is at path now ("":
+// the corpus has none).
+func (o *corpusOrigin) setValFile(path, dir string) {
+	o.ValFile, o.ValFromRun = "", ""
+	if path != "" {
+		o.ValFile, o.ValFromRun = placeOf(path, dir)
+	}
+}
+
+// placeOf is path made absolute, and relative to the run folder dir ("" when
+// either cannot be said).
+func placeOf(path, dir string) (abs, fromRun string) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return
+		return "", ""
 	}
-	o.File, o.FromRun = abs, ""
 	if d, err := filepath.Abs(dir); err == nil {
 		if rel, err := filepath.Rel(d, abs); err == nil {
-			o.FromRun = rel
+			fromRun = rel
 		}
 	}
+	return abs, fromRun
 }
 
 // header renders o as config.toml's comment lines.
@@ -76,6 +101,12 @@ func (o corpusOrigin) header() string {
 	}
 	if o.FromRun != "" {
 		fmt.Fprintf(&b, "%s%s\n", fromRunPrefix, strconv.Quote(o.FromRun))
+	}
+	if o.ValFile != "" {
+		fmt.Fprintf(&b, "%s%s\n", valFilePrefix, strconv.Quote(o.ValFile))
+	}
+	if o.ValFromRun != "" {
+		fmt.Fprintf(&b, "%s%s\n", valFromRunPrefix, strconv.Quote(o.ValFromRun))
 	}
 	if o.MadeFrom != "" {
 		fmt.Fprintf(&b, "%s%s\n", madeFromPrefix, strconv.Quote(o.MadeFrom))
@@ -88,7 +119,8 @@ func (o corpusOrigin) header() string {
 // are hints, and a folder from before them has none).
 func readOrigin(text []byte) corpusOrigin {
 	var o corpusOrigin
-	fields := map[string]*string{dataFilePrefix: &o.File, fromRunPrefix: &o.FromRun, madeFromPrefix: &o.MadeFrom}
+	fields := map[string]*string{dataFilePrefix: &o.File, fromRunPrefix: &o.FromRun, madeFromPrefix: &o.MadeFrom,
+		valFilePrefix: &o.ValFile, valFromRunPrefix: &o.ValFromRun}
 	for line := range strings.Lines(string(text)) {
 		if !strings.HasPrefix(line, "#") {
 			break
@@ -126,6 +158,22 @@ func readOrigin(text []byte) corpusOrigin {
 func FindCorpus(dir string, cfg *config.Config) (string, error) {
 	text, _ := inputfile.ReadFile(filepath.Join(dir, ConfigFile), config.MaxConfigSize) // hints only
 	return findCorpus(dir, cfg.Data, readOrigin(text))
+}
+
+// FindValidation is FindCorpus for the validation token file of a run on
+// token files (data.val_path, recorded by data.val_sha256 and
+// data.val_size); "" for a run on a text.
+func FindValidation(dir string, cfg *config.Config) (string, error) {
+	text, _ := inputfile.ReadFile(filepath.Join(dir, ConfigFile), config.MaxConfigSize) // hints only
+	return findValidation(dir, cfg.Data, readOrigin(text))
+}
+
+func findValidation(dir string, d config.Data, o corpusOrigin) (string, error) {
+	if d.Format != config.FormatTokens {
+		return "", nil
+	}
+	val := config.Data{Path: d.ValPath, SHA256: d.ValSHA256, Size: d.ValSize, Format: d.Format, Prepare: d.Prepare}
+	return findCorpus(dir, val, corpusOrigin{File: o.ValFile, FromRun: o.ValFromRun, MadeFrom: o.MadeFrom})
 }
 
 func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
@@ -175,6 +223,10 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	add(beside)
 	add(inside)
 
+	digest := corpus.Digest
+	if d.Format == config.FormatTokens {
+		digest = tokenDigest
+	}
 	var firstOther string // the first file there that holds other text
 	var other content
 	for _, path := range candidates {
@@ -187,7 +239,7 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 		}
 		got := content{size: info.Size()}
 		if want.size == 0 || got.size == want.size { // a different size needs no digest
-			if got.sum, got.size, err = corpus.Digest(path); err != nil {
+			if got.sum, got.size, err = digest(path); err != nil {
 				continue
 			}
 		}
@@ -203,11 +255,11 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	}
 	if firstOther != "" {
 		if other.sum == "" { // its size told it apart; name its digest all the same
-			other.sum, other.size, _ = corpus.Digest(firstOther)
+			other.sum, other.size, _ = digest(firstOther)
 		}
 		return "", changedError(dir, firstOther, other, want)
 	}
-	if d.URL != "" {
+	if d.URL != "" || d.Prepare != "" { // downloaded or prepared again when loaded
 		return d.Path, nil
 	}
 	where := "it is not at " + strings.Join(candidates[:named], ", ")
@@ -223,6 +275,18 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	}
 	return "", fmt.Errorf("the corpus of run %s%s is not found: %s; put it back at %s",
 		dir, what, where, d.Path)
+}
+
+// tokenDigest is corpus.Digest of a token file, which may be larger than
+// a text corpus may be.
+func tokenDigest(path string) (string, int64, error) {
+	f, err := tokenfile.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	sum, err := f.Check(context.Background(), tokenfile.MaxVocab)
+	return sum, f.Size(), err
 }
 
 // content is what a corpus is: its SHA-256 and its size in bytes ("" and

@@ -19,7 +19,7 @@ func TestRunEvaluatesPerBatch(t *testing.T) {
 	for _, evalBatches := range []int{0, 11} {
 		c := tinyConfig(t, t.TempDir())
 		c.Train.EvalBatches = evalBatches
-		tr, err := newTrainer(context.Background(), c, c.Data.Path, Options{})
+		tr, err := newTrainer(context.Background(), c, c.Data.Path, c.Data.ValPath, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,11 +52,15 @@ func exampleSentence(c *pairs.Corpus) string {
 // three tokens. gptg serve's attention explorer starts from it, so that
 // the first view shows text the model knows, not a fixed English phrase
 // that a model of another alphabet or vocabulary cannot read.
-func exampleText(d *corpus.Dataset) string {
+func exampleText(d *corpus.Dataset) (string, error) {
 	tokens := d.Vocab.Tokens()
 	var kept []int // the example's tokens
 	example := ""  // their text, as the vocabulary joins them
-	for _, id := range d.Head(min(d.Cut, d.Context)) {
+	head, err := d.Head(min(d.Cut, d.Context))
+	if err != nil {
+		return "", err
+	}
+	for _, id := range head {
 		if strings.Contains(tokens[id], "\n") { // a BPE's "\n\n" too
 			if len(kept) >= 3 {
 				break
@@ -73,7 +77,7 @@ func exampleText(d *corpus.Dataset) string {
 		}
 	}
 	// A BPE's tokens may stop inside a character: its first bytes go.
-	return strings.TrimSpace(strings.ToValidUTF8(example, ""))
+	return strings.TrimSpace(strings.ToValidUTF8(example, "")), nil
 }
 
 // exampleHeader renders config.toml's example line ("" for none); from

@@ -108,8 +108,8 @@ func TestExampleText(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := exampleText(d); got != c.want {
-				t.Errorf("example %q, want %q", got, c.want)
+			if got, err := exampleText(d); err != nil || got != c.want {
+				t.Errorf("example %q (error %v), want %q", got, err, c.want)
 			}
 		})
 	}

@@ -37,6 +37,12 @@ func parentHeader(cfg *config.Config) string {
 	if parent.Data.SHA256 == "" {
 		parent.Data.SHA256 = cfg.Data.SHA256
 	}
+	if parent.Data.ValSize == 0 {
+		parent.Data.ValSize = cfg.Data.ValSize
+	}
+	if parent.Data.ValSHA256 == "" {
+		parent.Data.ValSHA256 = cfg.Data.ValSHA256
+	}
 	changes := cfg.Diff(parent)
 	if changes == nil {
 		changes = []string{}

@@ -34,6 +34,8 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/nanogpt"
+	"github.com/gptg/gptg/recipe"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -133,7 +135,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	t, err := newTrainer(ctx, cfg, cfg.Data.Path, opts)
+	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +155,15 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 	if cfg.Data.Size == 0 {
 		cfg.Data.Size = t.data.Size
 	}
-	t.origin = newOrigin(cfg.Data.Path, cfg.Path, dir)
+	if cfg.Data.Format == config.FormatTokens {
+		if cfg.Data.ValSHA256 == "" {
+			cfg.Data.ValSHA256 = t.data.ValSHA256
+		}
+		if cfg.Data.ValSize == 0 {
+			cfg.Data.ValSize = t.data.ValSize
+		}
+	}
+	t.origin = newOrigin(cfg.Data, cfg.Path, dir)
 	if lock == nil { // a new folder: made only now that the run can start
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating run folder: %w", err)
@@ -453,7 +463,12 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err // it names the run
 	}
 	origin.setFile(data, dir)
-	t, err := newTrainer(ctx, cfg, data, opts)
+	val, err := findValidation(dir, cfg.Data, origin)
+	if err != nil {
+		return nil, err
+	}
+	origin.setValFile(val, dir)
+	t, err := newTrainer(ctx, cfg, data, val, opts)
 	var vm *corpus.VocabMismatchError
 	if errors.As(err, &vm) {
 		return nil, fmt.Errorf("resuming %s: the model was trained on %d distinct %s tokens, and %s now has %d: the corpus changed since the run started, or data.path in %s was edited. A resumed run must read the data it started with: put it back, or start a new run with gptg train %s --set train.out=NEW_FOLDER",
@@ -575,27 +590,37 @@ type trainer struct {
 }
 
 // newTrainer loads the corpus from dataPath (cfg's data.path, or where a
-// resumed run found it: FindCorpus) and builds the graphs. Its steps, in
+// resumed run found it: FindCorpus) and, for token files, valPath (cfg's
+// data.val_path, or where it was found: FindValidation), and builds the
+// graphs. Its steps, in
 // order: the corpus and the vocabulary it gives the model, the run's
 // length, the graphs, the optimizer.
-func newTrainer(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*trainer, error) {
+func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath string, opts Options) (*trainer, error) {
 	opts = withDefaults(opts, cfg.Train)
-	data, err := loadCorpus(ctx, cfg, dataPath, opts)
+	data, err := loadCorpus(ctx, cfg, dataPath, valPath, opts)
 	if err != nil {
 		return nil, err
 	}
-	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1, example: exampleText(data)}
+	example, err := exampleText(data)
+	if err != nil {
+		data.Close()
+		return nil, err
+	}
+	t := &trainer{cfg: cfg, opts: opts, dir: cfg.Train.Out, data: data, epoch: -1, savedStep: -1, example: example}
 	if err := t.planLength(); err != nil {
+		data.Close()
 		return nil, err
 	}
 	// Again now that the vocabulary and the corpus are known: they size the
 	// embedding, the output layer, the logits, and what the corpus holds.
-	if err := cfg.CheckTrainMemoryOn(config.Corpus{Tokens: int64(data.NumTokens()), IDBytes: data.IDBytes(), Held: true}); err != nil {
+	if err := cfg.CheckTrainMemoryOn(data.Memory()); err != nil {
+		data.Close()
 		return nil, err
 	}
 	be := threads(opts.Backend, cfg.Train)
 	t.threads = be.Threads
 	if err := t.compileGraphs(be); err != nil {
+		data.Close()
 		return nil, err
 	}
 	t.newStepper()
@@ -620,17 +645,26 @@ func withDefaults(opts Options, tr config.Train) Options {
 	return opts
 }
 
-// loadCorpus reads (or downloads) the corpus at dataPath and sets the
-// model's vocabulary from it. An interrupt while it loads is
-// ErrInterrupted: nothing has been written yet.
-func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts Options) (*corpus.Dataset, error) {
+// loadCorpus reads (or downloads, or prepares) the corpus at dataPath
+// (and valPath) and sets the model's vocabulary from it. An interrupt
+// while it loads is ErrInterrupted: nothing has been written yet.
+func loadCorpus(ctx context.Context, cfg *config.Config, dataPath, valPath string, opts Options) (*corpus.Dataset, error) {
 	from := *cfg
-	from.Data.Path = dataPath
-	vocab, err := initBPE(cfg, opts.Init)
-	if err != nil {
+	from.Data.Path, from.Data.ValPath = dataPath, valPath
+	if err := recipe.EnsureFiles(from.Data, opts.Log); err != nil {
 		return nil, err
 	}
-	data, err := corpus.LoadForVocab(ctx, from, vocab, opts.Log, opts.Client)
+	var data *corpus.Dataset
+	var err error
+	if from.Data.Format == config.FormatTokens {
+		data, err = nanogpt.LoadData(ctx, from, opts.Log, opts.Client)
+	} else {
+		var vocab *corpus.Vocab
+		if vocab, err = initBPE(cfg, opts.Init); err != nil {
+			return nil, err
+		}
+		data, err = corpus.LoadForVocab(ctx, from, vocab, opts.Log, opts.Client)
+	}
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("%w while loading %s: nothing was written", ErrInterrupted, dataPath)
 	}
@@ -638,11 +672,13 @@ func loadCorpus(ctx context.Context, cfg *config.Config, dataPath string, opts O
 		return nil, err
 	}
 	if opts.Init != "" {
-		if err := checkInitVocab(opts.Init, cfg, data); err != nil {
-			return nil, err
-		}
+		err = checkInitVocab(opts.Init, cfg, data)
 	}
-	if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
+	if err == nil {
+		cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data)
+	}
+	if err != nil {
+		data.Close()
 		return nil, err
 	}
 	return data, nil
@@ -753,6 +789,7 @@ func (t *trainer) close() {
 	t.prog.Close()
 	t.tests.Close()
 	t.metrics.close()
+	t.data.Close()
 }
 
 // Salts that keep the random streams drawn from the seed apart: the
@@ -769,12 +806,11 @@ const (
 // drawn from (seed, epoch) alone; with "random", the windows start at
 // offsets drawn from (seed, s). Either way a resumed run needs only its
 // step to find its place.
-func (t *trainer) batch(s int) {
+func (t *trainer) batch(s int) error {
 	B := t.cfg.Train.Batch * max(1, t.cfg.Train.GradAccum)
 	if t.cfg.Data.Sampling == "random" {
 		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed)^saltRandomBatches, uint64(s)))
-		t.data.RandomBatch(t.x, t.y, false, rng)
-		return
+		return t.data.RandomBatch(t.x, t.y, false, rng)
 	}
 	if e := s / t.perEpoch; e != t.epoch {
 		rng := rand.New(rand.NewPCG(uint64(t.cfg.Train.Seed), uint64(e)))
@@ -782,7 +818,7 @@ func (t *trainer) batch(s int) {
 		t.epoch = e
 	}
 	i := s % t.perEpoch
-	t.data.TrainBatch(t.x, t.y, t.order[i*B:(i+1)*B])
+	return t.data.TrainBatch(t.x, t.y, t.order[i*B:(i+1)*B])
 }
 
 // testBatches is the number of batches a test loss averages.
@@ -876,7 +912,9 @@ func (t *trainer) stopInterrupted(bar *trainProgress) error {
 // t.pending for writeRow; between evaluations a checkpoint is saved every
 // opts.CheckpointEvery steps.
 func (t *trainer) trainStep(bar *trainProgress) error {
-	t.batch(t.step)
+	if err := t.batch(t.step); err != nil {
+		return fmt.Errorf("step %d: %w; %s", t.step, err, t.lastCheckpoint())
+	}
 	r, err := t.stepper.Step(t.step, t.x, t.y)
 	if err != nil {
 		return fmt.Errorf("%w; %s", err, t.lastCheckpoint())

@@ -105,7 +105,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := startOver(dir); err != nil {
 		return nil, err
 	}
-	tr.runID, tr.origin, tr.opts.lock = newRunID(), newOrigin(cfg.Data.Path, cfg.Path, dir), lock
+	tr.runID, tr.origin, tr.opts.lock = newRunID(), newOrigin(cfg.Data, cfg.Path, dir), lock
 	if err := tr.writeConfig(); err != nil {
 		return nil, err
 	}

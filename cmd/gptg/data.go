@@ -4,22 +4,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/quote"
+	"github.com/gptg/gptg/recipe"
 )
 
 var dataCommand = command{
-	summary: "list or export the built-in corpora, write a toy corpus, check a translation corpus, learn a BPE",
+	summary: "list or export the built-in corpora, write a toy corpus or nanoGPT's token files, check a translation corpus, learn a BPE",
 	usage: `Usage: gptg data toy --out FILE [--sentences N] [--seed S]
        gptg data pairs CONFIG [--out DIR] [--set section.key=value ...]
        gptg data list
        gptg data export NAME --out FILE
        gptg data bpe CORPUS --vocab-size N [--split F] [--show K]
+       gptg data prepare RECIPE --out DIR
 
 "gptg data list" prints the corpora built into gptg (data.path =
 "builtin:NAME"): name, size and SHA-256. "gptg data export NAME --out FILE"
@@ -36,6 +40,13 @@ grammatical sentences, and its attention shows which words it looks at.
 The defaults' output is built into gptg as data.path = "builtin:toy"
 (configs/toy-words.toml uses it); this command writes other sizes and seeds.
 
+"gptg data prepare RECIPE --out DIR" writes DIR/train.bin and DIR/val.bin,
+the token files of nanoGPT's data/RECIPE/prepare.py (2-byte ids, no
+header: nanoGPT's train.py reads them, and gptg trains on them with
+data.format = "tokens", see docs/data.md), from a corpus built into gptg
+and byte for byte what nanoGPT's script writes. The recipes:
+
+` + recipeList() + `
 "gptg data pairs CONFIG" reads a translation config's pairs corpus
 (data.format = "pairs", see docs/translation.md) as training will, and
 prints what the length filter left out, the train/test split, the
@@ -51,11 +62,13 @@ train on the same data in the same order.
 Flags:
   --out FILE       toy: where to write (required; folders are created; - for
                    standard output); an existing file needs --force;
-                   pairs: a folder for the split, vocabularies and batches
+                   pairs: a folder for the split, vocabularies and batches;
+                   prepare: the folder for train.bin and val.bin (made
+                   when missing)
   --sentences N    number of sentences (default 5000)
   --seed S         random seed (default 1); the same seed, the same file
   --force          replace an existing file (toy, export) or the files of
-                   an existing folder (pairs)
+                   an existing folder (pairs, prepare)
   --vocab-size N   bpe: the vocabulary, 256 byte values and N-256 merges
   --split F        bpe: the training split's share of the text (default 0.9)
   --show K         bpe: how many merges to print (default 20; 0 = none)
@@ -81,6 +94,12 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
 		return runDataBuiltin(pos, *out, *force, stdout)
 	}
+	if len(pos) >= 1 && pos[0] == "prepare" {
+		if len(pos) != 2 {
+			return usagef("data prepare needs the name of one recipe (%s), got %d arguments", strings.Join(config.PrepareRecipes, ", "), len(pos)-1)
+		}
+		return runDataPrepare(pos[1], *out, *force, stdout)
+	}
 	if len(pos) >= 1 && pos[0] == "pairs" {
 		if len(pos) != 2 {
 			return usagef("data pairs needs exactly one CONFIG file, got %d arguments", len(pos)-1)
@@ -89,7 +108,7 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case len(pos) != 1 || pos[0] != "toy":
-		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, gptg data export NAME --out FILE, or gptg data bpe CORPUS --vocab-size N")
+		return usagef("data needs what to do: gptg data toy --out FILE, gptg data pairs CONFIG, gptg data list, gptg data export NAME --out FILE, gptg data prepare RECIPE --out DIR, or gptg data bpe CORPUS --vocab-size N")
 	case *out == "":
 		return usagef("data toy needs --out FILE")
 	case *n < 1 || *n > 10_000_000:
@@ -140,5 +159,46 @@ func runDataBuiltin(pos []string, out string, force bool, stdout io.Writer) erro
 		return err
 	}
 	wrote(stdout, out, " (%s, %d bytes)", builtin.Prefix+name, len(text))
+	return nil
+}
+
+// recipeList is the usage's list of gptg data prepare's recipes.
+func recipeList() string {
+	var b strings.Builder
+	for _, r := range recipe.All {
+		fmt.Fprintf(&b, "  %-13s %s\n", r.Name, r.About)
+	}
+	return b.String()
+}
+
+// runDataPrepare writes the token files of recipe name into the folder
+// out: both, or neither.
+func runDataPrepare(name, out string, force bool, stdout io.Writer) error {
+	r, ok := recipe.Lookup(name)
+	switch {
+	case !ok:
+		return usagef("there is no recipe %s (recipes: %s)", quote.Value(name), strings.Join(config.PrepareRecipes, ", "))
+	case out == "":
+		return usagef("data prepare needs --out DIR, the folder for train.bin and val.bin")
+	}
+	if err := checkOutputFolder("--out", out, "data prepare writes train.bin and val.bin into it", false); err != nil {
+		return err
+	}
+	tp, vp := filepath.Join(out, "train.bin"), filepath.Join(out, "val.bin")
+	for _, p := range []string{tp, vp} {
+		if err := checkOutput("--out", p, atomicfile.Rules{Force: force}); err != nil {
+			return err
+		}
+	}
+	made, err := makeFolders(out)
+	if err != nil {
+		return err
+	}
+	n, err := r.Write(tp, vp)
+	if err != nil {
+		removeFolders(made)
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d tokens) and %s (%d tokens)\n", quote.Name(tp), n.Train, quote.Name(vp), n.Val)
 	return nil
 }

@@ -261,6 +261,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, memcapsInputs()...)
 	rows = append(rows, unreadInputs()...)
 	rows = append(rows, tokensInputs()...)
+	rows = append(rows, tokenFileInputs(t)...)
 	rows = append(rows, learnedBPEInputs(t)...)
 
 	var table []errorDoc

@@ -47,6 +47,11 @@ directory (data.path, where it was when the run started, the same place
 relative to the run folder or inside it, its name beside the run folder,
 or built into gptg); a file that holds other text is refused.
 
+A run on nanoGPT's token files (data.format = "tokens") is evaluated on
+its validation token file (data.val_path, found the same way), every
+window of it; --data FILE is then another token file of the model's
+vocabulary, and --split is refused.
+
 Flags:
   --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
   --batch N        windows per batch (default the run's train.batch, as its
@@ -130,6 +135,18 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if cfg != nil && !set["batch"] {
 		*batch = cfg.Train.Batch
 	}
+	// A run on token files: its test split is a token file of its own
+	// (data.val_path), or --data's, read in the model's vocabulary.
+	tokens := cfg != nil && cfg.Data.Format == config.FormatTokens
+	if tokens && set["split"] {
+		return usagef("--split is for a text: run %s trained on token files, and its test split is a token file of its own (data.val_path, or --data)", filepath.Dir(model))
+	}
+	if tokens && *dataPath == "" {
+		if *dataPath, err = train.FindValidation(filepath.Dir(model), cfg); err != nil {
+			return fmt.Errorf("%w, or give --data FILE", err)
+		}
+		stride = cfg.Data.Stride
+	}
 	if *dataPath == "" {
 		if cfg == nil {
 			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
@@ -150,7 +167,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	// The corpus is held whole as token ids: counted with the model, from
 	// its size, before either is read.
 	held := func(spec config.Model) float64 { return 0 }
-	if size := corpus.FileSize(*dataPath); size > 0 {
+	if size := corpus.FileSize(*dataPath); size > 0 && !tokens { // token files are read a window at a time
 		kind := corpus.Char
 		if meta, err := savedmodel.LoadMeta(model); err == nil { // else openModel says what is wrong
 			kind = meta.Vocab.Kind()
@@ -180,7 +197,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var data *corpus.Dataset
-	if m.Vocab.Kind() == corpus.BPE {
+	if tokens {
+		data, err = corpus.LoadTokens(context.Background(), "", *dataPath, m.Vocab, m.Spec.Context, stride)
+	} else if m.Vocab.Kind() == corpus.BPE {
 		// The model's own merges read the text: nothing is learned again.
 		data, err = corpus.LoadBPE(context.Background(), *dataPath, m.Vocab, m.Spec.Context, stride, *split)
 	} else {
@@ -189,6 +208,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	defer data.Close()
 	if !slices.Equal(data.Vocab.Tokens(), m.Vocab.Tokens()) {
 		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
 			*dataPath, data.Vocab.Size(), m.Vocab.Size())
@@ -204,8 +224,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	// The corpus is named: the run's own is found by its content wherever
 	// it is (train.FindCorpus), which need not be where data.path says now.
-	fmt.Fprintf(stdout, "test loss %.6f\nsplit %v of %s: %d test windows (context %d, stride %d), %d batches of %d\n",
-		loss, *split, *dataPath, data.NumTest(), data.Context, data.Stride, n, *batch)
+	of := fmt.Sprintf("split %v of %s", *split, *dataPath)
+	if tokens {
+		of = "token file " + *dataPath
+	}
+	fmt.Fprintf(stdout, "test loss %.6f\n%s: %d test windows (context %d, stride %d), %d batches of %d\n",
+		loss, of, data.NumTest(), data.Context, data.Stride, n, *batch)
 	if *prefixOnly {
 		bar = newStatus(stderr, "prefix-only loss")
 		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/tape"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 var graphCommand = command{
@@ -94,14 +96,15 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 		if err := checkDataPath(cfg); err != nil {
 			return err
 		}
-		data, err := corpus.LoadFor(*cfg, table, nil)
+		data, err := nanogpt.LoadData(context.Background(), *cfg, table, nil)
 		if err != nil {
 			return err
 		}
+		data.Close()
 		if cfg.Model.Vocab, err = corpus.ModelVocab(*cfg, data); err != nil {
 			return err
 		}
-		held = config.Corpus{Tokens: int64(data.NumTokens()), IDBytes: data.IDBytes(), Held: true}
+		held = data.Memory()
 	}
 	if err := cfg.CheckTrainMemoryOn(held); err != nil {
 		return err

@@ -33,6 +33,7 @@ import (
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/nanogpt"
 	"github.com/gptg/gptg/pairs"
+	"github.com/gptg/gptg/tokenfile"
 	"github.com/gptg/gptg/train"
 )
 
@@ -203,12 +204,13 @@ func exitCode(err error) int {
 	var fe *inputfile.Error          // a FIFO, device or /proc file named as an input
 	var me *config.MemoryError       // a model too large for the limits, refused unbuilt
 	var xe *train.ExistingRunError   // train.out holds a run already
+	var te *tokenfile.Error          // a token file of odd length, with ids past the vocabulary, ...
 	var ie2 inputError               // a text that is not what it must be (tokens)
 	switch {
 	case errors.As(err, &ie):
 		return 130
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
-		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &ie2):
+		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &te), errors.As(err, &ie2):
 		return 2
 	}
 	return 1

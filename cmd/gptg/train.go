@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gptg/gptg/internal/quote"
 	"io"
 	"io/fs"
 	"os"
@@ -17,8 +16,10 @@ import (
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus/builtin"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/tokenfile"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
 )
@@ -238,6 +239,18 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // elsewhere: the message names the directory and, when the file exists
 // relative to the config's folder or one above it, where to run from.
 func checkDataPath(cfg *config.Config) error {
+	if cfg.Data.Format == config.FormatTokens {
+		if cfg.Data.Prepare != "" {
+			return nil // made when missing (nanogpt.LoadData)
+		}
+		for _, path := range []string{cfg.Data.Path, cfg.Data.ValPath} {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return &tokenfile.Error{Path: path, Problem: "does not exist and [data] prepare is not set" + missingHint(cfg, path) +
+					"; gptg data prepare makes token files"}
+			}
+		}
+		return nil
+	}
 	path := cfg.Data.Path
 	if _, ok := builtin.Parse(path); ok || cfg.Data.URL != "" {
 		return nil // built in (config checked the name), or downloaded when missing
@@ -245,7 +258,13 @@ func checkDataPath(cfg *config.Config) error {
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or a different problem that loading reports
 	}
-	msg := fmt.Sprintf("data file %s does not exist and [data] url is not set", quote.Name(path))
+	return fmt.Errorf("data file %s does not exist and [data] url is not set%s", quote.Name(path), missingHint(cfg, path))
+}
+
+// missingHint says, of the missing file path that cfg names, where a
+// relative path is resolved and where the file is ("" when absolute).
+func missingHint(cfg *config.Config, path string) string {
+	msg := ""
 	if !filepath.IsAbs(path) {
 		wd, _ := os.Getwd()
 		msg += fmt.Sprintf(" (relative paths are resolved against the current directory %s, not the config's)", wd)
@@ -256,7 +275,7 @@ func checkDataPath(cfg *config.Config) error {
 	if filepath.Base(path) == "toy.txt" {
 		msg += fmt.Sprintf("; use the built-in one (data.path = \"builtin:toy\") or make it with: gptg data toy --out %s", quote.Name(path))
 	}
-	return errors.New(msg)
+	return msg
 }
 
 // findRelative returns the first of dir and its ancestors under which the
