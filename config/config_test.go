@@ -123,6 +123,8 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{"data.vocab_size: 255 is out of range (allowed: 256..1048576)"}},
 		{name: "bpe model.vocab differs", files: map[string]string{"x.toml": "[data]\ntokenizer = \"bpe\"\nvocab_size = 300\n[model]\nvocab = 301\n"},
 			want: []string{"model.vocab: is 301 but data.vocab_size is 300"}},
+		{name: "bpe with token files", files: map[string]string{"x.toml": "[data]\nformat = \"tokens\"\npath = \"t.bin\"\nval_path = \"v.bin\"\ntokenizer = \"bpe\"\nvocab_size = 300\n"},
+			want: []string{"data.tokenizer: \"bpe\" learns its merges from a text, and token files hold ids already"}},
 		{name: "vocab_size without bpe", files: map[string]string{"x.toml": "[data]\nvocab_size = 300\n"},
 			want: []string{"data.vocab_size: only tokenizer = \"bpe\" reads it (data.tokenizer is \"char\""}},
 		{name: "gpt2 vocab", files: map[string]string{"x.toml": "[data]\ntokenizer = \"gpt2\"\n[model]\nvocab = 65\n"},

@@ -52,7 +52,7 @@ func TestTokensKeysUsedOrRefused(t *testing.T) {
 		{"split with token files", tokensData + "split = 0.9\n", `data.split: 0.9 is not used with format = "tokens": the token files are split already`},
 		{"no val_path", "[data]\nformat = \"tokens\"\npath = \"d/train.bin\"\n", `data.val_path: must name the validation token file (nanoGPT's val.bin) with format = "tokens"`},
 		{"word tokens", tokensData + "tokenizer = \"word\"\n", `data.tokenizer: "word" cannot decode token files`},
-		{"learned bpe tokens", tokensData + "tokenizer = \"bpe\"\nvocab_size = 512\n", `data.tokenizer: "bpe" cannot decode token files`},
+		{"learned bpe tokens", tokensData + "tokenizer = \"bpe\"\nvocab_size = 512\n", `data.tokenizer: "bpe" learns its merges from a text, and token files hold ids already`},
 		{"url", tokensData + "url = \"https://example.com/train.bin\"\n", `data.url: is for downloading a text: token files are made with data.prepare, or gptg data prepare`},
 		{"builtin path", "[data]\nformat = \"tokens\"\npath = \"builtin:tinyshakespeare\"\nval_path = \"v.bin\"\n", `data.path: "builtin:tinyshakespeare" is a text built into gptg, not a token file`},
 		{"unknown recipe", tokensData + "prepare = \"openwebtext\"\ntokenizer = \"gpt2\"\n", `data.prepare: "openwebtext" is not allowed (allowed: shakespeare)`},

@@ -248,8 +248,10 @@ func (v *checker) tokenFiles(d Data) {
 		return
 	}
 	switch {
-	case d.Tokenizer != "gpt2" && d.Tokenizer != "char":
-		v.fail("data.tokenizer", "%q cannot decode token files (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)", d.Tokenizer)
+	case d.Tokenizer == "word":
+		v.fail("data.tokenizer", "\"word\" cannot decode token files (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)")
+	case d.Tokenizer == "bpe":
+		v.fail("data.tokenizer", "\"bpe\" learns its merges from a text, and token files hold ids already (allowed: \"gpt2\", GPT-2's tokens; \"char\", the characters of the meta.pkl beside data.path)")
 	case d.ValPath == "":
 		v.fail("data.val_path", "must name the validation token file (nanoGPT's val.bin) with format = \"tokens\"")
 	case d.URL != "":

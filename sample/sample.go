@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
 	G "gorgonia.org/gorgonia"
 
@@ -191,10 +192,7 @@ func (s *Sampler) NextLogits(ids []int) ([]float64, error) {
 	// position only: a program that keeps no attention weights. The
 	// prompt's prefill is done with by now: one window graph at a time.
 	if s.window == nil {
-		if s.prefill != nil {
-			s.prefill.Close()
-			s.prefill = nil
-		}
+		s.dropPrefill()
 		m, err := s.build(T)
 		if err != nil {
 			return nil, err
@@ -249,6 +247,24 @@ func (s *Sampler) cachedLogits(ids []int) ([]float64, error) {
 	return s.row(c.Logits.Value(), 0), nil
 }
 
+// dropPrefill closes the prefill graph, and collects its buffers before
+// the next graph allocates its own: GPT-2 124M's sampler past a
+// 1,024-token prompt peaked at 1.42 GB with the prefill's 430 MB still
+// held, 1.0 GB without. Gorgonia's TapeMachine has a finalizer, so what it
+// holds is freed one collection after the one that finds it unreachable,
+// once the finalizer has run: two collections, the finalizers' goroutine
+// let run between them.
+func (s *Sampler) dropPrefill() {
+	if s.prefill == nil {
+		return
+	}
+	s.prefill.Close()
+	s.prefill = nil
+	runtime.GC()
+	runtime.Gosched()
+	runtime.GC()
+}
+
 // prefillLogits runs a window graph of exactly len(ids) positions over
 // ids, fills the cache with its keys and values and returns its last
 // position's logits. The graph is kept for the next prompt of that
@@ -256,10 +272,7 @@ func (s *Sampler) cachedLogits(ids []int) ([]float64, error) {
 func (s *Sampler) prefillLogits(ids []int) ([]float64, error) {
 	n := len(ids)
 	if s.prefill == nil || s.prefill.SeqLen != n {
-		if s.prefill != nil {
-			s.prefill.Close()
-			s.prefill = nil
-		}
+		s.dropPrefill()
 		m, err := s.build(n)
 		if err != nil {
 			return nil, err

@@ -50,10 +50,14 @@ or built into gptg); a file that holds other text is refused.
 A run on nanoGPT's token files (data.format = "tokens") is evaluated on
 its validation token file (data.val_path, found the same way), every
 window of it; --data FILE is then another token file of the model's
-vocabulary, and --split is refused.
+vocabulary, and --split is refused. --tokens --data FILE evaluates any
+model on a token file of its vocabulary, every window of it (nanoGPT's
+eval_gpt2: an imported GPT-2 on openwebtext's val.bin).
 
 Flags:
   --data FILE      the corpus, a file or builtin:NAME (default: the run's own)
+  --tokens         --data FILE is a token file (nanoGPT's uint16 ids, as
+                   in train.bin and val.bin) of the model's vocabulary
   --batch N        windows per batch (default the run's train.batch, as its
                    training measured it; 4 for a model file elsewhere)
   --split F        fraction of the tokens used for training (default 0.9,
@@ -77,6 +81,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 4, "")
 	split := fs.Float64("split", 0.9, "")
 	prefixOnly := fs.Bool("prefix-only", false, "")
+	tokenFile := fs.Bool("tokens", false, "")
 	strideFlag := fs.Int("stride", 0, "")
 	show := fs.Int("show", 0, "")
 	pos, err := parseFlags(fs, args, stderr)
@@ -137,7 +142,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	// A run on token files: its test split is a token file of its own
 	// (data.val_path), or --data's, read in the model's vocabulary.
-	tokens := cfg != nil && cfg.Data.Format == config.FormatTokens
+	tokens := (cfg != nil && cfg.Data.Format == config.FormatTokens) || *tokenFile
+	if *tokenFile && *dataPath == "" {
+		return usagef("--tokens says that --data FILE is a token file: give --data")
+	}
+	if *tokenFile && set["split"] {
+		return usagef("--split is for a text: a token file (--tokens) is read whole as the test split")
+	}
 	if tokens && set["split"] {
 		return usagef("--split is for a text: run %s trained on token files, and its test split is a token file of its own (data.val_path, or --data)", filepath.Dir(model))
 	}

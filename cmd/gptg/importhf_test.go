@@ -1,12 +1,20 @@
 package main
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/hf"
+	"github.com/gptg/gptg/internal/fidelity"
+	"github.com/gptg/gptg/nanogpt"
 )
 
 // copyFolder copies the files of testdata/gpt2's folder name into dir/name.
@@ -155,5 +163,55 @@ func TestHFVocabulary(t *testing.T) {
 		if _, _, err := hfVocabulary(m, "gpt2"); err == nil {
 			t.Errorf("--tokenizer gpt2 accepted for a model of %d tokens and files %v", m.Spec.Vocab, m.Tokenizer)
 		}
+	}
+}
+
+// TestEvalTokensOnImportedGPT2: eval --tokens reads a token file (nanoGPT's
+// uint16 ids) in an imported GPT-2's vocabulary; on one window its loss is
+// the mean cross-entropy of the model's own forward pass.
+func TestEvalTokensOnImportedGPT2(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join("..", "..", "testdata", "nanogpt", "gpt2", "ckpt.pt")
+	copyFile(t, ckpt, filepath.Join(dir, "ckpt.pt"))
+	if r := gptg(t, dir, "import", "nanogpt", "ckpt.pt", "--out", "m.safetensors"); r.code != 0 {
+		t.Fatalf("import: %s", r.stderr)
+	}
+	ids := []int{464, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13} // one window of context 8, as the file reader counts
+	bin := make([]byte, 2*len(ids))
+	for i, id := range ids {
+		binary.LittleEndian.PutUint16(bin[2*i:], uint16(id))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "val.bin"), bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := gptg(t, dir, "eval", "m.safetensors", "--tokens", "--data", "val.bin", "--batch", "1")
+	var got float64
+	if _, err := fmt.Sscanf(r.stdout, "test loss %f", &got); r.code != 0 || err != nil || !strings.Contains(r.stdout, "1 test windows") {
+		t.Fatalf("eval: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	vocab, err := corpus.NewGPT2Vocab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := nanogpt.ImportGPT2(ckpt, vocab, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := fidelity.Forward(m.Spec, m.Tensors, ids[:8], graph.Backend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	V, want := m.Spec.Vocab, 0.0
+	for p := range 8 {
+		row := out.Logits[p*V : (p+1)*V]
+		top := slices.Max(row)
+		sum := 0.0
+		for _, l := range row {
+			sum += math.Exp(l - top)
+		}
+		want += (top + math.Log(sum) - row[ids[p+1]]) / 8
+	}
+	if math.Abs(got-want) > 1e-5*want {
+		t.Errorf("eval --tokens: test loss %v, the forward pass's cross-entropy %v", got, want)
 	}
 }
