@@ -2,16 +2,15 @@ package bpe
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/internal/tiktokenids"
 )
 
 // The golden files are tiktoken's own ids (encoding "gpt2", r50k_base, the
@@ -45,22 +44,9 @@ func stressText(t testing.TB) string {
 // readGolden reads golden/NAME.gpt2.bin.gz: uint16 little-endian ids.
 func readGolden(t testing.TB, name string) []int {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "golden", name+".gpt2.bin.gz"))
+	ids, err := tiktokenids.Read(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int, len(raw)/2)
-	for i := range ids {
-		ids[i] = int(binary.LittleEndian.Uint16(raw[2*i:]))
 	}
 	return ids
 }

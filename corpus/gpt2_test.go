@@ -1,34 +1,19 @@
 package corpus
 
 import (
-	"compress/gzip"
-	"encoding/binary"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gptg/gptg/internal/tiktokenids"
 )
 
 // tiktokenIDs reads bpe's golden ids of a built-in corpus: tiktoken's own.
 func tiktokenIDs(t *testing.T, name string) []int {
 	t.Helper()
-	f, err := os.Open("../bpe/testdata/golden/" + name + ".gpt2.bin.gz")
+	ids, err := tiktokenids.Read(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int, len(raw)/2)
-	for i := range ids {
-		ids[i] = int(binary.LittleEndian.Uint16(raw[2*i:]))
 	}
 	return ids
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"compress/gzip"
-	"encoding/binary"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/tiktokenids"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -21,24 +19,15 @@ import (
 // tiktoken's own ids.
 func goldenIDs(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open("../../bpe/testdata/golden/" + name + ".gpt2.bin.gz")
+	ids, err := tiktokenids.Read(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	words := make([]string, len(ids))
+	for i, id := range ids {
+		words[i] = strconv.Itoa(id)
 	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, len(raw)/2)
-	for i := range ids {
-		ids[i] = strconv.Itoa(int(binary.LittleEndian.Uint16(raw[2*i:])))
-	}
-	return strings.Join(ids, " ") + "\n"
+	return strings.Join(words, " ") + "\n"
 }
 
 func TestTokensIDsAreTiktokens(t *testing.T) {
