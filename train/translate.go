@@ -44,8 +44,8 @@ type translation struct {
 	clip   clipper
 	pairs  [][]G.ValueGrad // per graph: its parameters (shared values) and gradients
 	grads  [][]any
-	// accum holds the average of a step's batch gradients (train.grad_accum > 1).
-	accum []any
+	// sums holds the sums of a step's batch gradients (train.grad_accum > 1).
+	sums [][]float64
 	// threads is the goroutines the graphs compute on (threads).
 	threads int
 
@@ -272,17 +272,6 @@ func newTranslation(cfg *config.Config, dataPath string, opts Options) (*transla
 	if t.Decay == "matrices" {
 		tr.opt.SkipDecay = SkipDecayBelow2D(tr.params)
 	}
-	if accum := max(1, t.GradAccum); accum > 1 {
-		tr.accum = make([]any, len(tr.params))
-		for i, prm := range tr.params {
-			switch d := prm.Value().Data().(type) {
-			case []float32:
-				tr.accum[i] = make([]float32, len(d))
-			case []float64:
-				tr.accum[i] = make([]float64, len(d))
-			}
-		}
-	}
 	tr.sched = Schedule{Kind: t.Schedule, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup, Total: tr.total, Dim: cfg.Model.Embedding}
 	return tr, nil
 }
@@ -366,8 +355,9 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 		start := time.Now()
 		r := StepResult{LR: tr.sched.At(step)}
 		// The step's batches (grad_accum of them): their gradients are
-		// averaged in tr.accum, then stand in the last one's buffers, whose
-		// parameter pairs the optimizer updates through.
+		// summed in float64 and their mean left in the last one's buffers,
+		// whose parameter pairs the optimizer updates through, as the
+		// GPT's Stepper does (addGrad).
 		accum := tr.accumSteps()
 		var plan pairs.Plan
 		for a := range accum {
@@ -387,12 +377,19 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 				tr.grads[plan.Bucket][i] = g.Value().Data()
 			}
 			if accum > 1 {
-				addScaled(tr.accum, tr.grads[plan.Bucket], 1/float64(accum), a == 0)
+				if tr.sums == nil {
+					tr.sums = make([][]float64, len(p.Grads))
+				}
+				for i, g := range tr.grads[plan.Bucket] {
+					switch d := g.(type) {
+					case []float32:
+						tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
+					case []float64:
+						tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
+					}
+				}
 			}
 			tr.tokens += float64(b.Tokens)
-		}
-		if accum > 1 {
-			copyGrads(tr.grads[plan.Bucket], tr.accum)
 		}
 		r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
 		if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
@@ -534,43 +531,4 @@ func (tr *translation) save(dir string) error {
 	c := tr.corpus
 	return translate.Save(filepath.Join(dir, ModelFile), tr.cfg.Model, c.Src, c.Tgt,
 		tr.cfg.Data.MaxSource, tr.cfg.Data.MaxTarget, tr.params)
-}
-
-// addScaled sets dst = scale·src (first) or adds scale·src to dst, slice
-// by slice; dst and src hold []float32 or []float64 of equal lengths.
-func addScaled(dst, src []any, scale float64, first bool) {
-	for i := range dst {
-		switch d := dst[i].(type) {
-		case []float32:
-			s, f := src[i].([]float32), float32(scale)
-			for j := range d {
-				if first {
-					d[j] = f * s[j]
-				} else {
-					d[j] += f * s[j]
-				}
-			}
-		case []float64:
-			s := src[i].([]float64)
-			for j := range d {
-				if first {
-					d[j] = scale * s[j]
-				} else {
-					d[j] += scale * s[j]
-				}
-			}
-		}
-	}
-}
-
-// copyGrads copies src's slices into dst's.
-func copyGrads(dst, src []any) {
-	for i := range dst {
-		switch d := dst[i].(type) {
-		case []float32:
-			copy(d, src[i].([]float32))
-		case []float64:
-			copy(d, src[i].([]float64))
-		}
-	}
 }
