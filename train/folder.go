@@ -257,3 +257,13 @@ func ModelBehind(dir string) bool {
 	c, err := os.Stat(filepath.Join(dir, CheckpointFile))
 	return err == nil && m.ModTime().Before(c.ModTime())
 }
+
+// stillLocked refuses to write into dir once its lock file is no longer
+// the one this process locked: another gptg may be training there now.
+func (o Options) stillLocked(dir string, step int) error {
+	if err := o.lock.Intact(); err != nil {
+		return fmt.Errorf("%w: another gptg may now be writing into %s, so this run stopped at step %d without writing; when no other gptg uses the folder, go on with gptg train --resume %s",
+			err, dir, step, dir)
+	}
+	return nil
+}

@@ -43,14 +43,6 @@ func (t *trainer) batch(s int) error {
 	return t.data.TrainBatch(t.x, t.y, t.order[i*B:(i+1)*B])
 }
 
-// testBatches is the number of batches a test loss averages.
-func (t *trainer) testBatches() int {
-	if n := t.cfg.Train.EvalBatches; n > 0 {
-		return n
-	}
-	return t.data.TestBatches(t.cfg.Train.Batch)
-}
-
 // testLoss is the seed's test loss of the current weights, over the whole
 // test split, or with train.eval_batches = N over N batches at random
 // offsets of it drawn from (seed, step), as nanoGPT's estimate_loss. It

@@ -55,16 +55,6 @@ type Options struct {
 	lock *runlock.Lock
 }
 
-// stillLocked refuses to write into dir once its lock file is no longer
-// the one this process locked: another gptg may be training there now.
-func (o Options) stillLocked(dir string, step int) error {
-	if err := o.lock.Intact(); err != nil {
-		return fmt.Errorf("%w: another gptg may now be writing into %s, so this run stopped at step %d without writing; when no other gptg uses the folder, go on with gptg train --resume %s",
-			err, dir, step, dir)
-	}
-	return nil
-}
-
 // Result summarises a finished run.
 type Result struct {
 	Dir          string
@@ -277,16 +267,6 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
 	}
 	return t.loop(ctx)
-}
-
-// RunLength is the number of steps a run takes: train.max_steps when it is
-// set, as nanoGPT's max_iters (the epochs then only say how the data is
-// ordered), else train.epochs passes of perEpoch steps.
-func RunLength(tr config.Train, perEpoch int) int {
-	if tr.MaxSteps > 0 {
-		return tr.MaxSteps
-	}
-	return int(float64(perEpoch) * tr.Epochs)
 }
 
 // lengthSets makes "--set train.epochs=E" on its own mean what it says:

@@ -265,3 +265,11 @@ func (t *trainer) close() {
 	t.metrics.close()
 	t.data.Close()
 }
+
+// testBatches is the number of batches a test loss averages.
+func (t *trainer) testBatches() int {
+	if n := t.cfg.Train.EvalBatches; n > 0 {
+		return n
+	}
+	return t.data.TestBatches(t.cfg.Train.Batch)
+}

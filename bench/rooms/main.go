@@ -119,6 +119,7 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 	var long []fn
 	// calls[a][b]: calls from file a to a function or method declared in file b.
 	calls := map[string]map[string]int{}
+	callees := map[[2]string]map[string]bool{}
 	for _, f := range files {
 		from := filepath.Base(fset.Position(f.Pos()).Filename)
 		for _, d := range f.Decls {
@@ -160,6 +161,10 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 					calls[from] = map[string]int{}
 				}
 				calls[from][to]++
+				if callees[[2]string{from, to}] == nil {
+					callees[[2]string{from, to}] = map[string]bool{}
+				}
+				callees[[2]string{from, to}][obj.Name()] = true
 			}
 			return true
 		})
@@ -182,7 +187,8 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 	for a, tos := range calls {
 		for b, n := range tos {
 			if a < b && calls[b][a] > 0 {
-				both = append(both, fmt.Sprintf("%s ⇄ %s (%d and %d calls)", a, b, n, calls[b][a]))
+				both = append(both, fmt.Sprintf("%s ⇄ %s (%d calls: %s; %d calls: %s)", a, b,
+					n, nameList(callees[[2]string{a, b}]), calls[b][a], nameList(callees[[2]string{b, a}])))
 			}
 		}
 	}
@@ -192,4 +198,14 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 		fmt.Printf("  %s\n", s)
 	}
 	return nil
+}
+
+// nameList lists a set's names in order.
+func nameList(set map[string]bool) string {
+	var s []string
+	for n := range set {
+		s = append(s, n)
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
 }
