@@ -94,16 +94,11 @@ type ExistingRunError struct{ msg string }
 
 func (e *ExistingRunError) Error() string { return e.msg }
 
-// CheckExistingRun is Run's refusal of a folder that already holds a run,
-// for a caller that wants it before saying what it will train: in Run's
-// order, so that a folder another gptg is training in says so first (a
-// sweep's second task must learn that the run is busy, not that it was
-// replaced).
-func CheckExistingRun(dir string, opts Options) error {
-	if err := runlock.Busy(dir); err != nil {
-		return err
+// starting calls Options.Starting, if set.
+func (o Options) starting() {
+	if o.Starting != nil {
+		o.Starting()
 	}
-	return refuseExistingRun(dir, opts)
 }
 
 // refuseExistingRun says how to go on when dir already holds a run,

@@ -47,6 +47,10 @@ type Options struct {
 	// Init, when set, is a model file whose weights a new run starts from
 	// instead of its seed's initialisation (fine-tuning; Run only).
 	Init string
+	// Starting, when set, is called once by Run when its checks of the
+	// run folder have passed, before the corpus is read: the command line
+	// says there what it trains where, and never before a refusal.
+	Starting func()
 	// beforeEval, when set, is called before each evaluation (tests
 	// interrupt an evaluation here).
 	beforeEval func(step int)
@@ -110,6 +114,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
+	opts.starting()
 	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := refuseExistingRun(dir, opts); err != nil {
 		return nil, err
 	}
+	opts.starting()
 	if err := downloadPairs(ctx, cfg.Data, opts); err != nil {
 		return nil, err
 	}

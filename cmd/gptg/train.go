@@ -164,10 +164,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 				return err
 			}
 		}
-		if err := train.CheckExistingRun(cfg.Train.Out, opts); err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
+		opts.Starting = func() { fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out) }
 		res, err = train.Run(ctx, cfg, opts)
 	}
 	if errors.Is(err, train.ErrInterrupted) {
