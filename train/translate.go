@@ -495,36 +495,7 @@ func (tr *translation) testLoss() (float64, error) {
 		}
 		plans = drawn
 	}
-	return planLoss(tr.test, tr.evals, plans)
-}
-
-// TranslationLoss is the mean loss per non-PAD target over every batch
-// of b, run on evals (one evaluation graph per shape of b).
-func TranslationLoss(b *pairs.Batcher, evals []*tape.TranslationProgram) (float64, error) {
-	return planLoss(b, evals, b.InOrder())
-}
-
-// planLoss is the mean loss per non-PAD target over the batches plans
-// of b.
-func planLoss(b *pairs.Batcher, evals []*tape.TranslationProgram, plans []pairs.Plan) (float64, error) {
-	batches := make([]*pairs.Batch, len(evals))
-	for k := range batches {
-		batches[k] = b.NewBatch(k)
-	}
-	sum, n := 0.0, 0
-	for _, plan := range plans {
-		batch := batches[plan.Bucket]
-		b.Fill(plan, batch)
-		if err := evals[plan.Bucket].Run(batch.Src, batch.DecIn, batch.DecTgt); err != nil {
-			return 0, err
-		}
-		sum += evals[plan.Bucket].Loss() * float64(batch.Tokens)
-		n += batch.Tokens
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("the test split has no target words")
-	}
-	return sum / float64(n), nil
+	return translate.PlanLoss(tr.test, tr.evals, plans)
 }
 
 // save writes the model file.

@@ -10,8 +10,6 @@ import (
 	"github.com/gptg/gptg/bleu"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
@@ -61,20 +59,12 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	shapes := pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets).Shapes()
 	test := pairs.NewBatcherShapes(c.Test, B, shapes)
 	be := backend(threads)
-	var evals []*tape.TranslationProgram
-	for _, s := range shapes {
-		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be, Weights: m.Weights})
-		if err != nil {
-			return err
-		}
-		p, err := tape.CompileTranslation(g, false)
-		if err != nil {
-			return err
-		}
-		evals = append(evals, p)
+	evals, err := translate.LossGraphs(m, B, shapes, be)
+	if err != nil {
+		return err
 	}
 	bar := newStatus(stderr, "test loss")
-	loss, err := train.TranslationLoss(test, evals)
+	loss, err := translate.Loss(test, evals)
 	bar.done()
 	if err != nil {
 		return err
@@ -86,31 +76,19 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 
 	tr := translate.NewTranslator(m, be)
 	tr.Check = checkLonger(m, "evaluating", evalGraphs(cfg))
-	plans := test.InOrder()
-	batch := make([]*pairs.Batch, len(shapes))
 	shown := 0
 	bar = newStatus(stderr, "translating the test pairs")
 	var hyps []string
 	var refs [][]string
-	for i, plan := range plans {
-		bar.update(i, len(plans))
-		if batch[plan.Bucket] == nil {
-			batch[plan.Bucket] = test.NewBatch(plan.Bucket)
+	err = tr.GreedyTestSet(test, B, func(i, n int) { bar.update(i, n) }, func(k int, hyp string) {
+		hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
+		if shown < show {
+			fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
+			shown++
 		}
-		b := batch[plan.Bucket]
-		test.Fill(plan, b)
-		out, err := tr.GreedyBatch(B, b.Src)
-		if err != nil {
-			return err
-		}
-		for r, k := range b.Pairs {
-			hyp := pairs.Detokenize(m.Tgt.Decode(out[r]))
-			hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
-			if shown < show {
-				fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
-				shown++
-			}
-		}
+	})
+	if err != nil {
+		return err
 	}
 	bar.done()
 	// The vocabulary is lower-case, so the references are folded too
