@@ -323,68 +323,82 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	var path string
 	switch engine {
 	case "slurm":
-		absDir, err := filepath.Abs(dir)
-		if err != nil {
-			return err
-		}
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if *gptgPath == "" {
-			if *gptgPath, err = os.Executable(); err != nil {
-				return fmt.Errorf("finding the gptg binary: %w", err)
-			}
-		}
-		text, err = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, Workdir: wd, MemoryMiB: memMiB})
-		if err != nil {
-			return sweepErr(err)
-		}
-		// Slurm does not create the folder of --output: a missing one
-		// makes every task fail before it starts.
-		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-			return fmt.Errorf("sweep folder: %w", err)
-		}
-		path = filepath.Join(dir, "sweep.sbatch")
+		text, path, err = emitSlurm(dir, sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
+			Partition: *partition, Gptg: *gptgPath, MemoryMiB: memMiB}, len(entries))
 	case "k8s":
-		if *claim == "" {
-			return usagef("sweep emit k8s needs --claim (the volume holding this folder)")
-		}
-		if !filepath.IsAbs(*mount) {
-			return usagef("--mount %s must be an absolute path", *mount)
-		}
-		// Kubernetes refuses a mount path with a .. element, and a claim
-		// mounted over / would hide the image the pod runs.
-		if slices.Contains(strings.Split(*mount, "/"), "..") {
-			return usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(*mount))
-		}
-		if *mount = filepath.Clean(*mount); *mount == "/" {
-			return usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
-		}
-		if strings.ContainsAny(*image, " \t") {
-			return usagef("--image %s: an image reference holds no spaces", quote.Value(*image))
-		}
-		rel := filepath.Clean(dir)
-		if filepath.IsAbs(rel) {
-			wd, _ := os.Getwd()
-			if r, err := filepath.Rel(wd, rel); err == nil && filepath.IsLocal(r) {
-				rel = r
-			}
-		}
-		if !filepath.IsLocal(rel) {
-			return usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
-		}
-		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
+		text, path, err = emitK8s(dir, sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount,
 			Entries: len(entries), Parallel: *parallel, CPUs: *cpus, MemoryMiB: memMiB})
-		if err != nil {
-			return sweepErr(err)
-		}
-		path = filepath.Join(dir, "job.yaml")
+	}
+	if err != nil {
+		return err
 	}
 	if err := atomicfile.WriteOwnFile(path, text); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))
 	return nil
+}
+
+// emitSlurm is the batch script of the sweep in dir, of entries tasks:
+// o without Workdir (the current folder), Gptg defaulting to this binary.
+func emitSlurm(dir string, o sweep.SlurmOptions, entries int) (text []byte, path string, err error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if o.Workdir, err = os.Getwd(); err != nil {
+		return nil, "", err
+	}
+	if o.Gptg == "" {
+		if o.Gptg, err = os.Executable(); err != nil {
+			return nil, "", fmt.Errorf("finding the gptg binary: %w", err)
+		}
+	}
+	text, err = sweep.Slurm(absDir, entries, o)
+	if err != nil {
+		return nil, "", sweepErr(err)
+	}
+	// Slurm does not create the folder of --output: a missing one
+	// makes every task fail before it starts.
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, "", fmt.Errorf("sweep folder: %w", err)
+	}
+	return text, filepath.Join(dir, "sweep.sbatch"), nil
+}
+
+// emitK8s is the Job of the sweep in dir: o without Dir (dir, relative
+// to the current folder, which the pods find on the volume).
+func emitK8s(dir string, o sweep.K8sOptions) (text []byte, path string, err error) {
+	if o.Claim == "" {
+		return nil, "", usagef("sweep emit k8s needs --claim (the volume holding this folder)")
+	}
+	if !filepath.IsAbs(o.MountPath) {
+		return nil, "", usagef("--mount %s must be an absolute path", o.MountPath)
+	}
+	// Kubernetes refuses a mount path with a .. element, and a claim
+	// mounted over / would hide the image the pod runs.
+	if slices.Contains(strings.Split(o.MountPath, "/"), "..") {
+		return nil, "", usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(o.MountPath))
+	}
+	if o.MountPath = filepath.Clean(o.MountPath); o.MountPath == "/" {
+		return nil, "", usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
+	}
+	if strings.ContainsAny(o.Image, " \t") {
+		return nil, "", usagef("--image %s: an image reference holds no spaces", quote.Value(o.Image))
+	}
+	rel := filepath.Clean(dir)
+	if filepath.IsAbs(rel) {
+		wd, _ := os.Getwd()
+		if r, err := filepath.Rel(wd, rel); err == nil && filepath.IsLocal(r) {
+			rel = r
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return nil, "", usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
+	}
+	o.Dir = filepath.ToSlash(rel)
+	if text, err = sweep.K8s(o); err != nil {
+		return nil, "", sweepErr(err)
+	}
+	return text, filepath.Join(dir, "job.yaml"), nil
 }
