@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/heatmap"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/sample"
@@ -150,12 +152,12 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	for i, l := range labels {
-		labels[i] = tokenLabel(l)
+		labels[i] = heatmap.Label(l)
 	}
 	// What the heatmaps show: the last context tokens, which may start
 	// inside a character a BPE spells in several tokens.
 	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
-	picture, err := attentionPicture(squarePanels(maps, labels), figureTitle{model: m.Path, text: shown}, *format)
+	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, *format)
 	if err != nil {
 		return err
 	}
@@ -176,8 +178,8 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 func pictureOutput(format, out, base string) (string, string, error) {
 	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
 	switch {
-	case format != "" && format != "text" && !slices.Contains(pictureFormats, format):
-		return "", "", usagef("--format %q is not text, %s", format, strings.Join(pictureFormats, " or "))
+	case format != "" && format != "text" && !slices.Contains(heatmap.Formats, format):
+		return "", "", usagef("--format %q is not text, %s", format, strings.Join(heatmap.Formats, " or "))
 	case out == "" && format == "":
 		return "text", "", nil
 	case out == "":
@@ -189,10 +191,10 @@ func pictureOutput(format, out, base string) (string, string, error) {
 		return "", "", usagef("--out is for pictures; --format text goes to stdout")
 	case atomicfile.IsStdout(out):
 		if format == "" {
-			return "", "", usagef("--out %s (standard output) needs --format %s", out, strings.Join(pictureFormats, " or "))
+			return "", "", usagef("--out %s (standard output) needs --format %s", out, strings.Join(heatmap.Formats, " or "))
 		}
 		return format, out, nil
-	case !slices.Contains(pictureFormats, ext):
+	case !slices.Contains(heatmap.Formats, ext):
 		return "", "", usagef("--out %s: the picture format comes from the extension, which must be .png or .svg", out)
 	case format != "" && format != ext:
 		return "", "", usagef("--format %s does not match --out %s; name the file .%s", format, out, format)
@@ -243,4 +245,14 @@ func printMatrix(w io.Writer, rows, cols []string, m matrix, width int) {
 			fmt.Fprintln(w, line.String())
 		}
 	}
+}
+
+// drawAttention is heatmap.Picture, its refusal of a picture too large to
+// draw a usage error (exit 2): the command line asked for it.
+func drawAttention(panels [][]heatmap.Panel, title heatmap.Title, format string) ([]byte, error) {
+	picture, err := heatmap.Picture(panels, title, format)
+	if big := (*heatmap.SizeError)(nil); errors.As(err, &big) {
+		return nil, usagef("%s", big.Error())
+	}
+	return picture, err
 }
