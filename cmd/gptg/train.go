@@ -142,30 +142,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	case len(pos) != 1:
 		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
 	default:
-		if err := checkConfigPath(pos[0]); err != nil {
-			return err
-		}
-		var cfg *config.Config
-		cfg, err = config.Load(pos[0], sets)
-		if err != nil {
-			return err
-		}
-		if err := cfg.CheckTrainMemory(); err != nil {
-			return err
-		}
-		if err := checkDataPath(cfg); err != nil {
-			return err
-		}
-		if *initFrom != "" {
-			if opts.Init, err = modelPath(*initFrom); err != nil {
-				return err
-			}
-			if err := refuseInitKind(opts.Init, cfg); err != nil {
-				return err
-			}
-		}
-		opts.Starting = func() { fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out) }
-		res, err = train.Run(ctx, cfg, opts)
+		res, err = trainConfig(ctx, pos[0], sets, *initFrom, opts)
 	}
 	if errors.Is(err, train.ErrInterrupted) {
 		return interruptedError{err}
@@ -176,6 +153,35 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
 	return nil
+}
+
+// trainConfig starts a new run of the config at path (with sets), checked
+// before anything is written: the config, its memory, its data and
+// --init's model file; Run checks the run folder.
+func trainConfig(ctx context.Context, path string, sets []string, initFrom string, opts train.Options) (*train.Result, error) {
+	if err := checkConfigPath(path); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return nil, err
+	}
+	if err := checkDataPath(cfg); err != nil {
+		return nil, err
+	}
+	if initFrom != "" {
+		if opts.Init, err = modelPath(initFrom); err != nil {
+			return nil, err
+		}
+		if err := refuseInitKind(opts.Init, cfg); err != nil {
+			return nil, err
+		}
+	}
+	opts.Starting = func() { fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out) }
+	return train.Run(ctx, cfg, opts)
 }
 
 // checkConfigPath refuses a CONFIG that is a run folder, pointing to
