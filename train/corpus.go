@@ -344,3 +344,25 @@ func (e *CorpusChangedError) Error() string {
 func changedError(dir, path string, got, want content) error {
 	return &CorpusChangedError{Path: path, Dir: dir, got: got, want: want}
 }
+
+// recordCorpus writes the run's record of its corpus into its config: its
+// content, checked whenever the run is resumed or evaluated, and where it
+// was.
+func (t *trainer) recordCorpus() {
+	d := &t.cfg.Data
+	if d.SHA256 == "" {
+		d.SHA256 = t.data.SHA256
+	}
+	if d.Size == 0 {
+		d.Size = t.data.Size
+	}
+	if d.Format == config.FormatTokens {
+		if d.ValSHA256 == "" {
+			d.ValSHA256 = t.data.ValSHA256
+		}
+		if d.ValSize == 0 {
+			d.ValSize = t.data.ValSize
+		}
+	}
+	t.origin = newOrigin(*d, t.cfg.Path, t.dir)
+}

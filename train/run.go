@@ -127,23 +127,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
-	// The run's record of its corpus (corpus.go): its content, checked
-	// whenever the run is resumed or evaluated, and where it was.
-	if cfg.Data.SHA256 == "" {
-		cfg.Data.SHA256 = t.data.SHA256
-	}
-	if cfg.Data.Size == 0 {
-		cfg.Data.Size = t.data.Size
-	}
-	if cfg.Data.Format == config.FormatTokens {
-		if cfg.Data.ValSHA256 == "" {
-			cfg.Data.ValSHA256 = t.data.ValSHA256
-		}
-		if cfg.Data.ValSize == 0 {
-			cfg.Data.ValSize = t.data.ValSize
-		}
-	}
-	t.origin = newOrigin(cfg.Data, cfg.Path, dir)
+	t.recordCorpus()
 	if lock == nil { // a new folder: made only now that the run can start
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("creating run folder: %w", err)
