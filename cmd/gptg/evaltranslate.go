@@ -42,18 +42,9 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	if cfg == nil {
 		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
 	}
-	// From any working directory, and only the very pairs the run was
-	// trained on (data.sha256 and data.size in its config.toml).
-	if cfg.Data.Path, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
-		return err
-	}
-	c, err := pairs.LoadFor(cfg)
+	c, err := runPairs(model, cfg, m)
 	if err != nil {
 		return err
-	}
-	if !slices.Equal(c.Src.Words(), m.Src.Words()) || !slices.Equal(c.Tgt.Words(), m.Tgt.Words()) {
-		return fmt.Errorf("%s gives other vocabularies (%d source, %d target words) than the model's (%d, %d): the pairs file or [data] changed since training",
-			c.Path, c.Src.Size(), c.Tgt.Size(), m.Src.Size(), m.Tgt.Size())
 	}
 	B := cfg.Train.Batch
 	shapes := pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets).Shapes()
@@ -99,6 +90,25 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "greedy translations of the %d test pairs, lower-cased 13a tokens: %s\n", len(hyps), score)
 	return nil
+}
+
+// runPairs loads the pairs the run of model was trained on, from any
+// working directory and only those (data.sha256 and data.size in its
+// config.toml), and checks that they give the model's vocabularies.
+func runPairs(model string, cfg *config.Config, m *translate.Model) (*pairs.Corpus, error) {
+	var err error
+	if cfg.Data.Path, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+		return nil, err
+	}
+	c, err := pairs.LoadFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(c.Src.Words(), m.Src.Words()) || !slices.Equal(c.Tgt.Words(), m.Tgt.Words()) {
+		return nil, fmt.Errorf("%s gives other vocabularies (%d source, %d target words) than the model's (%d, %d): the pairs file or [data] changed since training",
+			c.Path, c.Src.Size(), c.Tgt.Size(), m.Src.Size(), m.Tgt.Size())
+	}
+	return c, nil
 }
 
 // evalGraphs are the graphs evalTranslation builds, at the largest of the
