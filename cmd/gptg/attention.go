@@ -102,6 +102,13 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if flagGiven(fs, "target") {
 		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
+	return languageModelAttention(model, *text, *format, *out, backend(*threads), stdout)
+}
+
+// languageModelAttention is gptg attention of a language model: the
+// weights of every block and head over text (its last context tokens),
+// printed as numbers or drawn in format to out.
+func languageModelAttention(model, text, format, out string, be graph.Backend, stdout io.Writer) error {
 	m, err := openModel(model, func(spec config.Model) graphsOf {
 		// the sampler's graphs, and the maps read off them: blocks × heads
 		// matrices of up to context² float64s, copied once on the way
@@ -113,14 +120,14 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ids, err := m.Vocab.Encode(*text)
+	ids, err := m.Vocab.Encode(text)
 	if err != nil {
 		return usagef("--text: %v", err)
 	}
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
-	maps, err := attentionMaps(m, ids, backend(*threads))
+	maps, err := attentionMaps(m, ids, be)
 	if err != nil {
 		return err
 	}
@@ -138,7 +145,7 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		labels[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
 	}
 
-	if *format == "text" {
+	if format == "text" {
 		for i, l := range labels {
 			labels[i] = fmt.Sprintf("%q", l)
 		}
@@ -157,16 +164,16 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	// What the heatmaps show: the last context tokens, which may start
 	// inside a character a BPE spells in several tokens.
 	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
-	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, *format)
+	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, format)
 	if err != nil {
 		return err
 	}
 	// Encoded in memory first and renamed into place: a failure leaves no
 	// half-written image behind, and an old one stays intact.
-	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
+	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
 		return err
 	}
-	wrote(stdout, *out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
+	wrote(stdout, out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
 	return nil
 }
 
