@@ -97,31 +97,76 @@ type fn struct {
 	lines int
 }
 
+// pkgFiles is one package's files, parsed and type-checked.
+type pkgFiles struct {
+	path  string
+	files []*ast.File
+	sizes map[string]int // lines per file name
+	info  *types.Info
+}
+
 func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles int) error {
-	var files []*ast.File
-	sizes := map[string]int{}
-	total := 0
+	pf, err := load(fset, imp, p)
+	if err != nil {
+		return err
+	}
+	printSizes(pf, nfiles)
+	long := longFuncs(fset, pf.files, maxLines)
+	fmt.Printf("  %d functions over %d lines\n", len(long), maxLines)
+	for _, f := range long {
+		fmt.Printf("  func %-40s %4d lines  %s\n", f.name, f.lines, f.file)
+	}
+	both := bothWays(fileCalls(fset, pf))
+	fmt.Printf("  %d pairs of files calling each other both ways\n", len(both))
+	for _, s := range both {
+		fmt.Printf("  %s\n", s)
+	}
+	return nil
+}
+
+// load parses and type-checks the package's files, tests left out.
+func load(fset *token.FileSet, imp types.Importer, p listed) (*pkgFiles, error) {
+	pf := &pkgFiles{path: p.ImportPath, sizes: map[string]int{}, info: &types.Info{Uses: map[*ast.Ident]types.Object{}}}
 	for _, name := range p.GoFiles {
 		f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, parser.ParseComments)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		files = append(files, f)
-		n := fset.Position(f.End()).Line
-		sizes[name] = n
+		pf.files = append(pf.files, f)
+		pf.sizes[name] = fset.Position(f.End()).Line
+	}
+	conf := types.Config{Importer: imp}
+	if _, err := conf.Check(p.ImportPath, fset, pf.files, pf.info); err != nil {
+		return nil, err
+	}
+	return pf, nil
+}
+
+// printSizes prints the package's size and its nfiles longest files.
+func printSizes(pf *pkgFiles, nfiles int) {
+	total := 0
+	names := make([]string, 0, len(pf.sizes))
+	for name, n := range pf.sizes {
+		names = append(names, name)
 		total += n
 	}
-	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
-	conf := types.Config{Importer: imp}
-	if _, err := conf.Check(p.ImportPath, fset, files, info); err != nil {
-		return err
+	fmt.Printf("%s: %d files, %d lines (tests left out)\n", pf.path, len(pf.files), total)
+	sort.Slice(names, func(i, j int) bool {
+		if pf.sizes[names[i]] != pf.sizes[names[j]] {
+			return pf.sizes[names[i]] > pf.sizes[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	for _, name := range names[:min(nfiles, len(names))] {
+		fmt.Printf("  file %-28s %5d lines\n", name, pf.sizes[name])
 	}
+}
+
+// longFuncs are the functions of more than maxLines lines, longest first.
+func longFuncs(fset *token.FileSet, files []*ast.File, maxLines int) []fn {
 	var long []fn
-	// calls[a][b]: calls from file a to a function or method declared in file b.
-	calls := map[string]map[string]int{}
-	callees := map[[2]string]map[string]bool{}
 	for _, f := range files {
-		from := filepath.Base(fset.Position(f.Pos()).Filename)
+		file := filepath.Base(fset.Position(f.Pos()).Filename)
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok {
@@ -133,9 +178,25 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 				if fd.Recv != nil && len(fd.Recv.List) > 0 {
 					name = "(" + types.ExprString(fd.Recv.List[0].Type) + ")." + name
 				}
-				long = append(long, fn{name, from, n})
+				long = append(long, fn{name, file, n})
 			}
 		}
+	}
+	sort.Slice(long, func(i, j int) bool {
+		if long[i].lines != long[j].lines {
+			return long[i].lines > long[j].lines
+		}
+		return long[i].name < long[j].name
+	})
+	return long
+}
+
+// fileCalls maps each pair of files (from, to) to the names of to's
+// functions and methods that from calls.
+func fileCalls(fset *token.FileSet, pf *pkgFiles) map[[2]string]map[string]int {
+	calls := map[[2]string]map[string]int{}
+	for _, f := range pf.files {
+		from := filepath.Base(fset.Position(f.Pos()).Filename)
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok {
@@ -151,57 +212,49 @@ func measure(fset *token.FileSet, imp types.Importer, p listed, maxLines, nfiles
 			if id == nil {
 				return true
 			}
-			obj, ok := info.Uses[id].(*types.Func)
-			if !ok || obj.Pkg() == nil || obj.Pkg().Path() != p.ImportPath {
+			obj, ok := pf.info.Uses[id].(*types.Func)
+			if !ok || obj.Pkg() == nil || obj.Pkg().Path() != pf.path {
 				return true
 			}
-			to := filepath.Base(fset.Position(obj.Pos()).Filename)
-			if to != from {
-				if calls[from] == nil {
-					calls[from] = map[string]int{}
+			if to := filepath.Base(fset.Position(obj.Pos()).Filename); to != from {
+				k := [2]string{from, to}
+				if calls[k] == nil {
+					calls[k] = map[string]int{}
 				}
-				calls[from][to]++
-				if callees[[2]string{from, to}] == nil {
-					callees[[2]string{from, to}] = map[string]bool{}
-				}
-				callees[[2]string{from, to}][obj.Name()] = true
+				calls[k][obj.Name()]++
 			}
 			return true
 		})
 	}
-	fmt.Printf("%s: %d files, %d lines (tests left out)\n", p.ImportPath, len(files), total)
-	names := make([]string, 0, len(sizes))
-	for name := range sizes {
-		names = append(names, name)
-	}
-	sort.Slice(names, func(i, j int) bool { return sizes[names[i]] > sizes[names[j]] })
-	for _, name := range names[:min(nfiles, len(names))] {
-		fmt.Printf("  file %-28s %5d lines\n", name, sizes[name])
-	}
-	sort.Slice(long, func(i, j int) bool { return long[i].lines > long[j].lines })
-	fmt.Printf("  %d functions over %d lines\n", len(long), maxLines)
-	for _, f := range long {
-		fmt.Printf("  func %-40s %4d lines  %s\n", f.name, f.lines, f.file)
-	}
+	return calls
+}
+
+// bothWays describes each pair of files that call each other.
+func bothWays(calls map[[2]string]map[string]int) []string {
 	var both []string
-	for a, tos := range calls {
-		for b, n := range tos {
-			if a < b && calls[b][a] > 0 {
-				both = append(both, fmt.Sprintf("%s ⇄ %s (%d calls: %s; %d calls: %s)", a, b,
-					n, nameList(callees[[2]string{a, b}]), calls[b][a], nameList(callees[[2]string{b, a}])))
-			}
+	for k, there := range calls {
+		a, b := k[0], k[1]
+		back, ok := calls[[2]string{b, a}]
+		if a < b && ok {
+			both = append(both, fmt.Sprintf("%s ⇄ %s (%d calls: %s; %d calls: %s)", a, b,
+				count(there), nameList(there), count(back), nameList(back)))
 		}
 	}
 	sort.Strings(both)
-	fmt.Printf("  %d pairs of files calling each other both ways\n", len(both))
-	for _, s := range both {
-		fmt.Printf("  %s\n", s)
+	return both
+}
+
+// count is the number of calls in a set of callees.
+func count(set map[string]int) int {
+	n := 0
+	for _, c := range set {
+		n += c
 	}
-	return nil
+	return n
 }
 
 // nameList lists a set's names in order.
-func nameList(set map[string]bool) string {
+func nameList(set map[string]int) string {
 	var s []string
 	for n := range set {
 		s = append(s, n)
