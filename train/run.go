@@ -166,6 +166,11 @@ var machineKeys = []string{"train.threads", "train.max_memory"}
 // same, timings aside, as if the run had never stopped. sets may change
 // the run's length only (LengthKeys, as "train.max_steps=N"): the
 // learning-rate schedule is then recomputed for the new length.
+//
+// It reads top to bottom as a resume goes, each refusal in the order a
+// user meets it (the sets, the folder and its lock, its files, its config,
+// the corpus, the checkpoint, a run already finished), which is why it
+// stays one function of some 90 lines.
 func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Result, error) {
 	for _, s := range sets {
 		key, _, _ := strings.Cut(s, "=")
