@@ -114,6 +114,10 @@ var (
 	// maxAttentionWeights bounds one /api/attention answer (about 9
 	// bytes of JSON a weight).
 	maxAttentionWeights = 16 << 20
+	// gridAbove: a model of more heads (blocks × heads) answers the
+	// block × head summary and one head's map instead of every map, as
+	// gptg attention shows it (GPT-2's 144 maps are a wall of stamps).
+	gridAbove = 16
 )
 
 // Server answers the pages and the API. It is safe for concurrent use.
