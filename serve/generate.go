@@ -125,12 +125,18 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	o := sample.Options{Tokens: req.Tokens, Temperature: temp, TopK: req.TopK, TopP: req.TopP, Seed: seed}
 	s.streamTokens(w, r, ctx, func(send func(string) error) (map[string]any, error) {
-		return nil, smp.Generate(req.Prompt, o, func(tok string) error {
+		err := smp.Generate(req.Prompt, o, func(tok string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			return send(tok)
 		})
+		if err != nil {
+			return nil, err
+		}
+		// A BPE's tokens that end inside a character are sent with the
+		// token that completes it: the events undercount the tokens drawn.
+		return map[string]any{"tokens": req.Tokens}, nil
 	})
 }
 
@@ -138,7 +144,8 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 // Events, the same for a GPT run's tokens and a translation's words:
 // "token" (its text, a JSON string) for each one gen sends, then "done"
 // ({"tokens", "seconds", "tokens_per_s", "stopped"} and the fields gen
-// returns) or "error". ctx is the generation's (the request's, cut at the
+// returns; "tokens" counts the events unless gen says how many it drew) or
+// "error". ctx is the generation's (the request's, cut at the
 // time limit): reaching the limit ends the stream with "done" saying so;
 // a closed connection (the page went away or pressed stop) ends it
 // without a word.
@@ -169,6 +176,9 @@ func (s *Server) streamTokens(w http.ResponseWriter, r *http.Request, ctx contex
 	}
 	if done == nil {
 		done = map[string]any{}
+	}
+	if drawn, ok := done["tokens"].(int); ok {
+		n = drawn
 	}
 	done["tokens"], done["seconds"], done["tokens_per_s"], done["stopped"] = n, secs, float64(n)/math.Max(secs, 1e-9), stopped
 	b, _ := json.Marshal(done)
