@@ -273,7 +273,7 @@ func attentionSummary(m *savedmodel.Model, ids []int, stats [][]sample.HeadStats
 		labels[i] = m.Vocab.Label(id)
 	}
 	if format == "text" {
-		printSummary(stdout, stats, len(ids))
+		printSummary(stdout, stats, len(ids), m.Spec.Mask)
 		if view.b < 0 {
 			fmt.Fprintf(stdout, "\n--head B.H prints one head's weights, such as --head %d.%d\n", len(stats)-1, 0)
 			return nil
@@ -300,7 +300,7 @@ func attentionSummary(m *savedmodel.Model, ids []int, stats [][]sample.HeadStats
 		picture, err = attentionPicture(panels, title, format)
 		what = fmt.Sprintf(": block %d, head %d over %d tokens", view.b, view.h, len(ids))
 	} else {
-		picture, err = summaryPicture(stats, title, format)
+		picture, err = summaryPicture(stats, evenHead(len(ids), m.Spec.Mask), title, format)
 		what = fmt.Sprintf(": the entropy and mean distance of %d×%d heads (blocks × heads) over %d tokens", len(stats), m.Spec.Heads, len(ids))
 	}
 	if err != nil {

@@ -42,10 +42,28 @@ func parseHead(s string, blocks, heads int) (int, int, error) {
 	return b, h, nil
 }
 
+// evenHead is what a head that spreads its weights evenly over every
+// position it may see scores over n tokens: the yardstick a learned head
+// is read against (below it in entropy: it picks; in distance: it looks
+// near).
+func evenHead(n int, causal bool) headStats {
+	m := sample.Matrix{N: n, W: make([]float64, n*n)}
+	for i := 0; i < n; i++ {
+		k := n
+		if causal {
+			k = i + 1
+		}
+		for j := 0; j < k; j++ {
+			m.W[i*n+j] = 1 / float64(k)
+		}
+	}
+	return sample.Stats(m)
+}
+
 // printSummary prints the block × head summary as two tables, one row per
 // block and one column per head: the entropy in bits, then the mean
-// distance in positions (sample.HeadStats).
-func printSummary(w io.Writer, stats [][]headStats, tokens int) {
+// distance in positions (sample.HeadStats), and what an even head scores.
+func printSummary(w io.Writer, stats [][]headStats, tokens int, causal bool) {
 	heads := len(stats[0])
 	table := func(title, format string, value func(headStats) float64) {
 		fmt.Fprintln(w, title)
@@ -68,12 +86,15 @@ func printSummary(w io.Writer, stats [][]headStats, tokens int) {
 	table("entropy of a position's weights, bits (0: one position; log2 of k: k positions evenly)", "%.2f", func(s headStats) float64 { return s.Entropy })
 	fmt.Fprintln(w)
 	table("mean distance looked back, positions (weights × |query − key|)", "%.1f", func(s headStats) float64 { return s.Distance })
+	even := evenHead(tokens, causal)
+	fmt.Fprintf(w, "\na head that spreads evenly over all it may see: %.2f bits, %.1f positions\n", even.Entropy, even.Distance)
 }
 
 // summaryPicture draws the block × head summary as two heat tables side by
 // side, entropy and mean distance, every cell with its number, so that a
-// head worth a closer look (--head B.H) can be picked out of 144.
-func summaryPicture(stats [][]headStats, title figureTitle, format string) (picture []byte, err error) {
+// head worth a closer look (--head B.H) can be picked out of 144; each
+// title says what a head spreading evenly would score (evenHead).
+func summaryPicture(stats [][]headStats, even headStats, title figureTitle, format string) (picture []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			picture, err = nil, fmt.Errorf("drawing the attention summary: %v", r)
@@ -96,8 +117,8 @@ func summaryPicture(stats [][]headStats, title figureTitle, format string) (pict
 	dc := draw.New(canvas)
 	drawTitle(dc, title, width, height)
 	plots := [][]*plot.Plot{{
-		summaryPlot(stats, "entropy, bits", "%.2f", func(s headStats) float64 { return s.Entropy }),
-		summaryPlot(stats, "mean distance, positions", "%.1f", func(s headStats) float64 { return s.Distance }),
+		summaryPlot(stats, fmt.Sprintf("entropy, bits (an even head: %.2f)", even.Entropy), "%.2f", func(s headStats) float64 { return s.Entropy }),
+		summaryPlot(stats, fmt.Sprintf("mean distance, positions (an even head: %.1f)", even.Distance), "%.1f", func(s headStats) float64 { return s.Distance }),
 	}}
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2,
 		PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
@@ -168,7 +189,7 @@ func summaryPlot(stats [][]headStats, title, format string, value func(headStats
 			panic(err) // XYs and labels are built in pairs above
 		}
 		for i := range ls.TextStyle {
-			ls.TextStyle[i] = draw.TextStyle{Color: set.col, Font: font.From(plot.DefaultFont, 7),
+			ls.TextStyle[i] = draw.TextStyle{Color: set.col, Font: font.From(plot.DefaultFont, 8),
 				XAlign: draw.XCenter, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
 		}
 		p.Add(ls)

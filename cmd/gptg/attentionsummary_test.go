@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -68,6 +69,14 @@ func TestAttentionSummary(t *testing.T) {
 				t.Errorf("block %d head %d: printed entropy %v, distance %v; sample.Stats %+v", b, h, rows[b][h], rows[B+b][h], st)
 			}
 		}
+	}
+	// the yardstick: a causal head even over i+1 positions at position i
+	evenBits := 0.0
+	for i := range len(ids) {
+		evenBits += math.Log2(float64(i+1)) / float64(len(ids))
+	}
+	if line := fmt.Sprintf("spreads evenly over all it may see: %.2f bits, %.1f positions", evenBits, float64(len(ids)-1)/4); !strings.Contains(out, line) {
+		t.Errorf("want %q in:\n%s", line, out)
 	}
 	if strings.Contains(out, "block 0, head 0") {
 		t.Errorf("--summary printed a head's table:\n%s", out)

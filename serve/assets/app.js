@@ -278,7 +278,7 @@ async function runPage(id) {
       el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl"), liveStatus), chartBox),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, run.arch === "encoder-decoder" ? "Translation playground" : "Sampling playground"), playground(run)),
-      el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
+      el("div", { class: "panel", id: "explorer-panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
         run.extends ? el("div", { class: "differs", id: "parent-changes" }, el("span", { class: "muted" }, "changes from " + run.extends + ", the config it extends: "),
@@ -432,6 +432,9 @@ function explorer(run) {
   const view = el("select", { id: "att-view" }, el("option", { value: "cross" }, "cross-attention (alignment)"),
     el("option", { value: "encoder" }, "encoder self-attention"), el("option", { value: "decoder" }, "decoder self-attention"));
   if (translating) text.value = run.example || "";
+  // A link may name the text and the head: /run?id=...&text=...&head=B.H
+  const asked = new URLSearchParams(location.search);
+  if (asked.get("text")) text.value = asked.get("text");
   const go = el("button", { class: "primary", id: "att-go" }, "Show");
   const toks = el("div", { class: "tokens", id: "att-tokens" });
   const grid = el("div", { class: "att-grid", id: "att-grid" });
@@ -558,7 +561,7 @@ function explorer(run) {
   view.addEventListener("change", () => { if (raw) show(); });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
   target.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
-  if (run.has_model && text.value.trim()) setTimeout(() => load(), 0);
+  if (run.has_model && text.value.trim()) setTimeout(() => load(/^\d+\.\d+$/.test(asked.get("head") || "") ? asked.get("head") : undefined), 0);
   else if (run.has_model) note.textContent = "type a sentence and press Show";
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
   return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, summary, grid, big);
