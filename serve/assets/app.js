@@ -261,8 +261,12 @@ async function runsPage() {
 
 async function runPage(id) {
   crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
-  let run;
-  try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
+  // The page came with the run's first state (the server puts /api/run's
+  // answer in it): drawn at once, without a request to wait for.
+  let run = null;
+  const first = document.getElementById("first-state");
+  if (first) { try { run = JSON.parse(first.textContent); } catch (e) { run = null; } first.remove(); }
+  if (!run || run.id !== id) try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
     mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
     return;
   }
