@@ -41,8 +41,8 @@ A model of more than 16 heads in all (GPT-2: 12 blocks × 12 heads) shows
 the block × head summary instead of every map: for each head, the entropy
 of a position's weights in bits (0: it looks at one position) and the mean
 distance it looks back, in positions, both averaged over the positions;
---head B.H then shows block B's head H (from 0) beside it. --summary asks
-for the summary of any model.
+--head B.H then prints block B's head H (from 0) after the summary, or
+draws its heatmap alone. --summary asks for the summary of any model.
 
 As text, every block and head is a table printed to stdout, its columns
 in bands that fit the terminal (80 columns on a pipe). As a picture
