@@ -1,7 +1,8 @@
 // Package heatmap draws the attention figure of gptg attention: a grid of
 // heatmaps of attention weights (blocks × heads, or the encoder–decoder's
 // three kinds of attention), the tokens as tick labels, one colour scale,
-// as PNG or SVG.
+// as PNG or SVG; and for models of many heads the block × head summary of
+// their entropies and mean distances (summary.go).
 package heatmap
 
 import (
