@@ -148,6 +148,18 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFinite(m, maps, stats); err != nil {
+		return err
+	}
+	if !view.all {
+		return attentionSummary(m, ids, stats, maps, view, *format, *out, stdout)
+	}
+	return allHeads(m, ids, maps, *format, *out, stdout)
+}
+
+// checkFinite refuses attention weights, or head statistics, that are not
+// finite numbers: a model whose weights overflowed.
+func checkFinite(m *savedmodel.Model, maps [][]matrix, stats [][]headStats) error {
 	for _, heads := range maps {
 		for _, h := range heads {
 			for _, w := range h.W {
@@ -164,15 +176,18 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if !view.all {
-		return attentionSummary(m, ids, stats, maps, view, *format, *out, stdout)
-	}
+	return nil
+}
+
+// allHeads prints, or draws in format to out, the map of every head of m
+// over the tokens ids.
+func allHeads(m *savedmodel.Model, ids []int, maps [][]matrix, format, out string, stdout io.Writer) error {
 	labels := make([]string, len(ids))
 	for i, id := range ids {
 		labels[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
 	}
 
-	if *format == "text" {
+	if format == "text" {
 		for i, l := range labels {
 			labels[i] = fmt.Sprintf("%q", l)
 		}
@@ -191,16 +206,16 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	// What the heatmaps show: the last context tokens, which may start
 	// inside a character a BPE spells in several tokens.
 	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
-	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, *format)
+	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, format)
 	if err != nil {
 		return err
 	}
 	// Encoded in memory first and renamed into place: a failure leaves no
 	// half-written image behind, and an old one stays intact.
-	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
+	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
 		return err
 	}
-	wrote(stdout, *out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
+	wrote(stdout, out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
 	return nil
 }
 
