@@ -120,22 +120,13 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if flagGiven(fs, "target") {
 		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
-	m, err := openModel(model, func(spec config.Model) graphsOf {
-		// the sampler's graphs, which hold every block's weights, and the
-		// maps kept from them as float64s: every head's, one or none
-		g := samplerGraphs(spec, "running")
-		T := float64(spec.Context)
-		g.extra += 8 * float64(keptMaps(spec, *head, *summary)) * T * T
-		return g
-	})
+	m, err := openModel(model, attentionGraphs(*head, *summary))
 	if err != nil {
 		return err
 	}
-	view := attentionView{all: *head == "" && !*summary && m.Spec.Blocks*m.Spec.Heads <= gridAbove, b: -1, h: -1}
-	if *head != "" {
-		if view.b, view.h, err = parseHead(*head, m.Spec.Blocks, m.Spec.Heads); err != nil {
-			return err
-		}
+	view, err := viewOf(m.Spec, *head, *summary)
+	if err != nil {
+		return err
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
@@ -268,6 +259,32 @@ func keptMaps(spec config.Model, head string, summary bool) int {
 type attentionView struct {
 	all  bool
 	b, h int
+}
+
+// attentionGraphs counts what gptg attention holds of a model: the
+// sampler's graphs, which hold every block's weights, and the maps kept
+// from them as float64s: every head's, one or none.
+func attentionGraphs(head string, summary bool) func(spec config.Model) graphsOf {
+	return func(spec config.Model) graphsOf {
+		g := samplerGraphs(spec, "running")
+		T := float64(spec.Context)
+		g.extra += 8 * float64(keptMaps(spec, head, summary)) * T * T
+		return g
+	}
+}
+
+// viewOf is the view --head and --summary ask of a model of spec: by
+// default every head's map, or the summary where there are more than
+// gridAbove heads.
+func viewOf(spec config.Model, head string, summary bool) (attentionView, error) {
+	view := attentionView{all: head == "" && !summary && spec.Blocks*spec.Heads <= gridAbove, b: -1, h: -1}
+	if head != "" {
+		var err error
+		if view.b, view.h, err = parseHead(head, spec.Blocks, spec.Heads); err != nil {
+			return view, err
+		}
+	}
+	return view, nil
 }
 
 // attentionHeads runs the model on ids and returns every head's statistics
