@@ -68,6 +68,13 @@ type Options struct {
 	// lock is the run folder's lock, checked before every write into the
 	// folder (stillLocked).
 	lock *runlock.Lock
+	// Comm, for --distributed, is the job's ranks: each takes its share of
+	// every step's batches, and only rank 0 writes (distributed.go).
+	Comm Comm
+	// RanksLost, for --distributed, is told rank 0's line when the job is
+	// stopped while rank 0 waits for ranks that are gone; it ends the
+	// process (the main goroutine is blocked in MPI).
+	RanksLost func(msg string)
 }
 
 // stillLocked refuses to write into dir once its lock file is no longer
@@ -106,8 +113,14 @@ const (
 // folder's lock (internal/runlock) from the moment the folder exists until
 // it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	if err := distributedModel(cfg, opts); err != nil {
+		return nil, err
+	}
 	if cfg.Model.EncoderDecoder() {
 		return runTranslation(ctx, cfg, opts)
+	}
+	if follower(opts) {
+		return runFollower(ctx, cfg, opts)
 	}
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
@@ -437,16 +450,18 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("resuming %s: no such run folder", dir)
 	}
-	lock, err := runlock.Acquire(dir)
-	if err != nil {
-		return nil, err
+	if !follower(opts) { // rank 0 of a distributed run, or the one process
+		lock, err := runlock.Acquire(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		if err := ownFiles(dir); err != nil {
+			return nil, err
+		}
+		removeStaleTemps(dir)
+		opts.lock = lock
 	}
-	defer lock.Release()
-	if err := ownFiles(dir); err != nil {
-		return nil, err
-	}
-	removeStaleTemps(dir)
-	opts.lock = lock
 	path := filepath.Join(dir, ConfigFile)
 	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -460,6 +475,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
+	if err := distributedModel(cfg, opts); err != nil {
+		return nil, err
+	}
 	if cfg.Model.EncoderDecoder() {
 		return resumeTranslation(ctx, dir, cfg, text, sets, opts)
 	}
@@ -493,7 +511,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	if t.step >= t.total && t.pending == nil {
-		if !ModelBehind(dir) {
+		if !ModelBehind(dir) || t.follower() {
 			return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
 				dir, t.total, dir, 2*t.total)
 		}
@@ -503,7 +521,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, t.total, ModelFile)
 		return t.result(), nil
 	}
-	if len(sets) > 0 { // the new length goes on record for the next resume
+	if len(sets) > 0 && !t.follower() { // the new length goes on record for the next resume
 		if err := t.writeConfig(); err != nil {
 			return nil, err
 		}
@@ -791,6 +809,7 @@ func (t *trainer) newStepper() {
 	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: t.cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
 	t.stepper.Accum, t.stepper.Seed = max(1, tr.GradAccum), tr.Seed
+	t.stepper.Comm = t.opts.Comm
 }
 
 func (t *trainer) close() {
@@ -859,11 +878,16 @@ func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 // write it. A row whose evaluation an interrupt cut short stays pending:
 // it is saved in the checkpoint and is the resumed run's first turn.
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
+	if err := t.agree(); err != nil {
+		return nil, err
+	}
+	t.stepper.Stop = func() bool { return ctx.Err() != nil }
+	t.watchRanks(ctx)
 	bar := newProgress(t.opts, t.total, t.step)
 	defer bar.finish()
 	t.startClock()
 	for t.step < t.total || t.pending != nil {
-		if ctx.Err() != nil {
+		if t.stopNow(ctx) {
 			return nil, t.stopInterrupted(bar)
 		}
 		if t.pending == nil {
@@ -971,6 +995,10 @@ func (t *trainer) holdRow(r StepResult, evalNow bool) {
 // the row stays pending, to be saved with the checkpoint.
 func (t *trainer) writeRow(ctx context.Context, bar *trainProgress) (interrupted bool, err error) {
 	row := t.pending
+	if t.follower() { // rank 0 evaluates and writes the row
+		t.pending = nil
+		return false, nil
+	}
 	if t.pendingEval {
 		t.pauseClock()
 		if t.opts.beforeEval != nil {
@@ -1055,6 +1083,9 @@ func rssMB() float64 {
 // two leaves a newer checkpoint beside an older model, which the next save
 // of the resumed run brings level.
 func (t *trainer) saveAll() error {
+	if t.follower() {
+		return nil
+	}
 	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
 		return err
 	}

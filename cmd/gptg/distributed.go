@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gptg/gptg/internal/mpi"
+	"github.com/gptg/gptg/train"
+)
+
+// joinJob starts MPI for --distributed: every process mpirun or srun
+// started calls it. A build without the mpi tag refuses (exit 2).
+func joinJob() (*mpi.Comm, error) {
+	c, err := mpi.Init()
+	if errors.Is(err, mpi.ErrNotBuilt) {
+		return nil, refusedError{err}
+	}
+	return c, err
+}
+
+// quietError ends a rank other than 0 with rank 0's exit code and no line
+// of its own: rank 0 says what went wrong, once for the job.
+type quietError struct{ error }
+
+// rankError is what a rank's error becomes: rank 0's as it is, the
+// others' quiet when rank 0 prints the same refusal.
+func rankError(c *mpi.Comm, err error) error {
+	var jm *train.JobMismatchError
+	if errors.As(err, &jm) {
+		if c.Rank() != 0 {
+			return quietError{refusedError{err}}
+		}
+		return refusedError{err}
+	}
+	if err != nil && c.Rank() != 0 {
+		return fmt.Errorf("rank %d: %w", c.Rank(), err)
+	}
+	return err
+}
+
+// distribute makes opts one rank's: the others print nothing (rank 0
+// speaks for the job) and rank 0 gets the line for a job whose other
+// ranks are gone.
+func distribute(opts *train.Options, c *mpi.Comm, stderr io.Writer) {
+	opts.Comm = c
+	if c.Rank() != 0 {
+		opts.Log, opts.Progress = discard{}, false
+	}
+	opts.RanksLost = func(msg string) {
+		fmt.Fprintf(stderr, "gptg train: %s\n", msg)
+		os.Exit(1)
+	}
+}
+
+// finishJob ends MPI in this process after the run. A failed rank exits
+// without MPI_Finalize, which would wait for ranks that may be waiting on
+// it: mpirun or srun sees the exit and ends the job.
+func finishJob(c *mpi.Comm, err error) error {
+	if err == nil {
+		if ferr := c.Finalize(); ferr != nil {
+			return ferr
+		}
+		return nil
+	}
+	return rankError(c, err)
+}
+
+// checkExistingRun is train.CheckExistingRun on the process that writes
+// the run folder: rank 0 of a distributed job may have made it already
+// when another rank looks.
+func checkExistingRun(dir string, opts train.Options) error {
+	if opts.Comm != nil && opts.Comm.Rank() != 0 {
+		return nil
+	}
+	return train.CheckExistingRun(dir, opts)
+}
