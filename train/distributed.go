@@ -68,7 +68,7 @@ type chain[F float32 | float64] struct {
 // gradient of all ranks' shards in the program's gradient tensors, and
 // returns the mean loss, both as Step computes them in one process.
 func (s *Stepper) gradsAcross(step int, tokens, targets []int) (float64, error) {
-	switch s.Prog.Grads[0].Value().Data().(type) {
+	switch s.Prog.Params[0].Value().Data().(type) { // the gradients have no value before the first run
 	case []float32:
 		if s.chain32 == nil {
 			s.chain32 = &chain[float32]{}
@@ -91,8 +91,8 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 	per := accum / ranks
 	n := len(tokens) / accum
 	total := 0
-	for _, g := range s.Prog.Grads {
-		total += g.Value().Shape().TotalSize()
+	for _, p := range s.Prog.Params { // each gradient has its parameter's shape
+		total += p.Value().Shape().TotalSize()
 	}
 	if c.shards == nil {
 		c.shards = make([][]F, per)
@@ -305,13 +305,21 @@ func compareDigests(all []byte, size int) string {
 // follower says opts run a rank other than 0 of a distributed job.
 func follower(opts Options) bool { return opts.Comm != nil && opts.Comm.Rank() != 0 }
 
-// distributedModel refuses --distributed for what it does not cover: the
-// encoder–decoder's steps are not split across ranks.
+// distributedModel refuses, before anything is written, a distributed run
+// it cannot give one process's weights: a rank count that does not divide
+// the step's batches, or an encoder–decoder (its steps are not split
+// across ranks).
 func distributedModel(cfg *config.Config, opts Options) error {
-	if opts.Comm == nil || opts.Comm.Size() == 1 || !cfg.Model.EncoderDecoder() {
+	if opts.Comm == nil || opts.Comm.Size() == 1 {
 		return nil
 	}
-	return &config.Error{File: cfg.Path, Key: "model", Msg: "--distributed trains GPT models only; train the encoder–decoder in one process"}
+	if cfg.Model.EncoderDecoder() {
+		return &config.Error{File: cfg.Path, Key: "model", Msg: "--distributed trains GPT models only; train the encoder–decoder in one process"}
+	}
+	if err := CheckRanks(cfg.Train.GradAccum, opts.Comm.Size()); err != nil {
+		return &config.Error{File: cfg.Path, Key: "train.grad_accum", Msg: err.Error()}
+	}
+	return nil
 }
 
 // runFollower is Run on a rank other than 0: the same trainer, the same
@@ -326,6 +334,9 @@ func runFollower(ctx context.Context, cfg *config.Config, opts Options) (*Result
 		if err := t.initFrom(opts.Init); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.agree(); err != nil {
+		return nil, err
 	}
 	return t.loop(ctx)
 }

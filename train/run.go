@@ -160,6 +160,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 			return nil, err
 		}
 	}
+	if err := t.agree(); err != nil { // before the folder is made
+		return nil, err
+	}
 	// The run's record of its corpus (corpus.go): its content, checked
 	// whenever the run is resumed or evaluated, and where it was.
 	if cfg.Data.SHA256 == "" {
@@ -508,6 +511,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	t.runID = readRunID(text)
 	t.parentLine = readParentLine(text)
 	if err := t.loadCheckpoint(); err != nil {
+		return nil, err
+	}
+	if err := t.agree(); err != nil {
 		return nil, err
 	}
 	if t.step >= t.total && t.pending == nil {
@@ -878,9 +884,6 @@ func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 // write it. A row whose evaluation an interrupt cut short stays pending:
 // it is saved in the checkpoint and is the resumed run's first turn.
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
-	if err := t.agree(); err != nil {
-		return nil, err
-	}
 	t.stepper.Stop = func() bool { return ctx.Err() != nil }
 	t.watchRanks(ctx)
 	bar := newProgress(t.opts, t.total, t.step)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/mpi"
 	"github.com/gptg/gptg/train"
 )
@@ -24,18 +25,21 @@ func joinJob() (*mpi.Comm, error) {
 // of its own: rank 0 says what went wrong, once for the job.
 type quietError struct{ error }
 
-// rankError is what a rank's error becomes: rank 0's as it is, the
-// others' quiet when rank 0 prints the same refusal.
+// rankError is what a rank's error becomes: rank 0's as it is; another
+// rank's quiet when rank 0 refuses the job for the same reason (a
+// mismatch, a setting), else named by its rank.
 func rankError(c *mpi.Comm, err error) error {
 	var jm *train.JobMismatchError
-	if errors.As(err, &jm) {
-		if c.Rank() != 0 {
-			return quietError{refusedError{err}}
-		}
-		return refusedError{err}
+	var ce *config.Error
+	switch {
+	case errors.As(err, &jm):
+		err = refusedError{err}
+	case errors.As(err, &ce):
+	case err != nil && c.Rank() != 0:
+		return fmt.Errorf("rank %d: %w", c.Rank(), err)
 	}
 	if err != nil && c.Rank() != 0 {
-		return fmt.Errorf("rank %d: %w", c.Rank(), err)
+		return quietError{err}
 	}
 	return err
 }
