@@ -358,9 +358,10 @@ func (t *trainer) stopNow(ctx context.Context) bool {
 
 // watchRanks prints rank 0's line when the job is stopped while rank 0
 // waits on the other ranks: mpirun, seeing a rank die, sends the others
-// SIGTERM (then SIGKILL), and a rank blocked in MPI would end without a
-// word. A stop that comes while rank 0 computes is an ordinary interrupt:
-// the ranks agree on it after the step, and rank 0 saves.
+// SIGTERM and SIGKILL a second later (Open MPI's odls_base_sigkill_timeout),
+// and a rank blocked in MPI would end without a word. A stop that finds
+// rank 0 computing is an ordinary interrupt: the ranks agree on it after
+// the step, and rank 0 saves.
 func (t *trainer) watchRanks(ctx context.Context) {
 	c := t.opts.Comm
 	if c == nil || c.Size() == 1 || c.Rank() != 0 || t.opts.RanksLost == nil {
@@ -369,12 +370,15 @@ func (t *trainer) watchRanks(ctx context.Context) {
 	s := t.stepper
 	go func() {
 		<-ctx.Done()
+		stopped := time.Now()
 		for {
-			since := s.waitingSince.Load()
-			if since != 0 && time.Since(time.Unix(0, since)) > rankLossWait {
-				break
+			if since := s.waitingSince.Load(); since != 0 {
+				from := max(since, stopped.UnixNano())
+				if time.Since(time.Unix(0, from)) > rankLossWait {
+					break
+				}
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 		where := "no checkpoint was written"
 		if step, _, err := Progress(t.dir); err == nil {
@@ -385,6 +389,8 @@ func (t *trainer) watchRanks(ctx context.Context) {
 }
 
 // rankLossWait is how long rank 0, asked to stop, waits in a step's
-// exchange before it concludes the other ranks are gone: the ranks of a
-// live job reach the exchange within a step's compute of one another.
-const rankLossWait = 2 * time.Second
+// exchange before it concludes that the other ranks are gone: well under
+// the second mpirun gives before SIGKILL. An interrupt that finds the
+// ranks that far apart ends without the save, and --resume goes on from
+// the last checkpoint.
+const rankLossWait = 300 * time.Millisecond
