@@ -95,12 +95,7 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 		total += p.Value().Shape().TotalSize()
 	}
 	if c.shards == nil {
-		c.shards = make([][]F, per)
-		for j := range c.shards {
-			c.shards[j] = make([]F, total)
-		}
-		c.sums = make([]float64, min(total, chainChunk))
-		c.mean = make([]F, total)
+		*c = *newChain[F](per, total)
 	}
 	losses := make([]float64, per)
 	for j := range per {
@@ -117,23 +112,50 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 	}
 	s.waitingSince.Store(time.Now().UnixNano())
 	defer s.waitingSince.Store(0)
+	loss, stop, err := c.exchange(s.Comm, accum, losses, s.Stop != nil && s.Stop())
+	if err != nil {
+		return 0, err
+	}
+	off := 0
+	for _, g := range s.Prog.Grads {
+		off += copy(g.Value().Data().([]F), c.mean[off:])
+	}
+	s.stopAgreed = stop
+	return loss, nil
+}
+
+// newChain makes the buffers of per shards of total gradients.
+func newChain[F float32 | float64](per, total int) *chain[F] {
+	c := &chain[F]{shards: make([][]F, per), sums: make([]float64, min(total, chainChunk)), mean: make([]F, total)}
+	for j := range c.shards {
+		c.shards[j] = make([]F, total)
+	}
+	return c
+}
+
+// exchange sums the shards of every rank (c.shards, losses: this rank's)
+// in shard order along the rank chain and leaves their mean in c.mean on
+// every rank; it returns the mean loss and whether any rank asked to stop.
+func (c *chain[F]) exchange(comm Comm, accum int, losses []float64, stop bool) (float64, bool, error) {
+	ranks, rank := comm.Size(), comm.Rank()
+	total := len(c.mean)
 	// The loss: Step's r.Loss += loss/accum, shard by shard, along the
 	// chain; beside it whether any rank was asked to stop (stopAgreed).
 	loss := []float64{0, 0}
 	if rank > 0 {
-		if err := s.Comm.RecvFloat64(loss, rank-1); err != nil {
-			return 0, err
+		if err := comm.RecvFloat64(loss, rank-1); err != nil {
+			return 0, false, err
 		}
 	}
 	for _, l := range losses {
 		loss[0] += l / float64(accum)
 	}
-	if s.Stop != nil && s.Stop() {
+	if stop {
 		loss[1] = 1
 	}
 	if rank < ranks-1 {
-		if err := s.Comm.SendFloat64(loss, rank+1); err != nil {
-			return 0, err
+		if err := comm.SendFloat64(loss, rank+1); err != nil {
+			return 0, false, err
 		}
 	}
 	// The gradients: addGrad's sums, chunk by chunk along the chain.
@@ -141,8 +163,8 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 		hi := min(total, lo+chainChunk)
 		part := c.sums[:hi-lo]
 		if rank > 0 {
-			if err := s.Comm.RecvFloat64(part, rank-1); err != nil {
-				return 0, err
+			if err := comm.RecvFloat64(part, rank-1); err != nil {
+				return 0, false, err
 			}
 		}
 		for j, sh := range c.shards {
@@ -158,8 +180,8 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 			}
 		}
 		if rank < ranks-1 {
-			if err := s.Comm.SendFloat64(part, rank+1); err != nil {
-				return 0, err
+			if err := comm.SendFloat64(part, rank+1); err != nil {
+				return 0, false, err
 			}
 			continue
 		}
@@ -172,18 +194,41 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 	lossBytes := make([]byte, 16)
 	binary.LittleEndian.PutUint64(lossBytes, math.Float64bits(loss[0]))
 	binary.LittleEndian.PutUint64(lossBytes[8:], math.Float64bits(loss[1]))
-	if err := s.Comm.Bcast(lossBytes, last); err != nil {
-		return 0, err
+	if err := comm.Bcast(lossBytes, last); err != nil {
+		return 0, false, err
 	}
-	if err := s.Comm.Bcast(asBytes(c.mean), last); err != nil {
-		return 0, err
+	if err := comm.Bcast(asBytes(c.mean), last); err != nil {
+		return 0, false, err
 	}
-	off := 0
-	for _, g := range s.Prog.Grads {
-		off += copy(g.Value().Data().([]F), c.mean[off:])
+	return math.Float64frombits(binary.LittleEndian.Uint64(lossBytes)),
+		math.Float64frombits(binary.LittleEndian.Uint64(lossBytes[8:])) != 0, nil
+}
+
+// ExchangeSeconds times the exchange of a distributed step — the chain of
+// sums and the broadcast, no compute — for float32 gradients of params
+// values with accum shards per step: the seconds of each of reps
+// exchanges, on every rank (bench/mpistep measures it).
+func ExchangeSeconds(comm Comm, params, accum, reps int) ([]float64, error) {
+	if err := CheckRanks(accum, comm.Size()); err != nil {
+		return nil, err
 	}
-	s.stopAgreed = math.Float64frombits(binary.LittleEndian.Uint64(lossBytes[8:])) != 0
-	return math.Float64frombits(binary.LittleEndian.Uint64(lossBytes)), nil
+	per := max(1, accum) / comm.Size()
+	c := newChain[float32](per, params)
+	for j := range c.shards {
+		for i := range c.shards[j] {
+			c.shards[j][i] = float32(i%1000) * 1e-3
+		}
+	}
+	secs := make([]float64, reps)
+	losses := make([]float64, per)
+	for r := range secs {
+		start := time.Now()
+		if _, _, err := c.exchange(comm, accum, losses, false); err != nil {
+			return nil, err
+		}
+		secs[r] = time.Since(start).Seconds()
+	}
+	return secs, nil
 }
 
 // asBytes is the memory of xs as bytes, for a broadcast.
