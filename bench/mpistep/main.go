@@ -8,7 +8,11 @@
 // (clipping and AdamW) at those shapes on one thread:
 //
 //	go build -tags mpi -o /tmp/mpistep ./bench/mpistep
-//	mpirun -np 2 /tmp/mpistep -reps 5
+//	mpirun -np 2 /tmp/mpistep -reps 5 -steps 0   # the exchange
+//	mpirun -np 1 /tmp/mpistep -reps 0 -steps 2   # the compute, alone
+//
+// (a rank that waits in MPI spins on its core, so the compute is timed
+// in a job of one rank).
 package main
 
 import (
@@ -47,7 +51,7 @@ func shapes() []shape {
 }
 
 func main() {
-	reps := flag.Int("reps", 5, "exchanges per shape")
+	reps := flag.Int("reps", 5, "timed exchanges per shape (after one warm-up); 0: none")
 	steps := flag.Int("steps", 2, "timed shards per shape on rank 0 (after one warm-up)")
 	flag.Parse()
 	c, err := mpi.Init()
@@ -56,8 +60,12 @@ func main() {
 		os.Exit(2)
 	}
 	for _, s := range shapes() {
+		if *reps == 0 {
+			break
+		}
 		params := int(s.spec.ParamCount())
-		secs, err := train.ExchangeSeconds(c, params, c.Size(), *reps)
+		secs, err := train.ExchangeSeconds(c, params, c.Size(), *reps+1)
+		secs = secs[1:] // the first touches the buffers' pages
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "mpistep:", err)
 			c.Abort(1)
