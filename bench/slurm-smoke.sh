@@ -256,6 +256,6 @@ done
 [ -z "$(squeue -h -j "$djob" -o %i)" ] || fail "the distributed job is still queued after 10 minutes"
 cat job.log
 grep -q "distributed over 2 ranks" job.log || fail "the job did not train on 2 ranks"
-grep -q "^done: 200 steps" job.log || fail "the distributed job did not finish"
+grep -q "done: 200 steps" job.log || fail "the distributed job did not finish"
 cmp one/model.safetensors two/model.safetensors || fail "2 ranks on Slurm gave another model than one process"
 say "OK: a 2-task distributed training on Slurm finished with one process's model, byte for byte"
