@@ -24,6 +24,7 @@ type Comm interface {
 	RecvFloat64(buf []float64, from int) error
 	Bcast(buf []byte, root int) error
 	Gather(send, recv []byte, root int) error
+	Barrier() error
 }
 
 // A distributed step splits the step's train.grad_accum batches — its
@@ -399,6 +400,26 @@ func (t *trainer) stopNow(ctx context.Context) bool {
 	// Rank 0 stopped in an evaluation (t.pending), which only it runs: it
 	// saves and ends, and mpirun ends the ranks waiting for its next step.
 	return t.stepper.stopAgreed || (t.pending != nil && ctx.Err() != nil)
+}
+
+// distributedFlag is what a resume command of this run adds: a
+// distributed run resumes on any rank count that divides grad_accum.
+func (t *trainer) distributedFlag() string {
+	if c := t.opts.Comm; c != nil && c.Size() > 1 {
+		return " --distributed (under mpirun or srun)"
+	}
+	return ""
+}
+
+// waitForSave holds the ranks of a distributed run that agreed to stop
+// until rank 0 has saved: mpirun ends the whole job as soon as one rank
+// exits with an error (130 is one), which would kill rank 0 mid-save. A
+// stop rank 0 took alone (in an evaluation) has the others waiting in the
+// next step instead; rank 0 has saved when mpirun ends them.
+func (t *trainer) waitForSave() {
+	if c := t.opts.Comm; c != nil && c.Size() > 1 && t.stepper.stopAgreed {
+		c.Barrier()
+	}
 }
 
 // watchRanks prints rank 0's line when the job is stopped while rank 0

@@ -934,12 +934,14 @@ func (t *trainer) tokensPerStep() float64 {
 // says how to resume.
 func (t *trainer) stopInterrupted(bar *trainProgress) error {
 	t.pauseClock()
-	if err := t.saveAll(); err != nil {
+	err := t.saveAll()
+	t.waitForSave()
+	if err != nil {
 		return fmt.Errorf("interrupted, and saving failed: %w", err)
 	}
 	bar.finish()
-	fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
-		t.step, t.total, t.dir, t.dir)
+	fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s%s\n",
+		t.step, t.total, t.dir, t.dir, t.distributedFlag())
 	return ErrInterrupted
 }
 

@@ -26,15 +26,16 @@ func joinJob() (*mpi.Comm, error) {
 type quietError struct{ error }
 
 // rankError is what a rank's error becomes: rank 0's as it is; another
-// rank's quiet when rank 0 refuses the job for the same reason (a
-// mismatch, a setting), else named by its rank.
+// rank's quiet when rank 0 says the same (a mismatch, a setting, an
+// interrupt the ranks agreed on), else named by its rank.
 func rankError(c *mpi.Comm, err error) error {
 	var jm *train.JobMismatchError
 	var ce *config.Error
+	var ie interruptedError
 	switch {
 	case errors.As(err, &jm):
 		err = refusedError{err}
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &ie):
 	case err != nil && c.Rank() != 0:
 		return fmt.Errorf("rank %d: %w", c.Rank(), err)
 	}
