@@ -262,3 +262,53 @@ func rankPID(t *testing.T, bin string, r int) string {
 	t.Fatalf("no process of %s is rank %d", bin, r)
 	return ""
 }
+
+// TestInterruptSavesAndResumes sends SIGINT to mpirun mid-run, as Ctrl-C
+// does: the ranks stop after the same step, rank 0 saves and says how to
+// resume (the others wait for its save: mpirun ends the job when one
+// exits), and 4 ranks resume the run to one process's weights.
+func TestInterruptSavesAndResumes(t *testing.T) {
+	dir := setUp(t)
+	long := func(out string) []string {
+		return []string{"train", "small.toml", "--set", "train.out=" + out, "--set", "train.max_steps=400", "--set", "train.checkpoint_every=20", "--set", "train.eval_every=200"}
+	}
+	one := exec.Command(bin, append(long("one"), "--quiet")...)
+	one.Dir = dir
+	run(t, one)
+
+	cmd := mpirun(t, dir, 2, bin, append(long("stopped"), "--distributed")...)
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "stopped", "checkpoint.safetensors")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after a minute:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("the job did not end a minute after SIGINT:\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "checkpoint and model saved in stopped") ||
+		!strings.Contains(log.String(), "resume with: gptg train --resume stopped --distributed") {
+		t.Fatalf("rank 0 did not save and say how to resume:\n%s", log.String())
+	}
+	if strings.Contains(log.String(), "done: 400 steps") {
+		t.Fatalf("the run finished before the interrupt reached it:\n%s", log.String())
+	}
+	run(t, mpirun(t, dir, 4, bin, "train", "--resume", "stopped", "--quiet", "--distributed"))
+	same(t, dir, "one", "stopped", "model.safetensors")
+}
