@@ -214,7 +214,7 @@ cd "$repo"
 fi
 
 # --- one training on 2 tasks (MPI) ------------------------------------------------
-if ! command -v mpirun >/dev/null || ! pkg-config --exists ompi-c; then
+if ! command -v mpirun >/dev/null || ! command -v gcc >/dev/null || ! pkg-config --exists ompi-c 2>/dev/null; then
   say "installing openmpi-bin and libopenmpi-dev"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev gcc pkg-config >/dev/null
