@@ -72,7 +72,11 @@ type Options struct {
 	// Baseline names the variant the others are compared with ("" = the first).
 	Baseline string
 	Exe      string // the gptg binary that trains and evaluates
-	Log      io.Writer
+	// Launch, when set, starts each training over MPI: the command and its
+	// arguments before Exe (mpirun -np N), the training given --distributed.
+	// Evaluations run as plain processes.
+	Launch []string
+	Log    io.Writer
 	// SamplePrompt starts each run's sample; "" (or a prompt with tokens
 	// outside the run's vocabulary) takes the config's [sample] prompt.
 	SamplePrompt string
@@ -450,7 +454,11 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		return Failed, false, err
 	}
 	event(kind)
-	if err := gptg(ctx, opts.Exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
+	exe := opts.Exe
+	if len(opts.Launch) > 0 {
+		exe, args = opts.Launch[0], append(append(slices.Clone(opts.Launch[1:]), opts.Exe), append(args, "--distributed")...)
+	}
+	if err := gptg(ctx, exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
 		if ctx.Err() != nil {
 			event("interrupted")
 			if kind == "fresh" && startedWithoutCheckpoint(r.Dir) {

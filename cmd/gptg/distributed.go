@@ -11,6 +11,10 @@ import (
 	"github.com/gptg/gptg/train"
 )
 
+// maxRanks bounds --ranks of sweep run and emit: far past any cluster a
+// sweep entry would use.
+const maxRanks = 4096
+
 // joinJob starts MPI for --distributed: every process mpirun or srun
 // started calls it. A build without the mpi tag refuses (exit 2).
 func joinJob() (*mpi.Comm, error) {
