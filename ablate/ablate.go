@@ -574,6 +574,9 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 	text := strings.TrimSpace(stderr.String())
 	lines := strings.Split(text, "\n")
 	msg := strings.TrimSpace(lines[len(lines)-1])
+	if strings.HasPrefix(msg, "---") {
+		msg = mpirunError(lines) // a training over MPI (Options.Launch)
+	}
 	if msg == "" {
 		msg = fmt.Sprintf("gptg %s: %v", args[0], err)
 	}
@@ -903,4 +906,23 @@ func lastStep(dir string) (step int, ok bool) {
 		return 0, false
 	}
 	return row.Step, true
+}
+
+// mpirunError is the line that says why a training under mpirun failed,
+// whose banners (framed by dashes) follow the ranks' output: rank 0's
+// line (the last one of gptg's), else the first line of mpirun's own.
+func mpirunError(lines []string) string {
+	own, first := "", ""
+	for _, l := range lines {
+		switch l = strings.TrimSpace(l); {
+		case strings.HasPrefix(l, "gptg "):
+			own = l
+		case first == "" && l != "" && !strings.HasPrefix(l, "---"):
+			first = l
+		}
+	}
+	if own != "" {
+		return own
+	}
+	return first
 }

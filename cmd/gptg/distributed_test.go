@@ -28,3 +28,29 @@ func TestDistributedNeedsMPIBuild(t *testing.T) {
 		t.Error("the refused run left a run folder")
 	}
 }
+
+// TestSweepRanksNeedsMPIBuild: sweep run and emit slurm --ranks R refuse a
+// build without MPI, whose trainings could not run on R ranks.
+func TestSweepRanksNeedsMPIBuild(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "[data]\npath = \"builtin:toy\"\ntokenizer = \"word\"\n[model]\ncontext = 8\nembedding = 16\nblocks = 1\nheads = 2\n[train]\nbatch = 2\ngrad_accum = 2\nmax_steps = 2\n"
+	if err := os.WriteFile(filepath.Join(dir, "small.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sw.toml"), []byte("configs = [\"small.toml\"]\nout = \"sw\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "sweep", "sw.toml"); r.code != 0 {
+		t.Fatalf("sweep: exit %d: %s", r.code, r.stderr)
+	}
+	for _, args := range [][]string{{"sweep", "run", "sw", "--ranks", "2"}, {"sweep", "emit", "slurm", "sw", "--ranks", "2"}} {
+		r := gptg(t, dir, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "this gptg was built without MPI") {
+			t.Errorf("%s: exit %d, stderr %q: want the MPI build refusal, exit 2", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sw", "sweep.sbatch")); err == nil {
+		t.Error("the refused emit wrote sweep.sbatch")
+	}
+}
+

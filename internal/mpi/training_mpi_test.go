@@ -312,3 +312,27 @@ func TestInterruptSavesAndResumes(t *testing.T) {
 	run(t, mpirun(t, dir, 4, bin, "train", "--resume", "stopped", "--quiet", "--distributed"))
 	same(t, dir, "one", "stopped", "model.safetensors")
 }
+
+// TestSweepRanks: gptg sweep run --ranks 2 trains each entry with mpirun
+// -np 2 gptg train --distributed, and the entry's model is the one a
+// plain gptg train of its config and settings gives.
+func TestSweepRanks(t *testing.T) {
+	dir := setUp(t)
+	sweepFile := "configs = [\"small.toml\"]\nseeds = 1\nout = \"sw\"\n[set]\n\"train.lr\" = [0.003]\n"
+	if err := os.WriteFile(filepath.Join(dir, "sw.toml"), []byte(sweepFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"sweep", "sw.toml"}, {"sweep", "run", "sw", "--ranks", "2"},
+		{"train", "small.toml", "--set", "train.lr=0.003", "--set", "train.seed=1", "--set", "train.out=one", "--quiet"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		// mpirun, started by sweep run, as root (CI) and on few cores.
+		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
+		run(t, cmd)
+	}
+	same(t, dir, "one", "sw/runs/small/train.lr=0.003/seed-1", "model.safetensors")
+	log, err := os.ReadFile(filepath.Join(dir, "sw", "events.log"))
+	if err != nil || strings.Count(string(log), ": fresh") != 1 || strings.Count(string(log), ": finished") != 1 {
+		t.Errorf("events.log: %v\n%s", err, log)
+	}
+}
