@@ -53,4 +53,3 @@ func TestSweepRanksNeedsMPIBuild(t *testing.T) {
 		t.Error("the refused emit wrote sweep.sbatch")
 	}
 }
-
