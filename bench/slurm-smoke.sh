@@ -20,8 +20,9 @@
 #   - the table was collected by a dependent job (`gptg sweep collect`).
 # Then a distributed training (gptg built with -tags mpi; Debian's
 # openmpi-bin and libopenmpi-dev installed when missing) as one job of 2
-# tasks, mpirun inside the allocation starting one rank per task: it must
-# finish and give the model file of one process, byte for byte.
+# tasks, mpirun inside the allocation starting one rank per task, and as
+# a sweep entry of `gptg sweep emit slurm --ranks 2`: each must finish and
+# give the model file of one process, byte for byte.
 # Everything lives in a temporary folder (kept, its path printed); the
 # daemons are stopped at the end. Exit 0 when every check passed.
 set -euo pipefail
@@ -259,3 +260,24 @@ grep -q "distributed over 2 ranks" job.log || fail "the job did not train on 2 r
 grep -q "done: 200 steps" job.log || fail "the distributed job did not finish"
 cmp one/model.safetensors two/model.safetensors || fail "2 ranks on Slurm gave another model than one process"
 say "OK: a 2-task distributed training on Slurm finished with one process's model, byte for byte"
+# The same training as a sweep entry: gptg sweep emit slurm --ranks 2
+# makes the array task a job of 2 tasks whose sweep run starts mpirun.
+printf 'configs = ["small.toml"]\nseeds = 1\nout = "sw"\n' >sw.toml
+"$work/bin/gptg-mpi" sweep sw.toml >/dev/null
+"$work/bin/gptg-mpi" sweep emit slurm sw --ranks 2 --cpus 1 --memory 0.5 >/dev/null
+grep -q -- "--ntasks=2" sw/sweep.sbatch || fail "sweep emit slurm --ranks 2 did not ask for 2 tasks"
+# sbatch passes this environment on: mpirun may run as root here.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+sjob=$(sbatch --parsable sw/sweep.sbatch)
+say "submitted the sweep of one entry on 2 ranks, job $sjob"
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -j "$sjob" -o %i 2>/dev/null)" ] && break
+  sleep 1
+done
+[ -z "$(squeue -h -j "$sjob" -o %i)" ] || fail "the sweep job is still queued after 10 minutes"
+cat sw/logs/task-0.log
+entry=$(find sw/runs -name model.safetensors | head -1)
+[ -n "$entry" ] || fail "the sweep entry wrote no model"
+"$work/bin/gptg-mpi" train small.toml --set train.seed=1 --set train.out=one-seed1 --quiet >/dev/null
+cmp one-seed1/model.safetensors "$entry" || fail "the sweep entry on 2 ranks gave another model than one process"
+say "OK: a sweep entry on 2 ranks (sweep emit slurm --ranks 2) finished with one process's model, byte for byte"
