@@ -330,7 +330,17 @@ func TestSweepRanks(t *testing.T) {
 		cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
 		run(t, cmd)
 	}
-	same(t, dir, "one", "sw/runs/small/train.lr=0.003/seed-1", "model.safetensors")
+	var entry string
+	filepath.WalkDir(filepath.Join(dir, "sw", "runs"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "model.safetensors" {
+			entry, _ = filepath.Rel(dir, filepath.Dir(path))
+		}
+		return nil
+	})
+	if entry == "" {
+		t.Fatal("the sweep entry wrote no model")
+	}
+	same(t, dir, "one", entry, "model.safetensors")
 	log, err := os.ReadFile(filepath.Join(dir, "sw", "events.log"))
 	if err != nil || strings.Count(string(log), ": fresh") != 1 || strings.Count(string(log), ": finished") != 1 {
 		t.Errorf("events.log: %v\n%s", err, log)
