@@ -220,9 +220,13 @@ func runDataPrepareText(path string, split float64, out string, force bool, stdo
 	}
 	bar := newStatusOf(stderr, "tokenizing "+quote.Name(path), "bytes (read twice)")
 	n, err := recipe.FromText(bar.ctx, path, split, tp, vp, bar.update)
+	interrupted := bar.ctx.Err() != nil
 	bar.done()
 	if err != nil {
 		removeFolders(made)
+		if interrupted {
+			return interruptedError{fmt.Errorf("interrupted while tokenizing %s: neither token file written", quote.Name(path))}
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d tokens) and %s (%d tokens)\n", quote.Name(tp), n.Train, quote.Name(vp), n.Val)
