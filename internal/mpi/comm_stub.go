@@ -11,6 +11,8 @@ type Comm struct{}
 // Init refuses: this build has no MPI.
 func Init() (*Comm, error) { return nil, ErrNotBuilt }
 
+// The methods of a build without MPI: one process, no messages.
+
 func (c *Comm) Rank() int                                 { return 0 }
 func (c *Comm) Size() int                                 { return 1 }
 func (c *Comm) SendFloat64(buf []float64, to int) error   { return ErrNotBuilt }
