@@ -65,11 +65,13 @@ func (t *trainer) testLoss(ctx context.Context) (float64, int, error) {
 // write it. A row whose evaluation an interrupt cut short stays pending:
 // it is saved in the checkpoint and is the resumed run's first turn.
 func (t *trainer) loop(ctx context.Context) (*Result, error) {
+	t.stepper.Stop = func() bool { return ctx.Err() != nil }
+	t.watchRanks(ctx)
 	bar := newProgress(t.opts, t.total, t.step)
 	defer bar.finish()
 	t.startClock()
 	for t.step < t.total || t.pending != nil {
-		if ctx.Err() != nil {
+		if t.stopNow(ctx) {
 			return nil, t.stopInterrupted(bar)
 		}
 		if t.pending == nil {
@@ -113,12 +115,14 @@ func (t *trainer) tokensPerStep() float64 {
 // says how to resume.
 func (t *trainer) stopInterrupted(bar *trainProgress) error {
 	t.pauseClock()
-	if err := t.saveAll(); err != nil {
+	err := t.saveAll()
+	t.waitForSave()
+	if err != nil {
 		return fmt.Errorf("interrupted, and saving failed: %w", err)
 	}
 	bar.finish()
-	fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
-		t.step, t.total, t.dir, t.dir)
+	fmt.Fprintf(t.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s%s\n",
+		t.step, t.total, t.dir, t.dir, t.distributedFlag())
 	return ErrInterrupted
 }
 
@@ -177,6 +181,10 @@ func (t *trainer) holdRow(r StepResult, evalNow bool) {
 // the row stays pending, to be saved with the checkpoint.
 func (t *trainer) writeRow(ctx context.Context, bar *trainProgress) (interrupted bool, err error) {
 	row := t.pending
+	if t.follower() { // rank 0 evaluates and writes the row
+		t.pending = nil
+		return false, nil
+	}
 	if t.pendingEval {
 		t.pauseClock()
 		if t.opts.beforeEval != nil {
@@ -261,6 +269,9 @@ func rssMB() float64 {
 // two leaves a newer checkpoint beside an older model, which the next save
 // of the resumed run brings level.
 func (t *trainer) saveAll() error {
+	if t.follower() {
+		return nil
+	}
 	if err := t.opts.stillLocked(t.dir, t.step); err != nil {
 		return err
 	}

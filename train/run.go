@@ -57,6 +57,13 @@ type Options struct {
 	// lock is the run folder's lock, checked before every write into the
 	// folder (stillLocked).
 	lock *runlock.Lock
+	// Comm, for --distributed, is the job's ranks: each takes its share of
+	// every step's batches, and only rank 0 writes (distributed.go).
+	Comm Comm
+	// RanksLost, for --distributed, is told rank 0's line when the job is
+	// stopped while rank 0 waits for ranks that are gone; it ends the
+	// process (the main goroutine is blocked in MPI).
+	RanksLost func(msg string)
 }
 
 // Result summarises a finished run.
@@ -85,8 +92,14 @@ const (
 // folder's lock (internal/runlock) from the moment the folder exists until
 // it returns, so a second gptg cannot write into the same folder.
 func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
+	if err := distributedModel(cfg, opts); err != nil {
+		return nil, err
+	}
 	if cfg.Model.EncoderDecoder() {
 		return runTranslation(ctx, cfg, opts)
+	}
+	if follower(opts) {
+		return runFollower(ctx, cfg, opts)
 	}
 	dir := cfg.Train.Out
 	if msg := checkRunFolder(dir); msg != "" {
@@ -126,6 +139,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		if err := t.initFrom(opts.Init); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.agree(); err != nil { // before the folder is made
+		return nil, err
 	}
 	t.recordCorpus()
 	if lock == nil { // a new folder: made only now that the run can start
@@ -183,16 +199,18 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("resuming %s: no such run folder", dir)
 	}
-	lock, err := runlock.Acquire(dir)
-	if err != nil {
-		return nil, err
+	if !follower(opts) { // rank 0 of a distributed run, or the one process
+		lock, err := runlock.Acquire(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+		if err := ownFiles(dir); err != nil {
+			return nil, err
+		}
+		removeStaleTemps(dir)
+		opts.lock = lock
 	}
-	defer lock.Release()
-	if err := ownFiles(dir); err != nil {
-		return nil, err
-	}
-	removeStaleTemps(dir)
-	opts.lock = lock
 	path := filepath.Join(dir, ConfigFile)
 	text, err := inputfile.ReadFile(path, config.MaxConfigSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -206,6 +224,9 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, fmt.Errorf("resuming %s: %w", dir, err)
 	}
 	cfg.Train.Out = dir
+	if err := distributedModel(cfg, opts); err != nil {
+		return nil, err
+	}
 	if cfg.Model.EncoderDecoder() {
 		return resumeTranslation(ctx, dir, cfg, text, sets, opts)
 	}
@@ -238,8 +259,11 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	if err := t.loadCheckpoint(); err != nil {
 		return nil, err
 	}
+	if err := t.agree(); err != nil {
+		return nil, err
+	}
 	if t.step >= t.total && t.pending == nil {
-		if !ModelBehind(dir) {
+		if !ModelBehind(dir) || t.follower() {
 			return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
 				dir, t.total, dir, 2*t.total)
 		}
@@ -249,7 +273,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, t.total, ModelFile)
 		return t.result(), nil
 	}
-	if len(sets) > 0 { // the new length goes on record for the next resume
+	if len(sets) > 0 && !t.follower() { // the new length goes on record for the next resume
 		if err := t.writeConfig(); err != nil {
 			return nil, err
 		}

@@ -257,6 +257,7 @@ func (t *trainer) newStepper() {
 	sched := Schedule{Kind: tr.Schedule, LR: tr.LR, MinLR: tr.MinLR, Warmup: tr.Warmup, Total: t.total, Dim: t.cfg.Model.Embedding}
 	t.stepper = NewStepper(t.prog, t.opt, sched, tr.Clip)
 	t.stepper.Accum, t.stepper.Seed = max(1, tr.GradAccum), tr.Seed
+	t.stepper.Comm = t.opts.Comm
 }
 
 func (t *trainer) close() {

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/mpi"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sweep"
 )
@@ -26,9 +28,9 @@ var sweepCommand = command{
 	summary: "a grid of configs × settings × seeds: manifest, run entries, Slurm/Kubernetes, collect",
 	usage: `Usage:
   gptg sweep SWEEP.toml [--out DIR]      expand the grid into a sweep folder
-  gptg sweep run DIR [--index I] [--jobs N] [--retry-failed]
+  gptg sweep run DIR [--index I] [--jobs N] [--retry-failed] [--ranks R]
   gptg sweep collect DIR [--baseline NAME]
-  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--memory G] [--time T] [--partition P]
+  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--memory G] [--time T] [--partition P] [--ranks R]
   gptg sweep emit k8s DIR --claim PVC [--image IMAGE] [--mount PATH] [--parallel K] [--cpus C] [--memory G]
 
 A sweep file names configs, --set values and seeds:
@@ -72,6 +74,10 @@ Flags:
   --index I         the entry to run (run)
   --jobs N          runs at once when running every entry (default 1)
   --retry-failed    run entries whose last attempt failed (run)
+  --ranks R         train each entry on R MPI ranks: mpirun -np R gptg train
+                    --distributed (run; a gptg built with -tags mpi); with
+                    emit slurm, each array task is a job of R tasks, --cpus
+                    and --memory per rank (docs/experiments.md)
   --baseline NAME   the variant the others are compared with (collect)
   --parallel K      tasks or pods at once (emit; default all)
   --cpus C          CPUs per task or pod (emit; default 1)
@@ -161,6 +167,7 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	index := fs.Int("index", -1, "")
 	jobs := fs.Int("jobs", 1, "")
 	retry := fs.Bool("retry-failed", false, "")
+	ranks := fs.Int("ranks", 1, "")
 	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -171,6 +178,16 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *jobs < 1 || *jobs > 64 {
 		return usagef("--jobs %d must be between 1 and 64", *jobs)
+	}
+	if *ranks < 1 || *ranks > maxRanks {
+		return usagef("--ranks %d must be between 1 and %d", *ranks, maxRanks)
+	}
+	var launch []string
+	if *ranks > 1 {
+		if !mpi.Built {
+			return refusedError{mpi.ErrNotBuilt}
+		}
+		launch = []string{"mpirun", "-np", strconv.Itoa(*ranks)}
 	}
 	indexSet := false
 	fs.Visit(func(f *flag.Flag) { indexSet = indexSet || f.Name == "index" })
@@ -196,7 +213,7 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	if *index >= 0 {
 		fmt.Fprintf(stdout, "sweep %s: entry %d (from %s)\n", dir, *index, from)
 	}
-	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe,
+	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe, Launch: launch,
 		Log: stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
 	if results == nil {
 		return sweepErr(err)
@@ -293,6 +310,7 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	claim := fs.String("claim", "", "")
 	mount := fs.String("mount", "/work", "")
 	memory := fs.Float64("memory", 0, "")
+	ranks := fs.Int("ranks", 1, "")
 	pos, err := parseFlags(fs, args[1:], stderr)
 	if err != nil {
 		return err
@@ -306,6 +324,10 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 		return usagef("--parallel %d must be positive (or 0 for all)", *parallel)
 	case *cpus < 1 || *cpus > 256:
 		return usagef("--cpus %d must be between 1 and 256", *cpus)
+	case *ranks < 1 || *ranks > maxRanks:
+		return usagef("--ranks %d must be between 1 and %d", *ranks, maxRanks)
+	case *ranks > 1 && engine != "slurm":
+		return usagef("--ranks is for emit slurm: a Kubernetes MPIJob runs a distributed training (docs/experiments.md)")
 	case !(*memory == 0 || *memory >= 0.25 && *memory <= 1<<20): // NaN too: it reached the script as --mem=-9223372036854775808M
 		return usagef("--memory %v must be a number of GiB from 0.25 to 1048576 (or 0: from the runs' estimates)", *memory)
 	}
@@ -323,8 +345,11 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	var path string
 	switch engine {
 	case "slurm":
+		if *ranks > 1 && *gptgPath == "" && !mpi.Built {
+			return refusedError{fmt.Errorf("--ranks %d: %w; or name an MPI build with --gptg PATH", *ranks, mpi.ErrNotBuilt)}
+		}
 		text, path, err = emitSlurm(dir, sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, MemoryMiB: memMiB}, len(entries))
+			Partition: *partition, Gptg: *gptgPath, MemoryMiB: memMiB, Ranks: *ranks}, len(entries))
 	case "k8s":
 		text, path, err = emitK8s(dir, sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount,
 			Entries: len(entries), Parallel: *parallel, CPUs: *cpus, MemoryMiB: memMiB})

@@ -76,6 +76,12 @@ Flags:
                            they saw, so that a run another runner trained
                            since is not trained again)
   --quiet                  no progress output, only the final summary
+  --distributed            one rank of a job that mpirun or srun started:
+                           the ranks share each step's train.grad_accum
+                           batches (their count must divide it) and give
+                           the weights of one process, bit for bit; rank 0
+                           writes the run folder (docs/experiments.md;
+                           needs a build with -tags mpi)
   --cpuprofile FILE        write a Go CPU profile of the whole command to
                            FILE, for go tool pprof (where the time goes)
 ` + threadsUsage,
@@ -93,6 +99,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	initFrom := fs.String("init", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
+	distributed := fs.Bool("distributed", false, "")
 	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -116,6 +123,14 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Replacing: *replacing, Progress: terminal.Is(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
+	}
+	if *distributed {
+		comm, err := joinJob()
+		if err != nil {
+			return err
+		}
+		defer func() { retErr = finishJob(comm, retErr) }()
+		distribute(&opts, comm, stderr)
 	}
 	// A closed terminal or a dropped ssh session (SIGHUP) saves like Ctrl-C:
 	// otherwise every step since the last checkpoint would be lost.
@@ -150,6 +165,9 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	if err != nil {
 		return err
 	}
+	if opts.Comm != nil && opts.Comm.Rank() != 0 {
+		return nil // rank 0 reports the run
+	}
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
 	return nil
@@ -180,7 +198,11 @@ func trainConfig(ctx context.Context, path string, sets []string, initFrom strin
 			return nil, err
 		}
 	}
-	opts.Starting = func() { fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out) }
+	opts.Starting = func() {
+		if opts.Comm == nil || opts.Comm.Rank() == 0 { // one line for a job of several ranks
+			fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
+		}
+	}
 	return train.Run(ctx, cfg, opts)
 }
 
