@@ -260,3 +260,89 @@ func modelTensors(t *testing.T, dir string) map[string]modelfile.Tensor {
 	}
 	return f.Tensors
 }
+
+// finetuneGoldenTolerance bounds the relative error of gptg's float64
+// fine-tuning against the float64 PyTorch reference: each step's loss and
+// gradient norm, and each tensor's update over the 3 steps. Measured: at
+// most 3.5e-14.
+const finetuneGoldenTolerance = 1e-10
+
+// TestFinetuneGolden: the first 3 steps of the recipe (batch 4,
+// grad_accum 8, constant lr 3e-5, weight decay on matrices, clip 1) in
+// float64 from testdata/finetune's imported GPT-2 (positions cut to 32)
+// match bench/gpt2ref.py finetune's PyTorch AdamW on the same windows
+// (testdata/finetune/make.sh): the losses, the gradient norms before
+// clipping, and the update of tensors of every kind (the tied embedding's
+// rows, positions, q and output projections, a layer norm's gain and
+// bias, the last block's feed-forward).
+func TestFinetuneGolden(t *testing.T) {
+	dir := t.TempDir()
+	data, err := filepath.Abs(filepath.Join("..", "..", "testdata", "finetune"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipe, err := filepath.Abs(finetuneRecipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := gptg(t, dir, "import", "hf", filepath.Join(data, "small"), "--out", "m.safetensors"); r.code != 0 {
+		t.Fatalf("import: exit %d: %s", r.code, r.stderr)
+	}
+	set := []string{"model.blocks=2", "model.heads=2", "model.embedding=16", "model.context=32", "model.dtype=float64",
+		"train.max_steps=3", "train.out=run", "data.path=" + filepath.Join(data, "train.bin"), "data.val_path=" + filepath.Join(data, "val.bin"),
+		"data.prepare=", "data.sha256=", "data.size=0", "data.val_sha256=", "data.val_size=0"}
+	args := []string{"train", recipe, "--init", "m.safetensors"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	if r := gptg(t, dir, args...); r.code != 0 {
+		t.Fatalf("train: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	ref, err := modelfile.Read(filepath.Join(data, "ref.safetensors"), modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := modelfile.Read(filepath.Join(dir, "m.safetensors"), modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := modelTensors(t, filepath.Join(dir, "run"))
+	rows := metricRows(t, filepath.Join(dir, "run"))
+	check := func(what string, got, want float64) {
+		if e := math.Abs(got-want) / math.Abs(want); !(e <= finetuneGoldenTolerance) {
+			t.Errorf("%s: gptg %.17g, PyTorch %.17g (relative error %.2g)", what, got, want, e)
+		}
+	}
+	losses, norms := ref.Tensors["loss"].F64, ref.Tensors["grad_norm"].F64
+	if len(losses) != 3 || len(rows) != 3 {
+		t.Fatalf("%d reference steps, %d metrics rows; want 3", len(losses), len(rows))
+	}
+	for s := range losses {
+		check(fmt.Sprintf("step %d loss", s+1), rows[s]["loss"].(float64), losses[s])
+		check(fmt.Sprintf("step %d grad_norm", s+1), rows[s]["grad_norm"].(float64), norms[s])
+	}
+	tensors := 0
+	for name, r := range ref.Tensors {
+		if name == "loss" || name == "grad_norm" {
+			continue
+		}
+		tensors++
+		name = strings.TrimSuffix(name, ".rows64") // the first 64 rows of tok.weight
+		g, i0 := got[name].F64, init.Tensors[name].F32
+		if len(g) < len(r.F64) || len(i0) < len(r.F64) {
+			t.Fatalf("%s: gptg has %d values, the imported file %d, the reference %d", name, len(g), len(i0), len(r.F64))
+		}
+		var diff, norm float64
+		for j, want := range r.F64 {
+			du, dr := g[j]-float64(i0[j]), want-float64(i0[j])
+			diff += (du - dr) * (du - dr)
+			norm += dr * dr
+		}
+		if e := math.Sqrt(diff / norm); norm == 0 || !(e <= finetuneGoldenTolerance) {
+			t.Errorf("%s: the update's relative error is %.2g (‖update‖² %.3g)", name, e, norm)
+		}
+	}
+	if tensors != 7 {
+		t.Errorf("%d tensors in the reference, want 7", tensors)
+	}
+}
