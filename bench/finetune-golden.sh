@@ -38,6 +38,6 @@ tokens=$(( $(stat -c %s data/shakespeare/train.bin) / 2 ))
   --data data/shakespeare/train.bin --offsets offsets.txt --context 256 --batch 4 --accum 8 --steps "$steps" \
   --dtype float64 --threads "$(nproc)" --out ref.safetensors
 /usr/bin/time -f "gptg: %e s, peak RSS %M KB" ./gptg train "$root/configs/nanogpt/finetune-shakespeare.toml" \
-  --init init.safetensors --set model.dtype=float64 --set train.max_steps="$steps" --set train.out=run \
+  --init init.safetensors --set model.dtype=float64 --set train.max_memory=12 --set train.max_steps="$steps" --set train.out=run \
   --set train.eval_every=0 --set train.eval_batches=1
 ./finetunegolden compare run init.safetensors ref.safetensors
