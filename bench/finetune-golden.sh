@@ -3,7 +3,7 @@
 # GPT-2 shape, in float64, for the first steps of
 # configs/nanogpt/finetune-shakespeare.toml.
 #
-#   bench/finetune-golden.sh [SHAPE [STEPS]]     defaults: gpt2 3
+#   bench/finetune-golden.sh [SHAPE [STEPS [ACCUM]]]     defaults: gpt2 3 8
 #
 # mkgpt2.py writes a random-weight Hugging Face folder of SHAPE, gptg
 # imports it, `gptg data prepare shakespeare` writes the BPE token files,
@@ -13,7 +13,8 @@
 # context 256, lr 3e-5, weight decay 0.1 on matrices, clip 1). gptg trains
 # the recipe with --set model.dtype=float64 from the imported file, and
 # finetunegolden compare prints the relative error of each step's loss and
-# gradient norm and of seven tensors' updates (tolerance 1e-9).
+# gradient norm and of seven tensors' updates (tolerance 1e-9). ACCUM
+# replaces the recipe's grad_accum of 8 on both sides, for a shorter run.
 #
 # Work files go to ${FINETUNE_GOLDEN_DIR:-/tmp/finetune-golden} and are
 # removed at the end. Memory: about 7 GB for gptg's float64 run, 6 GB for
@@ -21,6 +22,7 @@
 set -euo pipefail
 shape=${1:-gpt2}
 steps=${2:-3}
+accum=${3:-8}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${FINETUNE_GOLDEN_DIR:-/tmp/finetune-golden}
 py=/usr/bin/python3
@@ -33,11 +35,11 @@ $py "$root/bench/mkgpt2.py" "$shape" --shape "$shape" --dtype F32 --seed 7
 ./gptg import hf "$shape" --out init.safetensors
 ./gptg data prepare shakespeare --out data/shakespeare
 tokens=$(( $(stat -c %s data/shakespeare/train.bin) / 2 ))
-./finetunegolden offsets --seed 1337 --tokens "$tokens" --context 256 --windows 32 --steps "$steps" > offsets.txt
+./finetunegolden offsets --seed 1337 --tokens "$tokens" --context 256 --windows $(( 4 * accum )) --steps "$steps" > offsets.txt
 /usr/bin/time -f "reference: %e s, peak RSS %M KB" $py "$root/bench/gpt2ref.py" finetune "$shape" \
-  --data data/shakespeare/train.bin --offsets offsets.txt --context 256 --batch 4 --accum 8 --steps "$steps" \
+  --data data/shakespeare/train.bin --offsets offsets.txt --context 256 --batch 4 --accum "$accum" --steps "$steps" \
   --dtype float64 --threads "$(nproc)" --out ref.safetensors
 /usr/bin/time -f "gptg: %e s, peak RSS %M KB" ./gptg train "$root/configs/nanogpt/finetune-shakespeare.toml" \
-  --init init.safetensors --set model.dtype=float64 --set train.max_memory=12 --set train.max_steps="$steps" --set train.out=run \
+  --init init.safetensors --set model.dtype=float64 --set train.max_memory=12 --set train.max_steps="$steps" --set train.grad_accum="$accum" --set train.out=run \
   --set train.eval_every=0 --set train.eval_batches=1
 ./finetunegolden compare run init.safetensors ref.safetensors
