@@ -14,7 +14,9 @@
 # elapsed_s, which leaves out evaluation and file writes; the reference:
 # its own step_s, forward, backward, clipping and AdamW), the peak RSS of
 # the whole process (/usr/bin/time), and the share of the core's fp32
-# peak a step reaches: nanoGPT's estimate_mfu count of a step's work,
+# peak a step reaches (per second of the step, and per CPU second: gptg's
+# utime + stime from /proc at each metrics row, the reference's
+# process_time; on a shared machine the CPU time is the fairer figure): nanoGPT's estimate_mfu count of a step's work,
 # (6·N + 12·L·H·(C/H)·T) · 8,192 = 6.31e12 flop with N = 123.65M
 # parameters (those of the position table left out), over
 # PEAK_GFLOPS (default 232.8: graph's BenchmarkPeak on this Zen 5, 64 fp32
@@ -44,18 +46,43 @@ cpus() { [ "$1" = 1 ] && echo 0 || echo "0-$(( $1 - 1 ))"; }
 
 run_gptg() { # threads
 	rm -rf run
-	/usr/bin/time -f "%M" -o rss.txt taskset -c "$(cpus "$1")" ./gptg train "$root/configs/nanogpt/finetune-shakespeare.toml" \
-		--init init.safetensors --threads "$1" --quiet --set train.max_steps="$steps" --set train.out=run \
-		--set train.eval_every=0 --set train.eval_batches=1 >/dev/null
-	$py - "$1" "$(cat rss.txt)" "$flop" "$peak" <<'PY'
-import json, sys
-t, rss, flop, peak = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-rows = [json.loads(l) for l in open("run/metrics.jsonl")]
-el = [r["elapsed_s"] for r in rows]
-steps = [b - a for a, b in zip(el, el[1:])]
-best = min(steps)
-print(f"gptg     threads {t}: step 1 {el[0]:.1f} s, then {' '.join(f'{s:.1f}' for s in steps)} s; peak RSS {rss/1024:.0f} MB; "
-      f"{flop/best/1e9:.1f} GFLOP/s, {100*flop/best/1e9/(peak*t):.1f} % of the fp32 peak")
+	$py - "$1" "$flop" "$peak" "$(cpus "$1")" "$root/configs/nanogpt/finetune-shakespeare.toml" "$steps" <<'PY'
+# gptg's CPU time per step: /proc/PID/stat's utime + stime read whenever
+# metrics.jsonl gains a row (polled every 50 ms).
+import json, os, subprocess, sys, time
+t, flop, peak, cpus, recipe, steps = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", "rss.txt", "taskset", "-c", cpus, "./gptg", "train", recipe,
+    "--init", "init.safetensors", "--threads", str(t), "--quiet", "--set", f"train.max_steps={steps}", "--set", "train.out=run",
+    "--set", "train.eval_every=0", "--set", "train.eval_batches=1"], stdout=subprocess.DEVNULL)
+tick = os.sysconf("SC_CLK_TCK")
+def gptg_cpu():
+    for pid in os.listdir("/proc"):
+        try:
+            if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"./gptg\0train"):
+                f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                return (int(f[11]) + int(f[12])) / tick
+        except (OSError, ValueError):
+            pass
+    return None
+cpu, rows = [], 0
+while p.poll() is None:
+    try:
+        n = sum(1 for _ in open("run/metrics.jsonl"))
+    except OSError:
+        n = 0
+    if n > rows:
+        rows = n
+        cpu.append(gptg_cpu())
+    time.sleep(0.05)
+assert p.returncode == 0, f"gptg exited {p.returncode}"
+rss = int(open("rss.txt").read().split()[-1])
+el = [json.loads(l)["elapsed_s"] for l in open("run/metrics.jsonl")]
+steps_s = [b - a for a, b in zip(el, el[1:])]
+cpu_s = [b - a for a, b in zip(cpu, cpu[1:])]
+best = min(steps_s)
+print(f"gptg     threads {t}: step 1 {el[0]:.1f} s, then {' '.join(f'{s:.1f}' for s in steps_s)} s (CPU {' '.join(f'{s:.1f}' for s in cpu_s)} s); "
+      f"peak RSS {rss/1024:.0f} MB; {flop/best/1e9:.1f} GFLOP/s, {100*flop/best/1e9/(peak*t):.1f} % of the fp32 peak; "
+      f"per CPU second {100*flop/min(cpu_s)/1e9/peak:.1f} %", flush=True)
 PY
 }
 
@@ -68,9 +95,11 @@ import json, sys
 t, rss, flop, peak = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 rows = [json.loads(l) for l in open("torch.jsonl") if '"step"' in l]
 steps = [r["step_s"] for r in rows]
+cpu = [r["cpu_s"] for r in rows]
 best = min(steps[1:])
-print(f"pytorch  threads {t}: step 1 {steps[0]:.1f} s, then {' '.join(f'{s:.1f}' for s in steps[1:])} s; peak RSS {rss/1024:.0f} MB; "
-      f"{flop/best/1e9:.1f} GFLOP/s, {100*flop/best/1e9/(peak*t):.1f} % of the fp32 peak")
+print(f"pytorch  threads {t}: step 1 {steps[0]:.1f} s, then {' '.join(f'{s:.1f}' for s in steps[1:])} s (CPU {' '.join(f'{s:.1f}' for s in cpu[1:])} s); "
+      f"peak RSS {rss/1024:.0f} MB; {flop/best/1e9:.1f} GFLOP/s, {100*flop/best/1e9/(peak*t):.1f} % of the fp32 peak; "
+      f"per CPU second {100*flop/min(cpu[1:])/1e9/peak:.1f} %", flush=True)
 PY
 }
 

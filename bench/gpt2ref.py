@@ -59,7 +59,7 @@ transposed to (out, in), c_attn cut into q, k, v), the final values of
 a few tensors: pos.weight, the first 64 rows of tok.weight, blocks.0's
 att.q.weight, norm1.bias and att.o.weight, the last block's
 ff.down.weight and final_norm.weight. It prints one JSON line a step
-(time, loss) and at the end the peak RSS; with float32 and --threads,
+(wall and CPU time, loss) and at the end the peak RSS; with float32 and --threads,
 pinned and jemalloc preloaded as generate, it is the timing reference.
 """
 import argparse
@@ -335,7 +335,7 @@ def cmd_finetune(a):
             starts = torch.randint(len(data) - T, (B * A,), generator=gen)
         x = torch.stack([data[i:i + T] for i in starts])
         y = torch.stack([data[i + 1:i + 1 + T] for i in starts])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         total = 0.0
         for k in range(A):
             loss = finetune_loss(cfg, w, x[k * B:(k + 1) * B], y[k * B:(k + 1) * B]) / A
@@ -344,11 +344,11 @@ def cmd_finetune(a):
         norm = torch.nn.utils.clip_grad_norm_(params, a.clip).item()
         opt.step()
         opt.zero_grad(set_to_none=True)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         losses.append(total)
         norms.append(norm)
         print(json.dumps({"step": s + 1, "loss": total, "grad_norm": norm, "step_s": round(dt, 3),
-                          "threads": a.threads, "dtype": a.dtype}), flush=True)
+                          "cpu_s": round(cpu, 3), "threads": a.threads, "dtype": a.dtype}), flush=True)
     print(json.dumps({"peak_rss_mb": round(peak_rss_mb(), 1)}), flush=True)
     if a.out:
         out = {"loss": torch.tensor(losses, dtype=torch.float64), "grad_norm": torch.tensor(norms, dtype=torch.float64)}
