@@ -58,7 +58,7 @@ tick = os.sysconf("SC_CLK_TCK")
 def gptg_cpu():
     for pid in os.listdir("/proc"):
         try:
-            if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"./gptg\0train"):
+            if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"./gptg\0train") and os.readlink(f"/proc/{pid}/cwd") == os.getcwd():
                 f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
                 return (int(f[11]) + int(f[12])) / tick
         except (OSError, ValueError):
