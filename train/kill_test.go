@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -168,14 +169,9 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no metrics row within 20 s")
-		}
+	if !testwait.For(func() bool { b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); return len(b) > 0 }) {
+		cmd.Process.Kill()
+		t.Fatalf("no metrics row within %v", testwait.Hang)
 	}
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
@@ -210,16 +206,11 @@ func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if step, _, err := Progress(dir); err == nil && step >= 20 {
-			cmd.Process.Signal(os.Interrupt)
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no checkpoint within 20 s")
-		}
+	if !testwait.For(func() bool { step, _, err := Progress(dir); return err == nil && step >= 20 }) {
+		cmd.Process.Kill()
+		t.Fatalf("no checkpoint within %v", testwait.Hang)
 	}
+	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	before := map[string][]byte{}
 	for _, name := range []string{CheckpointFile, ModelFile} {
