@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -163,7 +164,10 @@ checkpoint_every = 3
 func TestSIGINTSavesAndExits130(t *testing.T) {
 	exe, cfg := buildGptg(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(exe, "train", cfg, "--set", "train.out="+dir, "--set", "train.checkpoint_every=1000")
+	// A run far longer than the test waits: the interrupt lands mid-run
+	// however busy the machine, and the resume goes two steps further.
+	cmd := exec.Command(exe, "train", cfg, "--set", "train.out="+dir,
+		"--set", "train.max_steps=100000", "--set", "train.checkpoint_every=100000")
 	var out strings.Builder
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
@@ -186,7 +190,7 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 	if err != nil || step == 0 || step >= total {
 		t.Fatalf("checkpoint after SIGINT: step %d of %d, %v", step, total, err)
 	}
-	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet", "--set", fmt.Sprintf("train.max_steps=%d", step+2)).CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, b)
 	}
 }
@@ -196,12 +200,13 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 // (ulimit -f) that the checkpoint exceeds, so writing it fails with EFBIG.
 // gptg must stop with one clear line and exit 1, leave no temporary file,
 // and leave the checkpoint and model of the last good save byte for byte;
-// a later resume without the limit must finish the run.
+// a later resume without the limit must go on from it.
 func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
 	exe, cfg := buildGptg(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	// A first process saves at step 20 and is stopped there.
-	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir,
+	// A first process saves at step 20 and is stopped there (or a save
+	// later: its run is far longer than the test waits).
+	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir, "--set", "train.max_steps=100000",
 		"--set", "train.checkpoint_every=20", "--set", "train.eval_every=50")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -248,7 +253,12 @@ func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
 	}
-	if out, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+	// Two steps past the last good save: the resume writes again.
+	step, _, err := Progress(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(exe, "train", "--resume", dir, "--quiet", "--set", fmt.Sprintf("train.max_steps=%d", step+2)).CombinedOutput(); err != nil {
 		t.Fatalf("resume after the failed save: %v\n%s", err, out)
 	}
 }

@@ -185,6 +185,9 @@ func runGptgWith(t *testing.T, dir string, opts runOptions, args ...string) resu
 	case err != nil:
 		t.Fatalf("gptg %s: %v", strings.Join(args, " "), err)
 	}
+	if os.Getenv("CPULOG") != "" {
+		t.Logf("CPULOG %v %s", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Round(time.Millisecond), strings.Join(args, " "))
+	}
 	if used := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(); used > cpu {
 		t.Fatalf("gptg %s: used %v of CPU, more than %v", strings.Join(args, " "), used.Round(time.Millisecond), cpu)
 	}
