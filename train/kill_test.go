@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 // never killed: the same weights and the same metrics.
 func TestSIGKILLAndResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: skipping the SIGKILL test (it trains for about 20 seconds)")
+		t.Skip("-short: skipping the SIGKILL test (about 20 runs of 200 float64 steps)")
 	}
 	exe, cfg := buildGptg(t), killConfig(t)
 	whole := t.TempDir()
@@ -118,14 +119,39 @@ func TestSIGKILLAndResume(t *testing.T) {
 	t.Logf("%d kills, %d after a checkpoint", kills, midRun)
 }
 
-// buildGptg builds the CLI into a temporary folder.
+// The CLI, built once for the package's tests (linking it takes seconds
+// of CPU) into a folder TestMain removes.
+var (
+	gptgOnce sync.Once
+	gptgDir  string
+	gptgExe  string
+	gptgErr  error
+)
+
+// buildGptg builds the CLI, once, and returns its path.
 func buildGptg(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "gptg")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/gptg").CombinedOutput(); err != nil {
-		t.Fatalf("building gptg: %v\n%s", err, out)
+	gptgOnce.Do(func() {
+		if gptgDir, gptgErr = os.MkdirTemp("", "gptg-train-test"); gptgErr != nil {
+			return
+		}
+		gptgExe = filepath.Join(gptgDir, "gptg")
+		if out, err := exec.Command("go", "build", "-o", gptgExe, "../cmd/gptg").CombinedOutput(); err != nil {
+			gptgErr = fmt.Errorf("building gptg: %v\n%s", err, out)
+		}
+	})
+	if gptgErr != nil {
+		t.Fatal(gptgErr)
 	}
-	return exe
+	return gptgExe
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gptgDir != "" {
+		os.RemoveAll(gptgDir)
+	}
+	os.Exit(code)
 }
 
 // killConfig writes a small float64 config that checkpoints every 3 steps.
@@ -147,7 +173,7 @@ norm = "pre"
 dtype = "float64"
 [train]
 batch = 4
-max_steps = 400
+max_steps = 200
 warmup = 10
 lr = 0.01
 log_every = 10
