@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/train"
 )
 
@@ -54,7 +54,7 @@ func TestLiveSaysWhenReadingFails(t *testing.T) {
 	s := newServer(t, Options{Dirs: []string{runs}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/live?id=runs/a", nil)
 	resp, err := http.DefaultClient.Do(req)
