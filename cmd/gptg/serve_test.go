@@ -133,8 +133,8 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("an address that cannot be listened on: exit %d %q", r.code, r.stderr)
 	}
 	cmd, u, stderr := startServe(t, dir, ".", "--addr", "0.0.0.0:0")
-	// The warning comes before the address line startServe waited for.
-	if !strings.Contains(stderr.String(), "warning: listening on") {
+	// The warning comes just after the address line startServe waited for.
+	if !testwait.For(func() bool { return strings.Contains(stderr.String(), "warning: listening on") }) {
 		t.Errorf("--addr 0.0.0.0:0: no warning, stderr %q", stderr.String())
 	}
 	if resp, err := http.Get(u + "/api/runs"); err != nil || resp.StatusCode != 200 {
