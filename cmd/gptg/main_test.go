@@ -94,7 +94,7 @@ type result struct {
 // test: it is far beyond what any command takes on a machine ten times
 // busier than its cores (commandCPU at a tenth of a core is 200 s), since
 // the tests run on busy machines (CI's shared cores, a laptop at work),
-// where a fixed 10 s, then 3 min, failed commands that pass when idle.
+// where a bound of seconds fails commands that take one when idle.
 const (
 	commandTimeout = 5 * time.Minute
 	commandCPU     = 20 * time.Second
