@@ -16,7 +16,11 @@ func FindMeta(ckptPath string) (string, []string) {
 	tried := []string{filepath.Join(filepath.Dir(ckptPath), "meta.pkl")}
 	if ds := checkpointDataset(ckptPath); ds != "" {
 		rel := filepath.Join("data", ds, "meta.pkl")
-		tried = append(tried, rel, filepath.Join(filepath.Dir(filepath.Dir(ckptPath)), rel))
+		tried = append(tried, rel)
+		// A checkpoint at out/ckpt.pt has nanoGPT's root in "." too: one place, listed once.
+		if above := filepath.Join(filepath.Dir(filepath.Dir(ckptPath)), rel); above != rel {
+			tried = append(tried, above)
+		}
 	}
 	for _, p := range tried {
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {

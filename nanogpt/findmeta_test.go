@@ -36,8 +36,12 @@ func TestFindMetaAsSampleDoes(t *testing.T) {
 	}
 	os.Remove(want)
 	os.Remove(beside)
-	if got, tried := FindMeta(filepath.Join("out-shakespeare-char", "ckpt.pt")); got != "" || len(tried) != 3 {
+	// From nanoGPT's root, data/<ds>/meta.pkl and the folder above out_dir are one place: listed once.
+	if got, tried := FindMeta(filepath.Join("out-shakespeare-char", "ckpt.pt")); got != "" || len(tried) != 2 {
 		t.Errorf("nothing to find: %q, tried %q", got, tried)
+	}
+	if got, tried := FindMeta(filepath.Join(root, "out-shakespeare-char", "ckpt.pt")); got != "" || len(tried) != 3 {
+		t.Errorf("nothing to find from elsewhere: %q, tried %q", got, tried)
 	}
 }
 

@@ -24,6 +24,7 @@ var dataCommand = command{
        gptg data export NAME --out FILE
        gptg data bpe CORPUS --vocab-size N [--split F] [--show K]
        gptg data prepare RECIPE --out DIR
+       gptg data prepare --text FILE --out DIR [--split F]
 
 "gptg data list" prints the corpora built into gptg (data.path =
 "builtin:NAME"): name, size and SHA-256. "gptg data export NAME --out FILE"
@@ -47,6 +48,12 @@ data.format = "tokens", see docs/data.md), from a corpus built into gptg
 and byte for byte what nanoGPT's script writes. The recipes:
 
 ` + recipeList() + `
+"gptg data prepare --text FILE --out DIR" does the same for a text of your
+own, as nanoGPT's prepare.py scripts do for theirs: the first 90% of its
+characters (--split) and the rest, each encoded with GPT-2's tokenizer on
+its own. A text of any size: it is read twice, a megabyte at a time, and
+the ids written as they come (docs/data.md).
+
 "gptg data pairs CONFIG" reads a translation config's pairs corpus
 (data.format = "pairs", see docs/translation.md) as training will, and
 prints what the length filter left out, the train/test split, the
@@ -70,7 +77,9 @@ Flags:
   --force          replace an existing file (toy, export) or the files of
                    an existing folder (pairs, prepare)
   --vocab-size N   bpe: the vocabulary, 256 byte values and N-256 merges
-  --split F        bpe: the training split's share of the text (default 0.9)
+  --text FILE      prepare: a UTF-8 text of your own instead of a recipe
+  --split F        bpe, prepare --text: the training split's share of the
+                   text (default 0.9)
   --show K         bpe: how many merges to print (default 20; 0 = none)
 `,
 	run: runData,
@@ -85,6 +94,8 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("sentences", corpus.ToyDefaultSentences, "")
 	seed := fs.Uint64("seed", corpus.ToyDefaultSeed, "")
 	force := fs.Bool("force", false, "")
+	text := fs.String("text", "", "")
+	split := fs.Float64("split", config.Default().Data.Split, "")
 	var sets setFlags
 	fs.Var(&sets, "set", "")
 	pos, err := parseFlags(fs, args, stderr)
@@ -93,6 +104,18 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
 		return runDataBuiltin(pos, *out, *force, stdout)
+	}
+	if (flagGiven(fs, "text") || flagGiven(fs, "split")) && (len(pos) == 0 || pos[0] != "prepare") {
+		return usagef("--text and --split are for gptg data prepare --text FILE (and gptg data bpe's --split)")
+	}
+	if len(pos) >= 1 && pos[0] == "prepare" && flagGiven(fs, "text") {
+		if len(pos) != 1 {
+			return usagef("data prepare takes a recipe or --text FILE, not both (got %s and --text)", quote.Value(pos[1]))
+		}
+		return runDataPrepareText(*text, *split, *out, *force, stdout, stderr)
+	}
+	if flagGiven(fs, "split") {
+		return usagef("--split is for gptg data prepare --text FILE: a recipe has its own split")
 	}
 	if len(pos) >= 1 && pos[0] == "prepare" {
 		if len(pos) != 2 {
@@ -169,6 +192,45 @@ func recipeList() string {
 		fmt.Fprintf(&b, "  %-13s %s\n", r.Name, r.About)
 	}
 	return b.String()
+}
+
+// runDataPrepareText writes the token files of the text at path into
+// the folder out: both, or neither.
+func runDataPrepareText(path string, split float64, out string, force bool, stdout, stderr io.Writer) error {
+	switch {
+	case path == "":
+		return usagef("--text needs a FILE")
+	case out == "":
+		return usagef("data prepare needs --out DIR, the folder for train.bin and val.bin")
+	case !(split > 0 && split < 1):
+		return usagef("--split %v must be between 0 and 1 (exclusive)", split)
+	}
+	if err := checkOutputFolder("--out", out, "data prepare writes train.bin and val.bin into it", false); err != nil {
+		return err
+	}
+	tp, vp := filepath.Join(out, "train.bin"), filepath.Join(out, "val.bin")
+	for _, p := range []string{tp, vp} {
+		if err := checkOutput("--out", p, atomicfile.Rules{Force: force, Inputs: []string{path}}); err != nil {
+			return err
+		}
+	}
+	made, err := makeFolders(out)
+	if err != nil {
+		return err
+	}
+	bar := newStatusOf(stderr, "tokenizing "+quote.Name(path), "bytes (read twice)")
+	n, err := recipe.FromText(bar.ctx, path, split, tp, vp, bar.update)
+	interrupted := bar.ctx.Err() != nil
+	bar.done()
+	if err != nil {
+		removeFolders(made)
+		if interrupted {
+			return interruptedError{fmt.Errorf("interrupted while tokenizing %s: neither token file written", quote.Name(path))}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d tokens) and %s (%d tokens)\n", quote.Name(tp), n.Train, quote.Name(vp), n.Val)
+	return nil
 }
 
 // runDataPrepare writes the token files of recipe name into the folder

@@ -77,6 +77,8 @@ func TestBadInputs(t *testing.T) {
 		// Configs: exit 2 and the file and key to change.
 		{name: "malformed TOML", files: map[string]string{"c.toml": "[model]\ncontext = = 8\n"},
 			args: []string{"graph", "c.toml"}, code: 2, msg: "config c.toml: line 2:"},
+		{name: "train: data not UTF-8", files: map[string]string{"c.toml": "[data]\npath = \"bad.txt\"\n", "bad.txt": "caf\xe9 ol\xe9\n"},
+			args: []string{"train", "c.toml"}, code: 2, msg: "data file bad.txt: text is not valid UTF-8 (bad byte 0xe9 at offset 3)"},
 		{name: "unknown key", files: map[string]string{"c.toml": "[model]\nhaeds = 2\n"},
 			args: []string{"train", "c.toml"}, code: 2, msg: "model.haeds: unknown key; did you mean model.heads?"},
 		{name: "wrong type", files: map[string]string{"c.toml": "[model]\ncontext = \"eight\"\n"},

@@ -152,7 +152,7 @@ func learnedBPEInputs(t *testing.T) []badInput {
 		{name: "data bpe without --vocab-size", args: []string{"data", "bpe", "builtin:toy"}, code: 2,
 			msg: "data bpe needs --vocab-size N (at least 256"},
 		{name: "data bpe: a text that is not UTF-8", files: map[string]string{"x.txt": "abc d\xffe\n"},
-			args: []string{"data", "bpe", "x.txt", "--vocab-size", "260"}, code: 1, msg: "x.txt: text is not valid UTF-8 (bad byte 0xff at offset 5)"},
+			args: []string{"data", "bpe", "x.txt", "--vocab-size", "260"}, code: 2, msg: "x.txt: text is not valid UTF-8 (bad byte 0xff at offset 5)"},
 		{name: "sample: bpe merges naming an id not made yet", files: badMerges("[[97,300]]"),
 			args: []string{"sample", "m.safetensors"}, code: 1, msg: `m.safetensors: metadata "merges": merge 0 (97, 300) names an id not made before it (ids 0..255 are)`},
 		{name: "sample: bpe merges of three ids", files: badMerges("[[97,98,99]]"),

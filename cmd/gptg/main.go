@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/inputfile"
@@ -209,6 +210,8 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ie):
 		return 130
+	case errors.Is(err, corpus.ErrNotUTF8): // a corpus, prompt or text file that is not text
+		return 2
 	case errors.As(err, &ue), errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &pe), errors.As(err, &cc), errors.As(err, &fe),
 		errors.As(err, &me), errors.As(err, &re), errors.As(err, &xe), errors.As(err, &te), errors.As(err, &ie2):
 		return 2

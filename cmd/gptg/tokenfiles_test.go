@@ -113,6 +113,20 @@ func tokenFileInputs(t *testing.T) []badInput {
 			msg: `there is no recipe "openwebtext" (recipes: shakespeare)`},
 		{name: "data prepare: over an existing token file", files: map[string]string{"d/val.bin": good},
 			args: []string{"data", "prepare", "shakespeare", "--out", "d"}, code: 2, msg: "--out d/val.bin: already exists and is not a file this command wrote; choose another output, or give --force to replace it"},
+		{name: "data prepare: a recipe and --text", files: map[string]string{"t.txt": "some text\n"},
+			args: []string{"data", "prepare", "shakespeare", "--text", "t.txt", "--out", "d"}, code: 2, msg: `data prepare takes a recipe or --text FILE, not both (got "shakespeare" and --text)`},
+		{name: "data prepare: --split with a recipe", args: []string{"data", "prepare", "shakespeare", "--split", "0.5", "--out", "d"}, code: 2,
+			msg: "--split is for gptg data prepare --text FILE: a recipe has its own split"},
+		{name: "data toy: --split", args: []string{"data", "toy", "--split", "0.5", "--out", "t.txt"}, code: 2,
+			msg: "--text and --split are for gptg data prepare --text FILE (and gptg data bpe's --split)"},
+		{name: "data prepare --text: no such file", args: []string{"data", "prepare", "--text", "nope.txt", "--out", "d"}, code: 2,
+			msg: "nope.txt does not exist"},
+		{name: "data prepare --text: not UTF-8", files: map[string]string{"t.txt": "caf\xe9\n"},
+			args: []string{"data", "prepare", "--text", "t.txt", "--out", "d"}, code: 2, msg: "t.txt: text is not valid UTF-8 (bad byte 0xe9 at offset 3)"},
+		{name: "data prepare --text: too short to split", files: map[string]string{"t.txt": "a"},
+			args: []string{"data", "prepare", "--text", "t.txt", "--out", "d"}, code: 2, msg: "t.txt is too short for split 0.9: 0 training and 1 validation tokens"},
+		{name: "data prepare --text: split 1", files: map[string]string{"t.txt": "some text\n"},
+			args: []string{"data", "prepare", "--text", "t.txt", "--split", "1", "--out", "d"}, code: 2, msg: "--split 1 must be between 0 and 1 (exclusive)"},
 	}
 }
 
@@ -155,6 +169,35 @@ func TestDataPrepareShakespeare(t *testing.T) {
 		}
 	}
 	ok(t, dir, "data", "prepare", "shakespeare", "--out", "data/shakespeare", "--force")
+}
+
+// TestDataPrepareText: gptg data prepare --text on tiny-shakespeare's text
+// writes nanoGPT's data/shakespeare token files byte for byte (its
+// prepare.py is this split of its own text), and a text that is refused
+// leaves no folder behind.
+func TestDataPrepareText(t *testing.T) {
+	dir := t.TempDir()
+	ok(t, dir, "data", "export", "tinyshakespeare", "--out", "input.txt")
+	out := ok(t, dir, "data", "prepare", "--text", "input.txt", "--out", "data/mine")
+	if want := "wrote data/mine/train.bin (301966 tokens) and data/mine/val.bin (36059 tokens)\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+	for _, name := range []string{"train.bin", "val.bin"} {
+		got, err := os.ReadFile(filepath.Join(dir, "data", "mine", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := goldenTokens(t, name); !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes differ from nanoGPT's %d", name, len(got), len(want))
+		}
+	}
+	writeFiles(t, dir, map[string]string{"bad.txt": "caf\xe9\n"})
+	if r := gptg(t, dir, "data", "prepare", "--text", "bad.txt", "--out", "data/bad"); r.code != 2 {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "bad")); err == nil {
+		t.Error("a refused text left data/bad behind")
+	}
 }
 
 // TestTrainOnTokenFiles trains and evaluates on char token files: the
