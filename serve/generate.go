@@ -125,12 +125,18 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	o := sample.Options{Tokens: req.Tokens, Temperature: temp, TopK: req.TopK, TopP: req.TopP, Seed: seed}
 	s.streamTokens(w, r, ctx, func(send func(string) error) (map[string]any, error) {
-		return nil, smp.Generate(req.Prompt, o, func(tok string) error {
+		err := smp.Generate(req.Prompt, o, func(tok string) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			return send(tok)
 		})
+		if err != nil {
+			return nil, err
+		}
+		// A BPE's tokens that end inside a character are sent with the
+		// token that completes it: the events undercount the tokens drawn.
+		return map[string]any{"tokens": req.Tokens}, nil
 	})
 }
 
@@ -138,7 +144,8 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 // Events, the same for a GPT run's tokens and a translation's words:
 // "token" (its text, a JSON string) for each one gen sends, then "done"
 // ({"tokens", "seconds", "tokens_per_s", "stopped"} and the fields gen
-// returns) or "error". ctx is the generation's (the request's, cut at the
+// returns; "tokens" counts the events unless gen says how many it drew) or
+// "error". ctx is the generation's (the request's, cut at the
 // time limit): reaching the limit ends the stream with "done" saying so;
 // a closed connection (the page went away or pressed stop) ends it
 // without a word.
@@ -169,6 +176,9 @@ func (s *Server) streamTokens(w http.ResponseWriter, r *http.Request, ctx contex
 	}
 	if done == nil {
 		done = map[string]any{}
+	}
+	if drawn, ok := done["tokens"].(int); ok {
+		n = drawn
 	}
 	done["tokens"], done["seconds"], done["tokens_per_s"], done["stopped"] = n, secs, float64(n)/math.Max(secs, 1e-9), stopped
 	b, _ := json.Marshal(done)
@@ -229,16 +239,39 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		cut = len(ids) - T
 		ids = ids[cut:]
 	}
-	// The answer holds blocks × heads × T² weights: bounded, so that one
-	// request cannot make a response of gigabytes (a 12-block, 12-head
-	// model over 1,024 tokens would be 151 million).
-	if per := m.Spec.Blocks * m.Spec.Heads; per*len(ids)*len(ids) > maxAttentionWeights {
+	// A model of up to gridAbove heads answers every head's map; a larger
+	// one (GPT-2: 144) the block × head summary and one head's map, the
+	// head= one or block 0's head 0, as gptg attention shows them.
+	B, H := m.Spec.Blocks, m.Spec.Heads
+	chosen := [2]int{-1, -1}
+	if q := r.URL.Query().Get("head"); q != "" {
+		var ok bool
+		if chosen, ok = parseHead(q); !ok {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%s: want BLOCK.HEAD, such as 0.3 for block 0's head 3", oneLine(q)))
+			return
+		}
+		if chosen[0] >= B || chosen[1] >= H {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%d.%d: the model has blocks 0–%d and heads 0–%d", chosen[0], chosen[1], B-1, H-1))
+			return
+		}
+	} else if B*H > gridAbove {
+		chosen = [2]int{0, 0}
+	}
+	all := chosen[0] < 0
+	// The answer holds blocks × heads × T² weights, or T² for one head:
+	// bounded, so that one request cannot make a response of gigabytes (a
+	// 12-block, 12-head model over 1,024 tokens would be 151 million).
+	per := 1
+	if all {
+		per = B * H
+	}
+	if per*len(ids)*len(ids) > maxAttentionWeights {
 		most := int(math.Sqrt(float64(maxAttentionWeights / per)))
-		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the attention maps of %d tokens (%d blocks × %d heads × %d² weights) are more than the server answers at once (%d weights): give a text of at most %d tokens",
-			len(ids), m.Spec.Blocks, m.Spec.Heads, len(ids), maxAttentionWeights, most))
+		httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the attention maps of %d tokens (%d × %d² weights) are more than the server answers at once (%d weights): give a text of at most %d tokens",
+			len(ids), per, len(ids), maxAttentionWeights, most))
 		return
 	}
-	maps, err := smp.Attention(ids)
+	stats, maps, err := smp.AttentionHeads(ids, func(b, h int) bool { return all || (b == chosen[0] && h == chosen[1]) })
 	if err != nil {
 		fail(w, err)
 		return
@@ -251,20 +284,64 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	// encoding/json's size for a 256-token context.
 	var b strings.Builder
 	tj, _ := json.Marshal(tokens)
-	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"maps":[`, tj, cut, len(maps), m.Spec.Heads, m.Spec.Mask, m.Spec.Norm)
-	writeMaps(&b, maps)
-	b.WriteString("]}")
+	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"summary":`, tj, cut, B, H, m.Spec.Mask, m.Spec.Norm)
+	writeSummary(&b, stats)
+	if all {
+		b.WriteString(`,"maps":[`)
+		writeMaps(&b, maps)
+		b.WriteString("]}")
+	} else {
+		fmt.Fprintf(&b, `,"head":[%d,%d],"map":`, chosen[0], chosen[1])
+		writeWeights(&b, maps[chosen[0]][chosen[1]].W)
+		b.WriteString("}")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	setWriteDeadline(w)
 	io.WriteString(w, b.String())
 }
 
+// parseHead reads a head= BLOCK.HEAD, both counted from 0.
+func parseHead(s string) ([2]int, bool) {
+	bs, hs, ok := strings.Cut(s, ".")
+	b, errB := strconv.Atoi(bs)
+	h, errH := strconv.Atoi(hs)
+	if !ok || errB != nil || errH != nil || b < 0 || h < 0 {
+		return [2]int{}, false
+	}
+	return [2]int{b, h}, true
+}
+
+// writeSummary writes every head's sample.HeadStats as blocks × heads
+// arrays of [entropy, distance], null for a number a diverged model made
+// NaN.
+func writeSummary(b *strings.Builder, stats [][]sample.HeadStats) {
+	num := func(v float64) string {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "null"
+		}
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	}
+	b.WriteByte('[')
+	for bi, heads := range stats {
+		if bi > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for h, s := range heads {
+			if h > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "[%s,%s]", num(s.Entropy), num(s.Distance))
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+}
+
 // writeMaps writes attention maps, blocks × heads × weights, as nested JSON
-// arrays: 6 significant digits, and null for a weight a diverged model
-// made NaN or infinite (JSON has no NaN).
+// arrays (writeWeights).
 func writeMaps(b *strings.Builder, maps [][]matrixT) {
-	buf := make([]byte, 0, 32)
 	for bi, heads := range maps {
 		if bi > 0 {
 			b.WriteByte(',')
@@ -274,19 +351,27 @@ func writeMaps(b *strings.Builder, maps [][]matrixT) {
 			if h > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteByte('[')
-			for i, v := range mat.W {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					b.WriteString("null")
-					continue
-				}
-				b.Write(strconv.AppendFloat(buf[:0], v, 'g', 6, 64))
-			}
-			b.WriteByte(']')
+			writeWeights(b, mat.W)
 		}
 		b.WriteByte(']')
 	}
+}
+
+// writeWeights writes one head's map as a JSON array: 6 significant
+// digits, and null for a weight a diverged model made NaN or infinite
+// (JSON has no NaN).
+func writeWeights(b *strings.Builder, w []float64) {
+	buf := make([]byte, 0, 32)
+	b.WriteByte('[')
+	for i, v := range w {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b.WriteString("null")
+			continue
+		}
+		b.Write(strconv.AppendFloat(buf[:0], v, 'g', 6, 64))
+	}
+	b.WriteByte(']')
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/modelfile"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
 )
 
@@ -86,7 +88,37 @@ type runCache struct {
 	total   int
 	ckErr   error
 	metrics metricsTail
+	// modelKey and modelParams: the parameters model.safetensors's header
+	// counts, read again when the file changes.
+	modelKey    fileKey
+	modelParams int64
 }
+
+// headerParams counts the values of a model file's tensors from its header
+// alone (0 if it cannot be read: the run's state says why elsewhere).
+func headerParams(r *root, rel string) int64 {
+	real, err := r.realPath(rel)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	err = modelfile.Stream(real, modelfile.Limits{MaxFileSize: savedmodel.MaxFileSize}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+		for _, t := range tensors {
+			size := int64(1)
+			for _, d := range t.Shape {
+				size *= int64(d)
+			}
+			n += size
+		}
+		return errHeaderRead // the shapes are all it needs: no tensor is read
+	}, func(modelfile.Tensor) error { return nil })
+	if !errors.Is(err, errHeaderRead) {
+		return 0
+	}
+	return n
+}
+
+var errHeaderRead = errors.New("the header is read")
 
 // info reads the run folder f (through the cache c) into a runInfo.
 func (c *runCache) info(f *folder) runInfo {
@@ -160,6 +192,15 @@ func (c *runCache) info(f *folder) runInfo {
 	}
 	if info, err := r.fs.Stat(join(train.ModelFile)); err == nil && info.Mode().IsRegular() {
 		ri.HasModel = true
+		// A translation config leaves its vocabularies to the data
+		// (vocab = 0), and a model alone has no config: the model file's
+		// header counts them.
+		if ri.Params == 0 {
+			if k := keyOf(info); k != c.modelKey {
+				c.modelKey, c.modelParams = k, headerParams(r, join(train.ModelFile))
+			}
+			ri.Params = c.modelParams
+		}
 	}
 
 	real, err := r.realPath(f.rel)
@@ -275,9 +316,12 @@ func readable(setting string) string {
 // fillDiffers sets each run's Differs: what its config changed from the
 // config it extended, where train recorded one; else its settings that
 // not all runs of its group share: what tells it from its neighbours. A
-// group is the runs directly in a served folder, or those under one of
-// its subfolders (an ablation's or a sweep's). A run alone in its group
-// shows its departures from the defaults.
+// group is the runs of one architecture directly in a served folder, or
+// under one of its subfolders (an ablation's or a sweep's): a translation
+// run beside GPT runs is not told from them by the thirty settings every
+// translation sets. A GPT run alone in its group shows its departures from
+// the defaults, which are a GPT's; a translation run alone, its
+// architecture alone (its page shows its whole config).
 func fillDiffers(runs []runInfo) {
 	defer func() {
 		for i := range runs {
@@ -294,6 +338,7 @@ func fillDiffers(runs []runInfo) {
 		} else {
 			g = parts[0] // root/run : the root's
 		}
+		g += "\x00" + r.Arch
 		groups[g] = append(groups[g], i)
 	}
 	for _, idx := range groups {
@@ -312,6 +357,9 @@ func fillDiffers(runs []runInfo) {
 func differsIn(runs []runInfo) {
 	if len(runs) == 1 {
 		runs[0].Differs = append([]string{}, runs[0].settings...)
+		if runs[0].Arch == config.ArchEncoderDecoder {
+			runs[0].Differs = []string{"model.arch=" + config.ArchEncoderDecoder}
+		}
 		return
 	}
 	count := map[string]int{}

@@ -10,6 +10,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"encoding/json"
@@ -114,6 +115,10 @@ var (
 	// maxAttentionWeights bounds one /api/attention answer (about 9
 	// bytes of JSON a weight).
 	maxAttentionWeights = 16 << 20
+	// gridAbove: a model of more heads (blocks × heads) answers the
+	// block × head summary and one head's map instead of every map, as
+	// gptg attention shows it (GPT-2's 144 maps are a wall of stamps).
+	gridAbove = 16
 )
 
 // Server answers the pages and the API. It is safe for concurrent use.
@@ -292,8 +297,23 @@ func crossSite(r *http.Request) string {
 	return ""
 }
 
+// page answers the single page the app draws every view in. A run's page
+// comes with the run's first state (/api/run's answer) inside it, so that
+// it draws without waiting for a request: a headless browser's screenshot,
+// taken once the page has loaded, shows the run, not "loading…" (the
+// page's live metrics stream keeps the network busy forever, so "wait
+// until the network is idle" never comes).
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	b, _ := assets.ReadFile("assets/index.html")
+	if r.URL.Path == "/run" {
+		if f, c, err := s.lookup(r, kindRun); err == nil {
+			// encoding/json writes <, > and & as \u escapes: no run's
+			// name or config can close the script element.
+			state, _ := json.Marshal(s.runPageOf(f, c))
+			script := append(append([]byte(`<script id="first-state" type="application/json">`), state...), "</script>\n"...)
+			b = bytes.Replace(b, []byte(`<main id="app">`), append(script, `<main id="app">`...), 1)
+		}
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Write(b)
@@ -517,6 +537,11 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	writeJSON(w, s.runPageOf(f, c))
+}
+
+// runPageOf is /api/run's answer for the run folder f.
+func (s *Server) runPageOf(f *folder, c *runCache) runPage {
 	p := runPage{runInfo: c.info(f), MaxTokens: s.opts.MaxTokens}
 	c.mu.Lock()
 	p.Config = c.cfgText
@@ -533,7 +558,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	if p.Differs == nil {
 		p.Differs = []string{}
 	}
-	writeJSON(w, p)
+	return p
 }
 
 // summaryResult is a model summary, kept per model file version.

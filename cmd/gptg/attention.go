@@ -21,7 +21,7 @@ import (
 
 var attentionCommand = command{
 	summary: "show the attention weights of every block and head over a text",
-	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--target TEXT] [--out FILE.png|FILE.svg] [--format text|png|svg]
+	usage: `Usage: gptg attention MODEL.safetensors|RUN_DIR --text TEXT [--head B.H | --summary] [--target TEXT] [--out FILE.png|FILE.svg] [--format text|png|svg]
 
 Runs the model on TEXT (at most the context; a longer text keeps its last
 context tokens) and shows, for every block and head, the attention weights:
@@ -37,6 +37,13 @@ cross-attention alignment: one row per target word being written, one
 column per source word. The translation is the model's own greedy one,
 or --target's.
 
+A model of more than 16 heads in all (GPT-2: 12 blocks × 12 heads) shows
+the block × head summary instead of every map: for each head, the entropy
+of a position's weights in bits (0: it looks at one position) and the mean
+distance it looks back, in positions, both averaged over the positions;
+--head B.H then prints block B's head H (from 0) after the summary, or
+draws its heatmap alone. --summary asks for the summary of any model.
+
 As text, every block and head is a table printed to stdout, its columns
 in bands that fit the terminal (80 columns on a pipe). As a picture
 (PNG or SVG), the file holds a grid of heatmaps, one row per block and one
@@ -45,6 +52,10 @@ as ¶), one colour scale, 0 to 1, for all, and a colour bar.
 
 Flags:
   --text TEXT             the text to look at (required)
+  --head B.H              only block B's head H (counted from 0), after the
+                          summary
+  --summary               only the block × head summary (the default above
+                          16 heads)
   --target TEXT           a translation model's target sentence (default:
                           its own greedy translation of --text)
   --out FILE              the picture to write; its extension, .png or .svg,
@@ -66,6 +77,8 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "", "")
 	out := fs.String("out", "", "")
 	force := fs.Bool("force", false, "")
+	head := fs.String("head", "", "")
+	summary := fs.Bool("summary", false, "")
 	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -75,6 +88,8 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		return usagef("attention needs exactly one MODEL file, got %d arguments", len(pos))
 	case *text == "":
 		return usagef("attention needs --text TEXT")
+	case *summary && *head != "":
+		return usagef("--summary and --head ask for two different views; give one")
 	}
 	if *format, *out, err = pictureOutput(*format, *out, "att"); err != nil {
 		return err
@@ -92,6 +107,9 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if translate.IsTranslationFile(model) {
+		if *summary || *head != "" {
+			return usagef("--summary and --head are for language models; %s is a translation model, whose maps all show", pos[0])
+		}
 		if flagGiven(fs, "target") && strings.TrimSpace(*target) == "" {
 			return usagef("--target is empty; leave it out to see the model's own translation")
 		}
@@ -101,15 +119,21 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
 	m, err := openModel(model, func(spec config.Model) graphsOf {
-		// the sampler's graphs, and the maps read off them: blocks × heads
-		// matrices of up to context² float64s, copied once on the way
+		// the sampler's graphs, which hold every block's weights, and the
+		// maps kept from them as float64s: every head's, one or none
 		g := samplerGraphs(spec, "running")
 		T := float64(spec.Context)
-		g.extra += 2 * 8 * float64(spec.Blocks) * float64(spec.Heads) * T * T
+		g.extra += 8 * float64(keptMaps(spec, *head, *summary)) * T * T
 		return g
 	})
 	if err != nil {
 		return err
+	}
+	view := attentionView{all: *head == "" && !*summary && m.Spec.Blocks*m.Spec.Heads <= gridAbove, b: -1, h: -1}
+	if *head != "" {
+		if view.b, view.h, err = parseHead(*head, m.Spec.Blocks, m.Spec.Heads); err != nil {
+			return err
+		}
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
@@ -118,7 +142,7 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if T := m.Spec.Context; len(ids) > T {
 		ids = ids[len(ids)-T:]
 	}
-	maps, err := attentionMaps(m, ids, backend(*threads))
+	stats, maps, err := attentionHeads(m, ids, view, backend(*threads))
 	if err != nil {
 		return err
 	}
@@ -130,6 +154,16 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
+	}
+	for _, heads := range stats {
+		for _, s := range heads {
+			if math.IsNaN(s.Entropy) || math.IsNaN(s.Distance) || math.IsInf(s.Distance, 0) {
+				return notFinite(m, "attention weights")
+			}
+		}
+	}
+	if !view.all {
+		return attentionSummary(m, ids, stats, maps, view, *format, *out, stdout)
 	}
 	labels := make([]string, len(ids))
 	for i, id := range ids {
@@ -200,15 +234,83 @@ func pictureOutput(format, out, base string) (string, string, error) {
 	return ext, out, nil
 }
 
-// attentionMaps runs the model on ids and returns maps[b][h], the weights
-// of block b, head h over the len(ids) real positions (sample.Attention).
-func attentionMaps(m *savedmodel.Model, ids []int, be graph.Backend) ([][]matrix, error) {
+// keptMaps is the number of heads' maps gptg attention keeps for a model:
+// every head's up to gridAbove of them, else the --head one or none.
+func keptMaps(spec config.Model, head string, summary bool) int {
+	switch {
+	case head != "":
+		return 1
+	case summary || spec.Blocks*spec.Heads > gridAbove:
+		return 0
+	}
+	return spec.Blocks * spec.Heads
+}
+
+// attentionView is what gptg attention shows: every head's map (all), or
+// the summary with block b's head h (b = -1: none).
+type attentionView struct {
+	all  bool
+	b, h int
+}
+
+// attentionHeads runs the model on ids and returns every head's statistics
+// and the maps the view shows (sample.AttentionHeads).
+func attentionHeads(m *savedmodel.Model, ids []int, view attentionView, be graph.Backend) ([][]sample.HeadStats, [][]matrix, error) {
 	s, err := sample.New(m, be)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer s.Close()
-	return s.Attention(ids)
+	return s.AttentionHeads(ids, func(b, h int) bool { return view.all || (b == view.b && h == view.h) })
+}
+
+// attentionSummary shows the block × head summary and, if the view names
+// one, that head's map: as tables, or as a picture of the summary (the
+// head's own heatmap with --head).
+func attentionSummary(m *savedmodel.Model, ids []int, stats [][]sample.HeadStats, maps [][]matrix, view attentionView, format, out string, stdout io.Writer) error {
+	labels := make([]string, len(ids))
+	for i, id := range ids {
+		labels[i] = m.Vocab.Label(id)
+	}
+	if format == "text" {
+		printSummary(stdout, stats, len(ids), m.Spec.Mask)
+		if view.b < 0 {
+			fmt.Fprintf(stdout, "\n--head B.H prints one head's weights, such as --head %d.%d\n", len(stats)-1, 0)
+			return nil
+		}
+		for i, l := range labels {
+			labels[i] = fmt.Sprintf("%q", l)
+		}
+		fmt.Fprintf(stdout, "\nblock %d, head %d\n", view.b, view.h)
+		printMatrix(stdout, labels, labels, maps[view.b][view.h], terminal.Width(stdout))
+		return nil
+	}
+	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
+	title := figureTitle{model: m.Path, text: shown}
+	var picture []byte
+	var err error
+	var what string
+	if view.b >= 0 {
+		for i, l := range labels {
+			labels[i] = tokenLabel(l)
+		}
+		one := [][]matrix{{maps[view.b][view.h]}}
+		panels := squarePanels(one, labels)
+		panels[0][0].title = fmt.Sprintf("block %d, head %d", view.b, view.h)
+		picture, err = attentionPicture(panels, title, format)
+		what = fmt.Sprintf(": block %d, head %d over %d tokens", view.b, view.h, len(ids))
+	} else {
+		picture, err = summaryPicture(stats, evenHead(len(ids), m.Spec.Mask), title, format)
+		what = fmt.Sprintf(": the entropy and mean distance of %d×%d heads (blocks × heads) over %d tokens", len(stats), m.Spec.Heads, len(ids))
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
+		return err
+	}
+	wrote(stdout, out, "%s", what)
+	return nil
 }
 
 // printMatrix prints one head's weights, row i the position that looks

@@ -34,7 +34,9 @@ only, until Ctrl-C:
   a run     its loss curves, updated live while gptg train writes
             metrics.jsonl; its config and model summary; a sampling
             playground (tokens stream in as they are drawn); an attention
-            explorer (every block and head; hover a token, click a head)
+            explorer (each head's entropy and distance, and every head's
+            map up to 16 heads, one picked from the summary beyond; hover
+            a token, click a head)
   compare   the table and banded curves of a gptg ablate or gptg sweep folder
 Run folders are found again while the server runs: a run started later
 shows up, a deleted one goes away. Nothing is fetched from the network:

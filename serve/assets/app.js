@@ -261,8 +261,12 @@ async function runsPage() {
 
 async function runPage(id) {
   crumbs(el("a", { href: "/" }, "runs"), el("span", {}, id));
-  let run;
-  try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
+  // The page came with the run's first state (the server puts /api/run's
+  // answer in it): drawn at once, without a request to wait for.
+  let run = null;
+  const first = document.getElementById("first-state");
+  if (first) { try { run = JSON.parse(first.textContent); } catch (e) { run = null; } first.remove(); }
+  if (!run || run.id !== id) try { run = await getJSON("/api/run?id=" + encodeURIComponent(id)); } catch (e) {
     mount(el("h1", {}, id), el("p", { class: "error" }, e.message));
     return;
   }
@@ -278,7 +282,7 @@ async function runPage(id) {
       el("span", { class: "muted" }, "lines: training loss; points: test loss; updated live while train writes metrics.jsonl"), liveStatus), chartBox),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, run.arch === "encoder-decoder" ? "Translation playground" : "Sampling playground"), playground(run)),
-      el("div", { class: "panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
+      el("div", { class: "panel", id: "explorer-panel" }, el("h2", {}, "Attention explorer"), explorer(run))),
     el("div", { class: "row" },
       el("div", { class: "panel" }, el("h2", {}, "Config (config.toml)"),
         run.extends ? el("div", { class: "differs", id: "parent-changes" }, el("span", { class: "muted" }, "changes from " + run.extends + ", the config it extends: "),
@@ -414,6 +418,10 @@ function showToken(t) { return t.replace(/ /g, "·").replace(/\n/g, "¶"); }
 // head's whole (T, T) map in small with the row of the focused token
 // framed, and that row below as a strip; hovering (or tapping) a token
 // focuses it, clicking a cell draws its map large with the tokens.
+// Above the grid, the block × head summary: each head's entropy and mean
+// distance as heat tables. A model of more than 16 heads (GPT-2's 144)
+// gets no grid of stamps: the server answers the summary and one head's
+// map, and clicking a head in the summary asks for that head's.
 // A translation run has three views, each blocks × heads of (rows, cols)
 // maps: the cross-attention alignment (target words being written ×
 // source words), the encoder's and the decoder's self-attention.
@@ -428,11 +436,15 @@ function explorer(run) {
   const view = el("select", { id: "att-view" }, el("option", { value: "cross" }, "cross-attention (alignment)"),
     el("option", { value: "encoder" }, "encoder self-attention"), el("option", { value: "decoder" }, "decoder self-attention"));
   if (translating) text.value = run.example || "";
+  // A link may name the text and the head: /run?id=...&text=...&head=B.H
+  const asked = new URLSearchParams(location.search);
+  if (asked.get("text")) text.value = asked.get("text");
   const go = el("button", { class: "primary", id: "att-go" }, "Show");
   const toks = el("div", { class: "tokens", id: "att-tokens" });
   const grid = el("div", { class: "att-grid", id: "att-grid" });
   const big = el("div", { class: "att-big", id: "att-big" });
   const note = el("div", { class: "muted" });
+  const summary = el("div", { class: "att-summary", id: "att-summary" });
   // data: rows (the tokens looking), cols (those looked at), maps[b][h]
   // row-major rows × cols, heads, blocks; raw: the server's answer.
   let data = null, raw = null, focus = 0, chosen = null;
@@ -447,7 +459,38 @@ function explorer(run) {
     const s = strip.getContext("2d");
     for (let j = 0; j < k; j++) { s.fillStyle = viridis(m[focus * k + j]); s.fillRect(j * px, 0, px, 10); }
   }
+  // drawSummary lays out the summary's two heat tables, the chosen head
+  // framed; each table's colours run from its smallest to its largest.
+  function drawSummary() {
+    if (!raw || raw.translation || !raw.summary) { summary.replaceChildren(); return; }
+    const tables = [["entropy, bits", 0, 2], ["mean distance back, positions", 1, 1]].map(([title, k, digits]) => {
+      let lo = Infinity, hi = -Infinity;
+      raw.summary.forEach((r) => r.forEach((s) => { if (s[k] !== null) { lo = Math.min(lo, s[k]); hi = Math.max(hi, s[k]); } }));
+      const span = hi > lo ? hi - lo : 1;
+      return el("table", { class: "att-heat" }, el("caption", {}, title),
+        el("thead", {}, el("tr", {}, el("th", {}, "block ↓ head →"), raw.summary[0].map((_, h) => el("th", {}, String(h))))),
+        el("tbody", {}, raw.summary.map((r, b) => el("tr", {}, el("th", {}, String(b)), r.map((s, h) => {
+          const v = s[k], f = v === null ? 0 : (v - lo) / span;
+          return el("td", { class: "att-head" + (chosen && chosen[0] === b && chosen[1] === h ? " selected" : ""), "data-block": b, "data-head": h,
+            style: "background:" + viridis(f) + ";color:" + (f > 0.55 ? "#000" : "#fff"),
+            title: "block " + b + ", head " + h + ": entropy " + (s[0] === null ? "–" : s[0].toFixed(3)) + " bits, mean distance " + (s[1] === null ? "–" : s[1].toFixed(2)),
+            onclick: () => pick(b, h) }, v === null ? "–" : v.toFixed(digits));
+        })))));
+    });
+    summary.replaceChildren(el("div", { class: "muted" }, "each head over the text, averaged over the positions that look: the entropy of its weights (0 bits: one position; log2 k: k positions evenly) and how far back it looks; click a head"),
+      el("div", { class: "att-heat-row" }, tables));
+  }
+  // pick chooses a head: drawn at once when the answer has every map,
+  // asked for otherwise.
+  function pick(b, h) {
+    if (data.maps) {
+      chosen = [b, h];
+      grid.querySelectorAll(".att-cell").forEach((c) => c.classList.toggle("selected", +c.dataset.block === b && +c.dataset.head === h));
+      drawSummary(); drawBig();
+    } else load(b + "." + h);
+  }
   function drawGrid() {
+    if (!data.maps) { toks.querySelectorAll(".tok").forEach((t, i) => t.classList.toggle("active", i === focus)); if (chosen) drawBig(); return; }
     const n = data.rows.length, k = data.cols.length;
     grid.style.gridTemplateColumns = "repeat(" + data.heads + ", minmax(130px, 1fr))";
     grid.dataset.focus = focus;
@@ -459,17 +502,22 @@ function explorer(run) {
     if (chosen) drawBig();
   }
   function drawBig() {
-    const [b, h] = chosen, n = data.rows.length, k = data.cols.length, m = data.maps[b][h];
-    const cell = Math.max(8, Math.min(24, Math.floor(560 / Math.max(n, k)))), lab = translating ? 56 : 28;
+    const [b, h] = chosen, n = data.rows.length, k = data.cols.length, m = data.maps ? data.maps[b][h] : raw.map;
+    // Up to 70 tokens every cell is big enough for its tokens' labels;
+    // beyond, the map fits 1,024 pixels and the labels are left to hovering.
+    const cell = Math.max(n > 70 || k > 70 ? 1 : 8, Math.min(24, Math.floor((n > 70 || k > 70 ? 1024 : 560) / Math.max(n, k))));
+    const lab = cell < 8 ? 0 : translating ? 56 : 28;
     const c = el("canvas", { id: "att-big-map" });
     c.width = lab + k * cell; c.height = lab + n * cell;
     const g = c.getContext("2d");
     g.fillStyle = "#fff"; g.fillRect(0, 0, c.width, c.height);
     g.font = Math.min(12, cell) + "px monospace"; g.fillStyle = "#333"; g.textAlign = "center"; g.textBaseline = "middle";
-    data.cols.forEach((t, j) => g.fillText(showToken(t), lab + j * cell + cell / 2, lab / 2));
-    data.rows.forEach((t, i) => g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2));
+    if (lab) {
+      data.cols.forEach((t, j) => g.fillText(showToken(t), lab + j * cell + cell / 2, lab / 2));
+      data.rows.forEach((t, i) => g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2));
+    }
     for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) { g.fillStyle = viridis(m[i * k + j]); g.fillRect(lab + j * cell, lab + i * cell, cell, cell); }
-    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, k * cell - 2, cell - 2);
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, k * cell - 2, Math.max(cell - 2, 1));
     c.title = "row: the position that looks; column: the position it looks at";
     c.addEventListener("mousemove", (e) => {
       const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top - lab) / cell), j = Math.floor((e.clientX - r.left - lab) / cell);
@@ -488,40 +536,39 @@ function explorer(run) {
     } else {
       data = { rows: raw.tokens, cols: raw.tokens, maps: raw.maps, blocks: raw.blocks, heads: raw.heads };
       const n = raw.tokens.length;
-      note.textContent = raw.blocks + " blocks × " + raw.heads + " heads over " + n + " tokens" + (raw.dropped ? " (the first " + raw.dropped + " dropped: the context is " + n + ")" : "") + (raw.mask ? ", causal" : ", no mask") + "; hover a token, click a head";
+      note.textContent = raw.blocks + " blocks × " + raw.heads + " heads over " + n + " tokens" + (raw.dropped ? " (the first " + raw.dropped + " dropped: the context is " + n + ")" : "") + (raw.mask ? ", causal" : ", no mask") +
+        (raw.maps ? "; hover a token, click a head" : "; " + raw.blocks * raw.heads + " heads: pick one in the summary, hover a token");
     }
     focus = data.rows.length - 1;
     toks.replaceChildren(...data.rows.map((t, i) => el("span", { class: "tok", "data-i": i, title: JSON.stringify(t),
       onmouseenter: () => { focus = i; drawGrid(); }, onclick: () => { focus = i; drawGrid(); } }, showToken(t))));
     const cells = [];
     for (let b = 0; b < data.blocks; b++) for (let h = 0; h < data.heads; h++) {
-      cells.push(el("div", { class: "att-cell", "data-block": b, "data-head": h, onclick: (e) => {
-        chosen = [b, h];
-        grid.querySelectorAll(".att-cell").forEach((c) => c.classList.remove("selected"));
-        e.currentTarget.classList.add("selected");
-        drawBig();
-      } }, el("div", { class: "lbl" }, "block " + b + " · head " + h), el("canvas", { class: "map" }), el("canvas", { class: "strip" })));
+      cells.push(el("div", { class: "att-cell", "data-block": b, "data-head": h, onclick: () => pick(b, h) }, el("div", { class: "lbl" }, "block " + b + " · head " + h), el("canvas", { class: "map" }), el("canvas", { class: "strip" })));
     }
-    grid.replaceChildren(...cells);
-    chosen = null; big.replaceChildren();
+    grid.replaceChildren(...(data.maps ? cells : []));
+    chosen = raw.head || null; big.replaceChildren();
+    drawSummary();
     drawGrid();
   }
-  async function load() {
+  // load runs the model on the text; head ("B.H") asks for that head's
+  // map beside the summary.
+  async function load(head) {
     note.textContent = "running the model…";
     try {
       raw = await getJSON("/api/attention?id=" + encodeURIComponent(run.id) + "&text=" + encodeURIComponent(text.value) +
-        (translating && target.value.trim() ? "&target=" + encodeURIComponent(target.value) : ""));
+        (translating && target.value.trim() ? "&target=" + encodeURIComponent(target.value) : "") + (typeof head === "string" ? "&head=" + head : ""));
     } catch (e) { note.textContent = ""; note.append(el("span", { class: "error" }, e.message)); return; }
     show();
   }
-  go.addEventListener("click", load);
+  go.addEventListener("click", () => load());
   view.addEventListener("change", () => { if (raw) show(); });
   text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
   target.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
-  if (run.has_model && text.value.trim()) setTimeout(load, 0);
+  if (run.has_model && text.value.trim()) setTimeout(() => load(/^\d+\.\d+$/.test(asked.get("head") || "") ? asked.get("head") : undefined), 0);
   else if (run.has_model) note.textContent = "type a sentence and press Show";
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
-  return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, grid, big);
+  return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, summary, grid, big);
 }
 
 // ---- compare page -------------------------------------------------------
