@@ -72,7 +72,11 @@ type Options struct {
 	// Baseline names the variant the others are compared with ("" = the first).
 	Baseline string
 	Exe      string // the gptg binary that trains and evaluates
-	Log      io.Writer
+	// Launch, when set, starts each training over MPI: the command and its
+	// arguments before Exe (mpirun -np N), the training given --distributed.
+	// Evaluations run as plain processes.
+	Launch []string
+	Log    io.Writer
 	// SamplePrompt starts each run's sample; "" (or a prompt with tokens
 	// outside the run's vocabulary) takes the config's [sample] prompt.
 	SamplePrompt string
@@ -450,7 +454,11 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 		return Failed, false, err
 	}
 	event(kind)
-	if err := gptg(ctx, opts.Exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
+	exe := opts.Exe
+	if len(opts.Launch) > 0 {
+		exe, args = opts.Launch[0], append(append(slices.Clone(opts.Launch[1:]), opts.Exe), append(args, "--distributed")...)
+	}
+	if err := gptg(ctx, exe, nil, stderrLog(r.Dir, "train"), args...); err != nil {
 		if ctx.Err() != nil {
 			event("interrupted")
 			if kind == "fresh" && startedWithoutCheckpoint(r.Dir) {
@@ -566,6 +574,9 @@ func gptg(ctx context.Context, exe string, stdout io.Writer, logPath string, arg
 	text := strings.TrimSpace(stderr.String())
 	lines := strings.Split(text, "\n")
 	msg := strings.TrimSpace(lines[len(lines)-1])
+	if strings.HasPrefix(msg, "---") {
+		msg = mpirunError(lines) // a training over MPI (Options.Launch)
+	}
 	if msg == "" {
 		msg = fmt.Sprintf("gptg %s: %v", args[0], err)
 	}
@@ -895,4 +906,23 @@ func lastStep(dir string) (step int, ok bool) {
 		return 0, false
 	}
 	return row.Step, true
+}
+
+// mpirunError is the line that says why a training under mpirun failed,
+// whose banners (framed by dashes) follow the ranks' output: rank 0's
+// line (the last one of gptg's), else the first line of mpirun's own.
+func mpirunError(lines []string) string {
+	own, first := "", ""
+	for _, l := range lines {
+		switch l = strings.TrimSpace(l); {
+		case strings.HasPrefix(l, "gptg "):
+			own = l
+		case first == "" && l != "" && !strings.HasPrefix(l, "---"):
+			first = l
+		}
+	}
+	if own != "" {
+		return own
+	}
+	return first
 }

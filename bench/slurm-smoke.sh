@@ -3,6 +3,7 @@
 # this machine, talking only to 127.0.0.1.
 #
 #   sudo bench/slurm-smoke.sh          # Debian/Ubuntu, root: installs slurm-wlm and munge
+#   sudo bench/slurm-smoke.sh --mpi    # the distributed training alone (below)
 #
 # It installs Debian's slurm-wlm and munge (apt-get) when they are missing,
 # starts munged, slurmctld and slurmd on localhost with a config of its own
@@ -17,6 +18,11 @@
 #     has every logged step once, and its model equals an uninterrupted
 #     training of the same entry (same test loss to all printed digits);
 #   - the table was collected by a dependent job (`gptg sweep collect`).
+# Then a distributed training (gptg built with -tags mpi; Debian's
+# openmpi-bin and libopenmpi-dev installed when missing) as one job of 2
+# tasks, mpirun inside the allocation starting one rank per task, and as
+# a sweep entry of `gptg sweep emit slurm --ranks 2`: each must finish and
+# give the model file of one process, byte for byte.
 # Everything lives in a temporary folder (kept, its path printed); the
 # daemons are stopped at the end. Exit 0 when every check passed.
 set -euo pipefail
@@ -113,6 +119,7 @@ say "cluster up: node $node, $cpus CPUs, partition smoke"
 
 # --- gptg and the sweep ---------------------------------------------------------
 go build -o "$work/bin/gptg" ./cmd/gptg
+if [ "${1:-}" != --mpi ]; then
 gptg="$work/bin/gptg"
 proj="$work/proj"
 mkdir -p "$proj/data" "$proj/configs"
@@ -204,3 +211,73 @@ say "requeued run equals an uninterrupted one: $a"
 grep -q "| 2/2 |" sweep-lr/summary.md || fail "summary.md has no row with both seeds"
 cat sweep-lr/summary.md
 say "OK: 8 runs on Slurm, one requeued mid-run and resumed, table collected"
+cd "$repo"
+fi
+
+# --- one training on 2 tasks (MPI) ------------------------------------------------
+if ! command -v mpirun >/dev/null || ! command -v gcc >/dev/null || ! pkg-config --exists ompi-c 2>/dev/null; then
+  say "installing openmpi-bin and libopenmpi-dev"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev gcc pkg-config >/dev/null
+fi
+CGO_ENABLED=1 go build -tags mpi -o "$work/bin/gptg-mpi" ./cmd/gptg
+dist="$work/dist"
+mkdir -p "$dist"
+cp testdata/tiny.txt "$dist/tiny.txt"
+# A step of 4 batches, 2 per rank; dropout, so each batch's masks must
+# follow it to its rank.
+cat >"$dist/small.toml" <<'EOF'
+[data]
+path = "tiny.txt"
+stride = 4
+[model]
+context = 16
+embedding = 16
+blocks = 1
+heads = 2
+dropout = 0.1
+[train]
+batch = 2
+grad_accum = 4
+max_steps = 200
+log_every = 50
+eval_every = 100
+checkpoint_every = 50
+EOF
+cd "$dist"
+"$work/bin/gptg-mpi" train small.toml --set train.out=one --quiet >/dev/null
+# mpirun finds the job's tasks in Slurm's environment (its ras/slurm).
+djob=$(sbatch --parsable --ntasks=2 --cpus-per-task=1 --chdir="$dist" --output="$dist/job.log" \
+  --wrap "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun $work/bin/gptg-mpi train small.toml --set train.out=two --distributed")
+say "submitted the 2-task distributed training, job $djob"
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -j "$djob" -o %i 2>/dev/null)" ] && break
+  sleep 1
+done
+[ -z "$(squeue -h -j "$djob" -o %i)" ] || fail "the distributed job is still queued after 10 minutes"
+cat job.log
+grep -q "distributed over 2 ranks" job.log || fail "the job did not train on 2 ranks"
+grep -q "done: 200 steps" job.log || fail "the distributed job did not finish"
+cmp one/model.safetensors two/model.safetensors || fail "2 ranks on Slurm gave another model than one process"
+say "OK: a 2-task distributed training on Slurm finished with one process's model, byte for byte"
+# The same training as a sweep entry: gptg sweep emit slurm --ranks 2
+# makes the array task a job of 2 tasks whose sweep run starts mpirun.
+printf 'configs = ["small.toml"]\nseeds = 1\nout = "sw"\n' >sw.toml
+"$work/bin/gptg-mpi" sweep sw.toml >/dev/null
+"$work/bin/gptg-mpi" sweep emit slurm sw --ranks 2 --cpus 1 --memory 0.5 >/dev/null
+grep -q -- "--ntasks=2" sw/sweep.sbatch || fail "sweep emit slurm --ranks 2 did not ask for 2 tasks"
+# sbatch passes this environment on: mpirun may run as root here.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+sjob=$(sbatch --parsable sw/sweep.sbatch)
+say "submitted the sweep of one entry on 2 ranks, job $sjob"
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -j "$sjob" -o %i 2>/dev/null)" ] && break
+  sleep 1
+done
+[ -z "$(squeue -h -j "$sjob" -o %i)" ] || fail "the sweep job is still queued after 10 minutes"
+cat sw/logs/task-0.log
+entry=$(find sw/runs -name model.safetensors | head -1)
+[ -n "$entry" ] || fail "the sweep entry wrote no model"
+"$work/bin/gptg-mpi" train small.toml --set train.seed=1 --set train.out=one-seed1 --quiet >/dev/null
+cmp one-seed1/model.safetensors "$entry" || fail "the sweep entry on 2 ranks gave another model than one process"
+say "OK: a sweep entry on 2 ranks (sweep emit slurm --ranks 2) finished with one process's model, byte for byte"

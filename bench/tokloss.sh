@@ -84,8 +84,8 @@ wait
 # The test loss a run printed last ("test loss L over N batches").
 testloss() { sed -n 's/.*test loss \([0-9.]*\) over.*/\1/p' "$1.log" | tail -1; }
 
-printf '| tokenizer | vocabulary | bytes per token (whole text) | test tokens | test characters per token | test loss, nats per token | nats per character | bits per character |\n'
-printf '|---|---|---|---|---|---|---|---|\n'
+printf '| tokenizer | vocabulary | parameters | bytes per token (whole text) | test tokens | test characters per token | test loss, nats per token | nats per character | bits per character |\n'
+printf '|---|---|---|---|---|---|---|---|---|\n'
 for kind in $kinds; do
 	first=$(set -- $seeds; echo "$1")
 	# Tokens of the whole text, their bytes, and the test split's (the tokens from int(n × 0.9) on).
@@ -99,13 +99,14 @@ for kind in $kinds; do
 		}')
 	# Word tokens drop the whitespace: scale their bytes to the text's characters.
 	chars=$(awk -v tb="$testBytes" -v all="$allBytes" -v size="$(wc -c <"$out/shake.txt")" 'BEGIN { printf "%.0f", tb * size / all }')
+	params=$("$gptg" inspect "$out/runs/$kind-$first" | awk '$1 == "total" { print $2 }')
 	losses=""
 	for seed in $seeds; do losses="$losses $(testloss "$out/runs/$kind-$seed")"; done
-	awk -v kind="$kind" -v vocab="$vocab" -v per="$perTok" -v tt="$testTok" -v chars="$chars" -v losses="$losses" 'BEGIN {
+	awk -v kind="$kind" -v vocab="$vocab" -v params="$params" -v per="$perTok" -v tt="$testTok" -v chars="$chars" -v losses="$losses" 'BEGIN {
 		k = split(losses, l, " "); s = 0; for (i = 1; i <= k; i++) s += l[i]; mean = s / k
 		v = 0; for (i = 1; i <= k; i++) v += (l[i] - mean)^2; sd = (k > 1) ? sqrt(v / (k - 1)) : 0
 		cpt = chars / tt
-		printf "| %s | %s | %s | %d | %.3f | %.4f ± %.4f | %.4f ± %.4f | %.4f ± %.4f |\n", kind, vocab, per, tt, cpt, mean, sd, mean / cpt, sd / cpt, mean / cpt / log(2), sd / cpt / log(2)
+		printf "| %s | %s | %s | %s | %d | %.3f | %.4f ± %.4f | %.4f ± %.4f | %.4f ± %.4f |\n", kind, vocab, params, per, tt, cpt, mean, sd, mean / cpt, sd / cpt, mean / cpt / log(2), sd / cpt / log(2)
 	}'
 done
 echo "(mean ± sd over seeds $seeds; $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'); gptg $(git rev-parse --short HEAD))"

@@ -21,7 +21,11 @@ type SlurmOptions struct {
 	Partition string // --partition, "" = the default
 	Gptg      string // the gptg binary the tasks run (an absolute path, or a name on the PATH)
 	Workdir   string // the folder tasks run in (relative data paths start there); absolute
-	MemoryMiB int    // --mem of each task; 0 = the partition's default
+	MemoryMiB int    // memory of each task (of each rank with Ranks); 0 = the partition's default
+	// Ranks, above 1, makes each array task a job of Ranks tasks (one MPI
+	// rank each, CPUs cores each) whose entry trains with mpirun -np Ranks
+	// gptg train --distributed: the gptg binary must be built with -tags mpi.
+	Ranks int
 }
 
 // Slurm writes an sbatch script that runs the sweep in dir (absolute) as
@@ -67,7 +71,7 @@ func Slurm(dir string, entries int, o SlurmOptions) ([]byte, error) {
 	fmt.Fprintf(&b, "#SBATCH --job-name=gptg-%s\n", jobName(filepath.Base(dir)))
 	fmt.Fprintf(&b, "#SBATCH --array=%s\n", array)
 	fmt.Fprintf(&b, "#SBATCH --cpus-per-task=%d\n", o.CPUs)
-	fmt.Fprintf(&b, "#SBATCH --ntasks=1\n")
+	fmt.Fprintf(&b, "#SBATCH --ntasks=%d\n", max(1, o.Ranks))
 	fmt.Fprintf(&b, "#SBATCH --chdir=%s\n", o.Workdir)
 	fmt.Fprintf(&b, "#SBATCH --output=%s\n", filepath.Join(dir, "logs", "task-%a.log"))
 	fmt.Fprintf(&b, "#SBATCH --open-mode=append\n")
@@ -78,8 +82,19 @@ func Slurm(dir string, entries int, o SlurmOptions) ([]byte, error) {
 	if o.Partition != "" {
 		fmt.Fprintf(&b, "#SBATCH --partition=%s\n", o.Partition)
 	}
-	if o.MemoryMiB > 0 {
+	switch {
+	case o.MemoryMiB > 0 && o.Ranks > 1:
+		// --mem is per node, and Slurm may put several ranks on one: ask
+		// per CPU, each rank's memory over its CPUs.
+		fmt.Fprintf(&b, "#SBATCH --mem-per-cpu=%dM\n", (o.MemoryMiB+o.CPUs-1)/o.CPUs)
+	case o.MemoryMiB > 0:
 		fmt.Fprintf(&b, "#SBATCH --mem=%dM\n", o.MemoryMiB)
+	}
+	ranks := ""
+	if o.Ranks > 1 {
+		ranks = fmt.Sprintf(" --ranks %d", o.Ranks)
+		fmt.Fprintf(&b, "# Each entry trains on %d MPI ranks, one per task: mpirun, started by gptg sweep run,\n", o.Ranks)
+		fmt.Fprintf(&b, "# finds them in the job's allocation. The gptg binary must be built with -tags mpi.\n")
 	}
 	fmt.Fprintf(&b, `
 # One gptg process per task, using the CPUs Slurm gave it.
@@ -87,8 +102,8 @@ export GOMAXPROCS="${SLURM_CPUS_PER_TASK:-%d}"
 echo "task ${SLURM_ARRAY_TASK_ID} on $(hostname), restart ${SLURM_RESTART_COUNT:-0}, $(date -u +%%FT%%TZ)"
 # exec: Slurm's SIGTERM (scancel, preemption, requeue) reaches gptg, which
 # saves a checkpoint; the requeued task resumes from it.
-exec %s sweep run %s
-`, o.CPUs, shellQuote(o.Gptg), shellQuote(dir))
+exec %s sweep run %s%s
+`, o.CPUs, shellQuote(o.Gptg), shellQuote(dir), ranks)
 	return b.Bytes(), nil
 }
 

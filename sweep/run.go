@@ -43,8 +43,11 @@ type RunOptions struct {
 	Jobs        int  // runs at once when running all
 	RetryFailed bool // run entries whose last attempt failed again
 	Exe         string
-	Log         io.Writer
-	Backend     graph.Backend // for the samples of the table
+	// Launch starts each training over MPI (ablate.Options.Launch): mpirun
+	// -np N for a sweep run --ranks N.
+	Launch  []string
+	Log     io.Writer
+	Backend graph.Backend // for the samples of the table
 	// ProgressEvery is the time between progress lines (0: 30 s).
 	ProgressEvery time.Duration
 }
@@ -94,7 +97,7 @@ func Run(ctx context.Context, dir string, opts RunOptions) ([]*ablate.Result, er
 		fmt.Fprintf(events, "%s entry %d host %s pid %d: %s\n", time.Now().UTC().Format(time.RFC3339), byDir[s.Dir].Index, host, os.Getpid(), oneLine(event))
 	}
 	results, err := ablate.Execute(ctx, specs, ablate.Options{
-		Jobs: opts.Jobs, Exe: opts.Exe, Log: opts.Log,
+		Jobs: opts.Jobs, Exe: opts.Exe, Launch: opts.Launch, Log: opts.Log,
 		ProgressEvery: opts.ProgressEvery, Event: logEvent, Backend: opts.Backend,
 	})
 	for _, r := range results {

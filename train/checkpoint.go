@@ -134,20 +134,8 @@ func readCheckpoint(dir string, cfg *config.Config, runID string, total int, par
 	if err := json.Unmarshal([]byte(f.Meta["state"]), &st); err != nil {
 		return nil, fmt.Errorf("%s: bad state: %v", path, err)
 	}
-	// Both carry the run id since run ids exist; a run older than them has
-	// it in neither. One without the other is a file edited or swapped:
-	// without the check, a config.toml whose id line was deleted resumed
-	// over any checkpoint of the same config.
-	switch conf := filepath.Join(dir, ConfigFile); {
-	case st.RunID != "" && runID != "" && st.RunID != runID:
-		return nil, fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
-			path, st.RunID, ConfigFile, runID)
-	case st.RunID != "" && runID == "":
-		return nil, fmt.Errorf("%s has no run id line, so nothing says that %s (of run %s) is this run's: if it is, put the line %q back at the top of %s; else start over with --force",
-			conf, path, st.RunID, runIDPrefix+st.RunID, ConfigFile)
-	case st.RunID == "" && runID != "":
-		return nil, fmt.Errorf("%s has no run id, so nothing says that it belongs to this run (%s is run %s): put this run's checkpoint back, or start over with --force",
-			path, ConfigFile, runID)
+	if err := checkRunID(dir, path, st.RunID, runID); err != nil {
+		return nil, err
 	}
 	if err := sameRun(cfg, dir, f.Meta["config"]); err != nil {
 		return nil, err
@@ -163,6 +151,37 @@ func readCheckpoint(dir string, cfg *config.Config, runID string, total int, par
 		return nil, fmt.Errorf("the run in %s is at step %d, past the %d steps its length now gives: a run can be extended, not shortened",
 			dir, st.Step, total)
 	}
+	if err := setTensors(f, path, params, opt, st.AdamSteps > 0); err != nil {
+		return nil, err
+	}
+	opt.Steps = st.AdamSteps
+	return &st, nil
+}
+
+// checkRunID refuses a checkpoint (path, of run saved) that is not of the
+// run whose config.toml in dir says runID.
+func checkRunID(dir, path, saved, runID string) error {
+	// Both carry the run id since run ids exist; a run older than them has
+	// it in neither. One without the other is a file edited or swapped:
+	// without the check, a config.toml whose id line was deleted resumed
+	// over any checkpoint of the same config.
+	switch conf := filepath.Join(dir, ConfigFile); {
+	case saved != "" && runID != "" && saved != runID:
+		return fmt.Errorf("%s belongs to another run (run id %s; %s is run %s): put this run's checkpoint back, or start over with --force",
+			path, saved, ConfigFile, runID)
+	case saved != "" && runID == "":
+		return fmt.Errorf("%s has no run id line, so nothing says that %s (of run %s) is this run's: if it is, put the line %q back at the top of %s; else start over with --force",
+			conf, path, saved, runIDPrefix+saved, ConfigFile)
+	case saved == "" && runID != "":
+		return fmt.Errorf("%s has no run id, so nothing says that it belongs to this run (%s is run %s): put this run's checkpoint back, or start over with --force",
+			path, ConfigFile, runID)
+	}
+	return nil
+}
+
+// setTensors sets params, and with adam AdamW's moments, from the
+// checkpoint f read from path.
+func setTensors(f *modelfile.File, path string, params []*graph.Param, opt *AdamW, adam bool) error {
 	get := func(name string, shape []int) ([]float64, error) {
 		tn, ok := f.Tensors[name]
 		if !ok {
@@ -181,28 +200,27 @@ func readCheckpoint(dir string, cfg *config.Config, runID string, total int, par
 		return out, nil
 	}
 	n := len(params)
-	if st.AdamSteps > 0 {
+	if adam {
 		opt.M, opt.V = make([][]float64, n), make([][]float64, n)
 	}
 	for i, p := range params {
 		w, err := get("param/"+p.Name, p.Shape)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := p.SetFloat64s(w); err != nil {
-			return nil, err
+			return err
 		}
-		if st.AdamSteps > 0 {
+		if adam {
 			if opt.M[i], err = get("adam.m/"+p.Name, p.Shape); err != nil {
-				return nil, err
+				return err
 			}
 			if opt.V[i], err = get("adam.v/"+p.Name, p.Shape); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	opt.Steps = st.AdamSteps
-	return &st, nil
+	return nil
 }
 
 // checkState refuses a state that no run could have saved, which a resume

@@ -188,40 +188,7 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 		}
 		return d.Path, nil
 	}
-	var candidates, seen []string
-	add := func(path string) {
-		abs, err := filepath.Abs(path)
-		if path == "" || err != nil || slices.Contains(seen, abs) {
-			return
-		}
-		seen = append(seen, abs)
-		candidates = append(candidates, path)
-	}
-	add(d.Path)
-	add(o.File)
-	if o.FromRun != "" && !filepath.IsAbs(o.FromRun) {
-		add(filepath.Join(dir, o.FromRun))
-	}
-	named := len(candidates) // the places an error lists one by one
-	if !filepath.IsAbs(d.Path) {
-		add(filepath.Join(dir, d.Path))
-		named = len(candidates)
-		if o.MadeFrom != "" {
-			for folder := filepath.Dir(o.MadeFrom); ; folder = filepath.Dir(folder) {
-				add(filepath.Join(folder, d.Path))
-				if filepath.Dir(folder) == folder {
-					break
-				}
-			}
-		}
-	}
-	// Last, the file's name beside the run folder and inside it: a corpus
-	// moved next to its runs (runs/tiny.txt for runs/c) or into one.
-	name := filepath.Base(d.Path)
-	beside, inside := filepath.Join(filepath.Dir(filepath.Clean(dir)), name), filepath.Join(dir, name)
-	last := len(candidates)
-	add(beside)
-	add(inside)
+	candidates, named, last := corpusPlaces(dir, d, o)
 
 	digest := corpus.Digest
 	if d.Format == config.FormatTokens {
@@ -262,6 +229,55 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	if d.URL != "" || d.Prepare != "" { // downloaded or prepared again when loaded
 		return d.Path, nil
 	}
+	return "", notFoundError(dir, d, o, want, candidates, named, last)
+
+}
+
+// corpusPlaces lists, without repeats, the places findCorpus looks for
+// the corpus of the run in dir, in its order: the first named of them
+// are the ones a "not found" lists one by one, from last on the file's
+// name beside the run folder and inside it.
+func corpusPlaces(dir string, d config.Data, o corpusOrigin) (candidates []string, named, last int) {
+	var seen []string
+	add := func(path string) {
+		abs, err := filepath.Abs(path)
+		if path == "" || err != nil || slices.Contains(seen, abs) {
+			return
+		}
+		seen = append(seen, abs)
+		candidates = append(candidates, path)
+	}
+	add(d.Path)
+	add(o.File)
+	if o.FromRun != "" && !filepath.IsAbs(o.FromRun) {
+		add(filepath.Join(dir, o.FromRun))
+	}
+	named = len(candidates) // the places an error lists one by one
+	if !filepath.IsAbs(d.Path) {
+		add(filepath.Join(dir, d.Path))
+		named = len(candidates)
+		if o.MadeFrom != "" {
+			for folder := filepath.Dir(o.MadeFrom); ; folder = filepath.Dir(folder) {
+				add(filepath.Join(folder, d.Path))
+				if filepath.Dir(folder) == folder {
+					break
+				}
+			}
+		}
+	}
+	// Last, the file's name beside the run folder and inside it: a corpus
+	// moved next to its runs (runs/tiny.txt for runs/c) or into one.
+	name := filepath.Base(d.Path)
+	beside, inside := filepath.Join(filepath.Dir(filepath.Clean(dir)), name), filepath.Join(dir, name)
+	last = len(candidates)
+	add(beside)
+	add(inside)
+	return candidates, named, last
+}
+
+// notFoundError says where findCorpus looked for a corpus it did not find
+// (candidates, as corpusPlaces gave them).
+func notFoundError(dir string, d config.Data, o corpusOrigin, want content, candidates []string, named, last int) error {
 	where := "it is not at " + strings.Join(candidates[:named], ", ")
 	if !filepath.IsAbs(d.Path) && o.MadeFrom != "" {
 		where += fmt.Sprintf(", nor under the folder of %s or those above it", o.MadeFrom)
@@ -273,7 +289,7 @@ func findCorpus(dir string, d config.Data, o corpusOrigin) (string, error) {
 	if want != (content{}) {
 		what = " (" + want.String() + ")"
 	}
-	return "", fmt.Errorf("the corpus of run %s%s is not found: %s; put it back at %s",
+	return fmt.Errorf("the corpus of run %s%s is not found: %s; put it back at %s",
 		dir, what, where, d.Path)
 }
 
@@ -327,4 +343,26 @@ func (e *CorpusChangedError) Error() string {
 // changedError refuses a corpus that is not the run's, naming both.
 func changedError(dir, path string, got, want content) error {
 	return &CorpusChangedError{Path: path, Dir: dir, got: got, want: want}
+}
+
+// recordCorpus writes the run's record of its corpus into its config: its
+// content, checked whenever the run is resumed or evaluated, and where it
+// was.
+func (t *trainer) recordCorpus() {
+	d := &t.cfg.Data
+	if d.SHA256 == "" {
+		d.SHA256 = t.data.SHA256
+	}
+	if d.Size == 0 {
+		d.Size = t.data.Size
+	}
+	if d.Format == config.FormatTokens {
+		if d.ValSHA256 == "" {
+			d.ValSHA256 = t.data.ValSHA256
+		}
+		if d.ValSize == 0 {
+			d.ValSize = t.data.ValSize
+		}
+	}
+	t.origin = newOrigin(*d, t.cfg.Path, t.dir)
 }

@@ -107,6 +107,8 @@ func (t *trainer) initFrom(path string) error {
 	if err != nil {
 		return fmt.Errorf("--init: %w", err)
 	}
+	full := m.Spec.Context
+	cropped := cropPositions(m, t.cfg.Model.Context)
 	want, got := config.Default(), config.Default()
 	want.Model, got.Model = t.cfg.Model, m.Spec
 	got.Model.Dropout, got.Model.Dtype = want.Model.Dropout, want.Model.Dtype // the run's own
@@ -127,5 +129,35 @@ func (t *trainer) initFrom(path string) error {
 		return fmt.Errorf("--init: %w", err)
 	}
 	fmt.Fprintf(t.opts.Log, "starting from the weights of %s\n", path)
+	if cropped {
+		fmt.Fprintf(t.opts.Log, "  its %d learned positions cut to the config's context of %d\n", full, t.cfg.Model.Context)
+	}
 	return nil
+}
+
+// cropPositions cuts the learned position table of m to its first
+// context rows when the config trains a shorter context than the file's,
+// as nanoGPT's crop_block_size does for fine-tuning GPT-2 at block_size
+// 256: every other weight is independent of the context, and a position
+// the run never reaches would only be carried along unchanged. A longer
+// context than the file's is left for initFrom to refuse.
+func cropPositions(m *savedmodel.Model, context int) bool {
+	spec := m.Spec
+	if spec.Positions != "learned" || context <= 0 || context >= spec.Context || spec.EncoderDecoder() {
+		return false
+	}
+	pos, ok := m.Tensors["pos.weight"]
+	if !ok || len(pos.Shape) != 2 || pos.Shape[0] != spec.Context || pos.Len() != spec.Context*pos.Shape[1] {
+		return false // Apply names what is wrong
+	}
+	n := context * pos.Shape[1]
+	pos.Shape = []int{context, pos.Shape[1]}
+	if pos.F32 != nil {
+		pos.F32 = pos.F32[:n]
+	} else {
+		pos.F64 = pos.F64[:n]
+	}
+	m.Tensors["pos.weight"] = pos
+	m.Spec.Context = context
+	return true
 }

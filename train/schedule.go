@@ -1,6 +1,10 @@
 package train
 
-import "math"
+import (
+	"math"
+
+	"github.com/gptg/gptg/config"
+)
 
 // Schedule is the learning rate per step. Steps count from 0.
 //
@@ -30,4 +34,14 @@ func (s Schedule) At(step int) float64 {
 	}
 	p := math.Min(1, float64(step-s.Warmup)/float64(max(1, s.Total-s.Warmup)))
 	return s.MinLR + 0.5*(s.LR-s.MinLR)*(1+math.Cos(math.Pi*p))
+}
+
+// RunLength is the number of steps a run takes: train.max_steps when it is
+// set, as nanoGPT's max_iters (the epochs then only say how the data is
+// ordered), else train.epochs passes of perEpoch steps.
+func RunLength(tr config.Train, perEpoch int) int {
+	if tr.MaxSteps > 0 {
+		return tr.MaxSteps
+	}
+	return int(float64(perEpoch) * tr.Epochs)
 }

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	G "gorgonia.org/gorgonia"
 
@@ -21,6 +22,18 @@ type Stepper struct {
 	Accum int
 	// Seed draws the dropout masks of every forward pass, from (Seed, pass).
 	Seed int64
+	// Comm, when it has more than one rank, shares each step's Accum
+	// batches among the ranks of a distributed run (distributed.go).
+	Comm Comm
+
+	// Stop, in a distributed run, says this rank was asked to stop; the
+	// ranks agree on it in each step's exchange (stopAgreed).
+	Stop func() bool
+
+	chain32      *chain[float32]
+	chain64      *chain[float64]
+	stopAgreed   bool         // some rank was asked to stop during the last step
+	waitingSince atomic.Int64 // when the step's exchange began (Unix ns), 0 outside it
 
 	pairs   []G.ValueGrad
 	grads   []any
@@ -57,6 +70,13 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	r := StepResult{LR: s.Sched.At(step)}
 	accum := max(1, s.Accum)
 	n := len(tokens) / accum
+	if s.Comm != nil && s.Comm.Size() > 1 {
+		var err error
+		if r.Loss, err = s.gradsAcross(step, tokens, targets); err != nil {
+			return r, err
+		}
+		accum = 0 // the gradients are in place
+	}
 	for k := 0; k < accum; k++ {
 		s.Prog.SetDropout(s.Seed, uint64(step*accum+k))
 		if err := s.Prog.Run(tokens[k*n:(k+1)*n], targets[k*n:(k+1)*n]); err != nil {

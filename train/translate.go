@@ -76,6 +76,7 @@ func runTranslation(ctx context.Context, cfg *config.Config, opts Options) (*Res
 	if err := refuseExistingRun(dir, opts); err != nil {
 		return nil, err
 	}
+	opts.starting()
 	if err := downloadPairs(ctx, cfg.Data, opts); err != nil {
 		return nil, err
 	}
@@ -335,101 +336,24 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 	perEpoch := tr.perEpoch()
 	bar := newProgress(tr.opts, tr.total, tr.step)
 	defer bar.finish()
-	batches := make([]*pairs.Batch, len(tr.progs))
-	for k := range batches {
-		batches[k] = tr.train.NewBatch(k)
+	feed := &pairFeed{batcher: tr.train, seed: uint64(cfg.Seed), perEpoch: perEpoch, epoch: -1}
+	for k := range len(tr.progs) {
+		feed.batches = append(feed.batches, tr.train.NewBatch(k))
 	}
-	var plans []pairs.Plan
-	epoch := -1
 	for tr.step < tr.total {
 		if ctx.Err() != nil {
-			bar.finish()
-			if err := tr.saveAll(); err != nil {
-				return nil, fmt.Errorf("interrupted, and saving failed: %w", err)
-			}
-			fmt.Fprintf(tr.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
-				tr.step, tr.total, tr.dir, tr.dir)
-			return nil, ErrInterrupted
+			return nil, tr.stopInterrupted(bar)
 		}
-		step := tr.step
-		start := time.Now()
-		r := StepResult{LR: tr.sched.At(step)}
-		// The step's batches (grad_accum of them): their gradients are
-		// summed in float64 and their mean left in the last one's buffers,
-		// whose parameter pairs the optimizer updates through, as the
-		// GPT's Stepper does (addGrad).
-		accum := tr.accumSteps()
-		var plan pairs.Plan
-		for a := range accum {
-			k := step*accum + a
-			if e := k / perEpoch; e != epoch {
-				plans, epoch = tr.train.Epoch(uint64(cfg.Seed), e), e
-			}
-			plan = plans[k%perEpoch]
-			b, p := batches[plan.Bucket], tr.progs[plan.Bucket]
-			tr.train.Fill(plan, b)
-			p.SetDropout(cfg.Seed, uint64(k))
-			if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
-				return nil, err
-			}
-			r.Loss += p.Loss() / float64(accum)
-			for i, g := range p.Grads {
-				tr.grads[plan.Bucket][i] = g.Value().Data()
-			}
-			if accum > 1 {
-				if tr.sums == nil {
-					tr.sums = make([][]float64, len(p.Grads))
-				}
-				for i, g := range tr.grads[plan.Bucket] {
-					switch d := g.(type) {
-					case []float32:
-						tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
-					case []float64:
-						tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
-					}
-				}
-			}
-			tr.tokens += float64(b.Tokens)
-		}
-		r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
-		if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
-			return nil, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr or a longer warmup); %s",
-				step+1, r.Loss, r.GradNorm, tr.lastCheckpoint())
-		}
-		tr.opt.LR = r.LR
-		if err := tr.opt.Step(tr.pairs[plan.Bucket]); err != nil {
+		r, err := tr.trainStep(feed)
+		if err != nil {
 			return nil, err
 		}
-		tr.trainSecs += time.Since(start).Seconds()
-		tr.lossSum += r.Loss
-		tr.lossCount++
-		tr.lastGN = r.GradNorm
-		tr.step++
-
 		done := tr.step
 		evalNow := done == tr.total || (cfg.EvalEvery > 0 && done%cfg.EvalEvery == 0)
 		if !evalNow && done%max(1, cfg.LogEvery) != 0 {
 			bar.step(done, r)
-		} else {
-			row := MetricsRow{Step: done, Epoch: float64(done*accum) / float64(perEpoch), LR: r.LR,
-				Loss: tr.lossSum / float64(tr.lossCount), GradNorm: r.GradNorm,
-				TokensPerSec: tr.tokens / tr.trainSecs, ElapsedSecs: tr.trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
-			tr.lastTrain, tr.lossSum, tr.lossCount = row.Loss, 0, 0
-			if evalNow {
-				bar.evaluating(done)
-				tl, err := tr.testLoss()
-				if err != nil {
-					return nil, err
-				}
-				row.TestLoss, tr.lastTest = &tl, tl
-			}
-			if err := tr.opts.stillLocked(tr.dir, tr.step); err != nil {
-				return nil, err
-			}
-			if err := tr.metrics.append(row); err != nil {
-				return nil, err
-			}
-			bar.row(row, tr.total)
+		} else if err := tr.writeRow(bar, r, evalNow, perEpoch); err != nil {
+			return nil, err
 		}
 		if evalNow || done%tr.opts.CheckpointEvery == 0 {
 			if err := tr.saveAll(); err != nil {
@@ -442,6 +366,123 @@ func (tr *translation) loop(ctx context.Context) (*Result, error) {
 	}
 	bar.finish()
 	return tr.result(), nil
+}
+
+// stopInterrupted saves the run at the step it reached when a signal
+// stopped it, and says how to go on.
+func (tr *translation) stopInterrupted(bar *trainProgress) error {
+	bar.finish()
+	if err := tr.saveAll(); err != nil {
+		return fmt.Errorf("interrupted, and saving failed: %w", err)
+	}
+	fmt.Fprintf(tr.opts.Log, "\ninterrupted at step %d of %d; checkpoint and model saved in %s\nresume with: gptg train --resume %s\n",
+		tr.step, tr.total, tr.dir, tr.dir)
+	return ErrInterrupted
+}
+
+// pairFeed hands out the training batches in each epoch's order: batch k
+// of the run is plan k mod perEpoch of epoch k / perEpoch, one batch
+// buffer per shape.
+type pairFeed struct {
+	batcher  *pairs.Batcher
+	seed     uint64
+	perEpoch int
+	batches  []*pairs.Batch
+	plans    []pairs.Plan // the order of epoch
+	epoch    int
+}
+
+// batch fills and returns batch k of the run with its plan.
+func (f *pairFeed) batch(k int) (*pairs.Batch, pairs.Plan) {
+	if e := k / f.perEpoch; e != f.epoch {
+		f.plans, f.epoch = f.batcher.Epoch(f.seed, e), e
+	}
+	plan := f.plans[k%f.perEpoch]
+	b := f.batches[plan.Bucket]
+	f.batcher.Fill(plan, b)
+	return b, plan
+}
+
+// trainStep takes step tr.step: the forward and backward passes of its
+// batches (grad_accum of them), their gradients summed in float64 and
+// their mean left in the last one's buffers, whose parameter pairs the
+// optimizer updates through, as the GPT's Stepper does (addGrad).
+func (tr *translation) trainStep(feed *pairFeed) (StepResult, error) {
+	cfg := tr.cfg.Train
+	step := tr.step
+	start := time.Now()
+	r := StepResult{LR: tr.sched.At(step)}
+	accum := tr.accumSteps()
+	var plan pairs.Plan
+	for a := range accum {
+		k := step*accum + a
+		var b *pairs.Batch
+		b, plan = feed.batch(k)
+		p := tr.progs[plan.Bucket]
+		p.SetDropout(cfg.Seed, uint64(k))
+		if err := p.Run(b.Src, b.DecIn, b.DecTgt); err != nil {
+			return r, err
+		}
+		r.Loss += p.Loss() / float64(accum)
+		for i, g := range p.Grads {
+			tr.grads[plan.Bucket][i] = g.Value().Data()
+		}
+		if accum > 1 {
+			if tr.sums == nil {
+				tr.sums = make([][]float64, len(p.Grads))
+			}
+			for i, g := range tr.grads[plan.Bucket] {
+				switch d := g.(type) {
+				case []float32:
+					tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
+				case []float64:
+					tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
+				}
+			}
+		}
+		tr.tokens += float64(b.Tokens)
+	}
+	r.GradNorm = tr.clip.clip(tr.grads[plan.Bucket], cfg.Clip)
+	if math.IsNaN(r.Loss) || math.IsInf(r.Loss, 0) || math.IsNaN(r.GradNorm) || math.IsInf(r.GradNorm, 0) {
+		return r, fmt.Errorf("step %d: loss %v, gradient norm %v: training diverged (try a lower lr or a longer warmup); %s",
+			step+1, r.Loss, r.GradNorm, tr.lastCheckpoint())
+	}
+	tr.opt.LR = r.LR
+	if err := tr.opt.Step(tr.pairs[plan.Bucket]); err != nil {
+		return r, err
+	}
+	tr.trainSecs += time.Since(start).Seconds()
+	tr.lossSum += r.Loss
+	tr.lossCount++
+	tr.lastGN = r.GradNorm
+	tr.step++
+	return r, nil
+}
+
+// writeRow appends the metrics row of the step just taken, with the test
+// loss when evalNow.
+func (tr *translation) writeRow(bar *trainProgress, r StepResult, evalNow bool, perEpoch int) error {
+	done := tr.step
+	row := MetricsRow{Step: done, Epoch: float64(done*tr.accumSteps()) / float64(perEpoch), LR: r.LR,
+		Loss: tr.lossSum / float64(tr.lossCount), GradNorm: r.GradNorm,
+		TokensPerSec: tr.tokens / tr.trainSecs, ElapsedSecs: tr.trainSecs, HeapMB: heapMB(), RSSMB: rssMB()}
+	tr.lastTrain, tr.lossSum, tr.lossCount = row.Loss, 0, 0
+	if evalNow {
+		bar.evaluating(done)
+		tl, err := tr.testLoss()
+		if err != nil {
+			return err
+		}
+		row.TestLoss, tr.lastTest = &tl, tl
+	}
+	if err := tr.opts.stillLocked(tr.dir, tr.step); err != nil {
+		return err
+	}
+	if err := tr.metrics.append(row); err != nil {
+		return err
+	}
+	bar.row(row, tr.total)
+	return nil
 }
 
 // result reports the run as it stands.
@@ -494,36 +535,7 @@ func (tr *translation) testLoss() (float64, error) {
 		}
 		plans = drawn
 	}
-	return planLoss(tr.test, tr.evals, plans)
-}
-
-// TranslationLoss is the mean loss per non-PAD target over every batch
-// of b, run on evals (one evaluation graph per shape of b).
-func TranslationLoss(b *pairs.Batcher, evals []*tape.TranslationProgram) (float64, error) {
-	return planLoss(b, evals, b.InOrder())
-}
-
-// planLoss is the mean loss per non-PAD target over the batches plans
-// of b.
-func planLoss(b *pairs.Batcher, evals []*tape.TranslationProgram, plans []pairs.Plan) (float64, error) {
-	batches := make([]*pairs.Batch, len(evals))
-	for k := range batches {
-		batches[k] = b.NewBatch(k)
-	}
-	sum, n := 0.0, 0
-	for _, plan := range plans {
-		batch := batches[plan.Bucket]
-		b.Fill(plan, batch)
-		if err := evals[plan.Bucket].Run(batch.Src, batch.DecIn, batch.DecTgt); err != nil {
-			return 0, err
-		}
-		sum += evals[plan.Bucket].Loss() * float64(batch.Tokens)
-		n += batch.Tokens
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("the test split has no target words")
-	}
-	return sum / float64(n), nil
+	return translate.PlanLoss(tr.test, tr.evals, plans)
 }
 
 // save writes the model file.

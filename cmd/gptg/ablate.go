@@ -109,34 +109,8 @@ func runAblate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	// Every config is read before anything is made: a broken one among
-	// many stops the ablation here, not after an empty folder exists. So
-	// does one whose training would not fit (train.max_memory, or what
-	// this process may take), unless its runs are all finished in --out:
-	// those are only measured again.
-	for _, p := range pos {
-		c, err := config.Load(p, sets)
-		if err != nil {
-			return err
-		}
-		if *force || !allFinished(specs, p) {
-			if err := c.CheckTrainMemory(); err != nil {
-				return err
-			}
-		}
-	}
-	if *base != "" {
-		if _, err := config.Load(*base, sets); err != nil {
-			return fmt.Errorf("--base: %w", err)
-		}
-	}
-	if *baseline != "" {
-		if _, err := ablate.RunName(*baseline + ".toml"); err != nil || !slices.ContainsFunc(specs, func(s ablate.Spec) bool { return s.Variant == *baseline }) {
-			return usagef("--baseline %s: not one of the configs' names (file names without .toml)", *baseline)
-		}
-	}
-	if *base == "" {
-		*base = baselineConfig(specs, *baseline)
+	if *base, err = checkAblation(pos, sets, specs, *force, *base, *baseline); err != nil {
+		return err
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -153,6 +127,42 @@ func runAblate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return reportTable(stdout, *out, results, *baseline, err)
+}
+
+// checkAblation reads every config before anything is made, and --base
+// and --baseline, and returns the base config of the paired differences
+// (--base, or the baseline's).
+func checkAblation(pos, sets []string, specs []ablate.Spec, force bool, base, baseline string) (string, error) {
+	// Every config is read before anything is made: a broken one among
+	// many stops the ablation here, not after an empty folder exists. So
+	// does one whose training would not fit (train.max_memory, or what
+	// this process may take), unless its runs are all finished in --out:
+	// those are only measured again.
+	for _, p := range pos {
+		c, err := config.Load(p, sets)
+		if err != nil {
+			return "", err
+		}
+		if force || !allFinished(specs, p) {
+			if err := c.CheckTrainMemory(); err != nil {
+				return "", err
+			}
+		}
+	}
+	if base != "" {
+		if _, err := config.Load(base, sets); err != nil {
+			return "", fmt.Errorf("--base: %w", err)
+		}
+	}
+	if baseline != "" {
+		if _, err := ablate.RunName(baseline + ".toml"); err != nil || !slices.ContainsFunc(specs, func(s ablate.Spec) bool { return s.Variant == baseline }) {
+			return "", usagef("--baseline %s: not one of the configs' names (file names without .toml)", baseline)
+		}
+	}
+	if base == "" {
+		base = baselineConfig(specs, baseline)
+	}
+	return base, nil
 }
 
 // checkRereadable refuses a config that the runs could not read again:

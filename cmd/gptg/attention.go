@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/heatmap"
 	"github.com/gptg/gptg/internal/atomicfile"
 	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/sample"
@@ -118,22 +120,13 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if flagGiven(fs, "target") {
 		return usagef("--target is for translation models; %s is a language model", pos[0])
 	}
-	m, err := openModel(model, func(spec config.Model) graphsOf {
-		// the sampler's graphs, which hold every block's weights, and the
-		// maps kept from them as float64s: every head's, one or none
-		g := samplerGraphs(spec, "running")
-		T := float64(spec.Context)
-		g.extra += 8 * float64(keptMaps(spec, *head, *summary)) * T * T
-		return g
-	})
+	m, err := openModel(model, attentionGraphs(*head, *summary))
 	if err != nil {
 		return err
 	}
-	view := attentionView{all: *head == "" && !*summary && m.Spec.Blocks*m.Spec.Heads <= gridAbove, b: -1, h: -1}
-	if *head != "" {
-		if view.b, view.h, err = parseHead(*head, m.Spec.Blocks, m.Spec.Heads); err != nil {
-			return err
-		}
+	view, err := viewOf(m.Spec, *head, *summary)
+	if err != nil {
+		return err
 	}
 	ids, err := m.Vocab.Encode(*text)
 	if err != nil {
@@ -146,6 +139,18 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFinite(m, maps, stats); err != nil {
+		return err
+	}
+	if !view.all {
+		return attentionSummary(m, ids, stats, maps, view, *format, *out, stdout)
+	}
+	return allHeads(m, ids, maps, *format, *out, stdout)
+}
+
+// checkFinite refuses attention weights, or head statistics, that are not
+// finite numbers: a model whose weights overflowed.
+func checkFinite(m *savedmodel.Model, maps [][]matrix, stats [][]headStats) error {
 	for _, heads := range maps {
 		for _, h := range heads {
 			for _, w := range h.W {
@@ -162,15 +167,18 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	if !view.all {
-		return attentionSummary(m, ids, stats, maps, view, *format, *out, stdout)
-	}
+	return nil
+}
+
+// allHeads prints, or draws in format to out, the map of every head of m
+// over the tokens ids.
+func allHeads(m *savedmodel.Model, ids []int, maps [][]matrix, format, out string, stdout io.Writer) error {
 	labels := make([]string, len(ids))
 	for i, id := range ids {
 		labels[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
 	}
 
-	if *format == "text" {
+	if format == "text" {
 		for i, l := range labels {
 			labels[i] = fmt.Sprintf("%q", l)
 		}
@@ -184,21 +192,21 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	for i, l := range labels {
-		labels[i] = tokenLabel(l)
+		labels[i] = heatmap.Label(l)
 	}
 	// What the heatmaps show: the last context tokens, which may start
 	// inside a character a BPE spells in several tokens.
 	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
-	picture, err := attentionPicture(squarePanels(maps, labels), figureTitle{model: m.Path, text: shown}, *format)
+	picture, err := drawAttention(heatmap.Square(maps, labels), heatmap.Title{Model: m.Path, Text: shown}, format)
 	if err != nil {
 		return err
 	}
 	// Encoded in memory first and renamed into place: a failure leaves no
 	// half-written image behind, and an old one stays intact.
-	if err := writeOutput(*out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
+	if err := writeOutput(out, stdout, func(w io.Writer) error { _, err := w.Write(picture); return err }); err != nil {
 		return err
 	}
-	wrote(stdout, *out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
+	wrote(stdout, out, ": %d×%d heatmaps (blocks × heads) over %d tokens", len(maps), m.Spec.Heads, len(ids))
 	return nil
 }
 
@@ -210,8 +218,8 @@ func runAttention(args []string, stdout, stderr io.Writer) error {
 func pictureOutput(format, out, base string) (string, string, error) {
 	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
 	switch {
-	case format != "" && format != "text" && !slices.Contains(pictureFormats, format):
-		return "", "", usagef("--format %q is not text, %s", format, strings.Join(pictureFormats, " or "))
+	case format != "" && format != "text" && !slices.Contains(heatmap.Formats, format):
+		return "", "", usagef("--format %q is not text, %s", format, strings.Join(heatmap.Formats, " or "))
 	case out == "" && format == "":
 		return "text", "", nil
 	case out == "":
@@ -223,10 +231,10 @@ func pictureOutput(format, out, base string) (string, string, error) {
 		return "", "", usagef("--out is for pictures; --format text goes to stdout")
 	case atomicfile.IsStdout(out):
 		if format == "" {
-			return "", "", usagef("--out %s (standard output) needs --format %s", out, strings.Join(pictureFormats, " or "))
+			return "", "", usagef("--out %s (standard output) needs --format %s", out, strings.Join(heatmap.Formats, " or "))
 		}
 		return format, out, nil
-	case !slices.Contains(pictureFormats, ext):
+	case !slices.Contains(heatmap.Formats, ext):
 		return "", "", usagef("--out %s: the picture format comes from the extension, which must be .png or .svg", out)
 	case format != "" && format != ext:
 		return "", "", usagef("--format %s does not match --out %s; name the file .%s", format, out, format)
@@ -251,6 +259,32 @@ func keptMaps(spec config.Model, head string, summary bool) int {
 type attentionView struct {
 	all  bool
 	b, h int
+}
+
+// attentionGraphs counts what gptg attention holds of a model: the
+// sampler's graphs, which hold every block's weights, and the maps kept
+// from them as float64s: every head's, one or none.
+func attentionGraphs(head string, summary bool) func(spec config.Model) graphsOf {
+	return func(spec config.Model) graphsOf {
+		g := samplerGraphs(spec, "running")
+		T := float64(spec.Context)
+		g.extra += 8 * float64(keptMaps(spec, head, summary)) * T * T
+		return g
+	}
+}
+
+// viewOf is the view --head and --summary ask of a model of spec: by
+// default every head's map, or the summary where there are more than
+// gridAbove heads.
+func viewOf(spec config.Model, head string, summary bool) (attentionView, error) {
+	view := attentionView{all: head == "" && !summary && spec.Blocks*spec.Heads <= gridAbove, b: -1, h: -1}
+	if head != "" {
+		var err error
+		if view.b, view.h, err = parseHead(head, spec.Blocks, spec.Heads); err != nil {
+			return view, err
+		}
+	}
+	return view, nil
 }
 
 // attentionHeads runs the model on ids and returns every head's statistics
@@ -286,21 +320,21 @@ func attentionSummary(m *savedmodel.Model, ids []int, stats [][]sample.HeadStats
 		return nil
 	}
 	shown := strings.ToValidUTF8(m.Vocab.Decode(ids), "\uFFFD")
-	title := figureTitle{model: m.Path, text: shown}
+	title := heatmap.Title{Model: m.Path, Text: shown}
 	var picture []byte
 	var err error
 	var what string
 	if view.b >= 0 {
 		for i, l := range labels {
-			labels[i] = tokenLabel(l)
+			labels[i] = heatmap.Label(l)
 		}
 		one := [][]matrix{{maps[view.b][view.h]}}
-		panels := squarePanels(one, labels)
-		panels[0][0].title = fmt.Sprintf("block %d, head %d", view.b, view.h)
-		picture, err = attentionPicture(panels, title, format)
+		panels := heatmap.Square(one, labels)
+		panels[0][0].Title = fmt.Sprintf("block %d, head %d", view.b, view.h)
+		picture, err = drawAttention(panels, title, format)
 		what = fmt.Sprintf(": block %d, head %d over %d tokens", view.b, view.h, len(ids))
 	} else {
-		picture, err = summaryPicture(stats, evenHead(len(ids), m.Spec.Mask), title, format)
+		picture, err = heatmap.Summary(stats, evenHead(len(ids), m.Spec.Mask), title, format)
 		what = fmt.Sprintf(": the entropy and mean distance of %d×%d heads (blocks × heads) over %d tokens", len(stats), m.Spec.Heads, len(ids))
 	}
 	if err != nil {
@@ -345,4 +379,14 @@ func printMatrix(w io.Writer, rows, cols []string, m matrix, width int) {
 			fmt.Fprintln(w, line.String())
 		}
 	}
+}
+
+// drawAttention is heatmap.Picture, its refusal of a picture too large to
+// draw a usage error (exit 2): the command line asked for it.
+func drawAttention(panels [][]heatmap.Panel, title heatmap.Title, format string) ([]byte, error) {
+	picture, err := heatmap.Picture(panels, title, format)
+	if big := (*heatmap.SizeError)(nil); errors.As(err, &big) {
+		return nil, usagef("%s", big.Error())
+	}
+	return picture, err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/heatmap"
 	"github.com/gptg/gptg/internal/terminal"
 	"github.com/gptg/gptg/translate"
 )
@@ -52,8 +53,8 @@ func translationAttention(path, text, target, format, out string, be graph.Backe
 		fmt.Fprintf(stdout, "source: %s\ntarget (%s): %s\n\n", source, kind, read)
 		for _, row := range panels {
 			for _, p := range row {
-				fmt.Fprintf(stdout, "%s (rows: %s; columns: %s)\n", p.title, p.yName, p.xName)
-				printMatrix(stdout, p.rows, p.cols, p.m, terminal.Width(stdout))
+				fmt.Fprintf(stdout, "%s (rows: %s; columns: %s)\n", p.Title, p.YName, p.XName)
+				printMatrix(stdout, p.Rows, p.Cols, p.M, terminal.Width(stdout))
 				fmt.Fprintln(stdout)
 			}
 		}
@@ -61,10 +62,10 @@ func translationAttention(path, text, target, format, out string, be graph.Backe
 	}
 	for _, row := range panels {
 		for i := range row {
-			row[i].rows, row[i].cols = tokenLabels(row[i].rows), tokenLabels(row[i].cols)
+			row[i].Rows, row[i].Cols = tokenLabels(row[i].Rows), tokenLabels(row[i].Cols)
 		}
 	}
-	picture, err := attentionPicture(panels, figureTitle{model: path, text: source + " → " + read}, format)
+	picture, err := drawAttention(panels, heatmap.Title{Model: path, Text: source + " → " + read}, format)
 	if err != nil {
 		return err
 	}
@@ -79,26 +80,26 @@ func translationAttention(path, text, target, format, out string, be graph.Backe
 // translationPanels lays the three attentions out as rows of heads: the
 // encoder's blocks, then each decoder block's self-attention and its
 // cross-attention.
-func translationPanels(a *translate.Attention) [][]panel {
-	var grid [][]panel
+func translationPanels(a *translate.Attention) [][]heatmap.Panel {
+	var grid [][]heatmap.Panel
 	for b, heads := range a.Encoder {
-		var row []panel
+		var row []heatmap.Panel
 		for h, m := range heads {
-			row = append(row, panel{m: m, rows: a.Source, cols: a.Source,
-				title: fmt.Sprintf("encoder block %d, head %d", b, h),
-				xName: "source word looked at", yName: "source word looking"})
+			row = append(row, heatmap.Panel{M: m, Rows: a.Source, Cols: a.Source,
+				Title: fmt.Sprintf("encoder block %d, head %d", b, h),
+				XName: "source word looked at", YName: "source word looking"})
 		}
 		grid = append(grid, row)
 	}
 	for b := range a.Decoder {
-		var self, cross []panel
+		var self, cross []heatmap.Panel
 		for h := range a.Decoder[b] {
-			self = append(self, panel{m: a.Decoder[b][h], rows: a.Target, cols: a.Target,
-				title: fmt.Sprintf("decoder block %d, head %d: self", b, h),
-				xName: "target word looked at", yName: "target word looking"})
-			cross = append(cross, panel{m: a.Cross[b][h], rows: a.Written, cols: a.Source,
-				title: fmt.Sprintf("decoder block %d, head %d: cross", b, h),
-				xName: "source word looked at", yName: "target word being written"})
+			self = append(self, heatmap.Panel{M: a.Decoder[b][h], Rows: a.Target, Cols: a.Target,
+				Title: fmt.Sprintf("decoder block %d, head %d: self", b, h),
+				XName: "target word looked at", YName: "target word looking"})
+			cross = append(cross, heatmap.Panel{M: a.Cross[b][h], Rows: a.Written, Cols: a.Source,
+				Title: fmt.Sprintf("decoder block %d, head %d: cross", b, h),
+				XName: "source word looked at", YName: "target word being written"})
 		}
 		grid = append(grid, self, cross)
 	}
@@ -109,7 +110,7 @@ func translationPanels(a *translate.Attention) [][]panel {
 func tokenLabels(words []string) []string {
 	out := make([]string, len(words))
 	for i, w := range words {
-		out[i] = tokenLabel(w)
+		out[i] = heatmap.Label(w)
 	}
 	return out
 }

@@ -126,11 +126,38 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return usagef("--data %s: no such file", quote.Name(*dataPath))
 		}
 	}
-	stride := 0 // the default, context/2
-	// The run's own batch, and without --data its corpus and cut, so that
-	// `gptg eval runs/x` reproduces the test loss its training printed.
+	s := evalSource{data: *dataPath, split: *split, batch: *batch}
+	if err := s.resolve(model, set, *tokenFile, *strideFlag); err != nil {
+		return err
+	}
+	m, err := s.openModel(model, *prefixOnly)
+	if err != nil {
+		return err
+	}
+	data, err := s.load(m)
+	if err != nil {
+		return err
+	}
+	defer data.Close()
+	return s.testLoss(m, data, *threads, *prefixOnly, stdout, stderr)
+}
+
+// evalSource is what gptg eval of a language model reads its test windows
+// from: the corpus (or token file), its cut and the batch.
+type evalSource struct {
+	data   string
+	split  float64
+	stride int // 0: context/2
+	batch  int
+	tokens bool // data is a token file
+}
+
+// resolve fills in what the flags left to the run: the run's own batch,
+// and without --data its corpus and cut, so that `gptg eval runs/x`
+// reproduces the test loss its training printed.
+func (s *evalSource) resolve(model string, set map[string]bool, tokenFile bool, strideFlag int) error {
 	why := "its batch"
-	if *dataPath == "" {
+	if s.data == "" {
 		why = "the corpus (--data is not given)"
 	}
 	cfg, err := runConfig(model, why)
@@ -138,47 +165,53 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg != nil && !set["batch"] {
-		*batch = cfg.Train.Batch
+		s.batch = cfg.Train.Batch
 	}
 	// A run on token files: its test split is a token file of its own
 	// (data.val_path), or --data's, read in the model's vocabulary.
-	tokens := (cfg != nil && cfg.Data.Format == config.FormatTokens) || *tokenFile
-	if *tokenFile && *dataPath == "" {
+	s.tokens = (cfg != nil && cfg.Data.Format == config.FormatTokens) || tokenFile
+	if tokenFile && s.data == "" {
 		return usagef("--tokens says that --data FILE is a token file: give --data")
 	}
-	if *tokenFile && set["split"] {
+	if tokenFile && set["split"] {
 		return usagef("--split is for a text: a token file (--tokens) is read whole as the test split")
 	}
-	if tokens && set["split"] {
+	if s.tokens && set["split"] {
 		return usagef("--split is for a text: run %s trained on token files, and its test split is a token file of its own (data.val_path, or --data)", filepath.Dir(model))
 	}
-	if tokens && *dataPath == "" {
-		if *dataPath, err = train.FindValidation(filepath.Dir(model), cfg); err != nil {
+	if s.tokens && s.data == "" {
+		if s.data, err = train.FindValidation(filepath.Dir(model), cfg); err != nil {
 			return fmt.Errorf("%w, or give --data FILE", err)
 		}
-		stride = cfg.Data.Stride
+		s.stride = cfg.Data.Stride
 	}
-	if *dataPath == "" {
+	if s.data == "" {
 		if cfg == nil {
 			return usagef("eval needs --data FILE (there is no %s beside %s to take it from)", train.ConfigFile, model)
 		}
 		// From any working directory, and only the very text the run
 		// was trained on (train.FindCorpus).
-		if *dataPath, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+		if s.data, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
 			return fmt.Errorf("%w, or give --data FILE", err)
 		}
-		stride = cfg.Data.Stride
+		s.stride = cfg.Data.Stride
 		if !set["split"] {
-			*split = cfg.Data.Split
+			s.split = cfg.Data.Split
 		}
 	}
 	if set["stride"] {
-		stride = *strideFlag
+		s.stride = strideFlag
 	}
+	return nil
+}
+
+// openModel opens the model, its graphs and the corpus counted against
+// the memory the process may use before either is read.
+func (s *evalSource) openModel(model string, prefixOnly bool) (*savedmodel.Model, error) {
 	// The corpus is held whole as token ids: counted with the model, from
 	// its size, before either is read.
 	held := func(spec config.Model) float64 { return 0 }
-	if size := corpus.FileSize(*dataPath); size > 0 && !tokens { // token files are read a window at a time
+	if size := corpus.FileSize(s.data); size > 0 && !s.tokens { // token files are read a window at a time
 		kind := corpus.Char
 		if meta, err := savedmodel.LoadMeta(model); err == nil { // else openModel says what is wrong
 			kind = meta.Vocab.Kind()
@@ -191,41 +224,50 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		// buffers (counted at the larger batch). The prefix-only loss, at
 		// --batch: at worst one graph per prefix length besides the
 		// plain one, each with buffers of its own.
-		g := graphsOf{batch: spec.EvalBatch(*batch, math.MaxInt), seqLen: spec.Context, count: 1, pools: 1, what: "evaluating"}
-		if g.batch > *batch {
+		g := graphsOf{batch: spec.EvalBatch(s.batch, math.MaxInt), seqLen: spec.Context, count: 1, pools: 1, what: "evaluating"}
+		if g.batch > s.batch {
 			g.count = 2
 		}
-		if *prefixOnly {
-			prefix := graphsOf{batch: *batch, seqLen: spec.Context, count: 1 + spec.Context, pools: 1 + spec.Context, what: "evaluating"}
+		if prefixOnly {
+			prefix := graphsOf{batch: s.batch, seqLen: spec.Context, count: 1 + spec.Context, pools: 1 + spec.Context, what: "evaluating"}
 			if spec.ForwardGraphs(prefix.batch, prefix.seqLen, prefix.count, prefix.pools).Total() > spec.ForwardGraphs(g.batch, g.seqLen, g.count, g.pools).Total() {
 				g = prefix
 			}
 		}
-		g.corpus, g.corpusPath = held(spec), *dataPath
+		g.corpus, g.corpusPath = held(spec), s.data
 		return g
 	})
-	if err != nil {
-		return err
-	}
+	return m, err
+}
+
+// load reads the test windows in the model's vocabulary.
+func (s *evalSource) load(m *savedmodel.Model) (*corpus.Dataset, error) {
 	var data *corpus.Dataset
-	if tokens {
-		data, err = corpus.LoadTokens(context.Background(), "", *dataPath, m.Vocab, m.Spec.Context, stride)
+	var err error
+	if s.tokens {
+		data, err = corpus.LoadTokens(context.Background(), "", s.data, m.Vocab, m.Spec.Context, s.stride)
 	} else if m.Vocab.Kind() == corpus.BPE {
 		// The model's own merges read the text: nothing is learned again.
-		data, err = corpus.LoadBPE(context.Background(), *dataPath, m.Vocab, m.Spec.Context, stride, *split)
+		data, err = corpus.LoadBPE(context.Background(), s.data, m.Vocab, m.Spec.Context, s.stride, s.split)
 	} else {
-		data, err = corpus.Load(*dataPath, m.Vocab.Kind(), m.Spec.Context, stride, *split)
+		data, err = corpus.Load(s.data, m.Vocab.Kind(), m.Spec.Context, s.stride, s.split)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer data.Close()
 	if !slices.Equal(data.Vocab.Tokens(), m.Vocab.Tokens()) {
-		return fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
-			*dataPath, data.Vocab.Size(), m.Vocab.Size())
+		data.Close()
+		return nil, fmt.Errorf("%s has a different vocabulary (%d tokens) from the model's (%d tokens)",
+			s.data, data.Vocab.Size(), m.Vocab.Size())
 	}
+	return data, nil
+}
+
+// testLoss prints the model's test loss on data, and with prefixOnly its
+// prefix-only loss.
+func (s *evalSource) testLoss(m *savedmodel.Model, data *corpus.Dataset, threads int, prefixOnly bool, stdout, stderr io.Writer) error {
 	bar := newStatus(stderr, "test loss")
-	loss, n, err := eval.ModelTestLossProgress(m, data, *batch, backend(*threads), bar.update)
+	loss, n, err := eval.ModelTestLossProgress(m, data, s.batch, backend(threads), bar.update)
 	bar.done()
 	if err != nil {
 		return err
@@ -235,15 +277,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	// The corpus is named: the run's own is found by its content wherever
 	// it is (train.FindCorpus), which need not be where data.path says now.
-	of := fmt.Sprintf("split %v of %s", *split, *dataPath)
-	if tokens {
-		of = "token file " + *dataPath
+	of := fmt.Sprintf("split %v of %s", s.split, s.data)
+	if s.tokens {
+		of = "token file " + s.data
 	}
 	fmt.Fprintf(stdout, "test loss %.6f\n%s: %d test windows (context %d, stride %d), %d batches of %d\n",
-		loss, of, data.NumTest(), data.Context, data.Stride, n, *batch)
-	if *prefixOnly {
+		loss, of, data.NumTest(), data.Context, data.Stride, n, s.batch)
+	if prefixOnly {
 		bar = newStatus(stderr, "prefix-only loss")
-		pl, _, err := eval.PrefixOnlyProgress(m, data, *batch, backend(*threads), bar.update)
+		pl, _, err := eval.PrefixOnlyProgress(m, data, s.batch, backend(threads), bar.update)
 		bar.done()
 		if err != nil {
 			return err

@@ -10,8 +10,6 @@ import (
 	"github.com/gptg/gptg/bleu"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
-	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/pairs"
 	"github.com/gptg/gptg/train"
 	"github.com/gptg/gptg/translate"
@@ -44,37 +42,20 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	if cfg == nil {
 		return usagef("evaluating a translation model needs its run's %s beside %s (it names the pairs and the split)", train.ConfigFile, model)
 	}
-	// From any working directory, and only the very pairs the run was
-	// trained on (data.sha256 and data.size in its config.toml).
-	if cfg.Data.Path, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
-		return err
-	}
-	c, err := pairs.LoadFor(cfg)
+	c, err := runPairs(model, cfg, m)
 	if err != nil {
 		return err
-	}
-	if !slices.Equal(c.Src.Words(), m.Src.Words()) || !slices.Equal(c.Tgt.Words(), m.Tgt.Words()) {
-		return fmt.Errorf("%s gives other vocabularies (%d source, %d target words) than the model's (%d, %d): the pairs file or [data] changed since training",
-			c.Path, c.Src.Size(), c.Tgt.Size(), m.Src.Size(), m.Tgt.Size())
 	}
 	B := cfg.Train.Batch
 	shapes := pairs.NewBatcher(c.Train, B, cfg.Data.MaxSource, cfg.Data.MaxTarget, cfg.Data.Buckets).Shapes()
 	test := pairs.NewBatcherShapes(c.Test, B, shapes)
 	be := backend(threads)
-	var evals []*tape.TranslationProgram
-	for _, s := range shapes {
-		g, err := graph.BuildTranslation(m.Spec, graph.TranslationOptions{Batch: B, SrcLen: s.S, TgtLen: s.T, Loss: true, Backend: be, Weights: m.Weights})
-		if err != nil {
-			return err
-		}
-		p, err := tape.CompileTranslation(g, false)
-		if err != nil {
-			return err
-		}
-		evals = append(evals, p)
+	evals, err := translate.LossGraphs(m, B, shapes, be)
+	if err != nil {
+		return err
 	}
 	bar := newStatus(stderr, "test loss")
-	loss, err := train.TranslationLoss(test, evals)
+	loss, err := translate.Loss(test, evals)
 	bar.done()
 	if err != nil {
 		return err
@@ -86,31 +67,19 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 
 	tr := translate.NewTranslator(m, be)
 	tr.Check = checkLonger(m, "evaluating", evalGraphs(cfg))
-	plans := test.InOrder()
-	batch := make([]*pairs.Batch, len(shapes))
 	shown := 0
 	bar = newStatus(stderr, "translating the test pairs")
 	var hyps []string
 	var refs [][]string
-	for i, plan := range plans {
-		bar.update(i, len(plans))
-		if batch[plan.Bucket] == nil {
-			batch[plan.Bucket] = test.NewBatch(plan.Bucket)
+	err = tr.GreedyTestSet(test, B, func(i, n int) { bar.update(i, n) }, func(k int, hyp string) {
+		hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
+		if shown < show {
+			fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
+			shown++
 		}
-		b := batch[plan.Bucket]
-		test.Fill(plan, b)
-		out, err := tr.GreedyBatch(B, b.Src)
-		if err != nil {
-			return err
-		}
-		for r, k := range b.Pairs {
-			hyp := pairs.Detokenize(m.Tgt.Decode(out[r]))
-			hyps, refs = append(hyps, hyp), append(refs, []string{c.Test[k].TgtText})
-			if shown < show {
-				fmt.Fprintf(stdout, "\nsource:    %s\nreference: %s\ngreedy:    %s\n", c.Test[k].SrcText, c.Test[k].TgtText, hyp)
-				shown++
-			}
-		}
+	})
+	if err != nil {
+		return err
 	}
 	bar.done()
 	// The vocabulary is lower-case, so the references are folded too
@@ -121,6 +90,25 @@ func evalTranslation(model string, threads, show int, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "greedy translations of the %d test pairs, lower-cased 13a tokens: %s\n", len(hyps), score)
 	return nil
+}
+
+// runPairs loads the pairs the run of model was trained on, from any
+// working directory and only those (data.sha256 and data.size in its
+// config.toml), and checks that they give the model's vocabularies.
+func runPairs(model string, cfg *config.Config, m *translate.Model) (*pairs.Corpus, error) {
+	var err error
+	if cfg.Data.Path, err = train.FindCorpus(filepath.Dir(model), cfg); err != nil {
+		return nil, err
+	}
+	c, err := pairs.LoadFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(c.Src.Words(), m.Src.Words()) || !slices.Equal(c.Tgt.Words(), m.Tgt.Words()) {
+		return nil, fmt.Errorf("%s gives other vocabularies (%d source, %d target words) than the model's (%d, %d): the pairs file or [data] changed since training",
+			c.Path, c.Src.Size(), c.Tgt.Size(), m.Src.Size(), m.Tgt.Size())
+	}
+	return c, nil
 }
 
 // evalGraphs are the graphs evalTranslation builds, at the largest of the

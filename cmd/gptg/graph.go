@@ -75,22 +75,35 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 	if atomicfile.IsStdout(*dot) {
 		table = io.Discard
 	}
-	writeDot := func(text string) error {
-		if *dot == "" {
-			return nil
-		}
-		if err := writeOutput(*dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
-			return err
-		}
-		wrote(stdout, *dot, "")
-		if !atomicfile.IsStdout(*dot) {
-			fmt.Fprintf(stdout, "draw it with Graphviz (apt-get install graphviz): dot -Tsvg %s -o graph.svg\n", *dot)
-		}
-		return nil
-	}
+	writeDot := dotWriter(*dot, stdout)
 	if cfg.Model.EncoderDecoder() {
 		return graphTranslation(cfg, table, *forward, writeDot)
 	}
+	return graphGPT(cfg, table, *forward, writeDot)
+}
+
+// dotWriter writes the DOT text to dot (nothing when dot is ""), saying
+// how to draw it.
+func dotWriter(dot string, stdout io.Writer) func(text string) error {
+	return func(text string) error {
+		if dot == "" {
+			return nil
+		}
+		if err := writeOutput(dot, stdout, func(w io.Writer) error { _, err := io.WriteString(w, text); return err }); err != nil {
+			return err
+		}
+		wrote(stdout, dot, "")
+		if !atomicfile.IsStdout(dot) {
+			fmt.Fprintf(stdout, "draw it with Graphviz (apt-get install graphviz): dot -Tsvg %s -o graph.svg\n", dot)
+		}
+		return nil
+	}
+}
+
+// graphGPT prints the parameters, nodes and memory estimate of a GPT
+// config's training graph (the forward graph alone with forward) to
+// table, and gives writeDot its DOT.
+func graphGPT(cfg *config.Config, table io.Writer, forward bool, writeDot func(string) error) error {
 	held := cfg.CorpusOf()
 	if cfg.Model.Vocab == 0 { // the vocabulary comes from the data
 		if err := checkDataPath(cfg); err != nil {
@@ -115,7 +128,7 @@ func runGraph(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	nodes, forwardNodes := "forward", len(m.G.AllNodes())
-	if !*forward { // Compile adds the backward nodes (gorgonia.Grad)
+	if !forward { // Compile adds the backward nodes (gorgonia.Grad)
 		p, err := tape.Compile(m, true)
 		if err != nil {
 			return err

@@ -88,10 +88,16 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	case *out == "":
 		return usagef("import nanogpt needs --out MODEL.safetensors")
 	}
-	ckpt := pos[1]
+	return importNanoGPT(pos[1], *meta, *out, *force, stdout)
+}
+
+// importNanoGPT converts nanoGPT's checkpoint ckpt, with its meta.pkl
+// (meta, or found beside it, or none for GPT-2's tokenizer), into the
+// model file out.
+func importNanoGPT(ckpt, meta, out string, force bool, stdout io.Writer) error {
 	// A missing file named on the command line is a wrong argument (exit 2),
 	// like a missing config or model.
-	for _, in := range []string{ckpt, *meta} {
+	for _, in := range []string{ckpt, meta} {
 		if _, err := os.Lstat(in); in != "" && errors.Is(err, iofs.ErrNotExist) {
 			return usagef("%s: no such file", quote.Name(in))
 		}
@@ -100,7 +106,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	// tokenizer: so does the import, when the checkpoint's vocabulary is
 	// GPT-2's (or nanoGPT's padding of it).
 	var noMeta error
-	if *meta == "" {
+	if meta == "" {
 		found, tried := nanogpt.FindMeta(ckpt)
 		if found == "" {
 			elsewhere := ""
@@ -109,21 +115,22 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 			}
 			noMeta = usagef("no --meta given and no meta.pkl beside %s%s, and the checkpoint's vocabulary is not GPT-2's: give --meta data/<dataset>/meta.pkl (nanoGPT's prepare.py writes it)", ckpt, elsewhere)
 		}
-		*meta = found
+		meta = found
 	}
 	inputs := []string{ckpt}
-	if *meta != "" {
-		inputs = append(inputs, *meta)
+	if meta != "" {
+		inputs = append(inputs, meta)
 	}
-	if err := checkOutput("--out", *out, atomicfile.Rules{Force: *force, Inputs: inputs}); err != nil {
+	if err := checkOutput("--out", out, atomicfile.Rules{Force: force, Inputs: inputs}); err != nil {
 		return err
 	}
 	// The file checked is the file written: a link given as --out is
 	// followed now, once, and one that appears there while the checkpoint
 	// converts is replaced, not followed to somewhere unchecked.
-	target := *out
-	if !atomicfile.IsStdout(*out) {
-		if target, err = atomicfile.Target(*out); err != nil {
+	target := out
+	if !atomicfile.IsStdout(out) {
+		var err error
+		if target, err = atomicfile.Target(out); err != nil {
 			return fmt.Errorf("--out: %w", err) // changed since the check above
 		}
 	}
@@ -145,17 +152,17 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-	} else if m, err = nanogpt.ImportWithin(ckpt, *meta, limit); err != nil {
+	} else if m, err = nanogpt.ImportWithin(ckpt, meta, limit); err != nil {
 		return err
 	}
-	if atomicfile.IsStdout(*out) {
-		return writeOutput(*out, stdout, m.Encode)
+	if atomicfile.IsStdout(out) {
+		return writeOutput(out, stdout, m.Encode)
 	}
 	if err := m.Save(target); err != nil {
 		return err
 	}
 	s := m.Spec
-	wrote(stdout, *out, ": %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s",
+	wrote(stdout, out, ": %d blocks, %d heads, embedding %d, context %d, vocab %d, bias %v, %s",
 		s.Blocks, s.Heads, s.Embedding, s.Context, s.Vocab, s.Bias, s.Dtype)
 	return nil
 }

@@ -168,6 +168,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, c.usage)
 		return 0
 	}
+	if q := (quietError{}); errors.As(err, &q) {
+		return exitCode(q.error) // another process said it (a distributed run's rank 0)
+	}
 	fmt.Fprintf(stderr, "gptg %s: %s\n", args[0], quote.Line(oneLine(err.Error()), maxMessage))
 	return exitCode(err)
 }

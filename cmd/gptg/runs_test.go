@@ -175,3 +175,37 @@ func runID(t *testing.T, dir string) string {
 	}
 	return id
 }
+
+// TestTrainTwiceSaysNothingBeforeTheRefusal: the first gptg train of a
+// config says "training … into"; the same command again is refused (exit
+// 2, pointing at --resume) without saying it would train, as is a
+// train.out that is not a run folder.
+func TestTrainTwiceSaysNothingBeforeTheRefusal(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "[data]\npath = \"builtin:toy\"\ntokenizer = \"word\"\n[model]\ncontext = 8\nembedding = 8\nblocks = 1\nheads = 2\n[train]\nbatch = 4\nmax_steps = 2\nout = \"runs/lm\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "lm.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes", "todo.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := gptg(t, dir, "train", "lm.toml")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "training lm.toml into runs/lm\n") {
+		t.Fatalf("first run: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"train", "lm.toml"}, "already holds a finished run (2 steps): train it longer with `gptg train --resume runs/lm"},
+		{[]string{"train", "lm.toml", "--set", "train.out=notes"}, "notes is a folder that is not a gptg run folder"},
+	} {
+		r := gptg(t, dir, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.msg) || strings.Contains(r.stdout, "training") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, %q, and no \"training\"", c.args, r.code, r.stdout, r.stderr, c.msg)
+		}
+	}
+}

@@ -98,18 +98,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	srv, err := serve.New(serve.Options{
 		Dirs: dirs, Generations: *generations, MaxTokens: *maxTokens, TimeLimit: *timeLimit,
 		ModelMemory: int64(*memory * config.GiB), Backend: backend(max(*threads, 0)),
-		OpenModel: func(path string) (*savedmodel.Model, error) {
-			m, err := openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
-			var ue usageError
-			var me *config.MemoryError
-			switch {
-			case errors.As(err, &ue): // an answer to a request, not a command line: no "(see --help)"
-				return nil, errors.New(ue.msg)
-			case errors.As(err, &me): // too large for what is left: 507
-				return nil, serve.TooLarge(err)
-			}
-			return m, err
-		},
+		OpenModel: openServedModel,
 		Summary: func(path string) (string, error) {
 			var b bytes.Buffer
 			err := runInspect([]string{path}, &b, io.Discard)
@@ -127,9 +116,30 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := checkAddr(*addr); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	return listenAndServe(srv, *addr, dirs, loopback, stdout, stderr)
+}
+
+// openServedModel opens a model file for gptg serve, counting the
+// sampler's graphs: its refusals are answers to a request, not to a
+// command line.
+func openServedModel(path string) (*savedmodel.Model, error) {
+	m, err := openModel(path, func(spec config.Model) graphsOf { return samplerGraphs(spec, "serving") })
+	var ue usageError
+	var me *config.MemoryError
+	switch {
+	case errors.As(err, &ue): // an answer to a request, not a command line: no "(see --help)"
+		return nil, errors.New(ue.msg)
+	case errors.As(err, &me): // too large for what is left: 507
+		return nil, serve.TooLarge(err)
+	}
+	return m, err
+}
+
+// listenAndServe serves srv on addr until a signal comes.
+func listenAndServe(srv *serve.Server, addr string, dirs []string, loopback bool, stdout, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil { // in use, or not this machine's: a failure at run time
-		return fmt.Errorf("--addr %s: %w", *addr, err)
+		return fmt.Errorf("--addr %s: %w", addr, err)
 	}
 	// Every request's context ends when a signal comes, so that the live
 	// streams and generations return and Shutdown is quick.

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/gptg/gptg/ablate"
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/atomicfile"
+	"github.com/gptg/gptg/internal/mpi"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/sweep"
 )
@@ -26,9 +28,9 @@ var sweepCommand = command{
 	summary: "a grid of configs × settings × seeds: manifest, run entries, Slurm/Kubernetes, collect",
 	usage: `Usage:
   gptg sweep SWEEP.toml [--out DIR]      expand the grid into a sweep folder
-  gptg sweep run DIR [--index I] [--jobs N] [--retry-failed]
+  gptg sweep run DIR [--index I] [--jobs N] [--retry-failed] [--ranks R]
   gptg sweep collect DIR [--baseline NAME]
-  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--memory G] [--time T] [--partition P]
+  gptg sweep emit slurm DIR [--parallel K] [--cpus C] [--memory G] [--time T] [--partition P] [--ranks R]
   gptg sweep emit k8s DIR --claim PVC [--image IMAGE] [--mount PATH] [--parallel K] [--cpus C] [--memory G]
 
 A sweep file names configs, --set values and seeds:
@@ -72,6 +74,10 @@ Flags:
   --index I         the entry to run (run)
   --jobs N          runs at once when running every entry (default 1)
   --retry-failed    run entries whose last attempt failed (run)
+  --ranks R         train each entry on R MPI ranks: mpirun -np R gptg train
+                    --distributed (run; a gptg built with -tags mpi); with
+                    emit slurm, each array task is a job of R tasks, --cpus
+                    and --memory per rank (docs/experiments.md)
   --baseline NAME   the variant the others are compared with (collect)
   --parallel K      tasks or pods at once (emit; default all)
   --cpus C          CPUs per task or pod (emit; default 1)
@@ -161,6 +167,7 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	index := fs.Int("index", -1, "")
 	jobs := fs.Int("jobs", 1, "")
 	retry := fs.Bool("retry-failed", false, "")
+	ranks := fs.Int("ranks", 1, "")
 	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -171,6 +178,16 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if *jobs < 1 || *jobs > 64 {
 		return usagef("--jobs %d must be between 1 and 64", *jobs)
+	}
+	if *ranks < 1 || *ranks > maxRanks {
+		return usagef("--ranks %d must be between 1 and %d", *ranks, maxRanks)
+	}
+	var launch []string
+	if *ranks > 1 {
+		if !mpi.Built {
+			return refusedError{mpi.ErrNotBuilt}
+		}
+		launch = []string{"mpirun", "-np", strconv.Itoa(*ranks)}
 	}
 	indexSet := false
 	fs.Visit(func(f *flag.Flag) { indexSet = indexSet || f.Name == "index" })
@@ -196,7 +213,7 @@ func sweepRun(args []string, stdout, stderr io.Writer) error {
 	if *index >= 0 {
 		fmt.Fprintf(stdout, "sweep %s: entry %d (from %s)\n", dir, *index, from)
 	}
-	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe,
+	results, err := sweep.Run(ctx, dir, sweep.RunOptions{Index: *index, Jobs: *jobs, RetryFailed: *retry, Exe: exe, Launch: launch,
 		Log: stdout, ProgressEvery: 30 * time.Second, Backend: backend(0)})
 	if results == nil {
 		return sweepErr(err)
@@ -293,6 +310,7 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	claim := fs.String("claim", "", "")
 	mount := fs.String("mount", "/work", "")
 	memory := fs.Float64("memory", 0, "")
+	ranks := fs.Int("ranks", 1, "")
 	pos, err := parseFlags(fs, args[1:], stderr)
 	if err != nil {
 		return err
@@ -306,6 +324,10 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 		return usagef("--parallel %d must be positive (or 0 for all)", *parallel)
 	case *cpus < 1 || *cpus > 256:
 		return usagef("--cpus %d must be between 1 and 256", *cpus)
+	case *ranks < 1 || *ranks > maxRanks:
+		return usagef("--ranks %d must be between 1 and %d", *ranks, maxRanks)
+	case *ranks > 1 && engine != "slurm":
+		return usagef("--ranks is for emit slurm: a Kubernetes MPIJob runs a distributed training (docs/experiments.md)")
 	case !(*memory == 0 || *memory >= 0.25 && *memory <= 1<<20): // NaN too: it reached the script as --mem=-9223372036854775808M
 		return usagef("--memory %v must be a number of GiB from 0.25 to 1048576 (or 0: from the runs' estimates)", *memory)
 	}
@@ -323,68 +345,85 @@ func sweepEmit(args []string, stdout, stderr io.Writer) error {
 	var path string
 	switch engine {
 	case "slurm":
-		absDir, err := filepath.Abs(dir)
-		if err != nil {
-			return err
+		if *ranks > 1 && *gptgPath == "" && !mpi.Built {
+			return refusedError{fmt.Errorf("--ranks %d: %w; or name an MPI build with --gptg PATH", *ranks, mpi.ErrNotBuilt)}
 		}
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if *gptgPath == "" {
-			if *gptgPath, err = os.Executable(); err != nil {
-				return fmt.Errorf("finding the gptg binary: %w", err)
-			}
-		}
-		text, err = sweep.Slurm(absDir, len(entries), sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
-			Partition: *partition, Gptg: *gptgPath, Workdir: wd, MemoryMiB: memMiB})
-		if err != nil {
-			return sweepErr(err)
-		}
-		// Slurm does not create the folder of --output: a missing one
-		// makes every task fail before it starts.
-		if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-			return fmt.Errorf("sweep folder: %w", err)
-		}
-		path = filepath.Join(dir, "sweep.sbatch")
+		text, path, err = emitSlurm(dir, sweep.SlurmOptions{Parallel: *parallel, CPUs: *cpus, Time: *timeLimit,
+			Partition: *partition, Gptg: *gptgPath, MemoryMiB: memMiB, Ranks: *ranks}, len(entries))
 	case "k8s":
-		if *claim == "" {
-			return usagef("sweep emit k8s needs --claim (the volume holding this folder)")
-		}
-		if !filepath.IsAbs(*mount) {
-			return usagef("--mount %s must be an absolute path", *mount)
-		}
-		// Kubernetes refuses a mount path with a .. element, and a claim
-		// mounted over / would hide the image the pod runs.
-		if slices.Contains(strings.Split(*mount, "/"), "..") {
-			return usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(*mount))
-		}
-		if *mount = filepath.Clean(*mount); *mount == "/" {
-			return usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
-		}
-		if strings.ContainsAny(*image, " \t") {
-			return usagef("--image %s: an image reference holds no spaces", quote.Value(*image))
-		}
-		rel := filepath.Clean(dir)
-		if filepath.IsAbs(rel) {
-			wd, _ := os.Getwd()
-			if r, err := filepath.Rel(wd, rel); err == nil && filepath.IsLocal(r) {
-				rel = r
-			}
-		}
-		if !filepath.IsLocal(rel) {
-			return usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
-		}
-		text, err = sweep.K8s(sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount, Dir: filepath.ToSlash(rel),
+		text, path, err = emitK8s(dir, sweep.K8sOptions{Image: *image, Claim: *claim, MountPath: *mount,
 			Entries: len(entries), Parallel: *parallel, CPUs: *cpus, MemoryMiB: memMiB})
-		if err != nil {
-			return sweepErr(err)
-		}
-		path = filepath.Join(dir, "job.yaml")
+	}
+	if err != nil {
+		return err
 	}
 	if err := atomicfile.WriteOwnFile(path, text); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d entries)\n", path, len(entries))
 	return nil
+}
+
+// emitSlurm is the batch script of the sweep in dir, of entries tasks:
+// o without Workdir (the current folder), Gptg defaulting to this binary.
+func emitSlurm(dir string, o sweep.SlurmOptions, entries int) (text []byte, path string, err error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	if o.Workdir, err = os.Getwd(); err != nil {
+		return nil, "", err
+	}
+	if o.Gptg == "" {
+		if o.Gptg, err = os.Executable(); err != nil {
+			return nil, "", fmt.Errorf("finding the gptg binary: %w", err)
+		}
+	}
+	text, err = sweep.Slurm(absDir, entries, o)
+	if err != nil {
+		return nil, "", sweepErr(err)
+	}
+	// Slurm does not create the folder of --output: a missing one
+	// makes every task fail before it starts.
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, "", fmt.Errorf("sweep folder: %w", err)
+	}
+	return text, filepath.Join(dir, "sweep.sbatch"), nil
+}
+
+// emitK8s is the Job of the sweep in dir: o without Dir (dir, relative
+// to the current folder, which the pods find on the volume).
+func emitK8s(dir string, o sweep.K8sOptions) (text []byte, path string, err error) {
+	if o.Claim == "" {
+		return nil, "", usagef("sweep emit k8s needs --claim (the volume holding this folder)")
+	}
+	if !filepath.IsAbs(o.MountPath) {
+		return nil, "", usagef("--mount %s must be an absolute path", o.MountPath)
+	}
+	// Kubernetes refuses a mount path with a .. element, and a claim
+	// mounted over / would hide the image the pod runs.
+	if slices.Contains(strings.Split(o.MountPath, "/"), "..") {
+		return nil, "", usagef("--mount %s: Kubernetes refuses a mount path with a .. in it", quote.Value(o.MountPath))
+	}
+	if o.MountPath = filepath.Clean(o.MountPath); o.MountPath == "/" {
+		return nil, "", usagef("--mount /: the claim would hide the container's own files; give a folder such as /work")
+	}
+	if strings.ContainsAny(o.Image, " \t") {
+		return nil, "", usagef("--image %s: an image reference holds no spaces", quote.Value(o.Image))
+	}
+	rel := filepath.Clean(dir)
+	if filepath.IsAbs(rel) {
+		wd, _ := os.Getwd()
+		if r, err := filepath.Rel(wd, rel); err == nil && filepath.IsLocal(r) {
+			rel = r
+		}
+	}
+	if !filepath.IsLocal(rel) {
+		return nil, "", usagef("sweep folder %s must lie inside the current folder, which the pods find on the volume", dir)
+	}
+	o.Dir = filepath.ToSlash(rel)
+	if text, err = sweep.K8s(o); err != nil {
+		return nil, "", sweepErr(err)
+	}
+	return text, filepath.Join(dir, "job.yaml"), nil
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gptg/gptg/corpus"
+	"github.com/gptg/gptg/heatmap"
 	"github.com/gptg/gptg/internal/inputfile"
 	"github.com/gptg/gptg/internal/quote"
 	"github.com/gptg/gptg/savedmodel"
@@ -296,7 +297,7 @@ func (t *tokenTable) add(ids []int) {
 		if !t.seen[id] {
 			t.seen[id] = true
 			t.distinct++
-			t.labels[id] = fmt.Sprintf("%7d %5d  %s\n", id, len(t.v.Piece(id)), tokenLabel(t.v.Label(id)))
+			t.labels[id] = fmt.Sprintf("%7d %5d  %s\n", id, len(t.v.Piece(id)), heatmap.Label(t.v.Label(id)))
 		}
 		fmt.Fprintf(t.out, "%8d ", t.tokens)
 		t.out.WriteString(t.labels[id])

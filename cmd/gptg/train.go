@@ -76,6 +76,12 @@ Flags:
                            they saw, so that a run another runner trained
                            since is not trained again)
   --quiet                  no progress output, only the final summary
+  --distributed            one rank of a job that mpirun or srun started:
+                           the ranks share each step's train.grad_accum
+                           batches (their count must divide it) and give
+                           the weights of one process, bit for bit; rank 0
+                           writes the run folder (docs/experiments.md;
+                           needs a build with -tags mpi)
   --cpuprofile FILE        write a Go CPU profile of the whole command to
                            FILE, for go tool pprof (where the time goes)
 ` + threadsUsage,
@@ -93,6 +99,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	initFrom := fs.String("init", "", "")
 	quiet := fs.Bool("quiet", false, "")
 	cpuprofile := fs.String("cpuprofile", "", "")
+	distributed := fs.Bool("distributed", false, "")
 	pos, err := parseFlags(fs, args, stderr)
 	if err != nil {
 		return err
@@ -116,6 +123,14 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	opts := train.Options{Backend: graph.Backend{Unfused: unfused(), Threads: *threads}, Log: stdout, Force: *force, Replacing: *replacing, Progress: terminal.Is(stdout)}
 	if *quiet {
 		opts.Log, opts.Progress = discard{}, false
+	}
+	if *distributed {
+		comm, err := joinJob()
+		if err != nil {
+			return err
+		}
+		defer func() { retErr = finishJob(comm, retErr) }()
+		distribute(&opts, comm, stderr)
 	}
 	// A closed terminal or a dropped ssh session (SIGHUP) saves like Ctrl-C:
 	// otherwise every step since the last checkpoint would be lost.
@@ -142,33 +157,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	case len(pos) != 1:
 		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
 	default:
-		if err := checkConfigPath(pos[0]); err != nil {
-			return err
-		}
-		var cfg *config.Config
-		cfg, err = config.Load(pos[0], sets)
-		if err != nil {
-			return err
-		}
-		if err := cfg.CheckTrainMemory(); err != nil {
-			return err
-		}
-		if err := checkDataPath(cfg); err != nil {
-			return err
-		}
-		if *initFrom != "" {
-			if opts.Init, err = modelPath(*initFrom); err != nil {
-				return err
-			}
-			if err := refuseInitKind(opts.Init, cfg); err != nil {
-				return err
-			}
-		}
-		if err := train.CheckExistingRun(cfg.Train.Out, opts); err != nil {
-			return err
-		}
-		fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
-		res, err = train.Run(ctx, cfg, opts)
+		res, err = trainConfig(ctx, pos[0], sets, *initFrom, opts)
 	}
 	if errors.Is(err, train.ErrInterrupted) {
 		return interruptedError{err}
@@ -176,9 +165,45 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	if err != nil {
 		return err
 	}
+	if opts.Comm != nil && opts.Comm.Rank() != 0 {
+		return nil // rank 0 reports the run
+	}
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
 	return nil
+}
+
+// trainConfig starts a new run of the config at path (with sets), checked
+// before anything is written: the config, its memory, its data and
+// --init's model file; Run checks the run folder.
+func trainConfig(ctx context.Context, path string, sets []string, initFrom string, opts train.Options) (*train.Result, error) {
+	if err := checkConfigPath(path); err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckTrainMemory(); err != nil {
+		return nil, err
+	}
+	if err := checkDataPath(cfg); err != nil {
+		return nil, err
+	}
+	if initFrom != "" {
+		if opts.Init, err = modelPath(initFrom); err != nil {
+			return nil, err
+		}
+		if err := refuseInitKind(opts.Init, cfg); err != nil {
+			return nil, err
+		}
+	}
+	opts.Starting = func() {
+		if opts.Comm == nil || opts.Comm.Rank() == 0 { // one line for a job of several ranks
+			fmt.Fprintf(opts.Log, "training %s into %s\n", cfg.Path, cfg.Train.Out)
+		}
+	}
+	return train.Run(ctx, cfg, opts)
 }
 
 // checkConfigPath refuses a CONFIG that is a run folder, pointing to

@@ -97,7 +97,13 @@ func runTranslate(args []string, stdout, stderr io.Writer) error {
 	if flagGiven(fs, "text") {
 		return one(*text)
 	}
-	sc := bufio.NewScanner(os.Stdin)
+	return translateLines(os.Stdin, stdout, one)
+}
+
+// translateLines translates each line of in with one (an empty line stays
+// empty), naming the line of a failure.
+func translateLines(in io.Reader, stdout io.Writer, one func(line string) error) error {
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	n := 1
 	for ; sc.Scan(); n++ {

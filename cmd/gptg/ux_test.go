@@ -202,29 +202,6 @@ func TestAttentionSVG(t *testing.T) {
 	}
 }
 
-// TestAttentionColors: neither end of the scale is the page's white (a
-// weight of 1 must not vanish into the background), and the colours grow
-// lighter with the weight, so the order reads in greyscale too.
-func TestAttentionColors(t *testing.T) {
-	colors := attentionColors()
-	prev := -1.0
-	for i := 0; i <= 20; i++ {
-		c, err := colors.At(float64(i) / 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, g, b, _ := c.RGBA()
-		light := (0.2126*float64(r) + 0.7152*float64(g) + 0.0722*float64(b)) / 0xffff
-		if light <= prev {
-			t.Errorf("weight %.2f: lightness %.3f does not rise from %.3f", float64(i)/20, light, prev)
-		}
-		if min(r, g, b) > 0xe000 {
-			t.Errorf("weight %.2f is drawn nearly white (%v)", float64(i)/20, c)
-		}
-		prev = light
-	}
-}
-
 // TestCommandsWriteToRunsWriters calls run in this process: what a
 // command prints must land in the writers run was given, and no file of
 // the command writes to os.Stdout or os.Stderr, or prints with fmt.Print*,

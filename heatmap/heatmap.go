@@ -1,4 +1,9 @@
-package main
+// Package heatmap draws the attention figure of gptg attention: a grid of
+// heatmaps of attention weights (blocks × heads, or the encoder–decoder's
+// three kinds of attention), the tokens as tick labels, one colour scale,
+// as PNG or SVG; and for models of many heads the block × head summary of
+// their entropies and mean distances (summary.go).
+package heatmap
 
 import (
 	"bytes"
@@ -20,6 +25,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/gptg/gptg/config"
+	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/memlimit"
 )
 
@@ -56,34 +62,34 @@ func attentionColors() palette.ColorMap {
 	return colors
 }
 
-// pictureFormats are the formats attention can draw, by file extension.
-var pictureFormats = []string{"png", "svg"}
+// Formats are the formats attention can draw, by file extension.
+var Formats = []string{"png", "svg"}
 
-// panel is one heatmap of the attention figure: a head's weights, the
+// Panel is one heatmap of the attention figure: a head's weights, the
 // labels of its rows (the positions looking) and columns (the positions
 // looked at), its title and its axes' names.
-type panel struct {
-	m            matrix
-	rows, cols   []string
-	title        string
-	xName, yName string
+type Panel struct {
+	M            graph.Matrix
+	Rows, Cols   []string
+	Title        string
+	XName, YName string
 }
 
-// squarePanels are the panels of a decoder-only model: maps[b][h] over
+// Square are the panels of a decoder-only model: maps[b][h] over
 // one sequence of tokens, labels on both axes.
-func squarePanels(maps [][]matrix, labels []string) [][]panel {
-	grid := make([][]panel, len(maps))
+func Square(maps [][]graph.Matrix, labels []string) [][]Panel {
+	grid := make([][]Panel, len(maps))
 	for b := range maps {
 		for h, m := range maps[b] {
-			grid[b] = append(grid[b], panel{m: m, rows: labels, cols: labels, title: fmt.Sprintf("block %d, head %d", b, h),
-				xName: "key: the position looked at", yName: "query: the position looking"})
+			grid[b] = append(grid[b], Panel{M: m, Rows: labels, Cols: labels, Title: fmt.Sprintf("block %d, head %d", b, h),
+				XName: "key: the position looked at", YName: "query: the position looking"})
 		}
 	}
 	return grid
 }
 
-// attentionPicture draws a grid of heatmaps (for a decoder-only model,
-// rows = blocks, columns = heads, squarePanels) with the tokens as tick
+// Picture draws a grid of heatmaps (for a decoder-only model,
+// rows = blocks, columns = heads, Square) with the tokens as tick
 // labels, one colour scale for all and title on top, and returns it
 // encoded as format ("png" or "svg").
 //
@@ -91,7 +97,7 @@ func squarePanels(maps [][]matrix, labels []string) [][]panel {
 // weights are probabilities, and a shared scale lets heads be compared at a
 // glance (a head that spreads its attention looks pale next to one that
 // locks onto a single token).
-func attentionPicture(panels [][]panel, title figureTitle, format string) (picture []byte, err error) {
+func Picture(panels [][]Panel, title Title, format string) (picture []byte, err error) {
 	// gonum/plot reports some drawing problems by panicking; a figure that
 	// cannot be drawn is a run-time error, never a crash of the CLI.
 	defer func() {
@@ -120,10 +126,10 @@ func attentionPicture(panels [][]panel, title figureTitle, format string) (pictu
 		plots[b] = make([]*plot.Plot, cols)
 		for h, pn := range panels[b] {
 			plots[b][h] = heatmapPlot(pn, pal)
-			for _, l := range append(append([]string(nil), pn.rows...), pn.cols...) {
+			for _, l := range append(append([]string(nil), pn.Rows...), pn.Cols...) {
 				longest = max(longest, len([]rune(l)))
 			}
-			most = max(most, len(pn.rows), len(pn.cols))
+			most = max(most, len(pn.Rows), len(pn.Cols))
 		}
 	}
 
@@ -139,7 +145,7 @@ func attentionPicture(panels [][]panel, title figureTitle, format string) (pictu
 		// title keeps a margin (drawTitle).
 		canvas = vgsvg.New(width, height)
 	default:
-		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(pictureFormats, ", "))
+		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(Formats, ", "))
 	}
 	dc := draw.New(canvas)
 	drawTitle(dc, title, width, height)
@@ -169,23 +175,23 @@ func attentionPicture(panels [][]panel, title figureTitle, format string) (pictu
 	return buf.Bytes(), nil
 }
 
-// figureTitle is what the attention figure is of: a model file and a text.
-type figureTitle struct{ model, text string }
+// Title is what the attention figure is of: a model file and a text.
+type Title struct{ Model, Text string }
 
 // lines returns the title shortened step by step: the full one first, then
 // with the model's path cut to its last two elements, then with the text
 // cut as well, so that the caller can take the first that fits.
-func (f figureTitle) lines() []string {
+func (f Title) lines() []string {
 	format := func(model, text string) string {
 		return fmt.Sprintf("attention of %s over %s", model, strconv.Quote(text))
 	}
-	out := []string{format(f.model, f.text)}
-	model := f.model
+	out := []string{format(f.Model, f.Text)}
+	model := f.Model
 	if parts := strings.Split(filepath.ToSlash(model), "/"); len(parts) > 2 {
 		model = "…/" + strings.Join(parts[len(parts)-2:], "/")
-		out = append(out, format(model, f.text))
+		out = append(out, format(model, f.Text))
 	}
-	for r := []rune(f.text); len(r) > 1; {
+	for r := []rune(f.Text); len(r) > 1; {
 		r = r[:len(r)-1]
 		out = append(out, format(model, string(r)+"…"))
 	}
@@ -196,7 +202,7 @@ func (f figureTitle) lines() []string {
 // as much of it as fits the figure's width. (From the left, not centred:
 // SVG text is placed by its start, and a viewer's wider substitute font
 // then runs into the free fifth on the right instead of off both edges.)
-func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
+func drawTitle(dc draw.Canvas, title Title, width, height vg.Length) {
 	sty := draw.TextStyle{
 		Color:   color.Black,
 		Font:    font.From(plot.DefaultFont, 12),
@@ -219,28 +225,28 @@ func drawTitle(dc draw.Canvas, title figureTitle, width, height vg.Length) {
 // heatmapPlot is one head's heatmap: the x axis is the position looked at,
 // the y axis the position that looks, read from the top as in the text
 // tables, so a causal model shows a lower-left triangle.
-func heatmapPlot(pn panel, pal palette.Palette) *plot.Plot {
+func heatmapPlot(pn Panel, pal palette.Palette) *plot.Plot {
 	// hm.Rasterized stays false: it would scale a tiny n×n image up with
 	// interpolation and blur the cells into each other. Drawn as
 	// rectangles, each cell stays sharp and the seams read as a grid.
-	m := pn.m
+	m := pn.M
 	hm := plotter.NewHeatMap(flipped{m}, pal)
 	hm.Min, hm.Max = 0, 1
 	p := plot.New()
-	p.Title.Text = pn.title
-	p.X.Label.Text = pn.xName
-	p.Y.Label.Text = pn.yName
+	p.Title.Text = pn.Title
+	p.X.Label.Text = pn.XName
+	p.Y.Label.Text = pn.YName
 	p.X.Padding, p.Y.Padding = 0, 0
 	p.Add(hm)
 
 	n := m.N
-	xt, yt := make(plot.ConstantTicks, len(pn.cols)), make(plot.ConstantTicks, len(pn.rows))
+	xt, yt := make(plot.ConstantTicks, len(pn.Cols)), make(plot.ConstantTicks, len(pn.Rows))
 	rotate := false
-	for j, l := range pn.cols {
+	for j, l := range pn.Cols {
 		xt[j] = plot.Tick{Value: float64(j), Label: l}
 		rotate = rotate || len([]rune(l)) > 2
 	}
-	for i, l := range pn.rows {
+	for i, l := range pn.Rows {
 		yt[i] = plot.Tick{Value: float64(n - 1 - i), Label: l}
 	}
 	p.X.Tick.Marker, p.Y.Tick.Marker = xt, yt
@@ -288,10 +294,10 @@ func (b colorBar) Plot(c draw.Canvas, p *plot.Plot) {
 
 func (colorBar) DataRange() (xmin, xmax, ymin, ymax float64) { return 0, 1, 0, 1 }
 
-// flipped presents an attention matrix as a plotter.GridXYZ. The plot's y
-// grows upwards, so grid row r is matrix row n−1−r: position 0 ends up on
+// flipped presents an attention graph.Matrix as a plotter.GridXYZ. The plot's y
+// grows upwards, so grid row r is graph.Matrix row n−1−r: position 0 ends up on
 // top, where a reader of the table expects it.
-type flipped struct{ m matrix }
+type flipped struct{ m graph.Matrix }
 
 func (f flipped) Dims() (c, r int)   { return f.m.Cols(), f.m.N }
 func (f flipped) Z(c, r int) float64 { return f.m.At(f.m.N-1-r, c) }
@@ -300,11 +306,11 @@ func (f flipped) Y(r int) float64    { return float64(r) }
 
 var visibleSpace = strings.NewReplacer(" ", "·", "\n", "¶")
 
-// tokenLabel shows a token so that it can be read on an axis: a space and
+// Label shows a token so that it can be read on an axis: a space and
 // a newline get a stand-in the plot's font has a glyph for (a BPE piece's
 // leading space too: " the" is "·the"), other control characters their Go
 // escape, the rest stay as they are.
-func tokenLabel(tok string) string {
+func Label(tok string) string {
 	tok = visibleSpace.Replace(tok)
 	if strings.TrimSpace(tok) == "" || strings.ContainsFunc(tok, func(r rune) bool { return r < ' ' }) {
 		q := strconv.Quote(tok)
@@ -314,7 +320,7 @@ func tokenLabel(tok string) string {
 }
 
 // maxPictureCells bounds the heatmap cells of one picture. Every cell is a
-// rectangle drawn by gonum/plot, and a panel's side grows with its tokens:
+// rectangle drawn by gonum/plot, and a Panel's side grows with its tokens:
 // on a Zen 5 core a .png of 16 panels over 128 tokens (262,144 cells) took
 // 69 s and 1 GB, one over 256 tokens more than two minutes and GBs, and an
 // imported GPT-2 (144 heads, 1,024 tokens) would need 275 GB. An .svg is
@@ -331,13 +337,13 @@ var pictureCellBytes = map[string]float64{"png": 8 << 10, "svg": 1200}
 // checkPictureSize refuses, before any drawing, a picture of more cells
 // than maxPictureCells (or than the process may still draw), saying how
 // many tokens would fit.
-func checkPictureSize(panels [][]panel, format string) error {
+func checkPictureSize(panels [][]Panel, format string) error {
 	cells, count, square := 0, 0, true
 	for _, row := range panels {
 		for _, pn := range row {
-			cells += len(pn.rows) * len(pn.cols)
+			cells += len(pn.Rows) * len(pn.Cols)
 			count++
-			square = square && len(pn.rows) == len(pn.cols)
+			square = square && len(pn.Rows) == len(pn.Cols)
 		}
 	}
 	limit, ok := maxPictureCells[format]
@@ -360,8 +366,18 @@ func checkPictureSize(panels [][]panel, format string) error {
 		advice = fmt.Sprintf("a --text of at most %d tokens", fit)
 	}
 	if bound.Limit != "" {
-		return usagef("a %s of %d heatmaps holding %d cells takes about %s to draw, more than this process may still use (under %s: %d cells): give %s, --format text for the numbers, or give the process more memory",
+		return sizeErrorf("a %s of %d heatmaps holding %d cells takes about %s to draw, more than this process may still use (under %s: %d cells): give %s, --format text for the numbers, or give the process more memory",
 			format, count, cells, config.FormatBytes(float64(cells)*pictureCellBytes[format]), bound.Limit, limit, advice)
 	}
-	return usagef("a %s of %d heatmaps holding %d cells is more than one picture can draw in reasonable time and memory (%d cells for %s): give %s, or --format text for the numbers", format, count, cells, limit, format, advice)
+	return sizeErrorf("a %s of %d heatmaps holding %d cells is more than one picture can draw in reasonable time and memory (%d cells for %s): give %s, or --format text for the numbers", format, count, cells, limit, format, advice)
+}
+
+// SizeError is Picture's refusal of a picture too large to draw: the
+// command line's to change (fewer tokens, another format), not a failure.
+type SizeError struct{ msg string }
+
+func (e *SizeError) Error() string { return e.msg }
+
+func sizeErrorf(format string, args ...any) error {
+	return &SizeError{fmt.Sprintf(format, args...)}
 }
