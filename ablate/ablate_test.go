@@ -4,27 +4,54 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gptg/gptg/train"
 )
 
-// gptgBinary builds the CLI once; ablations run it as a subprocess.
+// The CLI, which ablations run as a subprocess: built once for the
+// package's tests (linking it takes seconds of CPU) into a folder TestMain
+// removes.
+var (
+	gptgOnce sync.Once
+	gptgDir  string
+	gptgExe  string
+	gptgErr  error
+)
+
+// gptgBinary builds the CLI, once, and returns its path.
 func gptgBinary(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "gptg")
-	cmd := exec.Command("go", "build", "-o", exe, "../cmd/gptg")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building gptg: %v\n%s", err, out)
+	gptgOnce.Do(func() {
+		if gptgDir, gptgErr = os.MkdirTemp("", "gptg-ablate-test"); gptgErr != nil {
+			return
+		}
+		gptgExe = filepath.Join(gptgDir, "gptg")
+		if out, err := exec.Command("go", "build", "-o", gptgExe, "../cmd/gptg").CombinedOutput(); err != nil {
+			gptgErr = fmt.Errorf("building gptg: %v\n%s", err, out)
+		}
+	})
+	if gptgErr != nil {
+		t.Fatal(gptgErr)
 	}
-	return exe
+	return gptgExe
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gptgDir != "" {
+		os.RemoveAll(gptgDir)
+	}
+	os.Exit(code)
 }
 
 func writeConfig(t *testing.T, dir, name, body string) string {

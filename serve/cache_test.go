@@ -17,6 +17,7 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/train"
 )
 
@@ -123,7 +124,7 @@ func TestMetricsCache(t *testing.T) {
 	}
 	// A run deleted: its copy goes with it at the next scan.
 	os.RemoveAll(filepath.Join(runs, "b"))
-	time.Sleep(scanEvery + 100*time.Millisecond)
+	age(s, scanEvery)
 	get(t, s, "/api/runs")
 	if _, n := s.metrics.usage(); n != 0 {
 		t.Errorf("%d runs' metrics kept after the runs were deleted or dropped", n)
@@ -180,7 +181,7 @@ func liveEvents(t *testing.T, s *Server, id string, n int) [][2]string {
 	t.Helper()
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/live?id="+id, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -304,8 +305,8 @@ func TestRunsTableDoesNotHoldTheServer(t *testing.T) {
 		if code != 200 {
 			t.Errorf("another run's page while the runs table is being made: %d", code)
 		}
-	case <-time.After(time.Minute):
-		t.Errorf("another run's page waited a minute for the runs table being made")
+	case <-time.After(testwait.Hang):
+		t.Errorf("another run's page waited %v for the runs table being made", testwait.Hang)
 	}
 	c.mu.Unlock()
 	if code := <-done; code != 200 {

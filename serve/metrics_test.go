@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/train"
 )
 
@@ -54,7 +54,7 @@ func TestLiveSaysWhenReadingFails(t *testing.T) {
 	s := newServer(t, Options{Dirs: []string{runs}})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/live?id=runs/a", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -102,9 +102,16 @@ func TestLiveSaysWhenReadingFails(t *testing.T) {
 // row) is bounded by its lines, not only its bytes: 256 MiB of "{}" lines
 // (89 million rows) would take an /api/metrics request ten minutes and
 // 11 GB, and /api/runs, holding the server's lock while it read every
-// run, four minutes during which no request is answered.
+// run, four minutes during which no request is answered. The bound is
+// lowered to 2^19 lines, a quarter of the server's, still over a chunk
+// (chunkBytes) of "{}" lines, so that the count goes on across chunks.
 func TestMetricsOfManyTinyLines(t *testing.T) {
 	fixtures(t)
+	defer func(old int) { maxMetricsLines = old }(maxMetricsLines)
+	maxMetricsLines = 1 << 19
+	if 3*maxMetricsLines <= chunkBytes {
+		t.Fatalf("%d lines of \"{}\" fit in one chunk of %d bytes", maxMetricsLines, chunkBytes)
+	}
 	runs := filepath.Join(t.TempDir(), "runs")
 	copyRun(t, causalRun, filepath.Join(runs, "tiny"))
 	copyRun(t, causalRun, filepath.Join(runs, "edge"))
@@ -121,7 +128,7 @@ func TestMetricsOfManyTinyLines(t *testing.T) {
 	}
 	s := newServer(t, Options{Dirs: []string{runs}})
 	w := get(t, s, "/api/metrics?id=runs/tiny")
-	if w.Code != 422 || !strings.Contains(w.Body.String(), "more than 2097152 lines") {
+	if w.Code != 422 || !strings.Contains(w.Body.String(), fmt.Sprintf("more than %d lines", maxMetricsLines)) {
 		t.Errorf("metrics of %d lines: %d %.200s, want 422 naming the bound", maxMetricsLines+1, w.Code, w.Body.String())
 	}
 	if w := get(t, s, "/api/metrics?id=runs/edge"); w.Code != 200 {
@@ -132,7 +139,7 @@ func TestMetricsOfManyTinyLines(t *testing.T) {
 		t.Errorf("live stream of the long file: %.300s, want one error event", w.Body.String())
 	}
 	list := decode[runsList](t, get(t, s, "/api/runs"))
-	if r := runByID(t, list, "runs/tiny"); r.State != stateDamaged || !strings.Contains(r.Problem, "more than 2097152 lines") {
+	if r := runByID(t, list, "runs/tiny"); r.State != stateDamaged || !strings.Contains(r.Problem, fmt.Sprintf("more than %d lines", maxMetricsLines)) {
 		t.Errorf("the run of the long file in the table: %s %q, want damaged naming the bound", r.State, r.Problem)
 	}
 	if r := runByID(t, list, "runs/edge"); r.State == stateDamaged || r.Rows != maxMetricsLines {

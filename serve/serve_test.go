@@ -21,6 +21,7 @@ import (
 
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/sample"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/train"
@@ -102,6 +103,16 @@ func newServer(t *testing.T, opts Options) *Server {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// age moves the server's scan clock back by d, as if d had passed since
+// its last scan of the folders and its last runs table: what the scan
+// interval does is tested without sleeping through it.
+func age(s *Server, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scanned = s.scanned.Add(-d)
+	s.runsAt = s.runsAt.Add(-d)
 }
 
 // get answers a GET through the handler, with a loopback Host.
@@ -202,11 +213,11 @@ func TestRunsTable(t *testing.T) {
 	// A new run shows up, a deleted one goes away (after the scan interval).
 	copyRun(t, causalRun, filepath.Join(runs, "new"))
 	os.RemoveAll(filepath.Join(runs, "unmasked"))
-	time.Sleep(150 * time.Millisecond) // a run looked up at once is found by a fresh scan
+	age(s, 150*time.Millisecond) // a run looked up at once is found by a fresh scan
 	if w := get(t, s, "/api/run?id=runs/new"); w.Code != 200 {
 		t.Fatalf("a run made after the server started: %d %s", w.Code, w.Body)
 	}
-	time.Sleep(scanEvery + 50*time.Millisecond)
+	age(s, scanEvery)
 	list = decode[runsList](t, get(t, s, "/api/runs"))
 	ids := fmt.Sprint(list.Runs)
 	if !strings.Contains(ids, "runs/new") || strings.Contains(ids, "runs/unmasked") {
@@ -799,8 +810,8 @@ func TestLiveEndsWhenDeleted(t *testing.T) {
 		if err != nil {
 			t.Errorf("the stream ended with %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the stream of a deleted run went on")
+	case <-time.After(testwait.Hang):
+		t.Fatalf("the stream of a deleted run went on for %v", testwait.Hang)
 	}
 }
 

@@ -3,16 +3,19 @@ package train
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gptg/gptg/internal/runlock"
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/savedmodel"
 )
 
@@ -24,7 +27,7 @@ import (
 // never killed: the same weights and the same metrics.
 func TestSIGKILLAndResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: skipping the SIGKILL test (it trains for about 20 seconds)")
+		t.Skip("-short: skipping the SIGKILL test (about 20 runs of 200 float64 steps)")
 	}
 	exe, cfg := buildGptg(t), killConfig(t)
 	whole := t.TempDir()
@@ -116,14 +119,39 @@ func TestSIGKILLAndResume(t *testing.T) {
 	t.Logf("%d kills, %d after a checkpoint", kills, midRun)
 }
 
-// buildGptg builds the CLI into a temporary folder.
+// The CLI, built once for the package's tests (linking it takes seconds
+// of CPU) into a folder TestMain removes.
+var (
+	gptgOnce sync.Once
+	gptgDir  string
+	gptgExe  string
+	gptgErr  error
+)
+
+// buildGptg builds the CLI, once, and returns its path.
 func buildGptg(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "gptg")
-	if out, err := exec.Command("go", "build", "-o", exe, "../cmd/gptg").CombinedOutput(); err != nil {
-		t.Fatalf("building gptg: %v\n%s", err, out)
+	gptgOnce.Do(func() {
+		if gptgDir, gptgErr = os.MkdirTemp("", "gptg-train-test"); gptgErr != nil {
+			return
+		}
+		gptgExe = filepath.Join(gptgDir, "gptg")
+		if out, err := exec.Command("go", "build", "-o", gptgExe, "../cmd/gptg").CombinedOutput(); err != nil {
+			gptgErr = fmt.Errorf("building gptg: %v\n%s", err, out)
+		}
+	})
+	if gptgErr != nil {
+		t.Fatal(gptgErr)
 	}
-	return exe
+	return gptgExe
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if gptgDir != "" {
+		os.RemoveAll(gptgDir)
+	}
+	os.Exit(code)
 }
 
 // killConfig writes a small float64 config that checkpoints every 3 steps.
@@ -145,7 +173,7 @@ norm = "pre"
 dtype = "float64"
 [train]
 batch = 4
-max_steps = 400
+max_steps = 200
 warmup = 10
 lr = 0.01
 log_every = 10
@@ -162,20 +190,18 @@ checkpoint_every = 3
 func TestSIGINTSavesAndExits130(t *testing.T) {
 	exe, cfg := buildGptg(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(exe, "train", cfg, "--set", "train.out="+dir, "--set", "train.checkpoint_every=1000")
+	// A run far longer than the test waits: the interrupt lands mid-run
+	// however busy the machine, and the resume goes two steps further.
+	cmd := exec.Command(exe, "train", cfg, "--set", "train.out="+dir,
+		"--set", "train.max_steps=100000", "--set", "train.checkpoint_every=100000")
 	var out strings.Builder
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no metrics row within 20 s")
-		}
+	if !testwait.For(func() bool { b, _ := os.ReadFile(filepath.Join(dir, MetricsFile)); return len(b) > 0 }) {
+		cmd.Process.Kill()
+		t.Fatalf("no metrics row within %v", testwait.Hang)
 	}
 	cmd.Process.Signal(os.Interrupt)
 	err := cmd.Wait()
@@ -190,7 +216,7 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 	if err != nil || step == 0 || step >= total {
 		t.Fatalf("checkpoint after SIGINT: step %d of %d, %v", step, total, err)
 	}
-	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+	if b, err := exec.Command(exe, "train", "--resume", dir, "--quiet", "--set", fmt.Sprintf("train.max_steps=%d", step+2)).CombinedOutput(); err != nil {
 		t.Fatalf("resume: %v\n%s", err, b)
 	}
 }
@@ -200,26 +226,22 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 // (ulimit -f) that the checkpoint exceeds, so writing it fails with EFBIG.
 // gptg must stop with one clear line and exit 1, leave no temporary file,
 // and leave the checkpoint and model of the last good save byte for byte;
-// a later resume without the limit must finish the run.
+// a later resume without the limit must go on from it.
 func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
 	exe, cfg := buildGptg(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
-	// A first process saves at step 20 and is stopped there.
-	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir,
+	// A first process saves at step 20 and is stopped there (or a save
+	// later: its run is far longer than the test waits).
+	cmd := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir, "--set", "train.max_steps=100000",
 		"--set", "train.checkpoint_every=20", "--set", "train.eval_every=50")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if step, _, err := Progress(dir); err == nil && step >= 20 {
-			cmd.Process.Signal(os.Interrupt)
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no checkpoint within 20 s")
-		}
+	if !testwait.For(func() bool { step, _, err := Progress(dir); return err == nil && step >= 20 }) {
+		cmd.Process.Kill()
+		t.Fatalf("no checkpoint within %v", testwait.Hang)
 	}
+	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 	before := map[string][]byte{}
 	for _, name := range []string{CheckpointFile, ModelFile} {
@@ -257,7 +279,12 @@ func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
 			t.Errorf("temporary file left behind: %s", e.Name())
 		}
 	}
-	if out, err := exec.Command(exe, "train", "--resume", dir, "--quiet").CombinedOutput(); err != nil {
+	// Two steps past the last good save: the resume writes again.
+	step, _, err := Progress(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(exe, "train", "--resume", dir, "--quiet", "--set", fmt.Sprintf("train.max_steps=%d", step+2)).CombinedOutput(); err != nil {
 		t.Fatalf("resume after the failed save: %v\n%s", err, out)
 	}
 }

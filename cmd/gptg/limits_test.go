@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gptg/gptg/internal/testmodel"
 )
@@ -161,13 +160,10 @@ func TestAttentionPictureBounded(t *testing.T) {
 	if err != nil || len(text) < 300 {
 		t.Fatalf("corpus: %v", err)
 	}
-	start := time.Now()
+	// At once: gptg bounds the refusal's CPU time (commandCPU).
 	r := gptg(t, dir, "attention", "run", "--text", string(text[:300]), "--out", "a.png")
 	if r.code != 2 || !strings.Contains(r.stderr, "give a --text of at most 256 tokens") || exists(filepath.Join(dir, "a.png")) {
 		t.Errorf("exit %d, a.png %v, stderr %s", r.code, exists(filepath.Join(dir, "a.png")), r.stderr)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("refused after %v", d)
 	}
 	if r := gptg(t, dir, "attention", "run", "--text", string(text[:256]), "--out", "a.svg"); r.code != 0 {
 		t.Errorf("256 tokens as svg: exit %d, %s", r.code, r.stderr)

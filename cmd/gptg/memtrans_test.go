@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // TestTranslationMemoryLimit: GPTG_MAX_MEMORY applies to translation
@@ -117,9 +118,7 @@ func TestServeModelMemoryUnderUlimit(t *testing.T) {
 	}
 	limit := v0 + (256-100)<<10 // KiB: the reserve is 256 MiB; VmSize varies by tens of MiB from run to run
 	_, u, stderr := startServeUnder(t, dir, fmt.Sprintf("-v %d", limit), "--addr", "127.0.0.1:0", "--model-memory", "20")
-	for wait := time.Now(); !strings.Contains(stderr.String(), "\n") && time.Since(wait) < 5*time.Second; {
-		time.Sleep(10 * time.Millisecond) // the note comes through a pipe
-	}
+	testwait.For(func() bool { return strings.Contains(stderr.String(), "\n") }) // the note comes through a pipe
 	want := "gptg serve: --model-memory 20 GiB is more than this process may use ("
 	if s := stderr.String(); !strings.HasPrefix(s, want) || !strings.Contains(s, fmt.Sprintf("under ulimit -v %d KiB", limit)) || strings.Count(s, "\n") != 1 {
 		t.Errorf("serve under ulimit -v %d: stderr %q; want one line %q…", limit, s, want)

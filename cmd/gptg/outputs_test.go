@@ -11,9 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // The rows and tests of this file hold every file gptg writes to one
@@ -288,14 +288,10 @@ func TestRunModelFilesReplaceLinks(t *testing.T) {
 	ok(t, dir, "inspect", "runs/c")
 }
 
-// waitFor waits (up to a minute) until path exists.
+// waitFor waits until path exists.
 func waitFor(t *testing.T, path string) {
 	t.Helper()
-	for start := time.Now(); !exists(path); time.Sleep(time.Millisecond) {
-		if time.Since(start) > time.Minute {
-			t.Fatalf("%s did not appear within a minute", path)
-		}
-	}
+	testwait.Until(t, path+" to appear", func() bool { return exists(path) })
 }
 
 // linkOut moves dir/run/name to dir/outside-name and leaves a link to it.

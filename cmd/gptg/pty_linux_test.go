@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // openPTY returns the two ends of a new pseudo-terminal of cols×rows.
@@ -94,17 +95,17 @@ func startOnPTY(t *testing.T, dir string, cols int, args ...string) *ptyRun {
 
 // wait returns the exit code and everything written to the terminal,
 // with the terminal's \r\n for a newline turned back into \n.
-func (r *ptyRun) wait(t *testing.T, timeout time.Duration) (int, string) {
+func (r *ptyRun) wait(t *testing.T) (int, string) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- r.cmd.Wait() }()
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(timeout):
+	case <-time.After(testwait.Hang):
 		r.cmd.Process.Kill()
 		<-done
-		t.Fatalf("gptg %s: still running after %v", strings.Join(r.cmd.Args[1:], " "), timeout)
+		t.Fatalf("gptg %s: still running after %v", strings.Join(r.cmd.Args[1:], " "), testwait.Hang)
 	}
 	<-r.read
 	r.master.Close()
@@ -166,7 +167,7 @@ func TestProgressFitsTheTerminal(t *testing.T) {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := ptyTrainConfig(t, dir, 2000)
-			code, out := startOnPTY(t, dir, cols, "train", cfg).wait(t, time.Minute)
+			code, out := startOnPTY(t, dir, cols, "train", cfg).wait(t)
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, out)
 			}
@@ -203,7 +204,7 @@ func TestProgressTimeLeftAfterResume(t *testing.T) {
 	if r := gptg(t, dir, "train", cfg); r.code != 0 {
 		t.Fatalf("first run: exit %d: %s", r.code, r.stderr)
 	}
-	code, out := startOnPTY(t, dir, 80, "train", "--resume", "run", "--set", "train.max_steps=5000").wait(t, time.Minute)
+	code, out := startOnPTY(t, dir, 80, "train", "--resume", "run", "--set", "train.max_steps=5000").wait(t)
 	if code != 0 {
 		t.Fatalf("resume: exit %d:\n%s", code, out)
 	}
@@ -236,15 +237,11 @@ func TestPrefixOnlyProgressAndInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startOnPTY(t, dir, 80, "eval", model, "--data", big, "--prefix-only")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(r.snapshot(), "prefix-only loss: ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no progress shown after 30 s:\n%q", r.snapshot())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testwait.For(func() bool { return strings.Contains(r.snapshot(), "prefix-only loss: ") }) {
+		t.Fatalf("no progress shown after %v:\n%q", testwait.Hang, r.snapshot())
 	}
 	r.cmd.Process.Signal(os.Interrupt)
-	code, out := r.wait(t, 30*time.Second)
+	code, out := r.wait(t)
 	if code != 130 || !regexp.MustCompile(`gptg eval: interrupted during the prefix-only loss, after \d+ of \d+ batches\n`).MatchString(out) {
 		t.Errorf("exit %d, want 130 and the interrupted step named:\n%q", code, out)
 	}

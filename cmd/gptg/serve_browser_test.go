@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // envChromium names the browser binary when it is not chromium on PATH.
@@ -55,10 +56,11 @@ func needChromium(t *testing.T) string {
 	return browser
 }
 
-// newBrowser starts browser (needChromium's) for the test, which it must
-// finish within timeout; screenshots go to $GPTG_SCREENSHOTS or a
-// temporary folder.
-func newBrowser(t *testing.T, browser string, timeout time.Duration) *browserPage {
+// newBrowser starts browser (needChromium's) for the test; screenshots go
+// to $GPTG_SCREENSHOTS or a temporary folder. Each step, evaluation and
+// wait is bounded by testwait.Hang, not the whole test: a busy machine
+// stretches every step, and only one that never ends is a failure.
+func newBrowser(t *testing.T, browser string) *browserPage {
 	t.Helper()
 	shots := os.Getenv("GPTG_SCREENSHOTS")
 	if shots == "" {
@@ -82,31 +84,43 @@ func newBrowser(t *testing.T, browser string, timeout time.Duration) *browserPag
 	if err := chromedp.Do(bctx); err != nil { // starts the browser
 		t.Fatalf("starting %s: %v", browser, err)
 	}
-	ctx, cancel := context.WithTimeout(bctx, timeout)
-	t.Cleanup(cancel)
-	return &browserPage{t: t, ctx: ctx, shots: shots}
+	return &browserPage{t: t, ctx: bctx, shots: shots}
+}
+
+// run runs actions on the page, for up to testwait.Hang.
+func (b *browserPage) run(actions ...chromedp.Action[chromedp.Void]) error {
+	ctx, cancel := context.WithTimeout(b.ctx, testwait.Hang)
+	defer cancel()
+	return chromedp.Do(ctx, actions...)
+}
+
+// value runs an action that gives a value, for up to testwait.Hang.
+func value[T any](b *browserPage, action chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, testwait.Hang)
+	defer cancel()
+	return chromedp.Run(ctx, action)
 }
 
 func (b *browserPage) step(what string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	if err := chromedp.Do(b.ctx, actions...); err != nil {
-		text, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.innerText`))
-		if png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)); err == nil {
+	if err := b.run(actions...); err != nil {
+		text, _ := value(b, chromedp.Evaluate[string](`document.body.innerText`))
+		if png, err := value(b, chromedp.FullScreenshot(100)); err == nil {
 			os.WriteFile(filepath.Join(b.shots, "failed.png"), png, 0o644)
 		}
 		b.t.Fatalf("%s: %v; the page shows:\n%.3000s", what, err, text)
 	}
 }
 
-// wait polls js until it is true (30 s at most).
+// wait polls js until it is true (testwait.Hang at most).
 func (b *browserPage) wait(what, js string) {
 	b.t.Helper()
-	b.step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+	b.step(what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(testwait.Hang), chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
 func (b *browserPage) eval(js string) string {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	v, err := value(b, chromedp.Evaluate[string](js))
 	if err != nil {
 		b.t.Fatalf("%s: %v", js, err)
 	}
@@ -115,7 +129,7 @@ func (b *browserPage) eval(js string) string {
 
 func (b *browserPage) shot(name string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	png, err := value(b, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -232,7 +246,7 @@ out = "runs/live"
 	}()
 	_, base, _ := startServe(t, dir, "--addr", "127.0.0.1:0", "--max-tokens", "100000")
 
-	b := newBrowser(t, browser, 120*time.Second)
+	b := newBrowser(t, browser)
 	if err := <-ablateDone; err != nil {
 		t.Fatalf("gptg ablate: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/serve"
 )
 
@@ -61,8 +62,10 @@ func startServeUnder(t *testing.T, dir, ulimit string, args ...string) (*exec.Cm
 	return cmd, u, &stderr
 }
 
-// TestServeShutdown: SIGINT and SIGTERM stop the server within a second,
-// exit 0, even with a live stream open.
+// TestServeShutdown: SIGINT and SIGTERM stop the server, exit 0, even
+// with a live stream open, which never ends by itself: the server bounds
+// its own shutdown (900 ms), and the test waits up to testwait.Hang, so
+// that a busy machine, which stretches that second, does not fail it.
 func TestServeShutdown(t *testing.T) {
 	dir := t.TempDir()
 	copyRunFolder(t, filepath.Dir(causalModel), filepath.Join(dir, "runs", "c"))
@@ -76,17 +79,16 @@ func TestServeShutdown(t *testing.T) {
 		if _, err := resp.Body.Read(first); err != nil || !strings.HasPrefix(string(first), "event: rows") {
 			t.Fatalf("live stream: %q %v", first, err)
 		}
-		start := time.Now()
 		cmd.Process.Signal(sig)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
-			if took := time.Since(start); err != nil || took > time.Second {
-				t.Errorf("%v: exit %v after %v, want 0 within 1s; stderr %s", sig, err, took, stderr)
+			if err != nil {
+				t.Errorf("%v: exit %v, want 0; stderr %s", sig, err, stderr)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%v: still running after 5 s", sig)
+		case <-time.After(testwait.Hang):
+			t.Fatalf("%v: still running after %v", sig, testwait.Hang)
 		}
 		resp.Body.Close()
 	}
@@ -131,10 +133,8 @@ func TestServeUsage(t *testing.T) {
 		t.Errorf("an address that cannot be listened on: exit %d %q", r.code, r.stderr)
 	}
 	cmd, u, stderr := startServe(t, dir, ".", "--addr", "0.0.0.0:0")
-	if !strings.Contains(stderr.String(), "warning") {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !strings.Contains(stderr.String(), "warning: listening on") {
+	// The warning comes just after the address line startServe waited for.
+	if !testwait.For(func() bool { return strings.Contains(stderr.String(), "warning: listening on") }) {
 		t.Errorf("--addr 0.0.0.0:0: no warning, stderr %q", stderr.String())
 	}
 	if resp, err := http.Get(u + "/api/runs"); err != nil || resp.StatusCode != 200 {

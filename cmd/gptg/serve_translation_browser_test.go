@@ -75,7 +75,7 @@ func lastLine(out string) string {
 // alignment, whose numbers (read from the page, as a person hovering the
 // map reads them) are the ones gptg attention prints.
 func TestServeTranslationInBrowser(t *testing.T) {
-	b := newBrowser(t, needChromium(t), 150*time.Second)
+	b := newBrowser(t, needChromium(t))
 	dir := t.TempDir()
 	// Three-word sentences, each translated to its words reversed in
 	// another language: a model of a few hundred steps learns it.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gptg/gptg/internal/testmodel"
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // gptgEnv runs the binary in dir with extra environment variables; a
@@ -147,11 +147,8 @@ func TestSweepNeverTrainsOneRunTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Process.Kill()
-	for deadline := time.Now().Add(30 * time.Second); !exists(filepath.Join(run, "metrics.jsonl")); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first task did not start training:\n%s", out1.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.For(func() bool { return exists(filepath.Join(run, "metrics.jsonl")) }) {
+		t.Fatalf("the first task did not start training:\n%s", out1.String())
 	}
 	r := gptgEnv(t, dir, nil, "sweep", "run", "sw", "--index", "0")
 	if r.code != 1 || !strings.Contains(r.stdout, "run folder is in use by process") || !strings.Contains(r.stderr, "another process is already training 1 of the 1 runs") {

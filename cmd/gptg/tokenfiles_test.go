@@ -231,23 +231,23 @@ func TestTrainOnTokenFiles(t *testing.T) {
 	}
 }
 
-// TestTokenFileLargerThanMemory trains on a 4 GiB training token file
-// (sparse: two billion zeros) under a ulimit -v that leaves the process
+// TestTokenFileLargerThanMemory trains on a 1 GiB training token file
+// (sparse: half a billion zeros) under a ulimit -v that leaves the process
 // 300 MiB beyond what `gptg version` takes: token files are read a window
-// at a time, never whole (as ids they would take 4 GiB, as []int 16).
+// at a time, never whole (as ids they would take 1 GiB, as []int 4).
 func TestTokenFileLargerThanMemory(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"c.toml": tokensConfig, "d/val.bin": tokenBytes(t, someIDs(100)), "d/meta.pkl": metaPkl(t), "d/train.bin": ""})
-	if err := os.Truncate(filepath.Join(dir, "d", "train.bin"), 4<<30); err != nil {
+	if err := os.Truncate(filepath.Join(dir, "d", "train.bin"), 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	limit := peakVM(t, dir, "version") + 300<<10
 	r := runGptgWith(t, dir, runOptions{ulimit: fmt.Sprintf("-v %d", limit), cpu: commandCPU}, "train", "c.toml")
 	if r.code != 0 {
-		t.Fatalf("train on a 4 GiB token file under ulimit -v %d: exit %d, %s", limit, r.code, r.stderr)
+		t.Fatalf("train on a 1 GiB token file under ulimit -v %d: exit %d, %s", limit, r.code, r.stderr)
 	}
 	if r.maxRSSKB > 150<<10 {
-		t.Errorf("peak RSS %d MiB training on a 4 GiB token file", r.maxRSSKB>>10)
+		t.Errorf("peak RSS %d MiB training on a 1 GiB token file", r.maxRSSKB>>10)
 	}
 	if !strings.Contains(r.stdout, "done: 3 steps") {
 		t.Errorf("stdout %s", r.stdout)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // TestRefusesWhatIsNotARegularFile: a FIFO with no writer, /dev/zero and a
@@ -32,8 +34,8 @@ func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: got %v, want %q", path, err, want)
 			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: still reading after 5s", path)
+		case <-time.After(testwait.Hang):
+			t.Fatalf("%s: still reading after %v", path, testwait.Hang)
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package pool
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gptg/gptg/internal/testwait"
 )
 
 // TestRunCallsEveryPartOnce runs jobs of every size up to the pool's,
@@ -50,12 +53,8 @@ func TestCloseStopsWorkers(t *testing.T) {
 	spinning.Run(3, func(int) {})
 	sleeping.Run(3, func(int) {})
 	// The workers have started by the end of Run but may not have been
-	// scheduled yet on a busy machine: wait for them (up to 5 s).
-	for deadline := time.Now().Add(5 * time.Second); members() != 4; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers after starting two pools of 3, want 4", members())
-		}
-	}
+	// scheduled yet on a busy machine: wait for them.
+	testwait.Until(t, "the 4 workers of two pools of 3", func() bool { return members() == 4 })
 	time.Sleep(5 * spinFor) // one pool's workers now asleep, the other's spinning
 	sleeping.Close()
 	spinning.Run(2, func(int) {})
@@ -63,16 +62,10 @@ func TestCloseStopsWorkers(t *testing.T) {
 	waitForMembers(t, 0)
 }
 
-// waitForMembers waits up to 5 s for the number of workers to fall to n.
+// waitForMembers waits for the number of workers to fall to n.
 func waitForMembers(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for members() > n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers 5 s after Close, want %d", members(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, fmt.Sprintf("the workers to fall to %d after Close", n), func() bool { return members() <= n })
 }
 
 // members counts the goroutines running a pool's worker loop.
