@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -102,11 +103,11 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseUnusedDataFlags(fs, pos); err != nil {
+		return err
+	}
 	if len(pos) >= 1 && (pos[0] == "list" || pos[0] == "export") {
 		return runDataBuiltin(pos, *out, *force, stdout)
-	}
-	if (flagGiven(fs, "text") || flagGiven(fs, "split")) && (len(pos) == 0 || pos[0] != "prepare") {
-		return usagef("--text and --split are for gptg data prepare --text FILE (and gptg data bpe's --split)")
 	}
 	if len(pos) >= 1 && pos[0] == "prepare" && flagGiven(fs, "text") {
 		if len(pos) != 1 {
@@ -145,6 +146,38 @@ func runData(args []string, stdout, stderr io.Writer) error {
 	}
 	if !atomicfile.IsStdout(*out) {
 		fmt.Fprintf(stdout, "wrote %d sentences to %s\n", *n, quote.Name(*out))
+	}
+	return nil
+}
+
+// dataFlags are the flags each of gptg data's subcommands reads (bpe
+// parses its own).
+var dataFlags = map[string][]string{
+	"toy":     {"out", "sentences", "seed", "force"},
+	"pairs":   {"out", "force", "set"},
+	"list":    {},
+	"export":  {"out", "force"},
+	"prepare": {"out", "force", "text", "split"},
+}
+
+// refuseUnusedDataFlags refuses a flag the subcommand would not read, as
+// a setting is used or refused, never accepted and ignored.
+func refuseUnusedDataFlags(fs *flag.FlagSet, pos []string) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	used, ok := dataFlags[pos[0]]
+	if !ok {
+		return nil // an unknown subcommand: runData says what there is
+	}
+	var unused []string
+	fs.Visit(func(f *flag.Flag) {
+		if !slices.Contains(used, f.Name) {
+			unused = append(unused, "--"+f.Name)
+		}
+	})
+	if len(unused) > 0 {
+		return usagef("gptg data %s does not use %s", pos[0], strings.Join(unused, ", "))
 	}
 	return nil
 }
