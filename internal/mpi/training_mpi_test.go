@@ -269,8 +269,10 @@ func rankPID(t *testing.T, bin string, r int) string {
 // exits), and 4 ranks resume the run to one process's weights.
 func TestInterruptSavesAndResumes(t *testing.T) {
 	dir := setUp(t)
+	// Long enough that the interrupt, sent at the first checkpoint, lands
+	// mid-run on a quiet machine too (400 steps took 0.6 s there).
 	long := func(out string) []string {
-		return []string{"train", "small.toml", "--set", "train.out=" + out, "--set", "train.max_steps=400", "--set", "train.checkpoint_every=20", "--set", "train.eval_every=200"}
+		return []string{"train", "small.toml", "--set", "train.out=" + out, "--set", "train.max_steps=8000", "--set", "train.checkpoint_every=20", "--set", "train.eval_every=4000"}
 	}
 	one := exec.Command(bin, append(long("one"), "--quiet")...)
 	one.Dir = dir
@@ -306,7 +308,7 @@ func TestInterruptSavesAndResumes(t *testing.T) {
 		!strings.Contains(log.String(), "resume with: gptg train --resume stopped --distributed") {
 		t.Fatalf("rank 0 did not save and say how to resume:\n%s", log.String())
 	}
-	if strings.Contains(log.String(), "done: 400 steps") {
+	if strings.Contains(log.String(), "done: 8000 steps") {
 		t.Fatalf("the run finished before the interrupt reached it:\n%s", log.String())
 	}
 	run(t, mpirun(t, dir, 4, bin, "train", "--resume", "stopped", "--quiet", "--distributed"))
