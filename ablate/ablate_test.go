@@ -4,53 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gptg/gptg/internal/gptgbin"
 	"github.com/gptg/gptg/train"
 )
 
-// The CLI, which ablations run as a subprocess: built once for the
-// package's tests (linking it takes seconds of CPU) into a folder TestMain
-// removes.
-var (
-	gptgOnce sync.Once
-	gptgDir  string
-	gptgExe  string
-	gptgErr  error
-)
-
-// gptgBinary builds the CLI, once, and returns its path.
-func gptgBinary(t *testing.T) string {
-	t.Helper()
-	gptgOnce.Do(func() {
-		if gptgDir, gptgErr = os.MkdirTemp("", "gptg-ablate-test"); gptgErr != nil {
-			return
-		}
-		gptgExe = filepath.Join(gptgDir, "gptg")
-		if out, err := exec.Command("go", "build", "-o", gptgExe, "../cmd/gptg").CombinedOutput(); err != nil {
-			gptgErr = fmt.Errorf("building gptg: %v\n%s", err, out)
-		}
-	})
-	if gptgErr != nil {
-		t.Fatal(gptgErr)
-	}
-	return gptgExe
-}
-
+// TestMain removes the CLI gptgbin built for the package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if gptgDir != "" {
-		os.RemoveAll(gptgDir)
-	}
+	gptgbin.Remove()
 	os.Exit(code)
 }
 
@@ -93,7 +62,7 @@ eval_every = 40
 // retrains. The progress ticker runs every millisecond, so that `go test
 // -race` sees it read the results while the workers write them.
 func TestAblation(t *testing.T) {
-	exe := gptgBinary(t)
+	exe := gptgbin.Path(t)
 	cfgDir, out := t.TempDir(), filepath.Join(t.TempDir(), "abl")
 	base := tinyBase(t, cfgDir)
 	heads := writeConfig(t, cfgDir, "heads", "extends = \"base.toml\"\n[model]\nheads = 2\nmask = false\n[train]\nmin_lr = 3e-4\n")
@@ -274,7 +243,7 @@ func TestFailedRunKeepsItsErrorOutput(t *testing.T) {
 // binary plays the other runner: it trains the run to the end before the
 // training that bringUp asked for.
 func TestRunFinishedByAnotherRunner(t *testing.T) {
-	real := gptgBinary(t)
+	real := gptgbin.Path(t)
 	exe := filepath.Join(t.TempDir(), "gptg-race")
 	script := "#!/bin/sh\nif [ \"$1\" = train ]; then '" + real + "' \"$@\" >/dev/null 2>&1; fi\nexec '" + real + "' \"$@\"\n"
 	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {

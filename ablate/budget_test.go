@@ -3,6 +3,7 @@ package ablate
 import (
 	"bytes"
 	"context"
+	"github.com/gptg/gptg/internal/gptgbin"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 // kernel kill one). The wrapper marks a training in progress
 // with a folder: a second one starting meanwhile finds it taken.
 func TestJobsShareTheMemory(t *testing.T) {
-	real := gptgBinary(t)
+	real := gptgbin.Path(t)
 	tmp := t.TempDir()
 	mark, overlaps := filepath.Join(tmp, "training"), filepath.Join(tmp, "overlaps")
 	exe := filepath.Join(tmp, "gptg-mark")
@@ -81,7 +82,7 @@ func TestJobsShareTheMemory(t *testing.T) {
 // while it wrote model.safetensors) is a failed run named as killed —
 // not "finished by another process" with a missing model later.
 func TestKilledWhileWritingTheModel(t *testing.T) {
-	real := gptgBinary(t)
+	real := gptgbin.Path(t)
 	exe := filepath.Join(t.TempDir(), "gptg-killed")
 	script := "#!/bin/sh\nif [ \"$1\" = train ]; then '" + real + "' \"$@\" >/dev/null 2>&1; for a; do last=$a; done; rm \"${last#train.out=}/model.safetensors\" || exit 3; kill -9 $$; fi\nexec '" + real + "' \"$@\"\n"
 	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {

@@ -2,6 +2,7 @@ package ablate
 
 import (
 	"context"
+	"github.com/gptg/gptg/internal/gptgbin"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 // translation of the prompt as its sample; a second call reuses them. Ablate once read a translation
 // model file as a GPT's and failed every run at its summary.
 func TestAblationTranslation(t *testing.T) {
-	exe := gptgBinary(t)
+	exe := gptgbin.Path(t)
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 4))
 	data := filepath.Join(dir, "toy.tsv")

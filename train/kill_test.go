@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gptg/gptg/internal/gptgbin"
 	"github.com/gptg/gptg/internal/runlock"
 	"github.com/gptg/gptg/internal/testwait"
 	"github.com/gptg/gptg/savedmodel"
@@ -29,7 +29,7 @@ func TestSIGKILLAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the SIGKILL test (about 20 runs of 200 float64 steps)")
 	}
-	exe, cfg := buildGptg(t), killConfig(t)
+	exe, cfg := gptgbin.Path(t), killConfig(t)
 	whole := t.TempDir()
 	start := time.Now()
 	if out, err := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+whole).CombinedOutput(); err != nil {
@@ -119,38 +119,10 @@ func TestSIGKILLAndResume(t *testing.T) {
 	t.Logf("%d kills, %d after a checkpoint", kills, midRun)
 }
 
-// The CLI, built once for the package's tests (linking it takes seconds
-// of CPU) into a folder TestMain removes.
-var (
-	gptgOnce sync.Once
-	gptgDir  string
-	gptgExe  string
-	gptgErr  error
-)
-
-// buildGptg builds the CLI, once, and returns its path.
-func buildGptg(t *testing.T) string {
-	t.Helper()
-	gptgOnce.Do(func() {
-		if gptgDir, gptgErr = os.MkdirTemp("", "gptg-train-test"); gptgErr != nil {
-			return
-		}
-		gptgExe = filepath.Join(gptgDir, "gptg")
-		if out, err := exec.Command("go", "build", "-o", gptgExe, "../cmd/gptg").CombinedOutput(); err != nil {
-			gptgErr = fmt.Errorf("building gptg: %v\n%s", err, out)
-		}
-	})
-	if gptgErr != nil {
-		t.Fatal(gptgErr)
-	}
-	return gptgExe
-}
-
+// TestMain removes the CLI gptgbin built for the package's tests.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if gptgDir != "" {
-		os.RemoveAll(gptgDir)
-	}
+	gptgbin.Remove()
 	os.Exit(code)
 }
 
@@ -188,7 +160,7 @@ checkpoint_every = 3
 // TestSIGINTSavesAndExits130 interrupts the real binary as Ctrl-C would:
 // it must save, say how to resume, exit 130, and the resume must finish.
 func TestSIGINTSavesAndExits130(t *testing.T) {
-	exe, cfg := buildGptg(t), killConfig(t)
+	exe, cfg := gptgbin.Path(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	// A run far longer than the test waits: the interrupt lands mid-run
 	// however busy the machine, and the resume goes two steps further.
@@ -228,7 +200,7 @@ func TestSIGINTSavesAndExits130(t *testing.T) {
 // and leave the checkpoint and model of the last good save byte for byte;
 // a later resume without the limit must go on from it.
 func TestFullDiskKeepsTheLastCheckpoint(t *testing.T) {
-	exe, cfg := buildGptg(t), killConfig(t)
+	exe, cfg := gptgbin.Path(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	// A first process saves at step 20 and is stopped there (or a save
 	// later: its run is far longer than the test waits).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gptg/gptg/internal/gptgbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // nothing; then SIGHUP (a closed terminal) makes the first one save and
 // exit 130, after which the folder is free and the run resumes.
 func TestSecondProcessAndSIGHUP(t *testing.T) {
-	exe, cfg := buildGptg(t), killConfig(t)
+	exe, cfg := gptgbin.Path(t), killConfig(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	first := exec.Command(exe, "train", cfg, "--quiet", "--set", "train.out="+dir,
 		"--set", "train.max_steps=100000", "--set", "train.checkpoint_every=100000")
@@ -96,7 +97,7 @@ func readMetricsRows(dir string) (int, error) {
 // TestSIGTERMWhileLoading: a signal while a large corpus loads stops gptg
 // within moments with exit code 130, and nothing is written.
 func TestSIGTERMWhileLoading(t *testing.T) {
-	exe := buildGptg(t)
+	exe := gptgbin.Path(t)
 	dir := t.TempDir()
 	base, err := os.ReadFile("../testdata/tiny.txt")
 	if err != nil {
