@@ -135,17 +135,9 @@ func Picture(panels [][]Panel, title Title, format string) (picture []byte, err 
 
 	tile := max(minTile, tileMargin+perLabelRune*vg.Length(longest)+tilePerToken*vg.Length(most))
 	width, height := tile*vg.Length(cols)+colorBarW, tile*vg.Length(rows)+titleH
-	var canvas vg.CanvasWriterTo
-	switch format {
-	case "png":
-		canvas = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-	case "svg":
-		// Fonts are named, not embedded (that would add 650 KB): a
-		// viewer without Liberation substitutes its own, which is why the
-		// title keeps a margin (drawTitle).
-		canvas = vgsvg.New(width, height)
-	default:
-		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(Formats, ", "))
+	canvas, err := newCanvas(format, width, height)
+	if err != nil {
+		return nil, err
 	}
 	dc := draw.New(canvas)
 	drawTitle(dc, title, width, height)
@@ -380,4 +372,18 @@ func (e *SizeError) Error() string { return e.msg }
 
 func sizeErrorf(format string, args ...any) error {
 	return &SizeError{fmt.Sprintf(format, args...)}
+}
+
+// newCanvas is a picture of format ("png" or "svg") and that size.
+func newCanvas(format string, width, height vg.Length) (vg.CanvasWriterTo, error) {
+	switch format {
+	case "png":
+		return vgimg.PngCanvas{Canvas: vgimg.New(width, height)}, nil
+	case "svg":
+		// Fonts are named, not embedded (that would add 650 KB): a
+		// viewer without Liberation substitutes its own, which is why the
+		// title keeps a margin (drawTitle).
+		return vgsvg.New(width, height), nil
+	}
+	return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(Formats, ", "))
 }

@@ -6,15 +6,12 @@ import (
 	"image/color"
 	"math"
 	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/gptg/gptg/sample"
 )
@@ -34,14 +31,9 @@ func Summary(stats [][]sample.HeadStats, even sample.HeadStats, title Title, for
 	tileW := max(220*vg.Length(1), cell*vg.Length(heads)+90)
 	tileH := max(200*vg.Length(1), cell*vg.Length(blocks)+80)
 	width, height := 2*tileW, tileH+titleH
-	var canvas vg.CanvasWriterTo
-	switch format {
-	case "png":
-		canvas = vgimg.PngCanvas{Canvas: vgimg.New(width, height)}
-	case "svg":
-		canvas = vgsvg.New(width, height)
-	default:
-		return nil, fmt.Errorf("cannot draw %q pictures (want one of %s)", format, strings.Join(Formats, ", "))
+	canvas, err := newCanvas(format, width, height)
+	if err != nil {
+		return nil, err
 	}
 	dc := draw.New(canvas)
 	drawTitle(dc, title, width, height)
