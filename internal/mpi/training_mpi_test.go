@@ -201,24 +201,7 @@ func TestRankDeathResumes(t *testing.T) {
 	one.Dir = dir
 	run(t, one)
 
-	cmd := mpirun(t, dir, 2, bin, append(long("killed"), "--distributed")...)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "killed", "checkpoint.safetensors")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint after a minute:\n%s", log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	_, log, done := atFirstCheckpoint(t, dir, "killed", append(long("killed"), "--distributed"))
 	rank1 := rankPID(t, bin, 1)
 	if err := exec.Command("kill", "-9", rank1).Run(); err != nil {
 		t.Fatal(err)
@@ -237,6 +220,31 @@ func TestRankDeathResumes(t *testing.T) {
 	}
 	run(t, mpirun(t, dir, 4, bin, "train", "--resume", "killed", "--quiet", "--distributed"))
 	same(t, dir, "one", "killed", "model.safetensors")
+}
+
+// atFirstCheckpoint starts gptg with args on 2 ranks in dir and returns
+// once the run folder out holds its first checkpoint: the job, its output
+// (still growing) and the channel its end is sent on.
+func atFirstCheckpoint(t *testing.T, dir, out string, args []string) (*exec.Cmd, *bytes.Buffer, <-chan error) {
+	t.Helper()
+	cmd := mpirun(t, dir, 2, bin, args...)
+	log := new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, out, "checkpoint.safetensors")); err == nil {
+			return cmd, log, done
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after a minute:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // rankPID finds the process of bin that is rank r (Open MPI puts the rank
@@ -278,24 +286,7 @@ func TestInterruptSavesAndResumes(t *testing.T) {
 	one.Dir = dir
 	run(t, one)
 
-	cmd := mpirun(t, dir, 2, bin, append(long("stopped"), "--distributed")...)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "stopped", "checkpoint.safetensors")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint after a minute:\n%s", log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cmd, log, done := atFirstCheckpoint(t, dir, "stopped", append(long("stopped"), "--distributed"))
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
