@@ -371,19 +371,11 @@ func distributedModel(cfg *config.Config, opts Options) error {
 // runFollower is Run on a rank other than 0: the same trainer, the same
 // starting weights (--init, or the seed's), the same steps, no files.
 func runFollower(ctx context.Context, cfg *config.Config, opts Options) (*Result, error) {
-	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
+	t, err := startTrainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
-	if opts.Init != "" {
-		if err := t.initFrom(opts.Init); err != nil {
-			return nil, err
-		}
-	}
-	if err := t.agree(); err != nil {
-		return nil, err
-	}
 	return t.loop(ctx)
 }
 

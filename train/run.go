@@ -128,21 +128,11 @@ func Run(ctx context.Context, cfg *config.Config, opts Options) (*Result, error)
 		}
 	}
 	opts.starting()
-	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
+	t, err := startTrainer(ctx, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
-	// --init is checked before the folder is made or --force removes
-	// anything: a model file of another shape leaves the old run as it was.
-	if opts.Init != "" {
-		if err := t.initFrom(opts.Init); err != nil {
-			return nil, err
-		}
-	}
-	if err := t.agree(); err != nil { // before the folder is made
-		return nil, err
-	}
 	t.recordCorpus()
 	if lock == nil { // a new folder: made only now that the run can start
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -177,6 +167,29 @@ var LengthKeys = []string{"train.epochs", "train.max_steps"}
 // machineKeys are settings of the machine, not of the run: --resume may
 // change them too, and an edit of them in config.toml is no edit of the run.
 var machineKeys = []string{"train.threads", "train.max_memory"}
+
+// startTrainer is a new run's trainer with its starting weights (--init's
+// file, or the seed's), the ranks of a distributed run agreed on them.
+// It comes before the folder is made or --force removes anything: a model
+// file of another shape, or a rank that differs, leaves the old run as it
+// was.
+func startTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer, error) {
+	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Init != "" {
+		err = t.initFrom(opts.Init)
+	}
+	if err == nil {
+		err = t.agree()
+	}
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
 
 // Resume continues the run in dir from its checkpoint. The result is the
 // same, timings aside, as if the run had never stopped. sets may change
