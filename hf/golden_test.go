@@ -1,10 +1,8 @@
 package hf
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gptg/gptg/graph"
@@ -23,17 +21,9 @@ const goldenTolerance = 1e-5
 
 func readIDs(t *testing.T) []int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(gpt2Data, "ids.txt"))
+	ids, err := fidelity.ReadIDs(filepath.Join(gpt2Data, "ids.txt"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ids []int
-	for _, f := range strings.Fields(string(data)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
 	}
 	return ids
 }

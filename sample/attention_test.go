@@ -2,10 +2,7 @@ package sample_test
 
 import (
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gptg/gptg/graph"
@@ -88,17 +85,9 @@ func TestAttentionHeadsAgainstTheReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "gpt2", "ids.txt"))
+	ids, err := fidelity.ReadIDs(filepath.Join("..", "testdata", "gpt2", "ids.txt"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ids []int
-	for _, f := range strings.Fields(string(data)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
 	}
 	m := &savedmodel.Model{Path: "small-f32", Spec: imported.Spec, Tensors: map[string]modelfile.Tensor{}}
 	for _, tn := range imported.Tensors {

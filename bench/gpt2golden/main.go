@@ -12,8 +12,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gptg/gptg/graph"
@@ -40,17 +38,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(args[2])
+	ids, err := fidelity.ReadIDs(args[2])
 	if err != nil {
 		return err
-	}
-	var ids []int
-	for _, f := range strings.Fields(string(data)) {
-		id, err := strconv.Atoi(f)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
 	}
 	ref, err := fidelity.ReadReference(args[1], m.Spec.Blocks)
 	if err != nil {

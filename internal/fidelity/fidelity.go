@@ -7,6 +7,9 @@ package fidelity
 import (
 	"fmt"
 	"math"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -21,6 +24,24 @@ import (
 type Outputs struct {
 	Logits    []float64
 	Attention [][]float64
+}
+
+// ReadIDs reads the token ids the reference was run on (gpt2ref.py's
+// ids file: decimal ids separated by whitespace).
+func ReadIDs(path string) ([]int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int
+	for _, f := range strings.Fields(string(data)) {
+		id, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // ReadReference reads the file gpt2ref.py forward writes: "logits" and
