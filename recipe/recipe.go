@@ -102,7 +102,7 @@ func shakespeare() ([]int, []int, error) {
 // n the number of characters (code points) of text: the float64 product
 // truncated, as Python computes it.
 func cutChars(text string, split float64) int {
-	keep := int(float64(utf8.RuneCountInString(text)) * split)
+	keep := charsKept(utf8.RuneCountInString(text), split)
 	for i := range text {
 		if keep == 0 {
 			return i
@@ -111,6 +111,10 @@ func cutChars(text string, split float64) int {
 	}
 	return len(text)
 }
+
+// charsKept is how many of n characters Python's data[:int(n*split)]
+// keeps: the float64 product truncated.
+func charsKept(n int, split float64) int { return int(float64(n) * split) }
 
 // missing refuses to make one of a recipe's files beside the other.
 func missing(path, other string) error {

@@ -68,7 +68,7 @@ func FromText(ctx context.Context, path string, split float64, trainPath, valPat
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return Counts{}, fmt.Errorf("%s: %w", quote.Name(path), err)
 	}
-	keep := int(float64(chars) * split) // Python's int(n*split)
+	keep := charsKept(chars, split)
 
 	var n Counts
 	err = atomicfile.Write(trainPath, func(tw io.Writer) error {
