@@ -238,12 +238,29 @@ func runDataPrepareText(path string, split float64, out string, force bool, stdo
 	case !(split > 0 && split < 1):
 		return usagef("--split %v must be between 0 and 1 (exclusive)", split)
 	}
+	return writeTokenFiles(out, atomicfile.Rules{Force: force, Inputs: []string{path}}, stdout, func(tp, vp string) (recipe.Counts, error) {
+		bar := newStatusOf(stderr, "tokenizing "+quote.Name(path), "bytes (read twice)")
+		n, err := recipe.FromText(bar.ctx, path, split, tp, vp, bar.update)
+		interrupted := bar.ctx.Err() != nil
+		bar.done()
+		if err != nil && interrupted {
+			return n, interruptedError{fmt.Errorf("interrupted while tokenizing %s: neither token file written", quote.Name(path))}
+		}
+		return n, err
+	})
+}
+
+// writeTokenFiles writes train.bin and val.bin into the folder out with
+// write, under the output rules (an existing file needs --force), making
+// the folder when it is missing and removing what it made when write
+// fails: both files, or neither.
+func writeTokenFiles(out string, rules atomicfile.Rules, stdout io.Writer, write func(trainPath, valPath string) (recipe.Counts, error)) error {
 	if err := checkOutputFolder("--out", out, "data prepare writes train.bin and val.bin into it", false); err != nil {
 		return err
 	}
 	tp, vp := filepath.Join(out, "train.bin"), filepath.Join(out, "val.bin")
 	for _, p := range []string{tp, vp} {
-		if err := checkOutput("--out", p, atomicfile.Rules{Force: force, Inputs: []string{path}}); err != nil {
+		if err := checkOutput("--out", p, rules); err != nil {
 			return err
 		}
 	}
@@ -251,15 +268,9 @@ func runDataPrepareText(path string, split float64, out string, force bool, stdo
 	if err != nil {
 		return err
 	}
-	bar := newStatusOf(stderr, "tokenizing "+quote.Name(path), "bytes (read twice)")
-	n, err := recipe.FromText(bar.ctx, path, split, tp, vp, bar.update)
-	interrupted := bar.ctx.Err() != nil
-	bar.done()
+	n, err := write(tp, vp)
 	if err != nil {
 		removeFolders(made)
-		if interrupted {
-			return interruptedError{fmt.Errorf("interrupted while tokenizing %s: neither token file written", quote.Name(path))}
-		}
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d tokens) and %s (%d tokens)\n", quote.Name(tp), n.Train, quote.Name(vp), n.Val)
@@ -276,24 +287,5 @@ func runDataPrepare(name, out string, force bool, stdout io.Writer) error {
 	case out == "":
 		return usagef("data prepare needs --out DIR, the folder for train.bin and val.bin")
 	}
-	if err := checkOutputFolder("--out", out, "data prepare writes train.bin and val.bin into it", false); err != nil {
-		return err
-	}
-	tp, vp := filepath.Join(out, "train.bin"), filepath.Join(out, "val.bin")
-	for _, p := range []string{tp, vp} {
-		if err := checkOutput("--out", p, atomicfile.Rules{Force: force}); err != nil {
-			return err
-		}
-	}
-	made, err := makeFolders(out)
-	if err != nil {
-		return err
-	}
-	n, err := r.Write(tp, vp)
-	if err != nil {
-		removeFolders(made)
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s (%d tokens) and %s (%d tokens)\n", quote.Name(tp), n.Train, quote.Name(vp), n.Val)
-	return nil
+	return writeTokenFiles(out, atomicfile.Rules{Force: force}, stdout, r.Write)
 }
