@@ -194,8 +194,10 @@ func TestDistributedRefusals(t *testing.T) {
 // one process's weights.
 func TestRankDeathResumes(t *testing.T) {
 	dir := setUp(t)
+	// Long enough that rank 1 dies mid-run on a quiet machine too, as in
+	// TestInterruptSavesAndResumes.
 	long := func(out string) []string {
-		return []string{"train", "small.toml", "--set", "train.out=" + out, "--set", "train.max_steps=400", "--set", "train.checkpoint_every=20", "--set", "train.eval_every=200", "--quiet"}
+		return []string{"train", "small.toml", "--set", "train.out=" + out, "--set", "train.max_steps=8000", "--set", "train.checkpoint_every=20", "--set", "train.eval_every=4000", "--quiet"}
 	}
 	one := exec.Command(bin, long("one")...)
 	one.Dir = dir
