@@ -100,6 +100,11 @@ type Float interface{ float32 | float64 }
 // run several products concurrently use one Workspace each.
 type Workspace struct {
 	Threads int
+	// BF16 makes the float32 products through this Workspace bfloat16
+	// products: both operands rounded to bfloat16 (RoundBF16: to nearest,
+	// ties to even) as they are packed, their products summed in float32
+	// (see bf16.go; BF16Kernel names the kernel). Float64 products ignore it.
+	BF16 bool
 	// Pool runs the bands of a split product. Nil: the Workspace starts
 	// its own pool of Threads workers at its first split product (and
 	// stops it when the Workspace is garbage collected).
@@ -120,6 +125,7 @@ type worker struct {
 	a64, b64 []float64
 	t32      [maxTile]float32
 	t64      [maxTile]float64
+	aBF, bBF []uint32 // packed bfloat16 pairs (runBF16)
 	job32    job[float32]
 	job64    job[float64]
 	// crowdsL1's last answer, for rows of crowdRows numbers crowdStride
@@ -167,6 +173,7 @@ type job[F Float] struct {
 	c              []F
 	ldc            int
 	accumulate     bool
+	bf16           bool // a float32 product on bfloat16 operands (runBF16)
 }
 
 // parallelMinFlops is the smallest product (2·m·n·k) split over threads:
@@ -213,7 +220,11 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		return
 	}
 	ks, asm := kernelsFor[F](m)
-	if bias != nil && (k <= 0 || m == 1) {
+	bf16 := w.BF16 && unsafe.Sizeof(F(0)) == 4
+	if bf16 {
+		ks, asm = &bf16Kernels, bf16Asm()
+	}
+	if bias != nil && (k <= 0 || m == 1 && !bf16) {
 		// Nothing to fuse the bias with (one row goes to gemvT): copy it.
 		for i := 0; i < m; i++ {
 			copy(c[i*ldc:i*ldc+n], bias)
@@ -228,7 +239,7 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 {
+	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 && !bf16 {
 		x, bt, ct := any(a).([]float32), any(b).([]float32), any(c).([]float32)
 		if w.Threads > 1 && n >= 8 && 2*float64(n)*float64(k) >= parallelMinGemv {
 			w.gemvSplit(n, k, x, bt, ldb, ct, accumulate)
@@ -240,7 +251,7 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	wk0 := w.worker(0)
 	j := jobOf[F](wk0)
 	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
-		a: a, lda: lda, b: b, ldb: ldb, bias: bias, lower: lower, c: c, ldc: ldc, accumulate: accumulate}
+		a: a, lda: lda, b: b, ldb: ldb, bias: bias, lower: lower, c: c, ldc: ldc, accumulate: accumulate, bf16: bf16}
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		j.run(wk0)
@@ -283,6 +294,10 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 // run computes the job's block of C with the buffers of wk: the loops of
 // the package comment.
 func (j *job[F]) run(wk *worker) {
+	if j.bf16 {
+		runBF16(any(j).(*job[float32]), wk)
+		return
+	}
 	ks := j.ks
 	mr, nr := ks.mr, ks.nr
 	ap, bp, tile := buffers[F](wk)
@@ -422,25 +437,32 @@ func (j *job[F]) run(wk *worker) {
 							continue
 						}
 						microKernel(ks, j.asm, kc, 1, as, aRow, aStep, 0, bs, bStep, tile, nr, nil, 0)
-						for r := 0; r < rows; r++ {
-							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
-							src := tile[r*nr : r*nr+cols]
-							switch {
-							case acc:
-								for x, v := range src {
-									dst[x] += v
-								}
-							case j.bias != nil:
-								for x, v := range src {
-									dst[x] = j.bias[jc+jr+x] + v
-								}
-							default:
-								copy(dst, src)
-							}
-						}
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
 			}
+		}
+	}
+}
+
+// storeEdge stores the rows×cols corner of an edge tile computed whole
+// (tile, row stride nr) into C: added to C when acc is set, else added to
+// bias (when not nil), else copied.
+func storeEdge[F Float](c []F, ldc int, tile []F, nr, rows, cols int, acc bool, bias []F) {
+	for r := 0; r < rows; r++ {
+		dst := c[r*ldc : r*ldc+cols]
+		src := tile[r*nr : r*nr+cols]
+		switch {
+		case acc:
+			for x, v := range src {
+				dst[x] += v
+			}
+		case bias != nil:
+			for x, v := range src {
+				dst[x] = bias[x] + v
+			}
+		default:
+			copy(dst, src)
 		}
 	}
 }

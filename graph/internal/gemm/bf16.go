@@ -1,0 +1,243 @@
+package gemm
+
+import (
+	"math"
+	"unsafe"
+)
+
+// # bfloat16 products
+//
+// A float32 product through a Workspace with BF16 set rounds both
+// operands to bfloat16 (the top 16 bits of a float32: 8 bits of
+// significand) as it packs them and sums their products in float32: the
+// mixed precision of model.dtype "bfloat16". It always packs both
+// operands (the rounding happens there), whatever their shape, and runs
+// no gemvT: a one-row product takes the tiled path.
+//
+// The packed layout is the one VDPBF16PS (AVX512_BF16) consumes: each
+// uint32 holds two bfloat16 of neighbouring steps of k, the even step in
+// the low half. A strip of A is, per pair of steps, mr such words (one
+// per row, broadcast by the kernel); a panel of B, per pair, nr words
+// (one per column, a vector). An odd k pads its last pair with a zero.
+//
+// Each element of a tile is summed as VDPBF16PS sums one float32 lane
+// (Intel SDM, VDPBF16PS): from zero, per pair of steps q in order,
+//
+//	s = s + a[2q+1]·b[2q+1], then s = s + a[2q]·b[2q]
+//
+// each product exact (8 × 8 significant bits fit in float32's 24), each
+// add rounded to nearest even, a denormal result flushed to zero (the
+// instruction ignores MXCSR: DAZ and FTZ always). Sums over k go in
+// blocks of kc steps, each block's sum added to C (or to the bias, or
+// stored), as for float32 products. dpbf16 is that lane in Go; the
+// assembly kernel (kernel_bf16_amd64.s) and the Go twin (kernelBF16Go)
+// give the same bits (TestBF16KernelBits).
+
+// RoundBF16 returns x rounded to bfloat16, as a float32 (its low 16 bits
+// zero), as VCVTNE2PS2BF16 rounds: to nearest, ties to even; a denormal
+// becomes a zero of its sign (the instruction treats denormal inputs as
+// zero); infinities stay; a NaN stays a NaN (quieted, its sign and top
+// payload bits kept); a finite number beyond bfloat16's largest rounds
+// to infinity.
+func RoundBF16(x float32) float32 {
+	return math.Float32frombits(uint32(bf16Bits(x)) << 16)
+}
+
+// bf16Bits is RoundBF16's bfloat16, as its 16 bits.
+func bf16Bits(x float32) uint32 {
+	u := math.Float32bits(x)
+	switch {
+	case u&0x7f800000 == 0: // zero or denormal
+		return u >> 16 & 0x8000
+	case u&0x7fffffff > 0x7f800000: // NaN
+		return u>>16 | 0x40
+	}
+	return (u + 0x7fff + u>>16&1) >> 16
+}
+
+// BF16Kernel names the kernel that bfloat16 products run here:
+// "avx512bf16" (VDPBF16PS, on CPUs with AVX512_BF16: AMD Zen 4 and later,
+// Intel Cooper Lake and Sapphire Rapids and later) or "go", the plain-Go
+// twin (same bits, a fraction of the speed), where the CPU lacks it, with
+// -tags purego, on other architectures, or when the tests force the Go
+// kernels (Use("Go")) or the AVX2 ones. AMX tiles are not used.
+func BF16Kernel() string {
+	if bf16Asm() {
+		return "avx512bf16"
+	}
+	return "go"
+}
+
+// bf16Asm reports whether bfloat16 products run the assembly kernel: the
+// CPU has it and the AVX-512 kernels are the active family (the tests
+// switch families and the twin with Use and withPath).
+func bf16Asm() bool {
+	return haveBF16 && activePath == pathAVX512 && !forceGo
+}
+
+// bf16Kernels is the bfloat16 kernel's tile and blocks: 12×32 as the
+// AVX-512 float32 kernel (24 zmm accumulators). Blocks of kc = 512 steps
+// keep a panel of B (kc/2 × 32 words) at 32 KiB, as the float32 kernel's
+// 256 × 32 floats; A's block mc·kc halves of 2 bytes stays in L2 (mcFor).
+var bf16Kernels = kernels{path: pathAVX512, mr: 12, nr: 32, mc: 252, kc: 512, kcRows: 512, nc: 4096}
+
+// runBF16 is job.run for a bfloat16 product (job.bf16): both operands
+// packed, rounded, into wk's pair buffers, then the loops of the package
+// comment around the bfloat16 kernel.
+func runBF16(j *job[float32], wk *worker) {
+	ks := j.ks
+	mr, nr := ks.mr, ks.nr
+	asm := j.asm
+	kBlock := min(ks.kc, j.k)
+	mcMax := mcFor(ks, kBlock, 2)
+	pairs := (kBlock + 1) / 2
+	wk.aBF = growWords(wk.aBF, min(mcMax, roundUp(j.i1-j.i0, mr))*pairs)
+	wk.bBF = growWords(wk.bBF, min(ks.nc, roundUp(j.j1-j.j0, nr))*pairs)
+	tile := wk.t32[:mr*nr]
+	for jc := j.j0; jc < j.j1; jc += ks.nc {
+		nc := min(ks.nc, j.j1-jc)
+		for pc := 0; pc < j.k; pc += ks.kc {
+			kc := min(ks.kc, j.k-pc)
+			kp := (kc + 1) / 2
+			acc := j.accumulate || pc > 0
+			for jr := 0; jr < nc; jr += nr {
+				packBF16(wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+			}
+			for ic := j.i0; ic < j.i1; ic += mcMax {
+				mc := min(mcMax, j.i1-ic)
+				for ir := 0; ir < mc; ir += mr {
+					packBF16(wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, !j.transA, pc, kc, ic+ir, min(mr, mc-ir))
+				}
+				for jr := 0; jr < nc; jr += nr {
+					cols := min(nr, nc-jr)
+					bs := wk.bBF[jr*kp : (jr+nr)*kp]
+					addTo := func(c0 int) (add []float32, ldAdd int) {
+						switch {
+						case acc:
+							return j.c[c0:], j.ldc
+						case j.bias != nil:
+							return j.bias[jc+jr:], 0
+						}
+						return nil, 0
+					}
+					first := 0 // under lower, the strips wholly above the diagonal are skipped
+					if j.lower {
+						first = max(0, (jc+jr-ic)/mr)
+					}
+					for ir := first * mr; ir < mc; ir += mr {
+						rows := min(mr, mc-ir)
+						as := wk.aBF[ir*kp : (ir+mr)*kp]
+						c0 := (ic+ir)*j.ldc + jc + jr
+						add, ldAdd := addTo(c0)
+						switch {
+						case !asm:
+							kernelBF16Go(mr, nr, rows, cols, kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
+						case rows == mr && cols == nr:
+							microKernelBF16(kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
+						default:
+							microKernelBF16(kp, as, bs, tile, nr, nil, 0)
+							storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// microKernelBF16 checks the bounds of one whole tile and runs the
+// assembly kernel on it.
+func microKernelBF16(kp int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+	const mr, nr = 12, 32
+	_ = a[kp*mr-1]
+	_ = b[kp*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	addPtr := unsafe.Pointer(nil)
+	if add != nil {
+		_ = add[(mr-1)*ldAdd+nr-1]
+		addPtr = unsafe.Pointer(&add[0])
+	}
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil)
+}
+
+// packBF16 packs cnt ≤ w neighbouring rows or columns of kc steps of a
+// row-major float32 matrix, rounded to bfloat16, as pairs of steps:
+// dst[q·w + r] holds entry (2q, r) in its low half and (2q+1, r) in its
+// high half, where entry (p, r) is src[(c0+r)·ld + p0 + p] when alongRows
+// (a strip of A, a panel of Bᵀ: each of the w is a row of src), else
+// src[(p0+p)·ld + c0 + r] (a strip of Aᵀ, a panel of B). Entries past cnt
+// or past kc are zero.
+func packBF16(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+	kp := (kc + 1) / 2
+	dst = dst[:kp*w]
+	for r := 0; r < cnt; r++ {
+		for q := 0; q < kp; q++ {
+			var e0, e1 float32
+			if alongRows {
+				row := src[(c0+r)*ld+p0 : (c0+r)*ld+p0+kc]
+				e0 = row[2*q]
+				if 2*q+1 < kc {
+					e1 = row[2*q+1]
+				}
+			} else {
+				e0 = src[(p0+2*q)*ld+c0+r]
+				if 2*q+1 < kc {
+					e1 = src[(p0+2*q+1)*ld+c0+r]
+				}
+			}
+			dst[q*w+r] = bf16Bits(e0) | bf16Bits(e1)<<16
+		}
+	}
+	for q := 0; q < kp; q++ {
+		clear(dst[q*w+cnt : q*w+w])
+	}
+}
+
+// kernelBF16Go is the bfloat16 micro-kernel in plain Go, the assembly's
+// twin: the rows×cols corner of the tile from packed pairs (a strip of mr
+// words per pair, a panel of nr), c[r·ldc + j] = the sum (dpbf16, pair
+// after pair from zero), or add[r·ldAdd + j] + the sum when add is not nil.
+func kernelBF16Go(mr, nr, rows, cols, kp int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+	_ = a[kp*mr-1]
+	_ = b[kp*nr-1]
+	for r := 0; r < rows; r++ {
+		for j := 0; j < cols; j++ {
+			var s float32
+			for q := 0; q < kp; q++ {
+				s = dpbf16(s, a[q*mr+r], b[q*nr+j])
+			}
+			if add != nil {
+				s += add[r*ldAdd+j]
+			}
+			c[r*ldc+j] = s
+		}
+	}
+}
+
+// dpbf16 is one float32 lane of VDPBF16PS: s plus the products of the
+// high halves, then of the low halves, of two words of packed bfloat16
+// pairs, each add rounded once (the product is exact in float64, and a
+// float64 sum of two numbers of at most 24 significant bits rounds to
+// float32 as one correctly rounded add would) and a denormal result
+// flushed to zero.
+func dpbf16(s float32, a, b uint32) float32 {
+	aHi, bHi := math.Float32frombits(a&0xffff0000), math.Float32frombits(b&0xffff0000)
+	aLo, bLo := math.Float32frombits(a<<16), math.Float32frombits(b<<16)
+	s = flushDenormal(float32(float64(s) + float64(aHi)*float64(bHi)))
+	return flushDenormal(float32(float64(s) + float64(aLo)*float64(bLo)))
+}
+
+// flushDenormal returns a zero of x's sign for a denormal x, else x.
+func flushDenormal(x float32) float32 {
+	if u := math.Float32bits(x); u&0x7f800000 == 0 {
+		return math.Float32frombits(u & 0x80000000)
+	}
+	return x
+}
+
+func growWords(s []uint32, n int) []uint32 {
+	if cap(s) < n {
+		return make([]uint32, n)
+	}
+	return s[:n]
+}
