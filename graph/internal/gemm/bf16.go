@@ -30,7 +30,7 @@ import (
 // instruction ignores MXCSR: DAZ and FTZ always). Sums over k go in
 // blocks of kc steps, each block's sum added to C (or to the bias, or
 // stored), as for float32 products. dpbf16 is that lane in Go; the
-// assembly kernel (kernel_bf16_amd64.s) and the Go twin (kernelBF16Go)
+// assembly kernel (bf16_amd64.s) and the Go twin (kernelBF16Go)
 // give the same bits (TestBF16KernelBits).
 
 // RoundBF16 returns x rounded to bfloat16, as a float32 (its low 16 bits
@@ -101,12 +101,12 @@ func runBF16(j *job[float32], wk *worker) {
 			kp := (kc + 1) / 2
 			acc := j.accumulate || pc > 0
 			for jr := 0; jr < nc; jr += nr {
-				packBF16(wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+				packBF16(wk, asm, wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
 			}
 			for ic := j.i0; ic < j.i1; ic += mcMax {
 				mc := min(mcMax, j.i1-ic)
 				for ir := 0; ir < mc; ir += mr {
-					packBF16(wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, !j.transA, pc, kc, ic+ir, min(mr, mc-ir))
+					packBF16(wk, asm, wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, !j.transA, pc, kc, ic+ir, min(mr, mc-ir))
 				}
 				for jr := 0; jr < nc; jr += nr {
 					cols := min(nr, nc-jr)
@@ -124,20 +124,26 @@ func runBF16(j *job[float32], wk *worker) {
 					if j.lower {
 						first = max(0, (jc+jr-ic)/mr)
 					}
-					for ir := first * mr; ir < mc; ir += mr {
+					whole := first // the strips of whole tiles, in one call of the assembly
+					if asm && cols == nr {
+						whole = max(first, mc/mr)
+					}
+					if whole > first {
+						c0 := (ic+first*mr)*j.ldc + jc + jr
+						add, ldAdd := addTo(c0)
+						microKernelBF16(kp, whole-first, wk.aBF[first*mr*kp:], bs, j.c[c0:], j.ldc, add, ldAdd)
+					}
+					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
 						as := wk.aBF[ir*kp : (ir+mr)*kp]
 						c0 := (ic+ir)*j.ldc + jc + jr
-						add, ldAdd := addTo(c0)
-						switch {
-						case !asm:
+						if !asm {
+							add, ldAdd := addTo(c0)
 							kernelBF16Go(mr, nr, rows, cols, kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
-						case rows == mr && cols == nr:
-							microKernelBF16(kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
-						default:
-							microKernelBF16(kp, as, bs, tile, nr, nil, 0)
-							storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
+							continue
 						}
+						microKernelBF16(kp, 1, as, bs, tile, nr, nil, 0)
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
 			}
@@ -145,19 +151,19 @@ func runBF16(j *job[float32], wk *worker) {
 	}
 }
 
-// microKernelBF16 checks the bounds of one whole tile and runs the
-// assembly kernel on it.
-func microKernelBF16(kp int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+// microKernelBF16 checks the bounds of strips whole 12×32 tiles, one
+// below the other, and runs the assembly kernel on them.
+func microKernelBF16(kp, strips int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
 	const mr, nr = 12, 32
-	_ = a[kp*mr-1]
+	_ = a[strips*kp*mr-1]
 	_ = b[kp*nr-1]
-	_ = c[(mr-1)*ldc+nr-1]
+	_ = c[(strips*mr-1)*ldc+nr-1]
 	addPtr := unsafe.Pointer(nil)
 	if add != nil {
-		_ = add[(mr-1)*ldAdd+nr-1]
+		_ = add[(strips*mr-1)*ldAdd+nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	bf16Avx512(kp, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil)
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, strips)
 }
 
 // packBF16 packs cnt ≤ w neighbouring rows or columns of kc steps of a
@@ -167,7 +173,44 @@ func microKernelBF16(kp int, a, b []uint32, c []float32, ldc int, add []float32,
 // (a strip of A, a panel of Bᵀ: each of the w is a row of src), else
 // src[(p0+p)·ld + c0 + r] (a strip of Aᵀ, a panel of B). Entries past cnt
 // or past kc are zero.
-func packBF16(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+//
+// With asm, bf16Pack rounds and interleaves pairs of rows; along rows
+// the entries are first transposed into wk's scratch (packTrans), so that
+// each step's w entries are neighbours there. Else packBF16Go.
+func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+	if !asm {
+		packBF16Go(dst, w, src, ld, alongRows, p0, kc, c0, cnt)
+		return
+	}
+	kp := (kc + 1) / 2
+	dst = dst[:kp*w]
+	n := cnt
+	if alongRows {
+		wk.scratch = grow(wk.scratch, kc*w)
+		packTrans(wk.scratch, w, src, ld, p0, kc, c0, cnt)
+		src, ld, p0, c0, n = wk.scratch, w, 0, 0, w
+	} else {
+		_ = src[(p0+kc-1)*ld+c0+cnt-1] // the last element read
+	}
+	row := func(p int) unsafe.Pointer { return unsafe.Pointer(&src[(p0+p)*ld+c0]) }
+	if kc/2 > 0 {
+		bf16Pack(unsafe.Pointer(&dst[0]), w, row(0), row(1), ld, n, kc/2)
+	}
+	if kc%2 == 1 { // the last pair: a step and a zero
+		bf16Pack(unsafe.Pointer(&dst[(kp-1)*w]), w, row(kc-1), unsafe.Pointer(&zeros32[0]), 0, n, 1)
+	}
+	if n < w {
+		for q := 0; q < kp; q++ {
+			clear(dst[q*w+n : q*w+w])
+		}
+	}
+}
+
+// zeros32 is the zero step that pads an odd k.
+var zeros32 [32]float32
+
+// packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
+func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
 	kp := (kc + 1) / 2
 	dst = dst[:kp*w]
 	for r := 0; r < cnt; r++ {
