@@ -19,13 +19,19 @@ var haveBF16 = cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512B
 // bf16_amd64.s.
 //
 //go:noescape
-func bf16Avx512(kp int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int)
+func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 
 // bf16Pack packs pairs of rows of float32 into words of two bfloat16 (see
 // packBF16 and bf16_amd64.s).
 //
 //go:noescape
 func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, ld, n, pairs int)
+
+// bf16Rows rounds rows of float32 to bfloat16, two to a word (see
+// packBF16Rows and bf16_amd64.s).
+//
+//go:noescape
+func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
 
 // peakBF16 runs n iterations of 16 independent register-only VDPBF16PS.
 //

@@ -10,8 +10,9 @@
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
 // bf16Avx512 is microKernelBF16's kernel: a 12×32 tile of C from a packed
-// strip of A (per pair of steps of k, 12 words of two bfloat16) and a
-// packed panel of B (per pair, 32 words), as avx512F32 is for float32
+// strip of A (word (r, q), two bfloat16 of row r at steps 2q and 2q+1, at
+// a[r·aRow + q·aStep]) and a packed panel of B (per pair, 32 words), as
+// avx512F32 is for float32
 // (kernel_amd64.s): each row of the tile is two zmm registers of 16
 // float32 sums, Z0–Z23. Each pair of steps loads B's 32 words into
 // Z24/Z25, broadcasts A's twelve words in turn into Z26–Z29, and does two
@@ -22,22 +23,30 @@
 //
 // The epilogue, the strips and the prefetch of C's tile are avx512F32's:
 // the sums are added to the rows at add when accumulate is set (C, or a
-// bias row with ldAdd = 0), then stored; after each tile a moves by one
-// strip (kp·48 bytes) and c and add by 12 rows.
+// bias row with ldAdd = 0), then stored; after each tile a moves by aNext
+// words and c and add by 12 rows.
 //
-// Registers: CX = pairs left; SI = &a[q·12], DI = &b[q·32]; DX = &c's
-// current row, R8 = ldc in bytes; in the epilogue SI = the current row at
-// add, R9 = ldAdd in bytes.
+// Registers: CX = pairs left; SI, R11, R12 = &a[r·aRow + q·aStep] of rows
+// 0, 4, 8, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[q·32]; DX = &c's
+// current row, R8 = ldc (strides in bytes); in the epilogue SI = the
+// current row at add, R9 = ldAdd.
 
-// func bf16Avx512(kp int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int)
-TEXT ·bf16Avx512(SB), NOSPLIT, $0-72
+// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·bf16Avx512(SB), NOSPLIT, $0-96
 bf16strip:
 	MOVQ kp+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ aRow+16(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R10
+	MOVQ aStep+24(FP), R14
+	SHLQ $2, R14
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	LEAQ (SI)(R9*4), R11
+	LEAQ (R11)(R9*4), R12
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -107,50 +116,52 @@ bf16loop:
 	VBROADCASTSS (SI), Z26
 	BYTE $0x62; BYTE $0x92; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm26, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm26, zmm25
-	VBROADCASTSS 4(SI), Z27
+	VBROADCASTSS (SI)(R9*1), Z27
 	BYTE $0x62; BYTE $0x92; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm27, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm27, zmm25
-	VBROADCASTSS 8(SI), Z28
+	VBROADCASTSS (SI)(R9*2), Z28
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
-	VBROADCASTSS 12(SI), Z29
+	VBROADCASTSS (SI)(R10*1), Z29
 	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm29, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm29, zmm25
-	VBROADCASTSS 16(SI), Z26
+	VBROADCASTSS (R11), Z26
 	BYTE $0x62; BYTE $0x12; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm8, zmm26, zmm24
 	BYTE $0x62; BYTE $0x12; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm9, zmm26, zmm25
-	VBROADCASTSS 20(SI), Z27
+	VBROADCASTSS (R11)(R9*1), Z27
 	BYTE $0x62; BYTE $0x12; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm10, zmm27, zmm24
 	BYTE $0x62; BYTE $0x12; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm11, zmm27, zmm25
-	VBROADCASTSS 24(SI), Z28
+	VBROADCASTSS (R11)(R9*2), Z28
 	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm12, zmm28, zmm24
 	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm13, zmm28, zmm25
-	VBROADCASTSS 28(SI), Z29
+	VBROADCASTSS (R11)(R10*1), Z29
 	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm14, zmm29, zmm24
 	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm15, zmm29, zmm25
-	VBROADCASTSS 32(SI), Z26
+	VBROADCASTSS (R12), Z26
 	BYTE $0x62; BYTE $0x82; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm16, zmm26, zmm24
 	BYTE $0x62; BYTE $0x82; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm17, zmm26, zmm25
-	VBROADCASTSS 36(SI), Z27
+	VBROADCASTSS (R12)(R9*1), Z27
 	BYTE $0x62; BYTE $0x82; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm18, zmm27, zmm24
 	BYTE $0x62; BYTE $0x82; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm19, zmm27, zmm25
-	VBROADCASTSS 40(SI), Z28
+	VBROADCASTSS (R12)(R9*2), Z28
 	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm20, zmm28, zmm24
 	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm21, zmm28, zmm25
-	VBROADCASTSS 44(SI), Z29
+	VBROADCASTSS (R12)(R10*1), Z29
 	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm22, zmm29, zmm24
 	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm23, zmm29, zmm25
-	ADDQ $48, SI
+	ADDQ R14, SI
+	ADDQ R14, R11
+	ADDQ R14, R12
 	SUBQ $-128, DI
 	DECQ CX
 	JNZ  bf16loop
 
 bf16sums:
-	MOVBLZX accumulate+56(FP), AX
+	MOVBLZX accumulate+72(FP), AX
 	TESTL   AX, AX
 	JZ      bf16write
-	MOVQ add+40(FP), SI
-	MOVQ ldAdd+48(FP), R9
+	MOVQ add+56(FP), SI
+	MOVQ ldAdd+64(FP), R9
 	SHLQ $2, R9
 	VADDPS (SI), Z0, Z0
 	VADDPS 64(SI), Z1, Z1
@@ -265,17 +276,17 @@ bf16write:
 	ADDQ R8, DX
 
 bf16next:
-	DECQ strips+64(FP)
+	DECQ strips+88(FP)
 	JZ   bf16done
-	MOVQ kp+0(FP), AX
-	IMUL3Q $48, AX, AX
+	MOVQ aNext+80(FP), AX
+	SHLQ $2, AX
 	ADDQ AX, a+8(FP)
-	MOVQ ldc+32(FP), AX
+	MOVQ ldc+48(FP), AX
 	IMUL3Q $48, AX, AX
-	ADDQ AX, c+24(FP)
-	MOVQ ldAdd+48(FP), AX
+	ADDQ AX, c+40(FP)
+	MOVQ ldAdd+64(FP), AX
 	IMUL3Q $48, AX, AX
-	ADDQ AX, add+40(FP)
+	ADDQ AX, add+56(FP)
 	JMP  bf16strip
 
 bf16done:
@@ -344,6 +355,76 @@ packnext:
 	JNZ  packpair
 
 packdone:
+	VZEROUPPER
+	RET
+
+// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
+//
+// For each of rows rows (ldSrc float32 apart in src, ldDst words apart in
+// dst): the row's n numbers rounded to bfloat16, in order, two to a word
+// (the last word's high half zero for an odd n). A row of A is packed so
+// (packBF16): its pairs of steps are neighbours already, and
+// VCVTNE2PS2BF16 rounds 32 numbers into 16 words in order (its second
+// source into the low half). The last n mod 32 numbers under masks: K1 and
+// K2 for the loads, K3 for the words stored.
+TEXT ·bf16Rows(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ ldDst+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ ldSrc+24(FP), R9
+	SHLQ $2, R9
+	MOVQ n+32(FP), R10
+	MOVQ rows+40(FP), R11
+	MOVQ R10, CX
+	ANDQ $31, CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K1              // the first 16 numbers of the tail
+	SHRQ $16, AX
+	KMOVW AX, K2              // its next 16
+	INCQ CX
+	SHRQ $1, CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K3              // its words
+	TESTQ R11, R11
+	JZ    rowsdone
+
+rowsrow:
+	XORQ BX, BX               // byte offset in the source row
+	XORQ DX, DX               // and in the destination row
+	MOVQ R10, CX
+
+rows32:
+	CMPQ CX, $32
+	JLT  rowstail
+	VMOVUPS (SI)(BX*1), Z0
+	VMOVUPS 64(SI)(BX*1), Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm2, zmm1, zmm0
+	VMOVDQU32 Z2, (DI)(DX*1)
+	SUBQ $-128, BX
+	ADDQ $64, DX
+	SUBQ $32, CX
+	JMP  rows32
+
+rowstail:
+	TESTQ CX, CX
+	JZ    rowsnext
+	VMOVUPS.Z (SI)(BX*1), K1, Z0
+	VMOVUPS.Z 64(SI)(BX*1), K2, Z1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm2, zmm1, zmm0
+	VMOVDQU32 Z2, K3, (DI)(DX*1)
+
+rowsnext:
+	ADDQ R9, SI
+	ADDQ R8, DI
+	DECQ R11
+	JNZ  rowsrow
+
+rowsdone:
 	VZEROUPPER
 	RET
 

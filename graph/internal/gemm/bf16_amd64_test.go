@@ -57,7 +57,8 @@ func bf16Words(rng *rand.Rand, n int) []uint32 {
 // TestBF16KernelBits: the assembly kernel gives the Go twin's bits
 // (dpbf16, the lane of Intel's pseudocode: the high products added first,
 // each add rounded once, denormal sums flushed) on packed pairs with hard
-// cases, for one strip and several, from zero and added to C or a bias.
+// cases, for one strip and several, from zero and added to C or a bias,
+// for both layouts of A's strips.
 // This is the measurement of the hardware against the model: any
 // difference in the order of the two adds, a fused pair, or no flush
 // fails here.
@@ -69,6 +70,10 @@ func TestBF16KernelBits(t *testing.T) {
 		for _, strips := range []int{1, 3} {
 			for _, addKind := range []string{"none", "c", "bias"} {
 				for trial := range 20 {
+					aRow, aStep := kp, 1
+					if trial%2 == 1 {
+						aRow, aStep = 1, mr
+					}
 					a, b := bf16Words(rng, strips*kp*mr), bf16Words(rng, kp*nr)
 					ldc := nr + 3
 					c0 := to32(randoms(rng, strips*mr*ldc))
@@ -81,13 +86,13 @@ func TestBF16KernelBits(t *testing.T) {
 					case "bias":
 						add = to32(randoms(rng, nr))
 					}
-					microKernelBF16(kp, strips, a, b, got, ldc, add, ldAdd)
+					microKernelBF16(kp, strips, a, aRow, aStep, b, got, ldc, add, ldAdd)
 					for s := range strips {
 						var addS []float32
 						if add != nil {
 							addS = add[s*mr*ldAdd:]
 						}
-						kernelBF16Go(mr, nr, mr, nr, kp, a[s*kp*mr:], b, want[s*mr*ldc:], ldc, addS, ldAdd)
+						kernelBF16Go(mr, nr, mr, nr, kp, a[s*kp*mr:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
 					}
 					for x := range got {
 						g, w := got[x], want[x]
@@ -102,9 +107,10 @@ func TestBF16KernelBits(t *testing.T) {
 	}
 }
 
-// TestBF16PackBits: bf16Pack (VCVTNE2PS2BF16) rounds as RoundBF16 does,
-// on random bit patterns (NaN, infinities, denormals included) and ties,
-// for both layouts, edges (cnt < w), odd and even k.
+// TestBF16PackBits: bf16Pack and bf16Rows (VCVTNE2PS2BF16) round as
+// RoundBF16 does, on random bit patterns (NaN, infinities, denormals
+// included) and ties, for every layout, edges (cnt < w), odd and even k,
+// and write nothing past their strip.
 func TestBF16PackBits(t *testing.T) {
 	needBF16(t)
 	rng := rand.New(rand.NewPCG(23, 24))
@@ -112,7 +118,7 @@ func TestBF16PackBits(t *testing.T) {
 	for _, w := range []int{12, 32} {
 		for _, kc := range []int{1, 2, 7, 64, 513} {
 			for _, cnt := range []int{w, w - 1, 1} {
-				for _, alongRows := range []bool{false, true} {
+				for _, layout := range []string{"pairs", "pairs along rows", "rows"} {
 					ld := w + 5 + kc
 					src := make([]float32, (w+kc+2)*ld)
 					for i := range src {
@@ -123,15 +129,20 @@ func TestBF16PackBits(t *testing.T) {
 						src[i] = math.Float32frombits(u)
 					}
 					kp := (kc + 1) / 2
-					got, want := make([]uint32, kp*w), make([]uint32, kp*w)
+					got, want := make([]uint32, kp*w+1), make([]uint32, kp*w+1)
 					for i := range got {
-						got[i] = 0xdeadbeef
+						got[i], want[i] = 0xdeadbeef, 0xdeadbeef
 					}
-					packBF16(&wk, true, got, w, src, ld, alongRows, 2, kc, 1, cnt)
-					packBF16Go(want, w, src, ld, alongRows, 2, kc, 1, cnt)
+					if layout == "rows" {
+						packBF16Rows(true, got[:kp*w], w, src, ld, 2, kc, 1, cnt)
+						packBF16Rows(false, want[:kp*w], w, src, ld, 2, kc, 1, cnt)
+					} else {
+						packBF16(&wk, true, got[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+						packBF16Go(want[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+					}
 					for i := range got {
 						if got[i] != want[i] {
-							t.Fatalf("w %d kc %d cnt %d along rows %v: word %d = %#08x, want %#08x", w, kc, cnt, alongRows, i, got[i], want[i])
+							t.Fatalf("w %d kc %d cnt %d %s: word %d = %#08x, want %#08x", w, kc, cnt, layout, i, got[i], want[i])
 						}
 					}
 				}
@@ -166,8 +177,8 @@ func TestBF16Encodings(t *testing.T) {
 			want[fn] = append(want[fn], insn{hex, m[2]})
 		}
 	}
-	if len(want) != 3 {
-		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 3", len(want))
+	if len(want) != 4 {
+		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 4", len(want))
 	}
 	// go test links without a symbol table: each function is found by
 	// the bytes of its first BYTE-encoded instruction in .text and

@@ -21,8 +21,9 @@ e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
 // bf16Avx512 is microKernelBF16's kernel: a 12×32 tile of C from a packed
-// strip of A (per pair of steps of k, 12 words of two bfloat16) and a
-// packed panel of B (per pair, 32 words), as avx512F32 is for float32
+// strip of A (word (r, q), two bfloat16 of row r at steps 2q and 2q+1, at
+// a[r·aRow + q·aStep]) and a packed panel of B (per pair, 32 words), as
+// avx512F32 is for float32
 // (kernel_amd64.s): each row of the tile is two zmm registers of 16
 // float32 sums, Z0–Z23. Each pair of steps loads B's 32 words into
 // Z24/Z25, broadcasts A's twelve words in turn into Z26–Z29, and does two
@@ -33,22 +34,30 @@ e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 //
 // The epilogue, the strips and the prefetch of C's tile are avx512F32's:
 // the sums are added to the rows at add when accumulate is set (C, or a
-// bias row with ldAdd = 0), then stored; after each tile a moves by one
-// strip (kp·48 bytes) and c and add by 12 rows.
+// bias row with ldAdd = 0), then stored; after each tile a moves by aNext
+// words and c and add by 12 rows.
 //
-// Registers: CX = pairs left; SI = &a[q·12], DI = &b[q·32]; DX = &c's
-// current row, R8 = ldc in bytes; in the epilogue SI = the current row at
-// add, R9 = ldAdd in bytes.''')
+// Registers: CX = pairs left; SI, R11, R12 = &a[r·aRow + q·aStep] of rows
+// 0, 4, 8, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[q·32]; DX = &c's
+// current row, R8 = ldc (strides in bytes); in the epilogue SI = the
+// current row at add, R9 = ldAdd.''')
 e()
-e('// func bf16Avx512(kp int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int)')
-e('TEXT ·bf16Avx512(SB), NOSPLIT, $0-72')
+e('// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)')
+e('TEXT ·bf16Avx512(SB), NOSPLIT, $0-96')
 e('bf16strip:')
 e('\tMOVQ kp+0(FP), CX')
 e('\tMOVQ a+8(FP), SI')
-e('\tMOVQ b+16(FP), DI')
-e('\tMOVQ c+24(FP), DX')
-e('\tMOVQ ldc+32(FP), R8')
+e('\tMOVQ aRow+16(FP), R9')
+e('\tSHLQ $2, R9')
+e('\tLEAQ (R9)(R9*2), R10')
+e('\tMOVQ aStep+24(FP), R14')
+e('\tSHLQ $2, R14')
+e('\tMOVQ b+32(FP), DI')
+e('\tMOVQ c+40(FP), DX')
+e('\tMOVQ ldc+48(FP), R8')
 e('\tSHLQ $2, R8')
+e('\tLEAQ (SI)(R9*4), R11')
+e('\tLEAQ (R11)(R9*4), R12')
 for i in range(24): e('\tVPXORD Z%d, Z%d, Z%d' % (i, i, i))
 e('\tMOVQ DX, AX')
 for r in range(12):
@@ -62,20 +71,23 @@ e('\tVMOVUPS (DI), Z24')
 e('\tVMOVUPS 64(DI), Z25')
 for r in range(12):
     z = 26 + r % 4
-    e('\tVBROADCASTSS %d(SI), Z%d' % (4*r, z) if r else '\tVBROADCASTSS (SI), Z%d' % z)
+    base = ['SI', 'R11', 'R12'][r // 4]
+    e('\tVBROADCASTSS ' + ['(%s)', '(%s)(R9*1)', '(%s)(R9*2)', '(%s)(R10*1)'][r % 4] % base + ', Z%d' % z)
     e('\t@ vdpbf16ps zmm%d, zmm%d, zmm24' % (2*r, z))
     e('\t@ vdpbf16ps zmm%d, zmm%d, zmm25' % (2*r+1, z))
-e('\tADDQ $48, SI')
+e('\tADDQ R14, SI')
+e('\tADDQ R14, R11')
+e('\tADDQ R14, R12')
 e('\tSUBQ $-128, DI')
 e('\tDECQ CX')
 e('\tJNZ  bf16loop')
 e()
 e('bf16sums:')
-e('\tMOVBLZX accumulate+56(FP), AX')
+e('\tMOVBLZX accumulate+72(FP), AX')
 e('\tTESTL   AX, AX')
 e('\tJZ      bf16write')
-e('\tMOVQ add+40(FP), SI')
-e('\tMOVQ ldAdd+48(FP), R9')
+e('\tMOVQ add+56(FP), SI')
+e('\tMOVQ ldAdd+64(FP), R9')
 e('\tSHLQ $2, R9')
 for r in range(12):
     e('\tVADDPS (SI), Z%d, Z%d' % (2*r, 2*r))
@@ -93,17 +105,17 @@ for r in range(12):
     e('\tADDQ R8, DX')
 e()
 e('bf16next:')
-e('\tDECQ strips+64(FP)')
+e('\tDECQ strips+88(FP)')
 e('\tJZ   bf16done')
-e('\tMOVQ kp+0(FP), AX')
-e('\tIMUL3Q $48, AX, AX')
+e('\tMOVQ aNext+80(FP), AX')
+e('\tSHLQ $2, AX')
 e('\tADDQ AX, a+8(FP)')
-e('\tMOVQ ldc+32(FP), AX')
+e('\tMOVQ ldc+48(FP), AX')
 e('\tIMUL3Q $48, AX, AX')
-e('\tADDQ AX, c+24(FP)')
-e('\tMOVQ ldAdd+48(FP), AX')
+e('\tADDQ AX, c+40(FP)')
+e('\tMOVQ ldAdd+64(FP), AX')
 e('\tIMUL3Q $48, AX, AX')
-e('\tADDQ AX, add+40(FP)')
+e('\tADDQ AX, add+56(FP)')
 e('\tJMP  bf16strip')
 e()
 e('bf16done:')
@@ -172,6 +184,76 @@ e('\tDECQ R11')
 e('\tJNZ  packpair')
 e()
 e('packdone:')
+e('\tVZEROUPPER')
+e('\tRET')
+e()
+e("""// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
+//
+// For each of rows rows (ldSrc float32 apart in src, ldDst words apart in
+// dst): the row's n numbers rounded to bfloat16, in order, two to a word
+// (the last word's high half zero for an odd n). A row of A is packed so
+// (packBF16): its pairs of steps are neighbours already, and
+// VCVTNE2PS2BF16 rounds 32 numbers into 16 words in order (its second
+// source into the low half). The last n mod 32 numbers under masks: K1 and
+// K2 for the loads, K3 for the words stored.""")
+e('TEXT ·bf16Rows(SB), NOSPLIT, $0-48')
+e('\tMOVQ dst+0(FP), DI')
+e('\tMOVQ ldDst+8(FP), R8')
+e('\tSHLQ $2, R8')
+e('\tMOVQ src+16(FP), SI')
+e('\tMOVQ ldSrc+24(FP), R9')
+e('\tSHLQ $2, R9')
+e('\tMOVQ n+32(FP), R10')
+e('\tMOVQ rows+40(FP), R11')
+e('\tMOVQ R10, CX')
+e('\tANDQ $31, CX')
+e('\tMOVQ $1, AX')
+e('\tSHLQ CX, AX')
+e('\tDECQ AX')
+e('\tKMOVW AX, K1              // the first 16 numbers of the tail')
+e('\tSHRQ $16, AX')
+e('\tKMOVW AX, K2              // its next 16')
+e('\tINCQ CX')
+e('\tSHRQ $1, CX')
+e('\tMOVQ $1, AX')
+e('\tSHLQ CX, AX')
+e('\tDECQ AX')
+e('\tKMOVW AX, K3              // its words')
+e('\tTESTQ R11, R11')
+e('\tJZ    rowsdone')
+e()
+e('rowsrow:')
+e('\tXORQ BX, BX               // byte offset in the source row')
+e('\tXORQ DX, DX               // and in the destination row')
+e('\tMOVQ R10, CX')
+e()
+e('rows32:')
+e('\tCMPQ CX, $32')
+e('\tJLT  rowstail')
+e('\tVMOVUPS (SI)(BX*1), Z0')
+e('\tVMOVUPS 64(SI)(BX*1), Z1')
+e('\t@ vcvtne2ps2bf16 zmm2, zmm1, zmm0')
+e('\tVMOVDQU32 Z2, (DI)(DX*1)')
+e('\tSUBQ $-128, BX')
+e('\tADDQ $64, DX')
+e('\tSUBQ $32, CX')
+e('\tJMP  rows32')
+e()
+e('rowstail:')
+e('\tTESTQ CX, CX')
+e('\tJZ    rowsnext')
+e('\tVMOVUPS.Z (SI)(BX*1), K1, Z0')
+e('\tVMOVUPS.Z 64(SI)(BX*1), K2, Z1')
+e('\t@ vcvtne2ps2bf16 zmm2, zmm1, zmm0')
+e('\tVMOVDQU32 Z2, K3, (DI)(DX*1)')
+e()
+e('rowsnext:')
+e('\tADDQ R9, SI')
+e('\tADDQ R8, DI')
+e('\tDECQ R11')
+e('\tJNZ  rowsrow')
+e()
+e('rowsdone:')
 e('\tVZEROUPPER')
 e('\tRET')
 e()
