@@ -106,20 +106,23 @@ func runBF16(j *job[float32], wk *worker) {
 			for jr := 0; jr < nc; jr += nr {
 				packBF16(wk, asm, wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
 			}
-			// Strip s of A's block: aBF[s·mr·kp …], word (r, q) at
-			// r·aRow + q·aStep.
-			aRow, aStep := kp, 1
-			if j.transA {
-				aRow, aStep = 1, mr
-			}
 			for ic := j.i0; ic < j.i1; ic += mcMax {
 				mc := min(mcMax, j.i1-ic)
-				for ir := 0; ir < mc; ir += mr {
-					dst := wk.aBF[ir*kp : (ir+mr)*kp]
-					if j.transA {
-						packBF16(wk, asm, dst, mr, j.a, j.lda, false, pc, kc, ic+ir, min(mr, mc-ir))
-					} else {
-						packBF16Rows(asm, dst, mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
+				// Word (r, q) of the strip at row ir of A's block is
+				// aBF[ir/mr·aNext + r·aRow + q·aStep]: strips row after row
+				// where A is read along its rows; a transposed A's block
+				// pair after pair across its whole height, so that each
+				// pair of steps packs as one long run (a strip at a time
+				// would fill 12 of 16 lanes and read each source line
+				// twice, once per strip that shares it).
+				aRow, aStep, aNext := kp, 1, mr*kp
+				if j.transA {
+					h := roundUp(mc, mr)
+					aRow, aStep, aNext = 1, h, mr
+					packBF16(wk, asm, wk.aBF[:kp*h], h, j.a, j.lda, false, pc, kc, ic, mc)
+				} else {
+					for ir := 0; ir < mc; ir += mr {
+						packBF16Rows(asm, wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
 					}
 				}
 				for jr := 0; jr < nc; jr += nr {
@@ -145,18 +148,18 @@ func runBF16(j *job[float32], wk *worker) {
 					if whole > first {
 						c0 := (ic+first*mr)*j.ldc + jc + jr
 						add, ldAdd := addTo(c0)
-						microKernelBF16(kp, whole-first, wk.aBF[first*mr*kp:], aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
+						microKernelBF16(kp, whole-first, wk.aBF[first*aNext:], aRow, aStep, aNext, bs, j.c[c0:], j.ldc, add, ldAdd)
 					}
 					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
-						as := wk.aBF[ir*kp : (ir+mr)*kp]
+						as := wk.aBF[ir/mr*aNext:]
 						c0 := (ic+ir)*j.ldc + jc + jr
 						if !asm {
 							add, ldAdd := addTo(c0)
 							kernelBF16Go(mr, nr, rows, cols, kp, as, aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
 							continue
 						}
-						microKernelBF16(kp, 1, as, aRow, aStep, bs, tile, nr, nil, 0)
+						microKernelBF16(kp, 1, as, aRow, aStep, aNext, bs, tile, nr, nil, 0)
 						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
@@ -166,11 +169,11 @@ func runBF16(j *job[float32], wk *worker) {
 }
 
 // microKernelBF16 checks the bounds of strips whole 12×32 tiles, one
-// below the other (strip s at a[s·12·kp …], word (r, q) at r·aRow +
+// below the other (strip s at a[s·aNext …], word (r, q) at r·aRow +
 // q·aStep), and runs the assembly kernel on them.
-func microKernelBF16(kp, strips int, a []uint32, aRow, aStep int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+func microKernelBF16(kp, strips int, a []uint32, aRow, aStep, aNext int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
 	const mr, nr = 12, 32
-	_ = a[(strips-1)*mr*kp+(mr-1)*aRow+(kp-1)*aStep]
+	_ = a[(strips-1)*aNext+(mr-1)*aRow+(kp-1)*aStep]
 	_ = b[kp*nr-1]
 	_ = c[(strips*mr-1)*ldc+nr-1]
 	addPtr := unsafe.Pointer(nil)
@@ -178,7 +181,7 @@ func microKernelBF16(kp, strips int, a []uint32, aRow, aStep int, b []uint32, c 
 		_ = add[(strips*mr-1)*ldAdd+nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, mr*kp, strips)
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips)
 }
 
 // packBF16Rows packs cnt ≤ w rows of kc steps of a row-major float32

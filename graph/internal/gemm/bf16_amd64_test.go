@@ -86,7 +86,7 @@ func TestBF16KernelBits(t *testing.T) {
 					case "bias":
 						add = to32(randoms(rng, nr))
 					}
-					microKernelBF16(kp, strips, a, aRow, aStep, b, got, ldc, add, ldAdd)
+					microKernelBF16(kp, strips, a, aRow, aStep, kp*mr, b, got, ldc, add, ldAdd)
 					for s := range strips {
 						var addS []float32
 						if add != nil {
