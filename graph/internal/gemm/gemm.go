@@ -75,6 +75,11 @@
 // kernel has a Go twin of the same tile shape that the tests compare it
 // with (TestMul), and PeakGFLOPS measures the core's peak for the
 // benchmarks (bench_test.go).
+//
+// A Workspace with BF16 set makes its float32 products bfloat16 products
+// (bf16.go): operands rounded to bfloat16 as they are packed, float32
+// sums, on the AVX512_BF16 kernel (VDPBF16PS) where the CPU has it, else
+// on its plain-Go twin, which gives the same bits.
 package gemm
 
 import (
