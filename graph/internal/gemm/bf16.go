@@ -11,8 +11,9 @@ import (
 // operands to bfloat16 (the top 16 bits of a float32: 8 bits of
 // significand) as it packs them and sums their products in float32: the
 // mixed precision of model.dtype "bfloat16". It always packs both
-// operands (the rounding happens there), whatever their shape, and runs
-// no gemvT: a one-row product takes the tiled path.
+// operands (the rounding happens there), whatever their shape, except one
+// row times Bᵀ (one token's x·Wᵀ), which gemvBF16 computes as dot
+// products, B's rows rounded as they are read, as gemvT does for float32.
 //
 // The packed layout is the one VDPBF16PS (AVX512_BF16) consumes: each
 // uint32 holds two bfloat16 of neighbouring steps of k, the even step in
@@ -320,6 +321,68 @@ func flushDenormal(x float32) float32 {
 		return math.Float32frombits(u & 0x80000000)
 	}
 	return x
+}
+
+// gemvBF16 is gemvT for a bfloat16 product: c[j] (+)= the sum over the
+// pairs of steps of x (xw: rounded, in pairs) times row j of B (rounded
+// as it is read). The sum is taken as 16 lanes of VDPBF16PS sum a dot
+// product: pair q goes to lane q mod 16 (dpbf16, in order of q), then the
+// lanes are added as a tree (sum16). dot4BF16 computes the lanes of four
+// rows at a time over the whole chunks of 32 steps; the rest of each lane
+// sum, rows not in a group of four, and everything in the Go twin (asm
+// false) are summed here in the same order: the same bits either way.
+func gemvBF16(asm bool, n, k int, xw []uint32, b []float32, ldb int, c []float32, accumulate bool) {
+	kp := (k + 1) / 2
+	xw = xw[:kp]
+	chunks := 0
+	if asm {
+		chunks = k / 32
+	}
+	var lanes [64]float32
+	for j := 0; j < n; j += 4 {
+		rows := min(4, n-j)
+		q0 := 0
+		if rows == 4 && chunks > 0 {
+			_ = b[(j+3)*ldb+chunks*32-1] // the last element dot4BF16 reads
+			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[j*ldb]), ldb, unsafe.Pointer(&lanes[0]))
+			q0 = chunks * 16
+		} else {
+			lanes = [64]float32{}
+		}
+		for r := 0; r < rows; r++ {
+			l := (*[16]float32)(lanes[r*16 : r*16+16])
+			row := b[(j+r)*ldb : (j+r)*ldb+k]
+			for q := q0; q < kp; q++ {
+				w := bf16Bits(row[2*q])
+				if 2*q+1 < k {
+					w |= bf16Bits(row[2*q+1]) << 16
+				}
+				l[q%16] = dpbf16(l[q%16], xw[q], w)
+			}
+			s := sum16(l)
+			if accumulate {
+				c[j+r] += s
+			} else {
+				c[j+r] = s
+			}
+		}
+	}
+}
+
+// sum16 adds 16 lanes as a tree: halves, then quarters, eighths and the
+// last two, for the assembly's lanes and the twin's alike.
+func sum16(l *[16]float32) float32 {
+	var t [8]float32
+	for i := range 8 {
+		t[i] = l[i] + l[i+8]
+	}
+	for i := range 4 {
+		t[i] += t[i+4]
+	}
+	for i := range 2 {
+		t[i] += t[i+2]
+	}
+	return t[0] + t[1]
 }
 
 func growWords(s []uint32, n int) []uint32 {

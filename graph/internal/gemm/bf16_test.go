@@ -133,13 +133,14 @@ func mulBF16(w *Workspace, mc mulCase) []float32 {
 // TestMulBF16 checks bfloat16 products in every setting (each kernel
 // family forced, its assembly or the Go twin, real and tiny blocks, one
 // thread and three) on every transpose combination, with accumulation,
-// edges in both directions, odd k, k = 0 and one-row products (which take
-// the tiled path, not gemvT): each against checkBF16's references, and
+// edges in both directions, odd k, k = 0 and one-row products (gemvBF16
+// where B is transposed, split over threads at 1×601×700): each against
+// checkBF16's references, and
 // bit for bit against the Go twin (the assembly kernel must give the
 // twin's bits) and against one thread.
 func TestMulBF16(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	shapes := [][3]int{{1, 1, 1}, {12, 32, 16}, {1, 70, 41}, {1, 4, 300}, {5, 17, 3}, {7, 9, 33},
+	shapes := [][3]int{{1, 1, 1}, {12, 32, 16}, {1, 70, 41}, {1, 4, 300}, {1, 601, 700}, {5, 17, 3}, {7, 9, 33},
 		{3, 20, 0}, {33, 47, 300}, {30, 40, 1100}, {2, 100, 7}, {128, 64, 256}}
 	for range 6 {
 		shapes = append(shapes, [3]int{1 + rng.IntN(70), 1 + rng.IntN(70), 1 + rng.IntN(70)})
