@@ -21,8 +21,9 @@ import (
 // column, a vector). A strip of A has its mr words per pair broadcast one
 // by one, so their order is free: row after row (each row's pairs in
 // order) where A is read along its rows, as a row rounds into its pairs
-// with no transposition (packBF16Rows); pair after pair (mr words each)
-// where A is transposed. An odd k pads its last pair with a zero.
+// with no transposition (packBF16Rows); where A is transposed, pair after
+// pair across the whole height of A's block, each strip a run of mr words
+// in it. An odd k pads its last pair with a zero.
 //
 // Each element of a tile is summed as VDPBF16PS sums one float32 lane
 // (Intel SDM, VDPBF16PS): from zero, per pair of steps q in order,
