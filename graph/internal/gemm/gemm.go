@@ -75,6 +75,11 @@
 // kernel has a Go twin of the same tile shape that the tests compare it
 // with (TestMul), and PeakGFLOPS measures the core's peak for the
 // benchmarks (bench_test.go).
+//
+// A Workspace with BF16 set makes its float32 products bfloat16 products
+// (bf16.go): operands rounded to bfloat16 as they are packed, float32
+// sums, on the AVX512_BF16 kernel (VDPBF16PS) where the CPU has it, else
+// on its plain-Go twin, which gives the same bits.
 package gemm
 
 import (
@@ -100,6 +105,11 @@ type Float interface{ float32 | float64 }
 // run several products concurrently use one Workspace each.
 type Workspace struct {
 	Threads int
+	// BF16 makes the float32 products through this Workspace bfloat16
+	// products: both operands rounded to bfloat16 (RoundBF16: to nearest,
+	// ties to even) as they are packed, their products summed in float32
+	// (see bf16.go; BF16Kernel names the kernel). Float64 products ignore it.
+	BF16 bool
 	// Pool runs the bands of a split product. Nil: the Workspace starts
 	// its own pool of Threads workers at its first split product (and
 	// stops it when the Workspace is garbage collected).
@@ -109,6 +119,7 @@ type Workspace struct {
 	run32, run64 func(part int)
 	gemv         gemvJob // the split one-row product under way
 	runGemv      func(part int)
+	gemvX        []uint32  // gemvBF16's x in bfloat16 pairs
 	sum32        []float32 // SumRows's block sums
 	sum64        []float64
 }
@@ -120,6 +131,8 @@ type worker struct {
 	a64, b64 []float64
 	t32      [maxTile]float32
 	t64      [maxTile]float64
+	aBF, bBF []uint32  // packed bfloat16 pairs (runBF16)
+	scratch  []float32 // a strip or panel transposed before it is packed (packBF16)
 	job32    job[float32]
 	job64    job[float64]
 	// crowdsL1's last answer, for rows of crowdRows numbers crowdStride
@@ -167,6 +180,7 @@ type job[F Float] struct {
 	c              []F
 	ldc            int
 	accumulate     bool
+	bf16           bool // a float32 product on bfloat16 operands (runBF16)
 }
 
 // parallelMinFlops is the smallest product (2·m·n·k) split over threads:
@@ -213,6 +227,10 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		return
 	}
 	ks, asm := kernelsFor[F](m)
+	bf16 := w.BF16 && unsafe.Sizeof(F(0)) == 4
+	if bf16 {
+		ks, asm = &bf16Kernels, bf16Asm()
+	}
 	if bias != nil && (k <= 0 || m == 1) {
 		// Nothing to fuse the bias with (one row goes to gemvT): copy it.
 		for i := 0; i < m; i++ {
@@ -228,19 +246,25 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 {
+	if m == 1 && !transA && transB && (asm || bf16) && unsafe.Sizeof(F(0)) == 4 {
 		x, bt, ct := any(a).([]float32), any(b).([]float32), any(c).([]float32)
+		var xw []uint32 // x rounded, in pairs (gemvBF16)
+		if bf16 {
+			w.gemvX = growWords(w.gemvX, (k+1)/2)
+			xw = w.gemvX
+			packBF16Rows(asm, xw, 1, x, k, 0, k, 0, 1)
+		}
 		if w.Threads > 1 && n >= 8 && 2*float64(n)*float64(k) >= parallelMinGemv {
-			w.gemvSplit(n, k, x, bt, ldb, ct, accumulate)
+			w.gemvSplit(n, k, x, xw, asm, bt, ldb, ct, accumulate)
 			return
 		}
-		gemvT(n, k, x, bt, ldb, ct, accumulate)
+		gemvRows(n, k, x, xw, asm, bt, ldb, ct, accumulate)
 		return
 	}
 	wk0 := w.worker(0)
 	j := jobOf[F](wk0)
 	*j = job[F]{ks: ks, asm: asm, transA: transA, transB: transB, i1: m, j1: n, k: k,
-		a: a, lda: lda, b: b, ldb: ldb, bias: bias, lower: lower, c: c, ldc: ldc, accumulate: accumulate}
+		a: a, lda: lda, b: b, ldb: ldb, bias: bias, lower: lower, c: c, ldc: ldc, accumulate: accumulate, bf16: bf16}
 	threads := w.Threads
 	if threads <= 1 || 2*float64(m)*float64(n)*float64(k) < parallelMinFlops {
 		j.run(wk0)
@@ -283,6 +307,10 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 // run computes the job's block of C with the buffers of wk: the loops of
 // the package comment.
 func (j *job[F]) run(wk *worker) {
+	if j.bf16 {
+		runBF16(any(j).(*job[float32]), wk)
+		return
+	}
 	ks := j.ks
 	mr, nr := ks.mr, ks.nr
 	ap, bp, tile := buffers[F](wk)
@@ -422,25 +450,32 @@ func (j *job[F]) run(wk *worker) {
 							continue
 						}
 						microKernel(ks, j.asm, kc, 1, as, aRow, aStep, 0, bs, bStep, tile, nr, nil, 0)
-						for r := 0; r < rows; r++ {
-							dst := j.c[c0+r*j.ldc : c0+r*j.ldc+cols]
-							src := tile[r*nr : r*nr+cols]
-							switch {
-							case acc:
-								for x, v := range src {
-									dst[x] += v
-								}
-							case j.bias != nil:
-								for x, v := range src {
-									dst[x] = j.bias[jc+jr+x] + v
-								}
-							default:
-								copy(dst, src)
-							}
-						}
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
 			}
+		}
+	}
+}
+
+// storeEdge stores the rows×cols corner of an edge tile computed whole
+// (tile, row stride nr) into C: added to C when acc is set, else added to
+// bias (when not nil), else copied.
+func storeEdge[F Float](c []F, ldc int, tile []F, nr, rows, cols int, acc bool, bias []F) {
+	for r := 0; r < rows; r++ {
+		dst := c[r*ldc : r*ldc+cols]
+		src := tile[r*nr : r*nr+cols]
+		switch {
+		case acc:
+			for x, v := range src {
+				dst[x] += v
+			}
+		case bias != nil:
+			for x, v := range src {
+				dst[x] = bias[x] + v
+			}
+		default:
+			copy(dst, src)
 		}
 	}
 }
@@ -483,30 +518,40 @@ func gemvT(n, k int, x, b []float32, ldb int, c []float32, accumulate bool) {
 	}
 }
 
+// gemvRows is gemvT, or gemvBF16 where x comes rounded in pairs (xw).
+func gemvRows(n, k int, x []float32, xw []uint32, asm bool, b []float32, ldb int, c []float32, accumulate bool) {
+	if xw != nil {
+		gemvBF16(asm, n, k, xw, b, ldb, c, accumulate)
+		return
+	}
+	gemvT(n, k, x, b, ldb, c, accumulate)
+}
+
 // gemvJob is gemvT's product split over threads by bands of columns.
 type gemvJob struct {
 	n, k, ldb, parts int
 	x, b, c          []float32
-	accumulate       bool
+	xw               []uint32
+	asm, accumulate  bool
 }
 
-// gemvSplit is gemvT with its columns (B's rows) split over the
+// gemvSplit is gemvT (or gemvBF16) with its columns (B's rows) split over the
 // Workspace's threads: one token's product with a large weight matrix
 // reads every weight once, and two cores read faster than one. The bands
 // start at multiples of 4 columns, where gemvT's groups of four start
 // anyway, so every column is summed as gemvT alone sums it: the same bits
 // for any number of threads.
-func (w *Workspace) gemvSplit(n, k int, x, b []float32, ldb int, c []float32, accumulate bool) {
+func (w *Workspace) gemvSplit(n, k int, x []float32, xw []uint32, asm bool, b []float32, ldb int, c []float32, accumulate bool) {
 	p := w.pool()
 	parts := min(w.Threads, p.Size(), (n+3)/4)
-	w.gemv = gemvJob{n: n, k: k, ldb: ldb, parts: parts, x: x, b: b, c: c, accumulate: accumulate}
+	w.gemv = gemvJob{n: n, k: k, ldb: ldb, parts: parts, x: x, xw: xw, asm: asm, b: b, c: c, accumulate: accumulate}
 	if w.runGemv == nil {
 		w.runGemv = func(t int) {
 			j := &w.gemv
 			units := (j.n + 3) / 4
 			lo, hi := t*units/j.parts*4, min((t+1)*units/j.parts*4, j.n)
 			if lo < hi {
-				gemvT(hi-lo, j.k, j.x, j.b[lo*j.ldb:], j.ldb, j.c[lo:hi], j.accumulate)
+				gemvRows(hi-lo, j.k, j.x, j.xw, j.asm, j.b[lo*j.ldb:], j.ldb, j.c[lo:hi], j.accumulate)
 			}
 		}
 	}

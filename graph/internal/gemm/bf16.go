@@ -1,0 +1,394 @@
+package gemm
+
+import (
+	"math"
+	"unsafe"
+)
+
+// # bfloat16 products
+//
+// A float32 product through a Workspace with BF16 set rounds both
+// operands to bfloat16 (the top 16 bits of a float32: 8 bits of
+// significand) as it packs them and sums their products in float32: the
+// mixed precision of model.dtype "bfloat16". It always packs both
+// operands (the rounding happens there), whatever their shape, except one
+// row times Bᵀ (one token's x·Wᵀ), which gemvBF16 computes as dot
+// products, B's rows rounded as they are read, as gemvT does for float32.
+//
+// The packed layout is the one VDPBF16PS (AVX512_BF16) consumes: each
+// uint32 holds two bfloat16 of neighbouring steps of k, the even step in
+// the low half. A panel of B is, per pair of steps, nr words (one per
+// column, a vector). A strip of A has its mr words per pair broadcast one
+// by one, so their order is free: row after row (each row's pairs in
+// order) where A is read along its rows, as a row rounds into its pairs
+// with no transposition (packBF16Rows); where A is transposed, pair after
+// pair across the whole height of A's block, each strip a run of mr words
+// in it. An odd k pads its last pair with a zero.
+//
+// Each element of a tile is summed as VDPBF16PS sums one float32 lane
+// (Intel SDM, VDPBF16PS): from zero, per pair of steps q in order,
+//
+//	s = s + a[2q+1]·b[2q+1], then s = s + a[2q]·b[2q]
+//
+// each product exact (8 × 8 significant bits fit in float32's 24), each
+// add rounded to nearest even, a denormal result flushed to zero (the
+// instruction ignores MXCSR: DAZ and FTZ always). Sums over k go in
+// blocks of kc steps, each block's sum added to C (or to the bias, or
+// stored), as for float32 products. dpbf16 is that lane in Go; the
+// assembly kernel (bf16_amd64.s) and the Go twin (kernelBF16Go)
+// give the same bits (TestBF16KernelBits).
+
+// RoundBF16 returns x rounded to bfloat16, as a float32 (its low 16 bits
+// zero), as VCVTNE2PS2BF16 rounds: to nearest, ties to even; a denormal
+// becomes a zero of its sign (the instruction treats denormal inputs as
+// zero); infinities stay; a NaN stays a NaN (quieted, its sign and top
+// payload bits kept); a finite number beyond bfloat16's largest rounds
+// to infinity.
+func RoundBF16(x float32) float32 {
+	return math.Float32frombits(uint32(bf16Bits(x)) << 16)
+}
+
+// bf16Bits is RoundBF16's bfloat16, as its 16 bits.
+func bf16Bits(x float32) uint32 {
+	u := math.Float32bits(x)
+	switch {
+	case u&0x7f800000 == 0: // zero or denormal
+		return u >> 16 & 0x8000
+	case u&0x7fffffff > 0x7f800000: // NaN
+		return u>>16 | 0x40
+	}
+	return (u + 0x7fff + u>>16&1) >> 16
+}
+
+// BF16Kernel names the kernel that bfloat16 products run here:
+// "avx512bf16" (VDPBF16PS, on CPUs with AVX512_BF16: AMD Zen 4 and later,
+// Intel Cooper Lake and Sapphire Rapids and later) or "go", the plain-Go
+// twin (same bits, a fraction of the speed), where the CPU lacks it, with
+// -tags purego, on other architectures, or when the tests force the Go
+// kernels (Use("Go")) or the AVX2 ones. AMX tiles are not used.
+func BF16Kernel() string {
+	if bf16Asm() {
+		return "avx512bf16"
+	}
+	return "go"
+}
+
+// bf16Asm reports whether bfloat16 products run the assembly kernel: the
+// CPU has it and the AVX-512 kernels are the active family (the tests
+// switch families and the twin with Use and withPath).
+func bf16Asm() bool {
+	return haveBF16 && activePath == pathAVX512 && !forceGo
+}
+
+// bf16Kernels is the bfloat16 kernel's tile and blocks: 12×32 as the
+// AVX-512 float32 kernel (24 zmm accumulators). Blocks of kc = 512 steps
+// keep a panel of B (kc/2 × 32 words) at 32 KiB, as the float32 kernel's
+// 256 × 32 floats; A's block mc·kc halves of 2 bytes stays in L2 (mcFor).
+var bf16Kernels = kernels{path: pathAVX512, mr: 12, nr: 32, mc: 252, kc: 512, kcRows: 512, nc: 4096}
+
+// runBF16 is job.run for a bfloat16 product (job.bf16): both operands
+// packed, rounded, into wk's pair buffers, then the loops of the package
+// comment around the bfloat16 kernel.
+func runBF16(j *job[float32], wk *worker) {
+	ks := j.ks
+	mr, nr := ks.mr, ks.nr
+	asm := j.asm
+	kBlock := min(ks.kc, j.k)
+	mcMax := mcFor(ks, kBlock, 2)
+	pairs := (kBlock + 1) / 2
+	wk.aBF = growWords(wk.aBF, min(mcMax, roundUp(j.i1-j.i0, mr))*pairs)
+	wk.bBF = growWords(wk.bBF, min(ks.nc, roundUp(j.j1-j.j0, nr))*pairs)
+	tile := wk.t32[:mr*nr]
+	for jc := j.j0; jc < j.j1; jc += ks.nc {
+		nc := min(ks.nc, j.j1-jc)
+		for pc := 0; pc < j.k; pc += ks.kc {
+			kc := min(ks.kc, j.k-pc)
+			kp := (kc + 1) / 2
+			acc := j.accumulate || pc > 0
+			for jr := 0; jr < nc; jr += nr {
+				packBF16(wk, asm, wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+			}
+			for ic := j.i0; ic < j.i1; ic += mcMax {
+				mc := min(mcMax, j.i1-ic)
+				// Word (r, q) of the strip at row ir of A's block is
+				// aBF[ir/mr·aNext + r·aRow + q·aStep]: strips row after row
+				// where A is read along its rows; a transposed A's block
+				// pair after pair across its whole height, so that each
+				// pair of steps packs as one long run (a strip at a time
+				// would fill 12 of 16 lanes and read each source line
+				// twice, once per strip that shares it).
+				aRow, aStep, aNext := kp, 1, mr*kp
+				if j.transA {
+					h := roundUp(mc, mr)
+					aRow, aStep, aNext = 1, h, mr
+					packBF16(wk, asm, wk.aBF[:kp*h], h, j.a, j.lda, false, pc, kc, ic, mc)
+				} else {
+					for ir := 0; ir < mc; ir += mr {
+						packBF16Rows(asm, wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
+					}
+				}
+				for jr := 0; jr < nc; jr += nr {
+					cols := min(nr, nc-jr)
+					bs := wk.bBF[jr*kp : (jr+nr)*kp]
+					addTo := func(c0 int) (add []float32, ldAdd int) {
+						switch {
+						case acc:
+							return j.c[c0:], j.ldc
+						case j.bias != nil:
+							return j.bias[jc+jr:], 0
+						}
+						return nil, 0
+					}
+					first := 0 // under lower, the strips wholly above the diagonal are skipped
+					if j.lower {
+						first = max(0, (jc+jr-ic)/mr)
+					}
+					whole := first // the strips of whole tiles, in one call of the assembly
+					if asm && cols == nr {
+						whole = max(first, mc/mr)
+					}
+					if whole > first {
+						c0 := (ic+first*mr)*j.ldc + jc + jr
+						add, ldAdd := addTo(c0)
+						microKernelBF16(kp, whole-first, wk.aBF[first*aNext:], aRow, aStep, aNext, bs, j.c[c0:], j.ldc, add, ldAdd)
+					}
+					for ir := whole * mr; ir < mc; ir += mr {
+						rows := min(mr, mc-ir)
+						as := wk.aBF[ir/mr*aNext:]
+						c0 := (ic+ir)*j.ldc + jc + jr
+						if !asm {
+							add, ldAdd := addTo(c0)
+							kernelBF16Go(mr, nr, rows, cols, kp, as, aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
+							continue
+						}
+						microKernelBF16(kp, 1, as, aRow, aStep, aNext, bs, tile, nr, nil, 0)
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
+					}
+				}
+			}
+		}
+	}
+}
+
+// microKernelBF16 checks the bounds of strips whole 12×32 tiles, one
+// below the other (strip s at a[s·aNext …], word (r, q) at r·aRow +
+// q·aStep), and runs the assembly kernel on them.
+func microKernelBF16(kp, strips int, a []uint32, aRow, aStep, aNext int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+	const mr, nr = 12, 32
+	_ = a[(strips-1)*aNext+(mr-1)*aRow+(kp-1)*aStep]
+	_ = b[kp*nr-1]
+	_ = c[(strips*mr-1)*ldc+nr-1]
+	addPtr := unsafe.Pointer(nil)
+	if add != nil {
+		_ = add[(strips*mr-1)*ldAdd+nr-1]
+		addPtr = unsafe.Pointer(&add[0])
+	}
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips)
+}
+
+// packBF16Rows packs cnt ≤ w rows of kc steps of a row-major float32
+// matrix (row r at src[(c0+r)·ld + p0 …]), rounded to bfloat16, row after
+// row: dst[r·kp + q] holds steps 2q (low half) and 2q+1 (high half) of row
+// r, kp = ⌈kc/2⌉; an odd kc's last high half and the rows past cnt are
+// zero. (A strip of A.)
+func packBF16Rows(asm bool, dst []uint32, w int, src []float32, ld, p0, kc, c0, cnt int) {
+	kp := (kc + 1) / 2
+	dst = dst[:w*kp]
+	if asm {
+		_ = src[(c0+cnt-1)*ld+p0+kc-1] // the last element read
+		bf16Rows(unsafe.Pointer(&dst[0]), kp, unsafe.Pointer(&src[c0*ld+p0]), ld, kc, cnt)
+	} else {
+		for r := 0; r < cnt; r++ {
+			row, d := src[(c0+r)*ld+p0:(c0+r)*ld+p0+kc], dst[r*kp:(r+1)*kp]
+			for q := range kc / 2 {
+				d[q] = bf16Bits(row[2*q]) | bf16Bits(row[2*q+1])<<16
+			}
+			if kc%2 == 1 {
+				d[kp-1] = bf16Bits(row[kc-1])
+			}
+		}
+	}
+	clear(dst[cnt*kp:])
+}
+
+// packBF16 packs cnt ≤ w neighbouring rows or columns of kc steps of a
+// row-major float32 matrix, rounded to bfloat16, pair after pair of steps:
+// dst[q·w + r] holds entry (2q, r) in its low half and (2q+1, r) in its
+// high half, where entry (p, r) is src[(c0+r)·ld + p0 + p] when alongRows
+// (a panel of Bᵀ: each of the w is a row of src), else src[(p0+p)·ld + c0
+// + r] (a strip of Aᵀ, a panel of B). Entries past cnt or past kc are
+// zero.
+//
+// With asm, bf16Pack rounds and interleaves pairs of rows; along rows
+// the entries are first transposed into wk's scratch (packTrans), so that
+// each step's w entries are neighbours there. Else packBF16Go.
+func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+	if !asm {
+		packBF16Go(dst, w, src, ld, alongRows, p0, kc, c0, cnt)
+		return
+	}
+	kp := (kc + 1) / 2
+	dst = dst[:kp*w]
+	n := cnt
+	if alongRows {
+		wk.scratch = grow(wk.scratch, kc*w)
+		packTrans(wk.scratch, w, src, ld, p0, kc, c0, cnt)
+		src, ld, p0, c0, n = wk.scratch, w, 0, 0, w
+	} else {
+		_ = src[(p0+kc-1)*ld+c0+cnt-1] // the last element read
+	}
+	row := func(p int) unsafe.Pointer { return unsafe.Pointer(&src[(p0+p)*ld+c0]) }
+	if kc/2 > 0 {
+		bf16Pack(unsafe.Pointer(&dst[0]), w, row(0), row(1), ld, n, kc/2)
+	}
+	if kc%2 == 1 { // the last pair: a step and a zero
+		bf16Pack(unsafe.Pointer(&dst[(kp-1)*w]), w, row(kc-1), unsafe.Pointer(&zeros32[0]), 0, n, 1)
+	}
+	if n < w {
+		for q := 0; q < kp; q++ {
+			clear(dst[q*w+n : q*w+w])
+		}
+	}
+}
+
+// zeros32 is the zero step that pads an odd k.
+var zeros32 [32]float32
+
+// packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
+func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+	kp := (kc + 1) / 2
+	dst = dst[:kp*w]
+	for r := 0; r < cnt; r++ {
+		for q := 0; q < kp; q++ {
+			var e0, e1 float32
+			if alongRows {
+				row := src[(c0+r)*ld+p0 : (c0+r)*ld+p0+kc]
+				e0 = row[2*q]
+				if 2*q+1 < kc {
+					e1 = row[2*q+1]
+				}
+			} else {
+				e0 = src[(p0+2*q)*ld+c0+r]
+				if 2*q+1 < kc {
+					e1 = src[(p0+2*q+1)*ld+c0+r]
+				}
+			}
+			dst[q*w+r] = bf16Bits(e0) | bf16Bits(e1)<<16
+		}
+	}
+	for q := 0; q < kp; q++ {
+		clear(dst[q*w+cnt : q*w+w])
+	}
+}
+
+// kernelBF16Go is the bfloat16 micro-kernel in plain Go, the assembly's
+// twin: the rows×cols corner of the tile from packed pairs (a strip with
+// word (r, q) at a[r·aRow + q·aStep], a panel of nr words per pair),
+// c[r·ldc + j] = the sum (dpbf16, pair after pair from zero), or
+// add[r·ldAdd + j] + the sum when add is not nil.
+func kernelBF16Go(mr, nr, rows, cols, kp int, a []uint32, aRow, aStep int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+	_ = a[(mr-1)*aRow+(kp-1)*aStep]
+	_ = b[kp*nr-1]
+	for r := 0; r < rows; r++ {
+		for j := 0; j < cols; j++ {
+			var s float32
+			for q := 0; q < kp; q++ {
+				s = dpbf16(s, a[r*aRow+q*aStep], b[q*nr+j])
+			}
+			if add != nil {
+				s += add[r*ldAdd+j]
+			}
+			c[r*ldc+j] = s
+		}
+	}
+}
+
+// dpbf16 is one float32 lane of VDPBF16PS: s plus the products of the
+// high halves, then of the low halves, of two words of packed bfloat16
+// pairs, each add rounded once (the product is exact in float64, and a
+// float64 sum of two numbers of at most 24 significant bits rounds to
+// float32 as one correctly rounded add would) and a denormal result
+// flushed to zero.
+func dpbf16(s float32, a, b uint32) float32 {
+	aHi, bHi := math.Float32frombits(a&0xffff0000), math.Float32frombits(b&0xffff0000)
+	aLo, bLo := math.Float32frombits(a<<16), math.Float32frombits(b<<16)
+	s = flushDenormal(float32(float64(s) + float64(aHi)*float64(bHi)))
+	return flushDenormal(float32(float64(s) + float64(aLo)*float64(bLo)))
+}
+
+// flushDenormal returns a zero of x's sign for a denormal x, else x.
+func flushDenormal(x float32) float32 {
+	if u := math.Float32bits(x); u&0x7f800000 == 0 {
+		return math.Float32frombits(u & 0x80000000)
+	}
+	return x
+}
+
+// gemvBF16 is gemvT for a bfloat16 product: c[j] (+)= the sum over the
+// pairs of steps of x (xw: rounded, in pairs) times row j of B (rounded
+// as it is read). The sum is taken as 16 lanes of VDPBF16PS sum a dot
+// product: pair q goes to lane q mod 16 (dpbf16, in order of q), then the
+// lanes are added as a tree (sum16). dot4BF16 computes the lanes of four
+// rows at a time over the whole chunks of 32 steps; the rest of each lane
+// sum, rows not in a group of four, and everything in the Go twin (asm
+// false) are summed here in the same order: the same bits either way.
+func gemvBF16(asm bool, n, k int, xw []uint32, b []float32, ldb int, c []float32, accumulate bool) {
+	kp := (k + 1) / 2
+	xw = xw[:kp]
+	chunks := 0
+	if asm {
+		chunks = k / 32
+	}
+	var lanes [64]float32
+	for j := 0; j < n; j += 4 {
+		rows := min(4, n-j)
+		q0 := 0
+		if rows == 4 && chunks > 0 {
+			_ = b[(j+3)*ldb+chunks*32-1] // the last element dot4BF16 reads
+			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[j*ldb]), ldb, unsafe.Pointer(&lanes[0]))
+			q0 = chunks * 16
+		} else {
+			lanes = [64]float32{}
+		}
+		for r := 0; r < rows; r++ {
+			l := (*[16]float32)(lanes[r*16 : r*16+16])
+			row := b[(j+r)*ldb : (j+r)*ldb+k]
+			for q := q0; q < kp; q++ {
+				w := bf16Bits(row[2*q])
+				if 2*q+1 < k {
+					w |= bf16Bits(row[2*q+1]) << 16
+				}
+				l[q%16] = dpbf16(l[q%16], xw[q], w)
+			}
+			s := sum16(l)
+			if accumulate {
+				c[j+r] += s
+			} else {
+				c[j+r] = s
+			}
+		}
+	}
+}
+
+// sum16 adds 16 lanes as a tree: halves, then quarters, eighths and the
+// last two, for the assembly's lanes and the twin's alike.
+func sum16(l *[16]float32) float32 {
+	var t [8]float32
+	for i := range 8 {
+		t[i] = l[i] + l[i+8]
+	}
+	for i := range 4 {
+		t[i] += t[i+4]
+	}
+	for i := range 2 {
+		t[i] += t[i+2]
+	}
+	return t[0] + t[1]
+}
+
+func growWords(s []uint32, n int) []uint32 {
+	if cap(s) < n {
+		return make([]uint32, n)
+	}
+	return s[:n]
+}
