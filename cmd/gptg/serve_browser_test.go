@@ -2,7 +2,8 @@ package main
 
 // The browser test: gptg serve beside a gptg train, in a real headless
 // Chromium driven by chromedp, doing what a person does on each page.
-// Screenshots go to $GPTG_SCREENSHOTS (docs/ holds the ones committed).
+// What the browser saw goes to $GPTG_SCREENSHOTS (a temporary folder by
+// default); the docs' pictures are docs/serve-shot.sh's, of the docs' runs.
 
 import (
 	"context"
@@ -260,6 +261,13 @@ out = "runs/live"
 	// itself rather than looked up first and clicked after.
 	b.eval(`document.querySelector('tr[data-id="runs/live"] input').click(); document.querySelector('tr[data-id="runs/explore"] input').click(); ""`)
 	b.wait("the overlay", `+(document.querySelector("#overlay")?.dataset.points || 0) > 20`)
+	// Its runs are named by their ids without the folders they share.
+	if got := b.eval(`document.querySelector("#overlay .u-legend").textContent`); !strings.Contains(got, "live train") || !strings.Contains(got, "explore train") {
+		t.Errorf("the overlay's legend: %q, want live and explore", got)
+	}
+	if got := b.eval(`JSON.stringify([shortLabels(["runs/tour/3-qkv/seed-1", "runs/tour/6-residual/seed-1"]), shortLabels(["runs/a", "runs/b/c"]), shortLabels(["runs/x"])])`); got != `[["3-qkv/seed-1","6-residual/seed-1"],["a","b/c"],["x"]]` {
+		t.Errorf("shortLabels: %s", got)
+	}
 	if got := b.eval(`document.querySelector('tr[data-id="runs/ablation/fast/seed-1"] .differs').textContent`); got != "train.lr=0.01train.min_lr=0.001train.seed=1" {
 		t.Errorf("the differs column of an ablation run: %q, want its lr and seed alone", got)
 	}

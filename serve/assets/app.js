@@ -206,6 +206,16 @@ const COLUMNS = [
   { key: "updated_ms", label: "updated", num: true },
 ];
 
+// shortLabels names runs by their ids without the folders they all share:
+// runs/tour/3-qkv/seed-1 and runs/tour/6-residual/seed-1 are 3-qkv/seed-1
+// and 6-residual/seed-1 (their last parts alone would both be seed-1).
+function shortLabels(ids) {
+  const parts = ids.map((id) => id.split("/"));
+  let k = 0;
+  while (parts.every((p) => p.length > k + 1 && p[k] === parts[0][k])) k++;
+  return parts.map((p) => p.slice(k).join("/"));
+}
+
 async function runsPage() {
   crumbs(el("span", {}, "runs"));
   const sel = new Set(JSON.parse(sessionStorage.getItem("gptg-selected") || "[]"));
@@ -229,7 +239,7 @@ async function runsPage() {
     closeStreams();
     const ids = list ? list.runs.filter((r) => sel.has(r.id)).map((r) => r.id) : [];
     if (!ids.length) { overlayBox.replaceChildren(el("p", { class: "muted" }, "no run selected")); chart = null; return; }
-    chart = new LossChart(overlayBox, ids.map((id) => ({ label: id.split("/").pop() })), { log: logBox.checked });
+    chart = new LossChart(overlayBox, shortLabels(ids).map((label) => ({ label })), { log: logBox.checked });
     ids.forEach((id, i) => streams.push(follow(id, chart, i, overlayStatus)));
   }
   logBox.addEventListener("change", () => chart && chart.setLog(logBox.checked));
@@ -417,6 +427,9 @@ function playground(run) {
       if (e.name === "AbortError") stats.textContent = "stopped after " + n + " tokens (" + ((performance.now() - t0) / 1000).toFixed(1) + " s)";
       else { stats.textContent = ""; out.append(el("div", { class: "error" }, e.message)); }
     } finally {
+      // One text node, however the frames cut it: the same text is then
+      // laid out the same (each node is shaped on its own).
+      gen.normalize();
       go.disabled = false; stop.disabled = true; ctl = null;
     }
   }
