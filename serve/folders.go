@@ -25,6 +25,7 @@ import (
 type root struct {
 	label string // the first segment of the ids of what it holds
 	dir   string // as given
+	abs   string // absolute, as filepath.Abs makes it (train writes such paths)
 	real  string // absolute, symlinks resolved
 	fs    *os.Root
 }
@@ -53,7 +54,7 @@ func openRoot(dir string) (*root, error) {
 	if label == "." || label == string(filepath.Separator) || label == ".." {
 		label = filepath.Base(real)
 	}
-	return &root{label: label, dir: dir, real: real, fs: r}, nil
+	return &root{label: label, dir: dir, abs: abs, real: real, fs: r}, nil
 }
 
 func unwrapPath(err error) error {

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -544,7 +545,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runPageOf(f *folder, c *runCache) runPage {
 	p := runPage{runInfo: c.info(f), MaxTokens: s.opts.MaxTokens}
 	c.mu.Lock()
-	p.Config = c.cfgText
+	p.Config = train.OriginFrom(c.cfgText, filepath.Dir(f.root.abs))
 	if c.cfg != nil {
 		for _, d := range c.cfg.Diff(nil) {
 			p.Differs = append(p.Differs, readable(d))
@@ -607,7 +608,9 @@ func (s *Server) apiSummary(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnprocessableEntity, oneLine(res.err.Error()))
 		return
 	}
-	writeJSON(w, map[string]string{"summary": res.text})
+	// The summary names the model file as the ids do (runs/x/model.safetensors),
+	// not by this machine's absolute path.
+	writeJSON(w, map[string]string{"summary": strings.ReplaceAll(res.text, model, path.Join(f.id, train.ModelFile))})
 }
 
 // modelPath is the checked path of a run's model file and its version.

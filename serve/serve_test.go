@@ -799,6 +799,41 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// TestPathsFromTheServedFolder: the run page shows the model file as the
+// ids name it and the config's origin paths from the folder the ids start
+// from, not this machine's absolute paths: the same commands in another
+// folder show the same page.
+func TestPathsFromTheServedFolder(t *testing.T) {
+	fixtures(t)
+	project := t.TempDir()
+	runs := filepath.Join(project, "runs")
+	copyRun(t, causalRun, filepath.Join(runs, "c"))
+	cfg := filepath.Join(runs, "c", "config.toml")
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := fmt.Sprintf("# made from config: %q\n# data file: %q (where data.path led)\n", filepath.Join(project, "configs", "c.toml"), "/elsewhere/c.txt")
+	if err := os.WriteFile(cfg, append([]byte(header), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, Options{Dirs: []string{runs}, Generations: 1, Summary: func(p string) (string, error) {
+		return "file: " + p + "\nformat: gptg/1\n", nil
+	}})
+	w := get(t, s, "/api/summary?id=runs/c")
+	if w.Code != 200 || !strings.Contains(w.Body.String(), `"file: runs/c/model.safetensors\n`) || strings.Contains(w.Body.String(), project) {
+		t.Errorf("/api/summary: %d %s; want the model file as runs/c/model.safetensors", w.Code, w.Body)
+	}
+	var run struct{ Config string }
+	w = get(t, s, "/api/run?id=runs/c")
+	if err := json.Unmarshal(w.Body.Bytes(), &run); err != nil || w.Code != 200 {
+		t.Fatalf("/api/run: %d %s", w.Code, w.Body)
+	}
+	if want := "# made from config: \"configs/c.toml\"\n# data file: \"/elsewhere/c.txt\""; !strings.HasPrefix(run.Config, want) {
+		t.Errorf("the config shows\n%.300s\nwant it to start\n%s", run.Config, want)
+	}
+}
+
 // TestLiveEndsWhenDeleted: the stream of a run folder that is deleted ends.
 func TestLiveEndsWhenDeleted(t *testing.T) {
 	runs, resp := openLive(t)

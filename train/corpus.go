@@ -136,6 +136,37 @@ func readOrigin(text []byte) corpusOrigin {
 	return o
 }
 
+// OriginFrom gives a config.toml's text with the absolute paths of its
+// origin lines (the data file, the validation file, the config the run
+// came from) made relative to base when they lie under it, as a person
+// who started the run from base typed them: gptg serve shows a run's
+// config so, from the folder its run ids start from, rather than the
+// paths of one machine.
+func OriginFrom(text, base string) string {
+	var b strings.Builder
+	header := true
+	for line := range strings.Lines(text) {
+		header = header && strings.HasPrefix(line, "#")
+		for _, prefix := range []string{dataFilePrefix, valFilePrefix, madeFromPrefix} {
+			rest, ok := strings.CutPrefix(line, prefix)
+			if !header || !ok {
+				continue
+			}
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			p, _ := strconv.Unquote(q)
+			if rel, err := filepath.Rel(base, p); err == nil && filepath.IsAbs(p) && filepath.IsLocal(rel) {
+				line = prefix + strconv.Quote(rel) + rest[len(q):]
+			}
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 // FindCorpus says where the corpus of the run in dir is now, whatever the
 // working directory: cfg is the run's config.toml, loaded. It is the first
 // of these that holds the run's corpus (data.sha256 and data.size; a run

@@ -188,3 +188,28 @@ func TestOriginRoundTrip(t *testing.T) {
 		t.Errorf("the header breaks the TOML: %v", err)
 	}
 }
+
+// TestOriginFrom: the origin lines' absolute paths under the base are
+// shown relative to it, the rest as they are, and the text keeps its
+// other lines and the data file line's remark.
+func TestOriginFrom(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "project")
+	o := corpusOrigin{File: filepath.Join(base, "data", "a b.txt"), FromRun: "../../data/a b.txt",
+		ValFile: "/elsewhere/val.bin", MadeFrom: filepath.Join(base, "configs", "x.toml")}
+	body := "[data]\npath = \"x\"\n# made from config: \"" + filepath.Join(base, "y.toml") + "\"\n"
+	got := OriginFrom(o.header()+body, base)
+	want := corpusOrigin{File: filepath.Join("data", "a b.txt"), FromRun: o.FromRun, ValFile: o.ValFile, MadeFrom: filepath.Join("configs", "x.toml")}
+	if r := readOrigin([]byte(got)); r != want {
+		t.Errorf("read back %+v, want %+v from:\n%s", r, want, got)
+	}
+	if !strings.HasSuffix(got, body) {
+		t.Errorf("a line below the comments changed:\n%s", got)
+	}
+	if !strings.Contains(got, `"data/a b.txt" (where data.path led`) {
+		t.Errorf("the data file line lost its remark:\n%s", got)
+	}
+	// A base that is the path's sibling, not its parent, leaves it absolute.
+	if got := OriginFrom(o.header(), base+"2"); got != o.header() {
+		t.Errorf("paths outside the base changed:\n%s", got)
+	}
+}

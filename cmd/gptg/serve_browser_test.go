@@ -2,13 +2,15 @@ package main
 
 // The browser test: gptg serve beside a gptg train, in a real headless
 // Chromium driven by chromedp, doing what a person does on each page.
-// Screenshots go to $GPTG_SCREENSHOTS (docs/ holds the ones committed).
+// What the browser saw goes to $GPTG_SCREENSHOTS (a temporary folder by
+// default); the docs' pictures are docs/serve-shot.sh's, of the docs' runs.
 
 import (
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -259,6 +261,13 @@ out = "runs/live"
 	// itself rather than looked up first and clicked after.
 	b.eval(`document.querySelector('tr[data-id="runs/live"] input').click(); document.querySelector('tr[data-id="runs/explore"] input').click(); ""`)
 	b.wait("the overlay", `+(document.querySelector("#overlay")?.dataset.points || 0) > 20`)
+	// Its runs are named by their ids without the folders they share.
+	if got := b.eval(`document.querySelector("#overlay .u-legend").textContent`); !strings.Contains(got, "live train") || !strings.Contains(got, "explore train") {
+		t.Errorf("the overlay's legend: %q, want live and explore", got)
+	}
+	if got := b.eval(`JSON.stringify([shortLabels(["runs/tour/3-qkv/seed-1", "runs/tour/6-residual/seed-1"]), shortLabels(["runs/a", "runs/b/c"]), shortLabels(["runs/x"])])`); got != `[["3-qkv/seed-1","6-residual/seed-1"],["a","b/c"],["x"]]` {
+		t.Errorf("shortLabels: %s", got)
+	}
 	if got := b.eval(`document.querySelector('tr[data-id="runs/ablation/fast/seed-1"] .differs').textContent`); got != "train.lr=0.01train.min_lr=0.001train.seed=1" {
 		t.Errorf("the differs column of an ablation run: %q, want its lr and seed alone", got)
 	}
@@ -277,6 +286,9 @@ out = "runs/live"
 	// The finished run: playground and attention explorer.
 	b.step("the explored run's page", chromedp.Navigate(base+"/run?id=runs/explore"))
 	b.wait("its curve and summary", `+(document.querySelector("#loss-chart")?.dataset.points || 0) === 20 && document.querySelector("#summary")?.textContent.includes("tok.weight")`)
+	// The page says when what it waited for is on screen (its stream's
+	// first rows, the summary, the explorer's maps).
+	b.wait("data-drawn", `document.documentElement.dataset.drawn === "true" && document.querySelectorAll("#att-grid .att-cell").length === 8`)
 	b.eval(`document.querySelector("#gen-prompt").value = "ROMEO:"; document.querySelector("#gen-tokens").value = "120"; ""`)
 	b.step("generating", chromedp.Click(chromedp.CSS("#gen-go")))
 	b.wait("the streamed tokens", `document.querySelector("#gen-stats")?.textContent.includes("120 tokens in")`)
@@ -309,6 +321,10 @@ out = "runs/live"
 	b.step("clicking block 1, head 2", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="1"][data-head="2"]`)))
 	b.wait("the full map", `document.querySelector("#att-big-map") !== null`)
 	b.shot("serve-run.png")
+	if bad := b.eval(distinctTicksJS); bad != "" {
+		t.Errorf("the learning rate axis's tick labels: %s", bad)
+	}
+	stillPage(t, b, browser, base, "runs/explore")
 
 	// The comparison: the table of the ablation and its banded curves.
 	b.step("the compare page", chromedp.Navigate(base+"/compare?id=runs/ablation"))
@@ -318,4 +334,63 @@ out = "runs/live"
 	}
 	b.shot("serve-compare.png")
 	t.Logf("screenshots in %s", b.shots)
+}
+
+// distinctTicksJS checks the lr axis's labels (the page's distinctTicks)
+// on the ticks uPlot makes: 1, 2 or 5 × 10^k apart, from 10^-8 to 1, at
+// several starts, and on ticks seen labelled alike (0.00095 and 0.001 were
+// both "0.001"). Each label must differ from the others and read back
+// nearer its own tick than any other; it gives "" or what failed.
+const distinctTicksJS = `(() => {
+  const cases = [[0.0009, 0.00095, 0.001, 0.00105], [0.00099, 0.001, 0.00101], [0, 0.0005, 0.001, 0.0015, 0.002], [0.1, 0.2, 0.30000000000000004], [null, 0.001, 0.002]];
+  for (let e = -8; e <= 0; e++) for (const m of [1, 2, 5]) for (const start of [0, 1, 3, 19, 97, 1234]) {
+    cases.push([0, 1, 2, 3, 4, 5].map((k) => (start + k) * m * 10 ** e));
+  }
+  const bad = [];
+  for (const splits of cases) {
+    const labels = distinctTicks(null, splits);
+    const shown = labels.filter((l, i) => splits[i] != null);
+    if (labels.length !== splits.length || new Set(shown).size !== shown.length) { bad.push(JSON.stringify(splits) + " → " + JSON.stringify(labels)); continue; }
+    splits.forEach((v, i) => {
+      if (v == null) return;
+      const off = Math.abs(+labels[i] - v);
+      if (splits.some((w, j) => j !== i && w != null && Math.abs(+labels[i] - w) <= off)) bad.push(v + " labelled " + labels[i]);
+    });
+  }
+  return bad.slice(0, 5).join("; ");
+})()`
+
+// stillPage checks a run's page opened still (the docs' pictures): drawn
+// from the rows there are, without a stream or what differs between two
+// machines or two runs of the same commands (speeds, times, the run id),
+// and saying so with data-drawn; and that Chromium's own
+// --virtual-time-budget, which never ends beside a live page's open
+// stream, ends on it with the run drawn.
+func stillPage(t *testing.T, b *browserPage, browser, base, id string) {
+	t.Helper()
+	b.step("the still page", chromedp.Navigate(base+"/run?id="+id+"&still"))
+	b.wait("the still page drawn", `document.documentElement.dataset.drawn === "true"`)
+	for what, js := range map[string]string{
+		"its points":                   `String(+(document.querySelector("#loss-chart").dataset.points || 0) > 0)`,
+		"a speed in its info line":     `String(document.querySelector("#run-info").textContent.includes("tokens/s"))`,
+		"its run id masked":            `String(/^# run id: … \(gptg train/m.test(document.querySelector("#config").textContent))`,
+		"the model file from runs/":    `String(document.querySelector("#summary").textContent.startsWith("file: ` + id + `/model.safetensors"))`,
+		"its config's path from there": `String(document.querySelector("#config").textContent.includes('# made from config: "` + path.Base(id) + `.toml"'))`,
+	} {
+		want := "true"
+		if strings.HasPrefix(what, "a ") || strings.HasPrefix(what, "an ") {
+			want = "false"
+		}
+		if got := b.eval(js); got != want {
+			t.Errorf("the still page, %s: %s, want %s", what, got, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Hang)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
+		"--virtual-time-budget=10000", "--dump-dom", base+"/run?id="+id+"&still")
+	dom, err := cmd.Output()
+	if err != nil || !strings.Contains(string(dom), `data-drawn="true"`) || !strings.Contains(string(dom), "tok.weight") {
+		t.Errorf("chromium --headless --virtual-time-budget --dump-dom on the still page: %v; want it drawn, got:\n%.1000s", err, dom)
+	}
 }

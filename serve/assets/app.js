@@ -4,6 +4,29 @@
 "use strict";
 
 const app = document.getElementById("app");
+// A page opened with "still" in its query (/run?id=runs/x&still) is drawn
+// once, for a picture: it opens no live stream and sets no timer (so that
+// a headless browser's --virtual-time-budget ends), and leaves out what
+// differs between two runs of the same commands or two machines: speeds,
+// times, run ids. docs/serve-shot.sh takes the docs' pictures so.
+const STILL = new URLSearchParams(location.search).has("still");
+
+// work counts what the page waits for (answers, a stream's first rows, a
+// generation): while any is pending <html> has no data-drawn, and once the
+// last one settled and the frame after it is drawn, data-drawn="true": the
+// condition a screenshot waits for, rather than a time.
+let pendingWork = 0;
+function work(p) {
+  pendingWork++;
+  delete document.documentElement.dataset.drawn;
+  const settled = () => {
+    if (--pendingWork > 0) return;
+    requestAnimationFrame(() => { if (pendingWork === 0) document.documentElement.dataset.drawn = "true"; });
+  };
+  p.then(settled, settled);
+  return p;
+}
+
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
 
 // el builds an element: el("td", {class: "num"}, "text", child, ...).
@@ -102,7 +125,7 @@ class LossChart {
     const d = this.data[i];
     for (let k = 0; k < cols.step.length; k++) {
       d.step.push(cols.step[k]); d.loss.push(cols.loss[k]); d.test.push(cols.test_loss[k]);
-      d.lr.push(cols.lr[k]); d.tok.push(cols.tokens_per_s[k]);
+      d.lr.push(cols.lr[k]); d.tok.push(STILL ? null : cols.tokens_per_s[k]);
     }
     this.redraw();
   }
@@ -136,13 +159,21 @@ function distinctTicks(u, splits) {
 // follow streams a run's metrics (Server-Sent Events) into chart series i,
 // and says in status when the stream fails: the server's "error" event
 // (the file cannot be read: the stream ends) or a lost connection (the
-// browser tries again; the message goes with the next rows).
+// browser tries again; the message goes with the next rows). A still page
+// reads the rows there are once instead.
 function follow(id, chart, i, status) {
-  const es = new EventSource("/api/live?id=" + encodeURIComponent(id));
   const say = (msg) => { if (status) status.textContent = msg; };
-  es.addEventListener("rows", (e) => { say(""); chart.add(i, JSON.parse(e.data)); });
+  if (STILL) {
+    work(getJSON("/api/metrics?id=" + encodeURIComponent(id)).then((cols) => chart.add(i, cols), (e) => say("the metrics of " + id + ": " + e.message)));
+    return { close() {} };
+  }
+  const es = new EventSource("/api/live?id=" + encodeURIComponent(id));
+  let first;
+  work(new Promise((resolve) => { first = resolve; }));
+  es.addEventListener("rows", (e) => { say(""); chart.add(i, JSON.parse(e.data)); first(); });
   es.addEventListener("reset", () => chart.reset(i));
   es.addEventListener("error", (e) => {
+    first();
     if (e.data) {
       let msg = e.data;
       try { msg = JSON.parse(e.data).error; } catch (_) { /* the text as it came */ }
@@ -175,6 +206,16 @@ const COLUMNS = [
   { key: "updated_ms", label: "updated", num: true },
 ];
 
+// shortLabels names runs by their ids without the folders they all share:
+// runs/tour/3-qkv/seed-1 and runs/tour/6-residual/seed-1 are 3-qkv/seed-1
+// and 6-residual/seed-1 (their last parts alone would both be seed-1).
+function shortLabels(ids) {
+  const parts = ids.map((id) => id.split("/"));
+  let k = 0;
+  while (parts.every((p) => p.length > k + 1 && p[k] === parts[0][k])) k++;
+  return parts.map((p) => p.slice(k).join("/"));
+}
+
 async function runsPage() {
   crumbs(el("span", {}, "runs"));
   const sel = new Set(JSON.parse(sessionStorage.getItem("gptg-selected") || "[]"));
@@ -198,7 +239,7 @@ async function runsPage() {
     closeStreams();
     const ids = list ? list.runs.filter((r) => sel.has(r.id)).map((r) => r.id) : [];
     if (!ids.length) { overlayBox.replaceChildren(el("p", { class: "muted" }, "no run selected")); chart = null; return; }
-    chart = new LossChart(overlayBox, ids.map((id) => ({ label: id.split("/").pop() })), { log: logBox.checked });
+    chart = new LossChart(overlayBox, shortLabels(ids).map((label) => ({ label })), { log: logBox.checked });
     ids.forEach((id, i) => streams.push(follow(id, chart, i, overlayStatus)));
   }
   logBox.addEventListener("change", () => chart && chart.setLog(logBox.checked));
@@ -228,9 +269,9 @@ async function runsPage() {
       el("td", { class: "num" }, r.step.toLocaleString("en-US") + (r.total ? " / " + r.total.toLocaleString("en-US") : "")),
       el("td", { class: "num" }, fmt.loss(r.train_loss)),
       el("td", { class: "num" }, fmt.loss(r.test_loss)),
-      el("td", { class: "num" }, r.tokens_per_s ? Math.round(r.tokens_per_s).toLocaleString("en-US") : ""),
+      el("td", { class: "num" }, r.tokens_per_s && !STILL ? Math.round(r.tokens_per_s).toLocaleString("en-US") : ""),
       el("td", {}, stateBadge(r)),
-      el("td", { class: "num muted" }, fmt.ago(r.updated_ms))));
+      el("td", { class: "num muted" }, STILL ? "" : fmt.ago(r.updated_ms))));
     if (!runs.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "no run folders yet under " + list.roots.join(", ") + ": start one with gptg train CONFIG")));
     table.replaceChildren(el("thead", {}, head), el("tbody", {}, rows));
     comps.replaceChildren(...(list.comparisons.length ? list.comparisons.map((c) => el("li", {}, el("a", { href: "/compare?id=" + encodeURIComponent(c.id) }, c.id), " ", el("span", { class: "muted" }, c.kind)))
@@ -252,8 +293,8 @@ async function runsPage() {
       document.getElementById("status").textContent = "server unreachable: " + e.message;
     }
   }
-  await refresh();
-  setInterval(refresh, 2000);
+  await work(refresh());
+  if (!STILL) setInterval(refresh, 2000);
   window.addEventListener("resize", () => chart && chart.resize());
 }
 
@@ -288,7 +329,7 @@ async function runPage(id) {
         run.extends ? el("div", { class: "differs", id: "parent-changes" }, el("span", { class: "muted" }, "changes from " + run.extends + ", the config it extends: "),
           (run.parent_changes || []).map((d) => el("code", {}, d))) : null,
         el("div", { class: "differs" }, el("span", { class: "muted" }, "differs from the defaults: "), run.differs.map((d) => el("code", {}, d))),
-        el("pre", { id: "config" }, run.config || "(no config.toml)")),
+        el("pre", { id: "config" }, (STILL ? (run.config || "").replace(/^# run id: \w+/m, "# run id: …") : run.config) || "(no config.toml)")),
       el("div", { class: "panel" }, el("h2", {}, "Model (gptg inspect)"), summary)));
   function showInfo(r) {
     info.replaceChildren(el("div", { class: "toolbar" }, stateBadge(r),
@@ -296,7 +337,7 @@ async function runPage(id) {
       r.params ? el("span", {}, fmt.params(r.params) + " parameters") : null,
       r.train_loss !== null ? el("span", {}, "train loss " + fmt.loss(r.train_loss)) : null,
       r.test_loss !== null ? el("span", {}, "test loss " + fmt.loss(r.test_loss)) : null,
-      r.tokens_per_s ? el("span", {}, Math.round(r.tokens_per_s).toLocaleString("en-US") + " tokens/s") : null,
+      r.tokens_per_s && !STILL ? el("span", {}, Math.round(r.tokens_per_s).toLocaleString("en-US") + " tokens/s") : null,
       r.bad_rows ? el("span", { class: "problem" }, r.bad_rows + " lines of metrics.jsonl are not metrics rows or do not rise in step; not drawn") : null));
   }
   showInfo(run);
@@ -304,9 +345,9 @@ async function runPage(id) {
   streams.push(follow(id, chart, 0, liveStatus));
   logBox.addEventListener("change", () => chart.setLog(logBox.checked));
   window.addEventListener("resize", () => chart.resize());
-  setInterval(async () => { try { showInfo(await getJSON("/api/run?id=" + encodeURIComponent(id))); } catch (e) { /* shown on the next success */ } }, 3000);
-  getJSON("/api/summary?id=" + encodeURIComponent(id)).then((s) => { summary.textContent = s.summary || "(no summary)"; },
-    (e) => { summary.textContent = e.message; summary.classList.add("error"); });
+  if (!STILL) setInterval(async () => { try { showInfo(await getJSON("/api/run?id=" + encodeURIComponent(id))); } catch (e) { /* shown on the next success */ } }, 3000);
+  work(getJSON("/api/summary?id=" + encodeURIComponent(id)).then((s) => { summary.textContent = s.summary || "(no summary)"; },
+    (e) => { summary.textContent = e.message; summary.classList.add("error"); }));
 }
 
 // playground: prompt and settings in, tokens streamed out (SSE over a
@@ -332,7 +373,8 @@ function playground(run) {
   const go = el("button", { class: "primary", id: "gen-go" }, translating ? "Translate" : "Generate");
   const stop = el("button", { id: "gen-stop", disabled: true }, "Stop");
   let ctl = null;
-  go.addEventListener("click", async () => {
+  go.addEventListener("click", () => work(generate()));
+  async function generate() {
     ctl = new AbortController();
     go.disabled = true; stop.disabled = false;
     out.replaceChildren(el("span", { class: "prompt" }, prompt.value + (translating ? "\n→ " : "")));
@@ -372,9 +414,10 @@ function playground(run) {
           if (ev[1] === "token") { pending += d; n++; if (!frame) frame = requestAnimationFrame(flush); }
           else if (ev[1] === "done") {
             flush();
-            stats.textContent = translating ? d.tokens + " words in " + d.seconds.toFixed(2) + " s" +
+            const took = STILL ? "" : " in " + d.seconds.toFixed(2) + " s";
+            stats.textContent = translating ? d.tokens + " words" + took +
               (d.stopped ? ": " + d.stopped : ", log p " + d.log_p.toFixed(3) + "; the model read: " + d.source.join(" ")) :
-              d.tokens + " tokens in " + d.seconds.toFixed(2) + " s (" + Math.round(d.tokens_per_s) + " tokens/s)" + (d.stopped ? ": " + d.stopped : "");
+              d.tokens + " tokens" + took + (STILL ? "" : " (" + Math.round(d.tokens_per_s) + " tokens/s)") + (d.stopped ? ": " + d.stopped : "");
           }
           else if (ev[1] === "error") throw new Error(d.error);
         }
@@ -384,9 +427,12 @@ function playground(run) {
       if (e.name === "AbortError") stats.textContent = "stopped after " + n + " tokens (" + ((performance.now() - t0) / 1000).toFixed(1) + " s)";
       else { stats.textContent = ""; out.append(el("div", { class: "error" }, e.message)); }
     } finally {
+      // One text node, however the frames cut it: the same text is then
+      // laid out the same (each node is shaped on its own).
+      gen.normalize();
       go.disabled = false; stop.disabled = true; ctl = null;
     }
-  });
+  }
   stop.addEventListener("click", () => ctl && ctl.abort());
   if (translating) {
     return el("div", {}, prompt,
@@ -487,7 +533,7 @@ function explorer(run) {
       chosen = [b, h];
       grid.querySelectorAll(".att-cell").forEach((c) => c.classList.toggle("selected", +c.dataset.block === b && +c.dataset.head === h));
       drawSummary(); drawBig();
-    } else load(b + "." + h);
+    } else work(load(b + "." + h));
   }
   function drawGrid() {
     if (!data.maps) { toks.querySelectorAll(".tok").forEach((t, i) => t.classList.toggle("active", i === focus)); if (chosen) drawBig(); return; }
@@ -561,11 +607,12 @@ function explorer(run) {
     } catch (e) { note.textContent = ""; note.append(el("span", { class: "error" }, e.message)); return; }
     show();
   }
-  go.addEventListener("click", () => load());
+  go.addEventListener("click", () => work(load()));
   view.addEventListener("change", () => { if (raw) show(); });
-  text.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
-  target.addEventListener("keydown", (e) => { if (e.key === "Enter") load(); });
-  if (run.has_model && text.value.trim()) setTimeout(() => load(/^\d+\.\d+$/.test(asked.get("head") || "") ? asked.get("head") : undefined), 0);
+  text.addEventListener("keydown", (e) => { if (e.key === "Enter") work(load()); });
+  target.addEventListener("keydown", (e) => { if (e.key === "Enter") work(load()); });
+  // Loaded once the explorer is on the page (the next task).
+  if (run.has_model && text.value.trim()) work(new Promise((resolve) => setTimeout(resolve, 0)).then(() => load(/^\d+\.\d+$/.test(asked.get("head") || "") ? asked.get("head") : undefined)));
   else if (run.has_model) note.textContent = "type a sentence and press Show";
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
   return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, summary, grid, big);
@@ -581,7 +628,7 @@ const COMPARE_COLUMNS = [
   { label: "seeds", num: true, cell: (g) => g("n") + (g("runs") ? "/" + g("runs") : "") },
   { label: "params", num: true, cell: (g) => g("params") },
   { label: "steps", num: true, cell: (g) => g("steps") },
-  { label: "tokens/s", num: true, cell: (g) => g("tokens_per_s") },
+  { label: "tokens/s", num: true, cell: (g) => (STILL ? "" : g("tokens_per_s")) },
   { label: "train loss", num: true, cell: (g) => g("train_loss_mean") },
   { label: "test loss (mean ± sd)", num: true, cell: (g) => g("test_loss_mean") + (g("test_loss_sd") ? " ± " + g("test_loss_sd") : "") },
   { label: "Δ test vs baseline (95 % CI)", num: true, cell: (g) => g("baseline") === "true" ? "baseline" : !g("test_diff") ? "" :
@@ -645,6 +692,6 @@ async function comparePage(id) {
 // ---- router -------------------------------------------------------------
 
 const q = new URLSearchParams(location.search);
-if (location.pathname === "/run" && q.get("id")) runPage(q.get("id"));
-else if (location.pathname === "/compare" && q.get("id")) comparePage(q.get("id"));
-else runsPage();
+if (location.pathname === "/run" && q.get("id")) work(runPage(q.get("id")));
+else if (location.pathname === "/compare" && q.get("id")) work(comparePage(q.get("id")));
+else work(runsPage());
