@@ -5,7 +5,8 @@
 //
 //	WORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s
 //
-// and Check fails where aarch64-linux-gnu-objdump (Debian's
+// or, inside a #define (where a // comment would swallow the rest of the
+// macro), WORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \ — and Check fails where aarch64-linux-gnu-objdump (Debian's
 // binutils-aarch64-linux-gnu, which .ci/run installs) reads another. The
 // check runs on any machine: it reads the source, not a binary.
 package armwords
@@ -33,7 +34,7 @@ type word struct {
 }
 
 var (
-	wordLine = regexp.MustCompile(`^\s*WORD\s+\$0x([0-9a-fA-F]{8})\s*(?://\s*(.*))?$`)
+	wordLine = regexp.MustCompile(`^\s*WORD\s+\$0x([0-9a-fA-F]{8})\s*(?://\s*(.*)|/\*\s*(.*?)\s*\*/\s*;?\s*\\?)?\s*$`)
 	anyWord  = regexp.MustCompile(`^\s*WORD\b`)
 )
 
@@ -106,12 +107,12 @@ func read(file string) (words []word, bad []string, err error) {
 		case m == nil && anyWord.MatchString(sc.Text()):
 			bad = append(bad, where+": a WORD not of the form WORD $0x12345678 // instruction")
 		case m == nil:
-		case m[2] == "":
+		case m[2] == "" && m[3] == "":
 			bad = append(bad, where+": a WORD without the instruction it encodes in a comment")
 		default:
 			var code uint32
 			fmt.Sscanf(m[1], "%x", &code)
-			words = append(words, word{where, code, m[2]})
+			words = append(words, word{where, code, m[2] + m[3]})
 		}
 	}
 	return words, bad, sc.Err()

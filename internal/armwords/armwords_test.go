@@ -16,6 +16,8 @@ func TestMismatches(t *testing.T) {
 		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s",   // right
 		"\tWORD $0x4e20d700 // fadd v1.4s, v24.4s, v0.4s",   // wrong register
 		"\tWORD $0x6e22d420 //   FADDP  V0.4S,V1.4S, V2.4S", // right, other spacing and case
+		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \\", // right, in a macro
+		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v2.4s */; \\", // wrong, in a macro
 		"\tWORD $0x4e20d700",                                // no comment
 		"\tWORD $(1<<3)",                                    // not a literal
 		"\tRET",
@@ -28,10 +30,10 @@ func TestMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 {
-		t.Errorf("%d WORDs read, want 3", n)
+	if n != 5 {
+		t.Errorf("%d WORDs read, want 5", n)
 	}
-	want := []string{"f_arm64.s:5:", "f_arm64.s:6:", "f_arm64.s:3:"}
+	want := []string{"f_arm64.s:7:", "f_arm64.s:8:", "f_arm64.s:3:", "f_arm64.s:6:"}
 	if len(problems) != len(want) {
 		t.Fatalf("problems %q, want ones at %q", problems, want)
 	}

@@ -9,15 +9,22 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // have512: the exact GELU's loops also run sixteen at a time (AVX-512F).
 var have512 = haveAsm && cpu.X86.HasAVX512F
 
-// forwardAVX2 is Forward for n elements, n a multiple of 8.
-//
-//go:noescape
-func forwardAVX2(y, x *float32, n int)
+// exactAsm: the exact GELU has assembly here (AVX2, AVX-512F) when
+// haveAsm (and have512) say the CPU runs it.
+const exactAsm = true
 
-// backwardAVX2 is Backward for n elements, n a multiple of 8.
+// vecLen is the number of elements forwardVec and backwardVec take at once.
+const vecLen = 8
+
+// forwardVec is Forward for n elements, n a multiple of 8 (AVX2, FMA).
 //
 //go:noescape
-func backwardAVX2(dx, x, dy *float32, n int)
+func forwardVec(y, x *float32, n int)
+
+// backwardVec is Backward for n elements, n a multiple of 8 (AVX2, FMA).
+//
+//go:noescape
+func backwardVec(dx, x, dy *float32, n int)
 
 // exactForwardAVX2 is ExactForward for n elements, n a multiple of 8.
 //
