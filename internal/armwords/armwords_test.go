@@ -13,13 +13,13 @@ func TestMismatches(t *testing.T) {
 	needObjdump(t)
 	src := strings.Join([]string{
 		"TEXT ·f(SB), 0, $0",
-		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s",   // right
-		"\tWORD $0x4e20d700 // fadd v1.4s, v24.4s, v0.4s",   // wrong register
-		"\tWORD $0x6e22d420 //   FADDP  V0.4S,V1.4S, V2.4S", // right, other spacing and case
+		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s",        // right
+		"\tWORD $0x4e20d700 // fadd v1.4s, v24.4s, v0.4s",        // wrong register
+		"\tWORD $0x6e22d420 //   FADDP  V0.4S,V1.4S, V2.4S",      // right, other spacing and case
 		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \\", // right, in a macro
 		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v2.4s */; \\", // wrong, in a macro
-		"\tWORD $0x4e20d700",                                // no comment
-		"\tWORD $(1<<3)",                                    // not a literal
+		"\tWORD $0x4e20d700",                                     // no comment
+		"\tWORD $(1<<3)",                                         // not a literal
 		"\tRET",
 	}, "\n")
 	file := filepath.Join(t.TempDir(), "f_arm64.s")
