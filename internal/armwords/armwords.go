@@ -6,7 +6,8 @@
 //	WORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s
 //
 // or, inside a #define (where a // comment would swallow the rest of the
-// macro), WORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \ — and Check fails where aarch64-linux-gnu-objdump (Debian's
+// macro), WORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \ (a remark
+// may follow the instruction after another //) — and Check fails where aarch64-linux-gnu-objdump (Debian's
 // binutils-aarch64-linux-gnu, which .ci/run installs) reads another. The
 // check runs on any machine: it reads the source, not a binary.
 package armwords
@@ -112,7 +113,8 @@ func read(file string) (words []word, bad []string, err error) {
 		default:
 			var code uint32
 			fmt.Sscanf(m[1], "%x", &code)
-			words = append(words, word{where, code, m[2] + m[3]})
+			insn, _, _ := strings.Cut(m[2]+m[3], "//") // a remark may follow
+			words = append(words, word{where, code, strings.TrimSpace(insn)})
 		}
 	}
 	return words, bad, sc.Err()

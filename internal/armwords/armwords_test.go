@@ -13,13 +13,14 @@ func TestMismatches(t *testing.T) {
 	needObjdump(t)
 	src := strings.Join([]string{
 		"TEXT ·f(SB), 0, $0",
-		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s",        // right
-		"\tWORD $0x4e20d700 // fadd v1.4s, v24.4s, v0.4s",        // wrong register
-		"\tWORD $0x6e22d420 //   FADDP  V0.4S,V1.4S, V2.4S",      // right, other spacing and case
-		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \\", // right, in a macro
-		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v2.4s */; \\", // wrong, in a macro
-		"\tWORD $0x4e20d700",                                     // no comment
-		"\tWORD $(1<<3)",                                         // not a literal
+		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s",          // right
+		"\tWORD $0x4e20d700 // fadd v1.4s, v24.4s, v0.4s",          // wrong register
+		"\tWORD $0x6e22d420 //   FADDP  V0.4S,V1.4S, V2.4S",        // right, other spacing and case
+		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v0.4s */; \\",   // right, in a macro
+		"\tWORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s // m + t", // right, with a remark
+		"\tWORD $0x4e20d700 /* fadd v0.4s, v24.4s, v2.4s */; \\",   // wrong, in a macro
+		"\tWORD $0x4e20d700",                                       // no comment
+		"\tWORD $(1<<3)",                                           // not a literal
 		"\tRET",
 	}, "\n")
 	file := filepath.Join(t.TempDir(), "f_arm64.s")
@@ -30,10 +31,10 @@ func TestMismatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 {
-		t.Errorf("%d WORDs read, want 5", n)
+	if n != 6 {
+		t.Errorf("%d WORDs read, want 6", n)
 	}
-	want := []string{"f_arm64.s:7:", "f_arm64.s:8:", "f_arm64.s:3:", "f_arm64.s:6:"}
+	want := []string{"f_arm64.s:8:", "f_arm64.s:9:", "f_arm64.s:3:", "f_arm64.s:7:"}
 	if len(problems) != len(want) {
 		t.Fatalf("problems %q, want ones at %q", problems, want)
 	}

@@ -2,8 +2,9 @@
 // that touches every parameter every step. Its square root and division
 // in float64 cost ~13 cycles an entry one at a time; on amd64 with AVX2,
 // float32 parameters go four at a time, with AVX-512F eight (adamw_amd64.s),
-// with the same operations in the same order, so both give bit-identical weights and
-// moments (TestAssemblyMatchesGo).
+// on arm64 four with NEON (adamw_arm64.s), with the same operations in the
+// same order, so both give bit-identical weights and moments
+// (TestAssemblyMatchesGo).
 //
 // The moments are kept in the parameters' dtype, as PyTorch keeps them:
 // float32 moments take 8 bytes a parameter where float64 ones took 16
@@ -42,7 +43,7 @@ func Update[F float32 | float64](w, g, m, v []F, c Coefs) {
 			update32AVX512(&w32[0], &g32[0], &m32[0], &v32[0], i, &c)
 		}
 		if k := (n - i) &^ 3; k > 0 {
-			update32AVX2(&w32[i], &g32[i], &m32[i], &v32[i], k, &c)
+			update32x4(&w32[i], &g32[i], &m32[i], &v32[i], k, &c)
 			i += k
 		}
 	}

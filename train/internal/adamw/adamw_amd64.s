@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func update32AVX2(w, grad *float32, m, v *float32, n int, c *Coefs)
+// func update32x4(w, grad *float32, m, v *float32, n int, c *Coefs)
 //
 // update of adamw.go, four parameters at a time: each float32 (gradient,
 // moments, weight) is widened to float64 (exact), updated with one
@@ -13,7 +13,7 @@
 //
 // Y8 = β1, Y9 = 1 − β1, Y10 = β2, Y11 = 1 − β2, Y12 = InvSqrtBias2,
 // Y13 = Eps, Y14 = StepSize, Y15 = Decay.
-TEXT ·update32AVX2(SB), NOSPLIT, $0-48
+TEXT ·update32x4(SB), NOSPLIT, $0-48
 	MOVQ w+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), R8
@@ -70,7 +70,7 @@ loop:
 
 // func update32AVX512(w, grad *float32, m, v *float32, n int, c *Coefs)
 //
-// update32AVX2 eight parameters at a time with AVX-512F: the same
+// update32x4 (AVX2) eight parameters at a time with AVX-512F: the same
 // operations on each lane in the same order, so the same bits.
 //
 // Z8 = β1, Z9 = 1 − β1, Z10 = β2, Z11 = 1 − β2, Z12 = InvSqrtBias2,

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gptg/gptg/internal/armwords"
 )
 
 // TestAssemblyMatchesGo runs several steps both ways on the same data and
@@ -11,12 +13,12 @@ import (
 // tail for the Go loop.
 func TestAssemblyMatchesGo(t *testing.T) {
 	if !haveAsm {
-		t.Skip("no AVX2: only the Go loop runs here")
+		t.Skip("no AVX2 or NEON: only the Go loop runs here")
 	}
 	defer func(h bool) { have512 = h }(have512)
-	for _, wide := range []bool{false, true} { // AVX2 alone; AVX-512 with an AVX2 and a Go tail
+	for _, wide := range []bool{false, true} { // AVX2 or NEON alone; AVX-512 with an AVX2 and a Go tail
 		if wide && !have512 {
-			t.Log("no AVX-512F here: the AVX2 loop only")
+			t.Log("no AVX-512F here: the four-at-a-time loop only")
 			continue
 		}
 		have512 = wide
@@ -89,4 +91,10 @@ func TestUpdate32RoundsOnce(t *testing.T) {
 				i, w[i], m[i], v[i], float32(w64[i]), float32(m64[i]), float32(v64[i]))
 		}
 	}
+}
+
+// TestNEONEncodings: every instruction that adamw_arm64.s writes as a WORD
+// is the one its comment names (binutils' disassembler reads it).
+func TestNEONEncodings(t *testing.T) {
+	armwords.Check(t, "adamw_arm64.s")
 }
