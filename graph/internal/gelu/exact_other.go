@@ -2,9 +2,7 @@
 
 package gelu
 
-// The exact GELU's assembly is amd64's: elsewhere (exactAsm false) these
-// are never called.
-func exactForwardAVX2(y, x *float32, n int)         { panic("unreachable") }
-func exactBackwardAVX2(dx, x, dy *float32, n int)   { panic("unreachable") }
+// The AVX-512 loops are amd64's: elsewhere (have512 false) these are never
+// called.
 func exactForwardAVX512(y, x *float32, n int)       { panic("unreachable") }
 func exactBackwardAVX512(dx, x, dy *float32, n int) { panic("unreachable") }

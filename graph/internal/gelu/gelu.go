@@ -13,7 +13,7 @@
 // multiply-adds that the Go loops round twice, so the last bit may differ;
 // on arm64 the Go compiler fuses x*y + z and the assembly fuses exactly
 // those, so the two give the same bits. exact.go does the same for the
-// exact GELU, x·Φ(x) with erf (assembly on amd64 only).
+// exact GELU, x·Φ(x) with erf.
 package gelu
 
 // Formula constants.

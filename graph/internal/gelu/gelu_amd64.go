@@ -9,11 +9,7 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // have512: the exact GELU's loops also run sixteen at a time (AVX-512F).
 var have512 = haveAsm && cpu.X86.HasAVX512F
 
-// exactAsm: the exact GELU has assembly here (AVX2, AVX-512F) when
-// haveAsm (and have512) say the CPU runs it.
-const exactAsm = true
-
-// vecLen is the number of elements forwardVec and backwardVec take at once.
+// vecLen is the number of elements the …Vec loops take at once.
 const vecLen = 8
 
 // forwardVec is Forward for n elements, n a multiple of 8 (AVX2, FMA).
@@ -26,15 +22,17 @@ func forwardVec(y, x *float32, n int)
 //go:noescape
 func backwardVec(dx, x, dy *float32, n int)
 
-// exactForwardAVX2 is ExactForward for n elements, n a multiple of 8.
+// exactForwardVec is ExactForward for n elements, n a multiple of 8 (AVX2,
+// FMA).
 //
 //go:noescape
-func exactForwardAVX2(y, x *float32, n int)
+func exactForwardVec(y, x *float32, n int)
 
-// exactBackwardAVX2 is ExactBackward for n elements, n a multiple of 8.
+// exactBackwardVec is ExactBackward for n elements, n a multiple of 8
+// (AVX2, FMA).
 //
 //go:noescape
-func exactBackwardAVX2(dx, x, dy *float32, n int)
+func exactBackwardVec(dx, x, dy *float32, n int)
 
 // exactForwardAVX512 is ExactForward for n elements, n a multiple of 16.
 //

@@ -2,13 +2,11 @@
 
 package gelu
 
-// Every arm64 core has NEON; the exact GELU has no assembly here.
+// Every arm64 core has NEON; AVX-512 is amd64's.
 var haveAsm, have512 = true, false
 
-const (
-	exactAsm = false
-	vecLen   = 4
-)
+// vecLen is the number of elements the loops below take at once.
+const vecLen = 4
 
 // forwardVec is Forward for n elements, n a multiple of 4 (NEON).
 //
@@ -19,3 +17,14 @@ func forwardVec(y, x *float32, n int)
 //
 //go:noescape
 func backwardVec(dx, x, dy *float32, n int)
+
+// exactForwardVec is ExactForward for n elements, n a multiple of 4 (NEON).
+//
+//go:noescape
+func exactForwardVec(y, x *float32, n int)
+
+// exactBackwardVec is ExactBackward for n elements, n a multiple of 4
+// (NEON).
+//
+//go:noescape
+func exactBackwardVec(dx, x, dy *float32, n int)
