@@ -12,9 +12,10 @@ import "github.com/gptg/gptg/graph/internal/expf"
 // the same coefficients as XLA's EmitErfF32) clamped to [−1, 1], within 6
 // float32 ulps of math.Erf (TestErf); e^(−x²/2) is expf.Exp (Cephes'
 // expf). Sixteen elements go at once with AVX-512F, eight with AVX2 and
-// FMA (exact_amd64.s; the two give the same bits); elsewhere, with the
-// build tag purego, and for the last len%8 elements, the plain loops below
-// do the same arithmetic.
+// FMA (exact_amd64.s; the two give the same bits), four with NEON on arm64
+// (exact_arm64.s, which gives the Go loops' bits there, as gelu.go says);
+// elsewhere, with the build tag purego, and for the last len%vecLen
+// elements, the plain loops below do the same arithmetic.
 
 // ExactForward sets y[i] = x[i]·Φ(x[i]).
 func ExactForward(y, x []float32) {
@@ -24,8 +25,8 @@ func ExactForward(y, x []float32) {
 		i = len(x) &^ 15
 		exactForwardAVX512(&y[0], &x[0], i)
 	}
-	if n := (len(x) - i) &^ 7; haveAsm && n > 0 {
-		exactForwardAVX2(&y[i], &x[i], n)
+	if n := (len(x) - i) &^ (vecLen - 1); haveAsm && n > 0 {
+		exactForwardVec(&y[i], &x[i], n)
 		i += n
 	}
 	for ; i < len(x); i++ {
@@ -41,8 +42,8 @@ func ExactBackward(dx, x, dy []float32) {
 		i = len(x) &^ 15
 		exactBackwardAVX512(&dx[0], &x[0], &dy[0], i)
 	}
-	if n := (len(x) - i) &^ 7; haveAsm && n > 0 {
-		exactBackwardAVX2(&dx[i], &x[i], &dy[i], n)
+	if n := (len(x) - i) &^ (vecLen - 1); haveAsm && n > 0 {
+		exactBackwardVec(&dx[i], &x[i], &dy[i], n)
 		i += n
 	}
 	for ; i < len(x); i++ {

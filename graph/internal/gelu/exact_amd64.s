@@ -6,7 +6,7 @@
 // The loops of exact.go, eight float32 at a time with AVX2 and FMA; the
 // constants are 256-bit vectors (VEC8, vec8.h).
 //
-// e^(−x²/2) in exactBackwardAVX2 is a copy of expf.Exp
+// e^(−x²/2) in exactBackwardVec is a copy of expf.Exp
 // (graph/internal/expf/expf.go, the one definition; assembly cannot call
 // into another package's assembly without a call per vector), for
 // arguments ≤ 0 only, and with FMA where expf.Exp rounds the product and
@@ -137,9 +137,9 @@ VEC8(bias127, $0x0000007f)
 	VMAXPS      negOne<>(SB), Y4, Y4; \
 	VBLENDVPS   Y6, Y8, Y4, Y4
 
-// func exactForwardAVX2(y, x *float32, n int)
+// func exactForwardVec(y, x *float32, n int)
 // SI = &x[i], DI = &y[i], CX = elements left. Y0 = x.
-TEXT ·exactForwardAVX2(SB), NOSPLIT, $0-24
+TEXT ·exactForwardVec(SB), NOSPLIT, $0-24
 	MOVQ y+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -159,9 +159,9 @@ floop:
 	VZEROUPPER
 	RET
 
-// func exactBackwardAVX2(dx, x, dy *float32, n int)
+// func exactBackwardVec(dx, x, dy *float32, n int)
 // SI = &x[i], DX = &dy[i], DI = &dx[i], CX = elements left. Y0 = x.
-TEXT ·exactBackwardAVX2(SB), NOSPLIT, $0-32
+TEXT ·exactBackwardVec(SB), NOSPLIT, $0-32
 	MOVQ dx+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ dy+16(FP), DX

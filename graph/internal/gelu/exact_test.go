@@ -2,6 +2,7 @@ package gelu
 
 import (
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -85,7 +86,7 @@ func TestErf(t *testing.T) {
 // (2.5 ulps of 1; gelu′ crosses 0, so relative ulps mean nothing there).
 func TestExactAsmMatchesGo(t *testing.T) {
 	if !haveAsm {
-		t.Log("no AVX2/FMA here (or purego): only the Go loop exists")
+		t.Log("no AVX2/FMA or NEON here (or purego): only the Go loop exists")
 		return
 	}
 	const maxExpULPs = 2
@@ -114,6 +115,32 @@ func TestExactAsmMatchesGo(t *testing.T) {
 	}
 	if worstTail > maxExpULPs || worst > 3e-7 {
 		t.Errorf("asm and Go gelu′ differ by up to %d ulps left of −5.5 (want ≤ %d), %.3g overall (want ≤ 3e-7)", worstTail, maxExpULPs, worst)
+	}
+	if runtime.GOARCH == "arm64" {
+		exactBitsMatchGo(t, append(x, -1e30, 1e30, -20, 20, 0, -1e-30))
+	}
+}
+
+// exactBitsMatchGo: on arm64 the NEON loops fuse exactly where the Go
+// compiler fuses (exact_arm64.s), so gelu and dy·gelu′ have the Go loops'
+// bits, e^(−x²/2) included.
+func exactBitsMatchGo(t *testing.T, x []float32) {
+	t.Helper()
+	dy := make([]float32, len(x))
+	for i := range dy {
+		dy[i] = float32(1 + math.Sin(float64(i)))
+	}
+	var y, dx [2][]float32
+	for k, asm := range []bool{false, true} {
+		haveAsm = asm
+		y[k], dx[k] = make([]float32, len(x)), make([]float32, len(x))
+		ExactForward(y[k], x)
+		ExactBackward(dx[k], x, dy)
+	}
+	for i, v := range x {
+		if math.Float32bits(y[0][i]) != math.Float32bits(y[1][i]) || math.Float32bits(dx[0][i]) != math.Float32bits(dx[1][i]) {
+			t.Fatalf("x = %v: Go gelu %v, dy·gelu′ %v; assembly %v, %v", v, y[0][i], dx[0][i], y[1][i], dx[1][i])
+		}
 	}
 }
 

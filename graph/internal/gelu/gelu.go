@@ -7,10 +7,13 @@
 //
 // tanh is Eigen's float32 rational approximation (ptanh_float), accurate to
 // a few float32 ulps. On amd64 with AVX2 and FMA eight elements go at once
-// (gelu_amd64.s); elsewhere, with the build tag purego, and for the last
-// len%8 elements, the plain loops below do the same arithmetic (without
-// fused multiply-adds, so the last bit may differ). exact.go does the same
-// for the exact GELU, x·Φ(x) with erf.
+// (gelu_amd64.s), on arm64 four with NEON (gelu_arm64.s); elsewhere, with
+// the build tag purego, and for the last len%vecLen elements, the plain
+// loops below do the same arithmetic. On amd64 the assembly fuses
+// multiply-adds that the Go loops round twice, so the last bit may differ;
+// on arm64 the Go compiler fuses x*y + z and the assembly fuses exactly
+// those, so the two give the same bits. exact.go does the same for the
+// exact GELU, x·Φ(x) with erf.
 package gelu
 
 // Formula constants.
@@ -23,9 +26,9 @@ const (
 func Forward(y, x []float32) {
 	y = y[:len(x)]
 	i := 0
-	if haveAsm && len(x) >= 8 {
-		i = len(x) &^ 7
-		forwardAVX2(&y[0], &x[0], i)
+	if haveAsm && len(x) >= vecLen {
+		i = len(x) &^ (vecLen - 1)
+		forwardVec(&y[0], &x[0], i)
 	}
 	for ; i < len(x); i++ {
 		y[i] = forward(x[i])
@@ -36,9 +39,9 @@ func Forward(y, x []float32) {
 func Backward(dx, x, dy []float32) {
 	dx, dy = dx[:len(x)], dy[:len(x)]
 	i := 0
-	if haveAsm && len(x) >= 8 {
-		i = len(x) &^ 7
-		backwardAVX2(&dx[0], &x[0], &dy[0], i)
+	if haveAsm && len(x) >= vecLen {
+		i = len(x) &^ (vecLen - 1)
+		backwardVec(&dx[0], &x[0], &dy[0], i)
 	}
 	for ; i < len(x); i++ {
 		dx[i] = dy[i] * derivative(x[i])

@@ -9,25 +9,30 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 // have512: the exact GELU's loops also run sixteen at a time (AVX-512F).
 var have512 = haveAsm && cpu.X86.HasAVX512F
 
-// forwardAVX2 is Forward for n elements, n a multiple of 8.
-//
-//go:noescape
-func forwardAVX2(y, x *float32, n int)
+// vecLen is the number of elements the …Vec loops take at once.
+const vecLen = 8
 
-// backwardAVX2 is Backward for n elements, n a multiple of 8.
+// forwardVec is Forward for n elements, n a multiple of 8 (AVX2, FMA).
 //
 //go:noescape
-func backwardAVX2(dx, x, dy *float32, n int)
+func forwardVec(y, x *float32, n int)
 
-// exactForwardAVX2 is ExactForward for n elements, n a multiple of 8.
+// backwardVec is Backward for n elements, n a multiple of 8 (AVX2, FMA).
 //
 //go:noescape
-func exactForwardAVX2(y, x *float32, n int)
+func backwardVec(dx, x, dy *float32, n int)
 
-// exactBackwardAVX2 is ExactBackward for n elements, n a multiple of 8.
+// exactForwardVec is ExactForward for n elements, n a multiple of 8 (AVX2,
+// FMA).
 //
 //go:noescape
-func exactBackwardAVX2(dx, x, dy *float32, n int)
+func exactForwardVec(y, x *float32, n int)
+
+// exactBackwardVec is ExactBackward for n elements, n a multiple of 8
+// (AVX2, FMA).
+//
+//go:noescape
+func exactBackwardVec(dx, x, dy *float32, n int)
 
 // exactForwardAVX512 is ExactForward for n elements, n a multiple of 16.
 //

@@ -98,9 +98,9 @@ VEC8(signMask, $0x80000000)
 	VDIVPS      Y5, Y4, Y4; \
 	VBLENDVPS   Y6, Y8, Y4, Y4
 
-// func forwardAVX2(y, x *float32, n int)
+// func forwardVec(y, x *float32, n int)
 // SI = &x[i], DI = &y[i], CX = elements left. Y0 = x, Y7 = x².
-TEXT ·forwardAVX2(SB), NOSPLIT, $0-24
+TEXT ·forwardVec(SB), NOSPLIT, $0-24
 	MOVQ y+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -120,9 +120,9 @@ floop:
 	VZEROUPPER
 	RET
 
-// func backwardAVX2(dx, x, dy *float32, n int)
+// func backwardVec(dx, x, dy *float32, n int)
 // SI = &x[i], DX = &dy[i], DI = &dx[i], CX = elements left. Y0 = x, Y7 = x².
-TEXT ·backwardAVX2(SB), NOSPLIT, $0-32
+TEXT ·backwardVec(SB), NOSPLIT, $0-32
 	MOVQ dx+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ dy+16(FP), DX

@@ -1,12 +1,12 @@
-//go:build !amd64 || purego
+//go:build !(amd64 || arm64) || purego
 
 package gelu
 
 var haveAsm, have512 = false, false
 
-func forwardAVX2(y, x *float32, n int)              { panic("unreachable") }
-func backwardAVX2(dx, x, dy *float32, n int)        { panic("unreachable") }
-func exactForwardAVX2(y, x *float32, n int)         { panic("unreachable") }
-func exactBackwardAVX2(dx, x, dy *float32, n int)   { panic("unreachable") }
-func exactForwardAVX512(y, x *float32, n int)       { panic("unreachable") }
-func exactBackwardAVX512(dx, x, dy *float32, n int) { panic("unreachable") }
+const vecLen = 8
+
+func forwardVec(y, x *float32, n int)            { panic("unreachable") }
+func backwardVec(dx, x, dy *float32, n int)      { panic("unreachable") }
+func exactForwardVec(y, x *float32, n int)       { panic("unreachable") }
+func exactBackwardVec(dx, x, dy *float32, n int) { panic("unreachable") }

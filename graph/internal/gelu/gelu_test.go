@@ -2,7 +2,10 @@ package gelu
 
 import (
 	"math"
+	"runtime"
 	"testing"
+
+	"github.com/gptg/gptg/internal/armwords"
 )
 
 // exact is GELU and its derivative in float64 with math.Tanh.
@@ -90,4 +93,56 @@ func checkSaturates(t *testing.T, forward func(y, x []float32), backward func(dx
 			}
 		}
 	}
+}
+
+// TestAsmMatchesGo compares the assembly with the Go loops element by
+// element over [−12, 12] and at the saturation points. On arm64 they give
+// the same bits: the Go compiler fuses x*y + z and z − x*y there, and the
+// NEON loops fuse exactly those (gelu_arm64.s). On amd64 the Go loops
+// round each product first where the AVX2 loops fuse, so u = c(x + a·x³)
+// may differ in its last bit, and t = tanh(u) by up to δ = 3e-7 where u
+// sits on the saturation threshold (one side gives ±1, the other the
+// approximation a few ulps short of it). Allowed: 4e-7 of the result plus
+// δ times the result's sensitivity to t, ½|x| for gelu and
+// (½ + c|x|(1 + 3a·x²))·|dy| for dy·gelu′.
+func TestAsmMatchesGo(t *testing.T) {
+	const n = 24*512 + 7
+	x, dy := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(-12 + 24*float64(i)/n)
+		dy[i] = float32(1 + math.Sin(float64(i)))
+	}
+	x = append(x, sat, -sat, clamp, -clamp, 0, -0.0, 1e-30, -1e-30)
+	dy = append(dy, 1, 1, 1, 1, 1, 1, 1, 1)
+	var y, dx [2][]float32
+	for k, asm := range []bool{false, haveAsm} {
+		defer func(h bool) { haveAsm = h }(haveAsm)
+		haveAsm = asm
+		y[k], dx[k] = make([]float32, len(x)), make([]float32, len(x))
+		Forward(y[k], x)
+		Backward(dx[k], x, dy)
+	}
+	same := runtime.GOARCH == "arm64"
+	for i, xi := range x {
+		if same {
+			if math.Float32bits(y[0][i]) != math.Float32bits(y[1][i]) || math.Float32bits(dx[0][i]) != math.Float32bits(dx[1][i]) {
+				t.Fatalf("x = %v: Go gelu %v, dy·gelu′ %v; assembly %v, %v", xi, y[0][i], dx[0][i], y[1][i], dx[1][i])
+			}
+			continue
+		}
+		const delta = 3e-7
+		ax := math.Abs(float64(xi))
+		if e := math.Abs(float64(y[0][i] - y[1][i])); e > 4e-7*math.Abs(float64(y[0][i]))+delta*ax/2 {
+			t.Fatalf("x = %v: Go gelu %v, assembly %v", xi, y[0][i], y[1][i])
+		}
+		if e := math.Abs(float64(dx[0][i] - dx[1][i])); e > 4e-7*math.Abs(float64(dx[0][i]))+delta*(0.5+c*ax*(1+3*a*ax*ax))*math.Abs(float64(dy[i])) {
+			t.Fatalf("x = %v: Go dy·gelu′ %v, assembly %v (dy %v)", xi, dx[0][i], dx[1][i], dy[i])
+		}
+	}
+}
+
+// TestNEONEncodings: every instruction that gelu_arm64.s and exact_arm64.s
+// write as a WORD is the one its comment names (binutils' disassembler reads it).
+func TestNEONEncodings(t *testing.T) {
+	armwords.Check(t, "gelu_arm64.s", "exact_arm64.s")
 }

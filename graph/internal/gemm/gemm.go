@@ -66,11 +66,12 @@
 //
 // # Kernels
 //
-// bestPath is chosen at run time (golang.org/x/sys/cpu): the AVX-512
-// kernels where the CPU has AVX-512F, AVX2+FMA where it has those, else
-// the plain-Go micro-kernel (kernelGo: register blocks of 3×2 on amd64,
-// 4×4 elsewhere), which is also what `-tags purego` and other
-// architectures run. Products of at most 8 rows use the 6-row
+// bestPath is chosen at run time on amd64 (golang.org/x/sys/cpu): the
+// AVX-512 kernels where the CPU has AVX-512F, AVX2+FMA where it has
+// those, else the plain-Go micro-kernel (kernelGo: register blocks of 3×2
+// on amd64, 4×4 elsewhere), which is also what `-tags purego` and the
+// architectures without assembly run. arm64 runs the NEON kernels (8×12
+// float32, 8×6 float64; kernel_arm64.s), which every arm64 core has. Products of at most 8 rows use the 6-row
 // AVX2 tile even on AVX-512 machines (less padding). Every assembly
 // kernel has a Go twin of the same tile shape that the tests compare it
 // with (TestMul), and PeakGFLOPS measures the core's peak for the

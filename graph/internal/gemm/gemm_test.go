@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -33,12 +34,10 @@ func naive(transA, transB bool, m, n, k int, a []float64, lda int, b []float64, 
 	return c, scale
 }
 
-// paths lists the kernel families this machine runs.
+// paths lists the kernel families this machine runs, Go first.
 func paths() []kernelPath {
-	var ps []kernelPath
-	for p := pathGo; p <= bestPath; p++ {
-		ps = append(ps, p)
-	}
+	ps := machinePaths()
+	slices.Reverse(ps)
 	return ps
 }
 

@@ -12,10 +12,27 @@ const (
 	pathGo     kernelPath = iota // plain Go (kernelGo)
 	pathAVX2                     // AVX2 + FMA, 256-bit registers
 	pathAVX512                   // AVX-512F, 512-bit registers
+	pathNEON                     // arm64 Advanced SIMD, 128-bit registers
 )
 
 func (p kernelPath) String() string {
-	return [...]string{"Go", "AVX2", "AVX-512"}[p]
+	return [...]string{"Go", "AVX2", "AVX-512", "NEON"}[p]
+}
+
+// pathArch is the architecture whose assembly each family is; the Go
+// kernel runs on every one.
+var pathArch = [...]string{pathGo: runtime.GOARCH, pathAVX2: "amd64", pathAVX512: "amd64", pathNEON: "arm64"}
+
+// machinePaths lists the kernel families this machine runs, fastest
+// first: bestPath, the slower families of its architecture, then Go.
+func machinePaths() []kernelPath {
+	var ps []kernelPath
+	for p := bestPath; p >= pathGo; p-- {
+		if pathArch[p] == pathArch[bestPath] {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // kernels is one micro-kernel with its tile (mr×nr) and blocking sizes.
@@ -54,6 +71,16 @@ var kernelTable = [...][2]kernels{
 	pathAVX512: {
 		{path: pathAVX512, mr: 12, nr: 32, mc: 252, kc: 256, kcRows: 1536, nc: 4096, run: avx512F32},
 		{path: pathAVX512, mr: 16, nr: 8, mc: 128, kc: 256, kcRows: 256, nc: 2048, run: avx512F64},
+	},
+	// NEON's run is set on arm64 (kernel_arm64.go), where its assembly is.
+	// Blocks for the smallest L1d and L2 it meets (64 KiB, 1 MiB:
+	// Graviton 2/3; Apple's M cores have 128 KiB and a shared 12 MiB or
+	// more): a B panel of 12 KiB, an A block of 128 KiB; nc is a whole
+	// number of panels, as job.run's buffers need. Not measured: no arm64
+	// machine was at hand (docs/performance.md).
+	pathNEON: {
+		{path: pathNEON, mr: 8, nr: 12, mc: 128, kc: 256, kcRows: 256, nc: 4092},
+		{path: pathNEON, mr: 8, nr: 6, mc: 64, kc: 256, kcRows: 256, nc: 2046},
 	},
 }
 
@@ -170,13 +197,13 @@ func microKernel[F Float](ks *kernels, asm bool, k, strips int, a []F, aRow, aSt
 
 // kernelGo is the micro-kernel in plain Go, for a tile of any shape: the
 // Go twin of every assembly kernel, and the kernel of -tags purego and of
-// other architectures (arm64: Apple Silicon, Graviton, a Raspberry Pi).
+// the architectures without assembly kernels (all but amd64 and arm64).
 //
 // Each element of the tile is summed as the assembly sums it — from zero,
 // one product per step of p in order, then added to add — so the twin
 // differs from the assembly only where the assembly fuses a multiply-add
 // (FMA) and the Go compiler does not (see prod): on arm64 it does, and the
-// twin gives the assembly's bits (TestTwinBits).
+// twin gives the NEON assembly's bits (TestTwinBits).
 //
 // The tile is cut into register blocks, each summed over the whole k in
 // local variables that the compiler keeps in registers (block3x2,
@@ -375,12 +402,12 @@ func from[F Float](s []F, i int) []F {
 }
 
 // Paths names the kernel families this machine runs, fastest first:
-// "AVX-512", "AVX2" (assembly) and "Go" (the plain Go twins, what -tags
-// purego builds). Use switches Mul to one of them; the packages above gemm
+// "AVX-512", "AVX2" (amd64 assembly) or "NEON" (arm64 assembly), and "Go"
+// (the plain Go twins, what -tags purego builds). Use switches Mul to one of them; the packages above gemm
 // test their golden numbers on each (graph's TestGoldenOnEveryKernelPath).
 func Paths() []string {
 	var names []string
-	for p := bestPath; p >= pathGo; p-- {
+	for _, p := range machinePaths() {
 		names = append(names, p.String())
 	}
 	return names
@@ -390,7 +417,7 @@ func Paths() []string {
 // is called. Not safe while products run: tests call it between runs.
 func Use(name string) (restore func()) {
 	saved, savedGo := activePath, forceGo
-	for p := bestPath; p >= pathGo; p-- {
+	for _, p := range machinePaths() {
 		if p.String() == name {
 			activePath, forceGo = p, p == pathGo
 		}

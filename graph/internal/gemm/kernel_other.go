@@ -4,10 +4,9 @@ package gemm
 
 import "unsafe"
 
-// Without assembly (other architectures, or -tags purego) every product
-// runs the Go micro-kernel; the functions below are never called.
-const bestPath = pathGo
-
+// Without the amd64 assembly (other architectures, or -tags purego) the
+// functions below are never called; kernel_noasm.go and kernel_arm64.go
+// say which kernels run instead.
 var haveAVX = false
 
 func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int) {
@@ -31,8 +30,3 @@ func copyRows64B(dst, src unsafe.Pointer, ld, n int)  { panic("unreachable") }
 func copyRows128B(dst, src unsafe.Pointer, ld, n int) { panic("unreachable") }
 
 func addF32(dst, src unsafe.Pointer, n int) { panic("unreachable") }
-
-func dot4F32(k int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer) { panic("unreachable") }
-
-// caches reports nothing here: the blocks keep kernelTable's sizes.
-func caches() cacheSizes { return cacheSizes{} }

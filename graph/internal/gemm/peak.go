@@ -12,11 +12,12 @@ type peakLoop struct {
 
 // PeakGFLOPS measures the float32 peak of the core it runs on: the best of
 // many short timed runs (≈0.3 ms each) of each register-only FMA loop the
-// CPU has (AVX2 and AVX-512 on amd64), in GFLOP/s. Taking the best of short
-// runs keeps the figure right on a machine shared with other work: most
-// runs are not interrupted. No product can beat it; the benchmarks print
-// their speed as a share of it. It returns 0 where no such loop exists
-// (purego, other architectures). It takes about 0.1 s.
+// CPU has (AVX2 and AVX-512 on amd64, NEON on arm64), in GFLOP/s. Taking
+// the best of short runs keeps the figure right on a machine shared with
+// other work: most runs are not interrupted. No product can beat it; the
+// benchmarks print their speed as a share of it. It returns 0 where no
+// such loop exists (purego, architectures other than amd64 and arm64). It
+// takes about 0.1 s.
 func PeakGFLOPS() float64 { return bestOf(peakLoops()) }
 
 // PeakBF16GFLOPS is PeakGFLOPS for bfloat16 products: a register-only

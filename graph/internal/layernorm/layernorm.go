@@ -1,7 +1,7 @@
 // Package layernorm holds the float32 row kernels of layer normalisation,
-// eight elements at a time with AVX2 (layernorm_amd64.s) and a Go twin
-// (other architectures, the build tag purego, and the last len%8 elements
-// of a row). Statistics, sums and the per-element arithmetic run in
+// eight elements at a time with AVX2 (layernorm_amd64.s) or NEON
+// (layernorm_arm64.s) and a Go twin (other architectures, the build tag
+// purego, and the last len%8 elements of a row). Statistics, sums and the per-element arithmetic run in
 // float64, as package graph's float64 path does; only inputs and outputs
 // are float32.
 //
@@ -21,7 +21,7 @@ func RowStats(x []float32, eps float64) (mean, rstd float64) {
 	n, i := len(x), 0
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		sumsAVX2(&x[0], i, &s)
+		sums8(&x[0], i, &s)
 	}
 	for ; i < n; i++ {
 		s[i%8] += float64(x[i])
@@ -30,7 +30,7 @@ func RowStats(x []float32, eps float64) (mean, rstd float64) {
 	s, i = [8]float64{}, 0
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		squaredDeviationsAVX2(&x[0], i, mean, &s)
+		squaredDeviations8(&x[0], i, mean, &s)
 	}
 	for ; i < n; i++ {
 		d := float64(x[i]) - mean
@@ -53,7 +53,7 @@ func Normalize(y, x, w, b []float32, mean, rstd float64) {
 	}
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		normalizeAVX2(&y[0], &x[0], &w[0], bp, i, mean, rstd)
+		normalize8(&y[0], &x[0], &w[0], bp, i, mean, rstd)
 	}
 	for ; i < n; i++ {
 		v := float64(float64(float64(float64(x[i])-mean)*rstd) * float64(w[i]))
@@ -72,7 +72,7 @@ func BackwardX(dx, x, w, dy []float32, mean, rstd float64) {
 	var s [16]float64 // Σg in s[:8], Σg⊙n in s[8:]
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		gradSumsAVX2(&x[0], &w[0], &dy[0], i, mean, rstd, &s)
+		gradSums8(&x[0], &w[0], &dy[0], i, mean, rstd, &s)
 	}
 	for ; i < n; i++ {
 		g := float64(float64(dy[i]) * float64(w[i]))
@@ -84,7 +84,7 @@ func BackwardX(dx, x, w, dy []float32, mean, rstd float64) {
 	i = 0
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		backwardXAVX2(&dx[0], &x[0], &w[0], &dy[0], i, mean, rstd, mg, mgn)
+		backwardX8(&dx[0], &x[0], &w[0], &dy[0], i, mean, rstd, mg, mgn)
 	}
 	for ; i < n; i++ {
 		norm := float64(float64(x[i])-mean) * rstd
@@ -101,7 +101,7 @@ func AccumulateW(dw, x, dy []float32, mean, rstd float64) {
 	dw, dy = dw[:n], dy[:n]
 	if haveAsm && n >= 8 {
 		i = n &^ 7
-		accumulateWAVX2(&dw[0], &x[0], &dy[0], i, mean, rstd)
+		accumulateW8(&dw[0], &x[0], &dy[0], i, mean, rstd)
 	}
 	for ; i < n; i++ {
 		dw[i] += float32(float64(float64(dy[i])*(float64(x[i])-mean)) * rstd)

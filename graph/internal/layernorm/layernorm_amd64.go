@@ -9,21 +9,21 @@ var haveAsm = cpu.X86.HasAVX2
 // The loops of layernorm.go for n elements, n a multiple of 8, n > 0.
 
 //go:noescape
-func sumsAVX2(x *float32, n int, s *[8]float64)
+func sums8(x *float32, n int, s *[8]float64)
 
 //go:noescape
-func squaredDeviationsAVX2(x *float32, n int, mean float64, s *[8]float64)
+func squaredDeviations8(x *float32, n int, mean float64, s *[8]float64)
 
-// normalizeAVX2: b may be nil.
+// normalize8: b may be nil.
 //
 //go:noescape
-func normalizeAVX2(y, x, w, b *float32, n int, mean, rstd float64)
+func normalize8(y, x, w, b *float32, n int, mean, rstd float64)
 
 //go:noescape
-func gradSumsAVX2(x, w, dy *float32, n int, mean, rstd float64, s *[16]float64)
+func gradSums8(x, w, dy *float32, n int, mean, rstd float64, s *[16]float64)
 
 //go:noescape
-func backwardXAVX2(dx, x, w, dy *float32, n int, mean, rstd, mg, mgn float64)
+func backwardX8(dx, x, w, dy *float32, n int, mean, rstd, mg, mgn float64)
 
 //go:noescape
-func accumulateWAVX2(dw, x, dy *float32, n int, mean, rstd float64)
+func accumulateW8(dw, x, dy *float32, n int, mean, rstd float64)

@@ -19,8 +19,8 @@
 	VINSERTF128 $1, X7, Y6, Y6; \
 	VMOVUPS Y6, (p)
 
-// func sumsAVX2(x *float32, n int, s *[8]float64)
-TEXT ·sumsAVX2(SB), NOSPLIT, $0-24
+// func sums8(x *float32, n int, s *[8]float64)
+TEXT ·sums8(SB), NOSPLIT, $0-24
 	MOVQ    x+0(FP), SI
 	MOVQ    n+8(FP), CX
 	MOVQ    s+16(FP), DI
@@ -39,8 +39,8 @@ sloop:
 	VZEROUPPER
 	RET
 
-// func squaredDeviationsAVX2(x *float32, n int, mean float64, s *[8]float64)
-TEXT ·squaredDeviationsAVX2(SB), NOSPLIT, $0-32
+// func squaredDeviations8(x *float32, n int, mean float64, s *[8]float64)
+TEXT ·squaredDeviations8(SB), NOSPLIT, $0-32
 	MOVQ         x+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD mean+16(FP), Y14
@@ -64,9 +64,9 @@ dloop:
 	VZEROUPPER
 	RET
 
-// func normalizeAVX2(y, x, w, b *float32, n int, mean, rstd float64)
+// func normalize8(y, x, w, b *float32, n int, mean, rstd float64)
 // y = (x − mean)·rstd·w (+ b unless b is nil).
-TEXT ·normalizeAVX2(SB), NOSPLIT, $0-56
+TEXT ·normalize8(SB), NOSPLIT, $0-56
 	MOVQ         y+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         w+16(FP), DX
@@ -117,9 +117,9 @@ nobias:
 	VZEROUPPER
 	RET
 
-// func gradSumsAVX2(x, w, dy *float32, n int, mean, rstd float64, s *[16]float64)
+// func gradSums8(x, w, dy *float32, n int, mean, rstd float64, s *[16]float64)
 // s[:8] += g = dy·w, s[8:] += g·(x − mean)·rstd.
-TEXT ·gradSumsAVX2(SB), NOSPLIT, $0-56
+TEXT ·gradSums8(SB), NOSPLIT, $0-56
 	MOVQ         x+0(FP), SI
 	MOVQ         w+8(FP), DX
 	MOVQ         dy+16(FP), BX
@@ -160,9 +160,9 @@ gloop:
 	VZEROUPPER
 	RET
 
-// func backwardXAVX2(dx, x, w, dy *float32, n int, mean, rstd, mg, mgn float64)
+// func backwardX8(dx, x, w, dy *float32, n int, mean, rstd, mg, mgn float64)
 // dx = (dy·w − mg − (x − mean)·rstd·mgn)·rstd.
-TEXT ·backwardXAVX2(SB), NOSPLIT, $0-72
+TEXT ·backwardX8(SB), NOSPLIT, $0-72
 	MOVQ         dx+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         w+16(FP), DX
@@ -201,9 +201,9 @@ xloop:
 	VZEROUPPER
 	RET
 
-// func accumulateWAVX2(dw, x, dy *float32, n int, mean, rstd float64)
+// func accumulateW8(dw, x, dy *float32, n int, mean, rstd float64)
 // dw += float32(dy·(x − mean)·rstd), the sum in float32.
-TEXT ·accumulateWAVX2(SB), NOSPLIT, $0-48
+TEXT ·accumulateW8(SB), NOSPLIT, $0-48
 	MOVQ         dw+0(FP), DI
 	MOVQ         x+8(FP), SI
 	MOVQ         dy+16(FP), BX

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/gptg/gptg/internal/armwords"
 )
 
 // row is one layer's inputs for a row of n: x, w, b, dy, and a dw to add to.
@@ -42,7 +44,7 @@ func outputs(r row, asm bool) (stats [2]float64, y, yNoBias, dx, dw []float32) {
 // from 1 to 70 (every tail) and at the model widths 128, 384, 385.
 func TestAsmMatchesGo(t *testing.T) {
 	if !haveAsm {
-		t.Log("no AVX2 here (or purego): only the Go loops exist")
+		t.Log("no AVX2 or NEON here (or purego): only the Go loops exist")
 		return
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -162,4 +164,10 @@ func BenchmarkRow(b *testing.B) {
 			}
 		}
 	}
+}
+
+// TestNEONEncodings: every instruction that layernorm_arm64.s writes as a
+// WORD is the one its comment names (binutils' disassembler reads it).
+func TestNEONEncodings(t *testing.T) {
+	armwords.Check(t, "layernorm_arm64.s")
 }

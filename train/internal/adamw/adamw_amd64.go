@@ -15,22 +15,22 @@ var (
 
 func sqrt(x float64) float64 { return math.Sqrt(x) }
 
-// update32AVX2 is update for float32 parameters, n a multiple of 4.
+// update32x4 is update for float32 parameters, n a multiple of 4.
 //
 //go:noescape
-func update32AVX2(w, grad *float32, m, v *float64, n int, c *Coefs)
+func update32x4(w, grad *float32, m, v *float32, n int, c *Coefs)
 
 // update32AVX512 is update for float32 parameters, n a multiple of 8.
 //
 //go:noescape
-func update32AVX512(w, grad *float32, m, v *float64, n int, c *Coefs)
+func update32AVX512(w, grad *float32, m, v *float32, n int, c *Coefs)
 
-// sumSquares32AVX2 adds grad[j]² to s[j%8] in float64, n a multiple of 8.
+// sumSquares32x8 adds grad[j]² to s[j%8] in float64, n a multiple of 8.
 //
 //go:noescape
-func sumSquares32AVX2(grad *float32, n int, s *[8]float64)
+func sumSquares32x8(grad *float32, n int, s *[8]float64)
 
-// scale32AVX2 is Scale for n entries, n a multiple of 8.
+// scale32x8 is Scale for n entries, n a multiple of 8.
 //
 //go:noescape
-func scale32AVX2(grad *float32, n int, c float64)
+func scale32x8(grad *float32, n int, c float64)

@@ -4,14 +4,15 @@ package adamw
 // gradient clipping needs before every update: a pass over every gradient
 // entry, like the update itself. Eight partial sums (entry j into sum
 // j%8), added up in one fixed order, so the bits depend only on g; on
-// amd64 with AVX2 eight entries go at once (sumSquares32AVX2), bit-identical
-// to the loop below (TestSumSquaresAssemblyMatchesGo).
+// amd64 with AVX2 and on arm64 (NEON) eight entries go at once
+// (sumSquares32x8), bit-identical to the loop below
+// (TestSumSquaresAssemblyMatchesGo).
 func SumSquares(g []float32) float64 {
 	var s [8]float64
 	i := 0
 	if haveAsm && len(g) >= 8 {
 		i = len(g) &^ 7
-		sumSquares32AVX2(&g[0], i, &s)
+		sumSquares32x8(&g[0], i, &s)
 	}
 	for ; i < len(g); i++ {
 		// float64(…) rounds the square before the sum, as the assembly
@@ -22,13 +23,13 @@ func SumSquares(g []float32) float64 {
 }
 
 // Scale sets g[i] = float32(float64(g[i])·c), clipping's second pass (when
-// the norm is above the limit), eight entries at a time on amd64 with AVX2,
-// bit-identical to the loop (one product, rounded once to float32).
+// the norm is above the limit), eight entries at a time on amd64 with AVX2
+// and on arm64, bit-identical to the loop (one product, rounded once to float32).
 func Scale(g []float32, c float64) {
 	i := 0
 	if haveAsm && len(g) >= 8 {
 		i = len(g) &^ 7
-		scale32AVX2(&g[0], i, c)
+		scale32x8(&g[0], i, c)
 	}
 	for ; i < len(g); i++ {
 		g[i] = float32(float64(g[i]) * c)

@@ -2,10 +2,10 @@
 
 #include "textflag.h"
 
-// func sumSquares32AVX2(grad *float32, n int, s *[8]float64)
+// func sumSquares32x8(grad *float32, n int, s *[8]float64)
 // Entries 0–3 of each group of eight widened to float64 into Y0, 4–7 into
 // Y1; their squares added to the partial sums s[0:4] (Y10) and s[4:8] (Y11).
-TEXT ·sumSquares32AVX2(SB), NOSPLIT, $0-24
+TEXT ·sumSquares32x8(SB), NOSPLIT, $0-24
 	MOVQ    grad+0(FP), SI
 	MOVQ    n+8(FP), CX
 	MOVQ    s+16(FP), DI
@@ -27,8 +27,8 @@ loop:
 	VZEROUPPER
 	RET
 
-// func scale32AVX2(grad *float32, n int, c float64)
-TEXT ·scale32AVX2(SB), NOSPLIT, $0-24
+// func scale32x8(grad *float32, n int, c float64)
+TEXT ·scale32x8(SB), NOSPLIT, $0-24
 	MOVQ         grad+0(FP), SI
 	MOVQ         n+8(FP), CX
 	VBROADCASTSD c+16(FP), Y13
