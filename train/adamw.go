@@ -21,7 +21,8 @@ import (
 //	v ← β2·v + (1 − β2)·g²
 //	p ← p − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + eps)
 //
-// The moments are kept in float64 whatever the parameters' dtype.
+// The moments are kept in each parameter's dtype, as PyTorch keeps them;
+// each update is computed in float64 (package adamw).
 type AdamW struct {
 	LR, Beta1, Beta2, Eps, WeightDecay float64
 
@@ -32,9 +33,9 @@ type AdamW struct {
 
 	// Steps taken so far; the next Step uses t = Steps + 1.
 	Steps int
-	// M and V are the first and second moments, one slice per parameter,
-	// in the order Step receives them; allocated on the first Step.
-	M, V [][]float64
+	// M and V are the first and second moments, one per parameter, in the
+	// order Step receives them; allocated on the first Step.
+	M, V []Moment
 
 	// Split, when set, runs the update over ranges of entries on several
 	// goroutines (tape.Program.Split, set by NewStepper); nil runs it in
@@ -52,11 +53,29 @@ type AdamW struct {
 	updateRange func(lo, hi int)
 }
 
+// Moment is one parameter's first or second moment, in the parameter's
+// dtype: one of the two slices is set.
+type Moment struct {
+	F32 []float32
+	F64 []float64
+}
+
+// newMoment is a zero moment for the parameter whose values are data.
+func newMoment(data any) (Moment, error) {
+	switch d := data.(type) {
+	case []float32:
+		return Moment{F32: make([]float32, len(d))}, nil
+	case []float64:
+		return Moment{F64: make([]float64, len(d))}, nil
+	}
+	return Moment{}, fmt.Errorf("unsupported dtype %T", data)
+}
+
 // segment is one parameter's share of a step: its weights, gradient,
 // moments and constants, and where its entries start among all of the step's.
 type segment[F float32 | float64] struct {
 	w, g  []F
-	m, v  []float64
+	m, v  []F
 	c     adamw.Coefs
 	first int
 }
@@ -71,11 +90,13 @@ var _ G.Solver = (*AdamW)(nil)
 // Step applies one update to every parameter from its current gradient.
 func (o *AdamW) Step(params []G.ValueGrad) error {
 	if o.M == nil {
-		o.M = make([][]float64, len(params))
-		o.V = make([][]float64, len(params))
+		o.M, o.V = make([]Moment, len(params)), make([]Moment, len(params))
 		for i, p := range params {
-			n := p.Value().Shape().TotalSize()
-			o.M[i], o.V[i] = make([]float64, n), make([]float64, n)
+			var err error
+			if o.M[i], err = newMoment(p.Value().Data()); err != nil {
+				return fmt.Errorf("adamw: parameter %d: %w", i, err)
+			}
+			o.V[i], _ = newMoment(p.Value().Data())
 		}
 	}
 	if len(params) != len(o.M) {
@@ -101,9 +122,9 @@ func (o *AdamW) Step(params []G.ValueGrad) error {
 		var n int
 		switch w := p.Value().Data().(type) {
 		case []float64:
-			o.seg64, n, err = appendSegment(o.seg64, w, g.Data(), o.M[i], o.V[i], c, o.entries)
+			o.seg64, n, err = appendSegment(o.seg64, w, g.Data(), o.M[i].F64, o.V[i].F64, c, o.entries)
 		case []float32:
-			o.seg32, n, err = appendSegment(o.seg32, w, g.Data(), o.M[i], o.V[i], c, o.entries)
+			o.seg32, n, err = appendSegment(o.seg32, w, g.Data(), o.M[i].F32, o.V[i].F32, c, o.entries)
 		default:
 			err = fmt.Errorf("unsupported dtype %T", w)
 		}
@@ -147,7 +168,7 @@ func splitOrRun(split func(n, work int, f func(lo, hi int)), n, work int, f func
 
 // appendSegment adds a parameter's share of the step to segs, checking
 // that its gradient and moments match its weights.
-func appendSegment[F float32 | float64](segs []segment[F], w []F, grad any, m, v []float64, c adamw.Coefs, first int) ([]segment[F], int, error) {
+func appendSegment[F float32 | float64](segs []segment[F], w []F, grad any, m, v []F, c adamw.Coefs, first int) ([]segment[F], int, error) {
 	g, ok := grad.([]F)
 	if !ok {
 		return segs, 0, fmt.Errorf("gradient holds %T, weights %T", grad, w)

@@ -44,7 +44,7 @@ type checkpointState struct {
 }
 
 // saveCheckpoint writes the parameters, both AdamW moments per parameter
-// (float64) and the loop's state.
+// (in its dtype) and the loop's state.
 func (t *trainer) saveCheckpoint() error {
 	st := checkpointState{
 		Step: t.step, Total: t.total, Seed: t.cfg.Train.Seed, AdamSteps: t.opt.Steps,
@@ -56,7 +56,7 @@ func (t *trainer) saveCheckpoint() error {
 }
 
 // writeCheckpoint writes a checkpoint file of any run, GPT or translation:
-// params, both AdamW moments per parameter (float64), the loop's state st
+// params, both AdamW moments per parameter (in its dtype), the loop's state st
 // and the resolved config.
 func writeCheckpoint(path string, cfg *config.Config, params []*graph.Param, opt *AdamW, st checkpointState) error {
 	state, err := json.Marshal(st)
@@ -75,8 +75,8 @@ func writeCheckpoint(path string, cfg *config.Config, params []*graph.Param, opt
 		tensors = append(tensors, pt)
 		if opt.M != nil {
 			tensors = append(tensors,
-				modelfile.Tensor{Name: "adam.m/" + p.Name, Shape: p.Shape, F64: opt.M[i]},
-				modelfile.Tensor{Name: "adam.v/" + p.Name, Shape: p.Shape, F64: opt.V[i]})
+				modelfile.Tensor{Name: "adam.m/" + p.Name, Shape: p.Shape, F32: opt.M[i].F32, F64: opt.M[i].F64},
+				modelfile.Tensor{Name: "adam.v/" + p.Name, Shape: p.Shape, F32: opt.V[i].F32, F64: opt.V[i].F64})
 		}
 	}
 	cfgText, err := cfg.TOML()
@@ -182,45 +182,91 @@ func checkRunID(dir, path, saved, runID string) error {
 // setTensors sets params, and with adam AdamW's moments, from the
 // checkpoint f read from path.
 func setTensors(f *modelfile.File, path string, params []*graph.Param, opt *AdamW, adam bool) error {
-	get := func(name string, shape []int) ([]float64, error) {
+	get := func(name string, shape []int) (modelfile.Tensor, error) {
 		tn, ok := f.Tensors[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: tensor %s is missing", path, name)
+			return tn, fmt.Errorf("%s: tensor %s is missing", path, name)
 		}
 		if !slices.Equal(tn.Shape, shape) {
-			return nil, fmt.Errorf("%s: tensor %s has shape %v, want %v", path, name, tn.Shape, shape)
+			return tn, fmt.Errorf("%s: tensor %s has shape %v, want %v", path, name, tn.Shape, shape)
 		}
-		if tn.F64 != nil {
-			return tn.F64, nil
-		}
-		out := make([]float64, len(tn.F32))
-		for i, v := range tn.F32 {
-			out[i] = float64(v)
-		}
-		return out, nil
+		return tn, nil
 	}
 	n := len(params)
 	if adam {
-		opt.M, opt.V = make([][]float64, n), make([][]float64, n)
+		opt.M, opt.V = make([]Moment, n), make([]Moment, n)
 	}
 	for i, p := range params {
 		w, err := get("param/"+p.Name, p.Shape)
 		if err != nil {
 			return err
 		}
-		if err := p.SetFloat64s(w); err != nil {
+		if err := setParam(p, w); err != nil {
 			return err
 		}
-		if adam {
-			if opt.M[i], err = get("adam.m/"+p.Name, p.Shape); err != nil {
-				return err
-			}
-			if opt.V[i], err = get("adam.v/"+p.Name, p.Shape); err != nil {
-				return err
-			}
+		if !adam {
+			continue
 		}
+		m, err := get("adam.m/"+p.Name, p.Shape)
+		if err != nil {
+			return err
+		}
+		v, err := get("adam.v/"+p.Name, p.Shape)
+		if err != nil {
+			return err
+		}
+		opt.M[i], opt.V[i] = momentOf(m, p.Value().Data()), momentOf(v, p.Value().Data())
 	}
 	return nil
+}
+
+// setParam sets p's values from the checkpoint's tensor t, copying
+// directly when their dtypes agree.
+func setParam(p *graph.Param, t modelfile.Tensor) error {
+	if d, ok := p.Value().Data().([]float32); ok && t.F32 != nil {
+		if len(d) != len(t.F32) {
+			return fmt.Errorf("%s: %d values for %d entries", p.Name, len(t.F32), len(d))
+		}
+		copy(d, t.F32)
+		return nil
+	}
+	if t.F64 != nil {
+		return p.SetFloat64s(t.F64)
+	}
+	return p.SetFloat64s(widen(t.F32))
+}
+
+// momentOf is the checkpoint's moment t in the dtype of the parameter
+// whose values are data. A checkpoint of a float32 run written before the
+// moments took the parameters' dtype holds them in float64: they are
+// rounded to float32, and the run goes on as one whose moments were
+// float32 all along (the following steps are not those the older gptg
+// would have taken; a run saved and resumed by this one stays bit-identical
+// to one not interrupted).
+func momentOf(t modelfile.Tensor, data any) Moment {
+	if _, ok := data.([]float64); ok {
+		if t.F64 != nil {
+			return Moment{F64: t.F64}
+		}
+		return Moment{F64: widen(t.F32)}
+	}
+	if t.F32 != nil {
+		return Moment{F32: t.F32}
+	}
+	m := make([]float32, len(t.F64))
+	for i, x := range t.F64 {
+		m[i] = float32(x)
+	}
+	return Moment{F32: m}
+}
+
+// widen is x in float64.
+func widen(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // checkState refuses a state that no run could have saved, which a resume

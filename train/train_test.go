@@ -184,6 +184,74 @@ func interruptAndResume(t *testing.T, configFor func(*testing.T, string) *config
 	}
 }
 
+// TestInterruptAndResumeFloat32 is TestInterruptAndResume with float32
+// weights, whose AdamW moments are float32 too: a checkpoint holds them as
+// they are, so the resumed run still ends bit-identical.
+func TestInterruptAndResumeFloat32(t *testing.T) { interruptAndResume(t, float32Config) }
+
+// float32Config is tinyConfig in float32.
+func float32Config(t *testing.T, dir string) *config.Config {
+	t.Helper()
+	c := tinyConfig(t, dir)
+	c.Model.Dtype = "float32"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestResumesFloat64Moments: a float32 run's checkpoint written by a gptg
+// that kept AdamW's moments in float64 still resumes, its moments rounded
+// to float32. Moments widened from float32 round back exactly, so a
+// checkpoint rewritten that way must resume to the uninterrupted run's
+// weights, bit for bit.
+func TestResumesFloat64Moments(t *testing.T) {
+	whole, dir := t.TempDir(), t.TempDir()
+	if _, err := Run(context.Background(), float32Config(t, whole), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Run(ctx, float32Config(t, dir), Options{AfterStep: func(s int) {
+		if s == 30 {
+			cancel()
+		}
+	}})
+	cancel()
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("got %v, want ErrInterrupted", err)
+	}
+	path := filepath.Join(dir, CheckpointFile)
+	f, err := modelfile.Read(path, modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tensors []modelfile.Tensor
+	widened := 0
+	for _, name := range f.Order {
+		tn := f.Tensors[name]
+		if strings.HasPrefix(name, "adam.") {
+			if tn.F32 == nil {
+				t.Fatalf("%s is %s in a float32 run's checkpoint, want F32", name, tn.DType())
+			}
+			tn.F64, tn.F32 = widen(tn.F32), nil
+			widened++
+		}
+		tensors = append(tensors, tn)
+	}
+	if widened == 0 {
+		t.Fatal("the checkpoint holds no AdamW moments")
+	}
+	if err := modelfile.WriteOwn(path, tensors, f.Meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(context.Background(), dir, nil, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(params(t, dir), params(t, whole)) {
+		t.Error("the run resumed from float64 moments differs from the uninterrupted run")
+	}
+}
+
 // TestNanoGPTOptionsChangeTraining: each option must act. Dropout, random
 // windows, gradient accumulation and the decay groups each give other
 // weights than the run without them, and the run learns.

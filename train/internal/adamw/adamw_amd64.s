@@ -2,11 +2,13 @@
 
 #include "textflag.h"
 
-// func update32AVX2(w, grad *float32, m, v *float64, n int, c *Coefs)
+// func update32AVX2(w, grad *float32, m, v *float32, n int, c *Coefs)
 //
-// update of adamw.go, four parameters at a time: each float32 is widened to
-// float64 (exact), updated with one multiply, add, square root or divide
-// per operation of the Go loop, in its order, and rounded back to float32.
+// update of adamw.go, four parameters at a time: each float32 (gradient,
+// moments, weight) is widened to float64 (exact), updated with one
+// multiply, add, square root or divide per operation of the Go loop, in its
+// order, and the moments and weight rounded back to float32 when stored;
+// the weight's update uses the unrounded moments, as the loop does.
 // No FMA: the Go loop rounds every product.
 //
 // Y8 = β1, Y9 = 1 − β1, Y10 = β2, Y11 = 1 − β2, Y12 = InvSqrtBias2,
@@ -34,15 +36,19 @@ TEXT ·update32AVX2(SB), NOSPLIT, $0-48
 
 loop:
 	VCVTPS2PD (SI), Y0       // g
-	VMULPD    (R8), Y8, Y1   // β1·m
+	VCVTPS2PD (R8), Y1       // m
+	VMULPD    Y1, Y8, Y1     // β1·m
 	VMULPD    Y0, Y9, Y2     // (1 − β1)·g
 	VADDPD    Y2, Y1, Y1     // m
-	VMOVUPD   Y1, (R8)
-	VMULPD    (R9), Y10, Y3  // β2·v
+	VCVTPD2PSY Y1, X2
+	VMOVUPS   X2, (R8)
+	VCVTPS2PD (R9), Y3       // v
+	VMULPD    Y3, Y10, Y3    // β2·v
 	VMULPD    Y0, Y11, Y4    // (1 − β2)·g
 	VMULPD    Y0, Y4, Y4     // ·g
 	VADDPD    Y4, Y3, Y3     // v
-	VMOVUPD   Y3, (R9)
+	VCVTPD2PSY Y3, X4
+	VMOVUPS   X4, (R9)
 	VSQRTPD   Y3, Y5
 	VMULPD    Y12, Y5, Y5    // √v·InvSqrtBias2
 	VADDPD    Y13, Y5, Y5    // + Eps
@@ -55,14 +61,14 @@ loop:
 	VMOVUPS   X7, (DI)
 	ADDQ      $16, SI
 	ADDQ      $16, DI
-	ADDQ      $32, R8
-	ADDQ      $32, R9
+	ADDQ      $16, R8
+	ADDQ      $16, R9
 	SUBQ      $4, CX
 	JNZ       loop
 	VZEROUPPER
 	RET
 
-// func update32AVX512(w, grad *float32, m, v *float64, n int, c *Coefs)
+// func update32AVX512(w, grad *float32, m, v *float32, n int, c *Coefs)
 //
 // update32AVX2 eight parameters at a time with AVX-512F: the same
 // operations on each lane in the same order, so the same bits.
@@ -92,15 +98,19 @@ TEXT ·update32AVX512(SB), NOSPLIT, $0-48
 
 loop512:
 	VCVTPS2PD (SI), Z0       // g
-	VMULPD    (R8), Z8, Z1   // β1·m
+	VCVTPS2PD (R8), Z1       // m
+	VMULPD    Z1, Z8, Z1     // β1·m
 	VMULPD    Z0, Z9, Z2     // (1 − β1)·g
 	VADDPD    Z2, Z1, Z1     // m
-	VMOVUPD   Z1, (R8)
-	VMULPD    (R9), Z10, Z3  // β2·v
+	VCVTPD2PS Z1, Y2
+	VMOVUPS   Y2, (R8)
+	VCVTPS2PD (R9), Z3       // v
+	VMULPD    Z3, Z10, Z3    // β2·v
 	VMULPD    Z0, Z11, Z4    // (1 − β2)·g
 	VMULPD    Z0, Z4, Z4     // ·g
 	VADDPD    Z4, Z3, Z3     // v
-	VMOVUPD   Z3, (R9)
+	VCVTPD2PS Z3, Y4
+	VMOVUPS   Y4, (R9)
 	VSQRTPD   Z3, Z5
 	VMULPD    Z12, Z5, Z5    // √v·InvSqrtBias2
 	VADDPD    Z13, Z5, Z5    // + Eps
@@ -113,8 +123,8 @@ loop512:
 	VMOVUPS   Y7, (DI)
 	ADDQ      $32, SI
 	ADDQ      $32, DI
-	ADDQ      $64, R8
-	ADDQ      $64, R9
+	ADDQ      $32, R8
+	ADDQ      $32, R9
 	SUBQ      $8, CX
 	JNZ       loop512
 	VZEROUPPER
