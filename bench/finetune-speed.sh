@@ -24,13 +24,16 @@
 # threads.
 #
 # Work files go to ${FINETUNE_SPEED_DIR:-/tmp/finetune-speed}, removed at
-# the end.
+# the end. FINETUNE_THREADS (default "1 2") lists the thread counts;
+# FINETUNE_ACCUM (default 8, the recipe's) the batches of a step, for a
+# shorter step on a busy machine (the flop count follows it).
 set -euo pipefail
 rounds=${1:-1}
 steps=${2:-2}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${FINETUNE_SPEED_DIR:-/tmp/finetune-speed}
 peak=${PEAK_GFLOPS:-232.8}
+accum=${FINETUNE_ACCUM:-8}
 py=/usr/bin/python3
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
@@ -40,20 +43,20 @@ cd "$work"
 [ -d gpt2 ] || $py "$root/bench/mkgpt2.py" gpt2 --shape gpt2 --dtype F32 --seed 7 >/dev/null
 [ -f init.safetensors ] || ./gptg import hf gpt2 --out init.safetensors >/dev/null
 [ -f data/shakespeare/train.bin ] || ./gptg data prepare shakespeare --out data/shakespeare >/dev/null
-flop=$($py -c "N=123849984-256*768; print(8192*(6*N+12*12*12*64*256))")
+flop=$($py -c "N=123849984-256*768; print(1024*$accum*(6*N+12*12*12*64*256))")
 
 cpus() { [ "$1" = 1 ] && echo 0 || echo "0-$(( $1 - 1 ))"; }
 
 run_gptg() { # threads
 	rm -rf run
-	$py - "$1" "$flop" "$peak" "$(cpus "$1")" "$root/configs/nanogpt/finetune-shakespeare.toml" "$steps" <<'PY'
+	$py - "$1" "$flop" "$peak" "$(cpus "$1")" "$root/configs/nanogpt/finetune-shakespeare.toml" "$steps" "$accum" <<'PY'
 # gptg's CPU time per step: /proc/PID/stat's utime + stime read whenever
 # metrics.jsonl gains a row (polled every 50 ms).
 import json, os, subprocess, sys, time
-t, flop, peak, cpus, recipe, steps = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+t, flop, peak, cpus, recipe, steps, accum = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
 p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", "rss.txt", "taskset", "-c", cpus, "./gptg", "train", recipe,
     "--init", "init.safetensors", "--threads", str(t), "--quiet", "--set", f"train.max_steps={steps}", "--set", "train.out=run",
-    "--set", "train.eval_every=0", "--set", "train.eval_batches=1"], stdout=subprocess.DEVNULL)
+    "--set", "train.eval_every=0", "--set", "train.eval_batches=1", "--set", f"train.grad_accum={accum}"], stdout=subprocess.DEVNULL)
 tick = os.sysconf("SC_CLK_TCK")
 def gptg_cpu():
     for pid in os.listdir("/proc"):
@@ -88,7 +91,7 @@ PY
 
 run_torch() { # threads
 	/usr/bin/time -f "%M" -o rss.txt taskset -c "$(cpus "$1")" $py "$root/bench/gpt2ref.py" finetune gpt2 \
-		--data data/shakespeare/train.bin --context 256 --batch 4 --accum 8 --steps "$steps" --dtype float32 \
+		--data data/shakespeare/train.bin --context 256 --batch 4 --accum "$accum" --steps "$steps" --dtype float32 \
 		--threads "$1" > torch.jsonl
 	$py - "$1" "$(cat rss.txt)" "$flop" "$peak" <<'PY'
 import json, sys
@@ -104,7 +107,7 @@ PY
 }
 
 for r in $(seq "$rounds"); do
-	for t in 1 2; do
+	for t in ${FINETUNE_THREADS:-1 2}; do
 		echo "# round $r, $t threads; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 		if [ $(( (r + t) % 2 )) = 0 ]; then run_gptg "$t"; run_torch "$t"; else run_torch "$t"; run_gptg "$t"; fi
 	done

@@ -190,7 +190,7 @@ func (c *Config) TrainMemory() MemoryEstimate { return c.TrainMemoryOn(c.CorpusO
 
 // TrainMemoryOn estimates training c on corpus d: the training graph
 // (forward and backward), the evaluation graph sharing its weights,
-// AdamW's two float64 moments and the corpus. c.Model.Vocab must be known
+// AdamW's two moments and the corpus. c.Model.Vocab must be known
 // (0: the rest of the model is counted).
 //
 // Measured (peak RSS less the 25 MiB of a process that has not started
@@ -206,13 +206,13 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 	fwd := m.forwardValues(rows, float64(m.Context))
 	S := float64(TrainShards(m, c.Train.Batch))
 	// weights (E), gradients (E per shard: each sums its own), AdamW's
-	// moments (2×8); and while the graphs are built, the weights every
-	// other graph draws before it is given the first one's (a shard, the
-	// evaluation graph): garbage of E each, one counted (the collector
-	// takes it back as the next is drawn, under the soft limit main sets)
-	weights := float64(P) * (E*(1+S) + 16 + E)
+	// moments (2×E, in the weights' dtype); and once, the weights drawn
+	// or read from a file (--init's model, a resumed run's checkpoint)
+	// before they are copied into the graph's: garbage of E, which the
+	// collector takes back under the soft limit main sets
+	weights := float64(P) * (E*(1+S) + 2*E + E)
 	if c.Train.GradAccum > 1 {
-		weights += float64(P) * 8 // the float64 sums of the accumulated gradients
+		weights += float64(P) * E // the sums of the accumulated gradients
 	}
 	// The attention weights' own backward (the softmax's gradient beside
 	// the weights) takes about 1.6 times their forward size, not the

@@ -133,7 +133,7 @@ func (c *Config) CheckTranslationTrainMemory(srcVocab, tgtVocab int, shapes []Tr
 }
 
 // translationTrainMemory: the parameters (E), each training graph's
-// gradients (E), AdamW's moments (2×8), and once the weights another
+// gradients (E), AdamW's moments (2×E), and once the weights another
 // graph draws before it is given the first one's (E); each shape's
 // training activations — the whole model's forward values
 // (TranslationMemory's count, the loss's log-probabilities included) and
@@ -159,7 +159,7 @@ func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []Transla
 	}
 	e := MemoryEstimate{
 		Params:      P,
-		Weights:     float64(P) * (E*float64(1+len(shapes)) + 16 + E),
+		Weights:     float64(P) * (E*float64(1+len(shapes)) + 2*E + E),
 		Activations: E * (values + 0.4*attention),
 	}
 	if p != nil {

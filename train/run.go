@@ -57,6 +57,9 @@ type Options struct {
 	// lock is the run folder's lock, checked before every write into the
 	// folder (stillLocked).
 	lock *runlock.Lock
+	// weightsGiven: every weight is set once the graphs are built (--init's
+	// file, a resumed run's checkpoint), so none is drawn.
+	weightsGiven bool
 	// Comm, for --distributed, is the job's ranks: each takes its share of
 	// every step's batches, and only rank 0 writes (distributed.go).
 	Comm Comm
@@ -174,6 +177,7 @@ var machineKeys = []string{"train.threads", "train.max_memory"}
 // file of another shape, or a rank that differs, leaves the old run as it
 // was.
 func startTrainer(ctx context.Context, cfg *config.Config, opts Options) (*trainer, error) {
+	opts.weightsGiven = opts.Init != ""
 	t, err := newTrainer(ctx, cfg, cfg.Data.Path, cfg.Data.ValPath, opts)
 	if err != nil {
 		return nil, err
@@ -256,6 +260,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	origin.setValFile(val, dir)
+	opts.weightsGiven = true // the checkpoint's
 	t, err := newTrainer(ctx, cfg, data, val, opts)
 	var vm *corpus.VocabMismatchError
 	if errors.As(err, &vm) {

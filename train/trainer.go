@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"time"
 
-	G "gorgonia.org/gorgonia"
-
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/corpus"
 	"github.com/gptg/gptg/eval"
@@ -212,7 +210,11 @@ func (t *trainer) compileGraphs(be graph.Backend) error {
 	// The training step: one graph, or shards of the batch side by side
 	// (tape.CompileTraining).
 	var err error
-	if t.prog, err = tape.CompileTraining(cfg.Model, graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be}); err != nil {
+	o := graph.Options{Batch: tr.Batch, Loss: true, Seed: tr.Seed, Dropout: true, Memory: mem, Backend: be}
+	if t.opts.weightsGiven {
+		o.Weights = graph.Zeros(cfg.Model.Dtype) // no draw that --init or the checkpoint overwrites
+	}
+	if t.prog, err = tape.CompileTraining(cfg.Model, o); err != nil {
 		return err
 	}
 	// The evaluation graphs: one at the training batch, which the test
@@ -234,14 +236,10 @@ func (t *trainer) compileGraphs(be graph.Backend) error {
 // reads the training graph's parameter tensors themselves, so it always
 // sees the current weights without copying.
 func (t *trainer) evalGraph(batch int, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
-	em, err := graph.Build(t.cfg.Model, graph.Options{Batch: batch, Loss: true, Seed: t.cfg.Train.Seed, Memory: mem, Backend: be})
+	em, err := graph.Build(t.cfg.Model, graph.Options{Batch: batch, Loss: true, Memory: mem, Backend: be,
+		Weights: graph.SharedWith(t.prog.Model.Params)})
 	if err != nil {
 		return nil, err
-	}
-	for i, p := range em.Params {
-		if err := G.Let(p.Node, t.prog.Model.Params[i].Value()); err != nil {
-			return nil, fmt.Errorf("sharing %s with the evaluation graph: %w", p.Name, err)
-		}
 	}
 	return tape.Compile(em, false)
 }

@@ -45,7 +45,7 @@ type translation struct {
 	pairs  [][]G.ValueGrad // per graph: its parameters (shared values) and gradients
 	grads  [][]any
 	// sums holds the sums of a step's batch gradients (train.grad_accum > 1).
-	sums [][]float64
+	sums []any
 	// threads is the goroutines the graphs compute on (threads).
 	threads int
 
@@ -428,17 +428,7 @@ func (tr *translation) trainStep(feed *pairFeed) (StepResult, error) {
 			tr.grads[plan.Bucket][i] = g.Value().Data()
 		}
 		if accum > 1 {
-			if tr.sums == nil {
-				tr.sums = make([][]float64, len(p.Grads))
-			}
-			for i, g := range tr.grads[plan.Bucket] {
-				switch d := g.(type) {
-				case []float32:
-					tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
-				case []float64:
-					tr.sums[i] = addGrad(tr.sums[i], d, a, accum)
-				}
-			}
+			tr.sums = addGrads(tr.sums, tr.grads[plan.Bucket], a, accum)
 		}
 		tr.tokens += float64(b.Tokens)
 	}

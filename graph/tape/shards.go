@@ -3,8 +3,6 @@ package tape
 import (
 	"fmt"
 
-	G "gorgonia.org/gorgonia"
-
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/fused"
@@ -82,18 +80,12 @@ func CompileTraining(spec config.Model, o graph.Options) (*Program, error) {
 	for k := range shards {
 		if k > 0 {
 			so.Memory = fused.NewMemory()
+			// The shard reads the first shard's parameter tensors themselves.
+			so.Weights = graph.SharedWith(shards[0].Params)
 		}
 		m, err := graph.Build(spec, so)
 		if err != nil {
 			return nil, err
-		}
-		if k > 0 {
-			// The shard reads the first shard's parameter tensors themselves.
-			for i, p := range m.Params {
-				if err := G.Let(p.Node, shards[0].Params[i].Value()); err != nil {
-					return nil, fmt.Errorf("sharing %s with shard %d: %w", p.Name, k, err)
-				}
-			}
 		}
 		if shards[k], err = Compile(m, true); err != nil {
 			return nil, err
