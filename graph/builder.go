@@ -188,9 +188,22 @@ func newBuilder(spec config.Model, o Options) *builder {
 	} else {
 		b.fused = fused.New(st.dt, fused.Sizes{Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context}, o.Threads, o.Memory)
+		if spec.Dtype == config.DtypeBF16 {
+			b.fused.BF16()
+		}
 		b.op = b.fused
 	}
 	return b
+}
+
+// checkBackend refuses a bfloat16 model on the unfused graph: its
+// Gorgonia ops multiply in float32 or float64 only, and computing the
+// model without its bfloat16 products would ignore the setting.
+func checkBackend(spec config.Model, be Backend) error {
+	if be.Unfused && spec.Dtype == config.DtypeBF16 {
+		return errors.New("model: dtype \"bfloat16\" needs the fused graph: the unfused one (GPTG_UNFUSED=1) computes in float32 or float64 only")
+	}
+	return nil
 }
 
 // checkSpec rejects a model the builder cannot emit. The rules are a
