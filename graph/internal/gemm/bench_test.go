@@ -16,7 +16,9 @@ import (
 //	go test -run '^$' -bench . ./graph/internal/gemm
 //	go test -run '^$' -bench 'Mul/square' -benchtime 0.2s -count 5 ./graph/internal/gemm
 //
-// GEMM_THREADS=n sets Workspace.Threads (default 1).
+// GEMM_THREADS=n sets Workspace.Threads (default 1). GEMM_BF16=1 makes
+// the products bfloat16 (Workspace.BF16), their %peak a share of the
+// bfloat16 peak (PeakBF16GFLOPS: a register-only VDPBF16PS loop).
 //
 // Each product reports GFLOP/s of wall time and GFLOP/cpu-s, flops per
 // second of CPU time used by the process, and %peak, the latter as a share
@@ -25,13 +27,23 @@ import (
 // GFLOP/cpu-s is the speed per core used.
 
 var (
-	peak      = sync.OnceValue(PeakGFLOPS)
-	printPeak sync.Once
+	peak         = sync.OnceValue(PeakGFLOPS)
+	peakBF16Once = sync.OnceValue(PeakBF16GFLOPS)
+	printPeak    sync.Once
 )
 
 func BenchmarkPeak(b *testing.B) {
 	for range b.N {
 		b.ReportMetric(PeakGFLOPS(), "GFLOP/s")
+	}
+}
+
+func BenchmarkPeakBF16(b *testing.B) {
+	if !haveBF16 {
+		b.Skip("no AVX512_BF16 on this CPU")
+	}
+	for range b.N {
+		b.ReportMetric(PeakBF16GFLOPS(), "GFLOP/s")
 	}
 }
 
@@ -78,9 +90,13 @@ func benchShapes() []benchShape {
 
 func BenchmarkMul(b *testing.B) {
 	threads, _ := strconv.Atoi(os.Getenv("GEMM_THREADS"))
-	pk := peak()
+	bf16 := os.Getenv("GEMM_BF16") == "1"
+	pk, kind := peak(), "float32 on one core (register-only FMA loop)"
+	if bf16 {
+		pk, kind = peakBF16Once(), "bfloat16 on one core (register-only VDPBF16PS loop), kernel "+BF16Kernel()
+	}
 	printPeak.Do(func() {
-		fmt.Printf("peak: %.1f GFLOP/s float32 on one core (register-only FMA loop); products on %d thread(s)\n", pk, max(threads, 1))
+		fmt.Printf("peak: %.1f GFLOP/s %s; products on %d thread(s)\n", pk, kind, max(threads, 1))
 	})
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, s := range benchShapes() {
@@ -97,7 +113,7 @@ func BenchmarkMul(b *testing.B) {
 		a := to32(randoms(rng, rowsOf(s.transA, s.m, s.k)*lda))
 		bb := to32(randoms(rng, rowsOf(s.transB, s.k, s.n)*ldb))
 		c := make([]float32, s.m*ldc)
-		w := Workspace{Threads: threads}
+		w := Workspace{Threads: threads, BF16: bf16}
 		b.Run(s.name, func(b *testing.B) {
 			cpu0 := cpuTime()
 			for range b.N {

@@ -16,9 +16,12 @@ import (
 //
 // The packed layout is the one VDPBF16PS (AVX512_BF16) consumes: each
 // uint32 holds two bfloat16 of neighbouring steps of k, the even step in
-// the low half. A strip of A is, per pair of steps, mr such words (one
-// per row, broadcast by the kernel); a panel of B, per pair, nr words
-// (one per column, a vector). An odd k pads its last pair with a zero.
+// the low half. A panel of B is, per pair of steps, nr words (one per
+// column, a vector). A strip of A has its mr words per pair broadcast one
+// by one, so their order is free: row after row (each row's pairs in
+// order) where A is read along its rows, as a row rounds into its pairs
+// with no transposition (packBF16Rows); pair after pair (mr words each)
+// where A is transposed. An odd k pads its last pair with a zero.
 //
 // Each element of a tile is summed as VDPBF16PS sums one float32 lane
 // (Intel SDM, VDPBF16PS): from zero, per pair of steps q in order,
@@ -30,7 +33,7 @@ import (
 // instruction ignores MXCSR: DAZ and FTZ always). Sums over k go in
 // blocks of kc steps, each block's sum added to C (or to the bias, or
 // stored), as for float32 products. dpbf16 is that lane in Go; the
-// assembly kernel (kernel_bf16_amd64.s) and the Go twin (kernelBF16Go)
+// assembly kernel (bf16_amd64.s) and the Go twin (kernelBF16Go)
 // give the same bits (TestBF16KernelBits).
 
 // RoundBF16 returns x rounded to bfloat16, as a float32 (its low 16 bits
@@ -101,12 +104,23 @@ func runBF16(j *job[float32], wk *worker) {
 			kp := (kc + 1) / 2
 			acc := j.accumulate || pc > 0
 			for jr := 0; jr < nc; jr += nr {
-				packBF16(wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+				packBF16(wk, asm, wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+			}
+			// Strip s of A's block: aBF[s·mr·kp …], word (r, q) at
+			// r·aRow + q·aStep.
+			aRow, aStep := kp, 1
+			if j.transA {
+				aRow, aStep = 1, mr
 			}
 			for ic := j.i0; ic < j.i1; ic += mcMax {
 				mc := min(mcMax, j.i1-ic)
 				for ir := 0; ir < mc; ir += mr {
-					packBF16(wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, !j.transA, pc, kc, ic+ir, min(mr, mc-ir))
+					dst := wk.aBF[ir*kp : (ir+mr)*kp]
+					if j.transA {
+						packBF16(wk, asm, dst, mr, j.a, j.lda, false, pc, kc, ic+ir, min(mr, mc-ir))
+					} else {
+						packBF16Rows(asm, dst, mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
+					}
 				}
 				for jr := 0; jr < nc; jr += nr {
 					cols := min(nr, nc-jr)
@@ -124,20 +138,26 @@ func runBF16(j *job[float32], wk *worker) {
 					if j.lower {
 						first = max(0, (jc+jr-ic)/mr)
 					}
-					for ir := first * mr; ir < mc; ir += mr {
+					whole := first // the strips of whole tiles, in one call of the assembly
+					if asm && cols == nr {
+						whole = max(first, mc/mr)
+					}
+					if whole > first {
+						c0 := (ic+first*mr)*j.ldc + jc + jr
+						add, ldAdd := addTo(c0)
+						microKernelBF16(kp, whole-first, wk.aBF[first*mr*kp:], aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
+					}
+					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
 						as := wk.aBF[ir*kp : (ir+mr)*kp]
 						c0 := (ic+ir)*j.ldc + jc + jr
-						add, ldAdd := addTo(c0)
-						switch {
-						case !asm:
-							kernelBF16Go(mr, nr, rows, cols, kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
-						case rows == mr && cols == nr:
-							microKernelBF16(kp, as, bs, j.c[c0:], j.ldc, add, ldAdd)
-						default:
-							microKernelBF16(kp, as, bs, tile, nr, nil, 0)
-							storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
+						if !asm {
+							add, ldAdd := addTo(c0)
+							kernelBF16Go(mr, nr, rows, cols, kp, as, aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
+							continue
 						}
+						microKernelBF16(kp, 1, as, aRow, aStep, bs, tile, nr, nil, 0)
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
 			}
@@ -145,29 +165,92 @@ func runBF16(j *job[float32], wk *worker) {
 	}
 }
 
-// microKernelBF16 checks the bounds of one whole tile and runs the
-// assembly kernel on it.
-func microKernelBF16(kp int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+// microKernelBF16 checks the bounds of strips whole 12×32 tiles, one
+// below the other (strip s at a[s·12·kp …], word (r, q) at r·aRow +
+// q·aStep), and runs the assembly kernel on them.
+func microKernelBF16(kp, strips int, a []uint32, aRow, aStep int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
 	const mr, nr = 12, 32
-	_ = a[kp*mr-1]
+	_ = a[(strips-1)*mr*kp+(mr-1)*aRow+(kp-1)*aStep]
 	_ = b[kp*nr-1]
-	_ = c[(mr-1)*ldc+nr-1]
+	_ = c[(strips*mr-1)*ldc+nr-1]
 	addPtr := unsafe.Pointer(nil)
 	if add != nil {
-		_ = add[(mr-1)*ldAdd+nr-1]
+		_ = add[(strips*mr-1)*ldAdd+nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	bf16Avx512(kp, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil)
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, mr*kp, strips)
+}
+
+// packBF16Rows packs cnt ≤ w rows of kc steps of a row-major float32
+// matrix (row r at src[(c0+r)·ld + p0 …]), rounded to bfloat16, row after
+// row: dst[r·kp + q] holds steps 2q (low half) and 2q+1 (high half) of row
+// r, kp = ⌈kc/2⌉; an odd kc's last high half and the rows past cnt are
+// zero. (A strip of A.)
+func packBF16Rows(asm bool, dst []uint32, w int, src []float32, ld, p0, kc, c0, cnt int) {
+	kp := (kc + 1) / 2
+	dst = dst[:w*kp]
+	if asm {
+		_ = src[(c0+cnt-1)*ld+p0+kc-1] // the last element read
+		bf16Rows(unsafe.Pointer(&dst[0]), kp, unsafe.Pointer(&src[c0*ld+p0]), ld, kc, cnt)
+	} else {
+		for r := 0; r < cnt; r++ {
+			row, d := src[(c0+r)*ld+p0:(c0+r)*ld+p0+kc], dst[r*kp:(r+1)*kp]
+			for q := range kc / 2 {
+				d[q] = bf16Bits(row[2*q]) | bf16Bits(row[2*q+1])<<16
+			}
+			if kc%2 == 1 {
+				d[kp-1] = bf16Bits(row[kc-1])
+			}
+		}
+	}
+	clear(dst[cnt*kp:])
 }
 
 // packBF16 packs cnt ≤ w neighbouring rows or columns of kc steps of a
-// row-major float32 matrix, rounded to bfloat16, as pairs of steps:
+// row-major float32 matrix, rounded to bfloat16, pair after pair of steps:
 // dst[q·w + r] holds entry (2q, r) in its low half and (2q+1, r) in its
 // high half, where entry (p, r) is src[(c0+r)·ld + p0 + p] when alongRows
-// (a strip of A, a panel of Bᵀ: each of the w is a row of src), else
-// src[(p0+p)·ld + c0 + r] (a strip of Aᵀ, a panel of B). Entries past cnt
-// or past kc are zero.
-func packBF16(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+// (a panel of Bᵀ: each of the w is a row of src), else src[(p0+p)·ld + c0
+// + r] (a strip of Aᵀ, a panel of B). Entries past cnt or past kc are
+// zero.
+//
+// With asm, bf16Pack rounds and interleaves pairs of rows; along rows
+// the entries are first transposed into wk's scratch (packTrans), so that
+// each step's w entries are neighbours there. Else packBF16Go.
+func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
+	if !asm {
+		packBF16Go(dst, w, src, ld, alongRows, p0, kc, c0, cnt)
+		return
+	}
+	kp := (kc + 1) / 2
+	dst = dst[:kp*w]
+	n := cnt
+	if alongRows {
+		wk.scratch = grow(wk.scratch, kc*w)
+		packTrans(wk.scratch, w, src, ld, p0, kc, c0, cnt)
+		src, ld, p0, c0, n = wk.scratch, w, 0, 0, w
+	} else {
+		_ = src[(p0+kc-1)*ld+c0+cnt-1] // the last element read
+	}
+	row := func(p int) unsafe.Pointer { return unsafe.Pointer(&src[(p0+p)*ld+c0]) }
+	if kc/2 > 0 {
+		bf16Pack(unsafe.Pointer(&dst[0]), w, row(0), row(1), ld, n, kc/2)
+	}
+	if kc%2 == 1 { // the last pair: a step and a zero
+		bf16Pack(unsafe.Pointer(&dst[(kp-1)*w]), w, row(kc-1), unsafe.Pointer(&zeros32[0]), 0, n, 1)
+	}
+	if n < w {
+		for q := 0; q < kp; q++ {
+			clear(dst[q*w+n : q*w+w])
+		}
+	}
+}
+
+// zeros32 is the zero step that pads an odd k.
+var zeros32 [32]float32
+
+// packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
+func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
 	kp := (kc + 1) / 2
 	dst = dst[:kp*w]
 	for r := 0; r < cnt; r++ {
@@ -194,17 +277,18 @@ func packBF16(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc
 }
 
 // kernelBF16Go is the bfloat16 micro-kernel in plain Go, the assembly's
-// twin: the rows×cols corner of the tile from packed pairs (a strip of mr
-// words per pair, a panel of nr), c[r·ldc + j] = the sum (dpbf16, pair
-// after pair from zero), or add[r·ldAdd + j] + the sum when add is not nil.
-func kernelBF16Go(mr, nr, rows, cols, kp int, a, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
-	_ = a[kp*mr-1]
+// twin: the rows×cols corner of the tile from packed pairs (a strip with
+// word (r, q) at a[r·aRow + q·aStep], a panel of nr words per pair),
+// c[r·ldc + j] = the sum (dpbf16, pair after pair from zero), or
+// add[r·ldAdd + j] + the sum when add is not nil.
+func kernelBF16Go(mr, nr, rows, cols, kp int, a []uint32, aRow, aStep int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+	_ = a[(mr-1)*aRow+(kp-1)*aStep]
 	_ = b[kp*nr-1]
 	for r := 0; r < rows; r++ {
 		for j := 0; j < cols; j++ {
 			var s float32
 			for q := 0; q < kp; q++ {
-				s = dpbf16(s, a[q*mr+r], b[q*nr+j])
+				s = dpbf16(s, a[r*aRow+q*aStep], b[q*nr+j])
 			}
 			if add != nil {
 				s += add[r*ldAdd+j]

@@ -125,7 +125,8 @@ type worker struct {
 	a64, b64 []float64
 	t32      [maxTile]float32
 	t64      [maxTile]float64
-	aBF, bBF []uint32 // packed bfloat16 pairs (runBF16)
+	aBF, bBF []uint32  // packed bfloat16 pairs (runBF16)
+	scratch  []float32 // a strip or panel transposed before it is packed (packBF16)
 	job32    job[float32]
 	job64    job[float64]
 	// crowdsL1's last answer, for rows of crowdRows numbers crowdStride

@@ -29,6 +29,30 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
+// BenchmarkKernelBF16 times the bfloat16 kernel alone on packed pairs in
+// L1 (kp pairs of steps, 2·kp steps of k; A row after row, as a product
+// packs it when A is not transposed), as BenchmarkKernel does the float32
+// ones.
+func BenchmarkKernelBF16(b *testing.B) {
+	if !haveBF16 {
+		b.Skip("no AVX512_BF16 on this CPU")
+	}
+	const mr, nr = 12, 32
+	for _, kp := range []int{8, 32, 128, 256} {
+		a, bb := make([]uint32, mr*kp), make([]uint32, nr*kp)
+		c := make([]float32, mr*nr)
+		b.Run(fmt.Sprintf("k%d", 2*kp), func(b *testing.B) {
+			cpu0 := cpuTime()
+			for range b.N {
+				microKernelBF16(kp, 1, a, kp, 1, bb, c, nr, c, nr)
+			}
+			f := 4 * float64(mr*nr*kp*b.N)
+			b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(f/(cpuTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
+		})
+	}
+}
+
 // BenchmarkThreads times square products with 1 and 2 threads around
 // parallelMinFlops (set to 0 here, so that every size is split): the size
 // from which two goroutines beat one is the threshold.

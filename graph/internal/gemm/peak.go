@@ -17,9 +17,22 @@ type peakLoop struct {
 // runs are not interrupted. No product can beat it; the benchmarks print
 // their speed as a share of it. It returns 0 where no such loop exists
 // (purego, other architectures). It takes about 0.1 s.
-func PeakGFLOPS() float64 {
+func PeakGFLOPS() float64 { return bestOf(peakLoops()) }
+
+// PeakBF16GFLOPS is PeakGFLOPS for bfloat16 products: a register-only
+// VDPBF16PS loop (32 multiply-adds an instruction on 512-bit registers),
+// where the CPU has AVX512_BF16; else 0.
+func PeakBF16GFLOPS() float64 {
+	if !haveBF16 {
+		return 0
+	}
+	return bestOf([]peakLoop{{"AVX512_BF16", peakBF16, 16 * 16 * 2 * 2}})
+}
+
+// bestOf is the best GFLOP/s of many short timed runs of each loop.
+func bestOf(loops []peakLoop) float64 {
 	best := 0.0
-	for _, l := range peakLoops() {
+	for _, l := range loops {
 		n := (1 << 25) / l.flops // ≈ 33 MFLOP a run
 		for range 150 {
 			start := time.Now()

@@ -1,0 +1,259 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// needBF16 skips a test of the bfloat16 assembly on a CPU without
+// AVX512_BF16 (CI's CPUs have it: a skip fails CI there).
+func needBF16(t *testing.T) {
+	t.Helper()
+	if !haveBF16 {
+		t.Skip("this CPU has no AVX512_BF16: the bfloat16 products run the Go twin here")
+	}
+}
+
+// bf16Words draws n packed pairs: mostly numbers of a product's size, and
+// a share of hard cases — random bit patterns over the whole exponent
+// range (overflow, sums that cancel, results in the denormal range, which
+// the instruction flushes), tiny numbers whose products are denormal, and
+// numbers that differ in the last bits so that adds round to ties.
+func bf16Words(rng *rand.Rand, n int) []uint32 {
+	w := make([]uint32, n)
+	half := func() uint32 {
+		switch rng.IntN(6) {
+		case 0: // any finite bfloat16 (no NaN, no denormal: packing never makes them)
+			for {
+				h := rng.Uint32() & 0xffff
+				if e := h >> 7 & 0xff; e != 0xff && e != 0 {
+					return h
+				}
+			}
+		case 1: // around 2⁻⁶³: products near float32's smallest normal, 2⁻¹²⁶
+			return bf16Bits(float32(math.Ldexp(1+rng.Float64(), -63-rng.IntN(3)) * float64(1-2*rng.IntN(2))))
+		case 2: // 1 + a few low bits: sums whose last bit ties
+			return bf16Bits(float32((1 + float64(rng.IntN(4))/128) * float64(1-2*rng.IntN(2))))
+		}
+		return bf16Bits(float32(2*rng.Float64() - 1))
+	}
+	for i := range w {
+		w[i] = half() | half()<<16
+	}
+	return w
+}
+
+// TestBF16KernelBits: the assembly kernel gives the Go twin's bits
+// (dpbf16, the lane of Intel's pseudocode: the high products added first,
+// each add rounded once, denormal sums flushed) on packed pairs with hard
+// cases, for one strip and several, from zero and added to C or a bias,
+// for both layouts of A's strips.
+// This is the measurement of the hardware against the model: any
+// difference in the order of the two adds, a fused pair, or no flush
+// fails here.
+func TestBF16KernelBits(t *testing.T) {
+	needBF16(t)
+	const mr, nr = 12, 32
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, kp := range []int{1, 2, 3, 8, 64, 256} {
+		for _, strips := range []int{1, 3} {
+			for _, addKind := range []string{"none", "c", "bias"} {
+				for trial := range 20 {
+					aRow, aStep := kp, 1
+					if trial%2 == 1 {
+						aRow, aStep = 1, mr
+					}
+					a, b := bf16Words(rng, strips*kp*mr), bf16Words(rng, kp*nr)
+					ldc := nr + 3
+					c0 := to32(randoms(rng, strips*mr*ldc))
+					got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
+					var add []float32
+					ldAdd := 0
+					switch addKind {
+					case "c":
+						add, ldAdd = c0, ldc
+					case "bias":
+						add = to32(randoms(rng, nr))
+					}
+					microKernelBF16(kp, strips, a, aRow, aStep, b, got, ldc, add, ldAdd)
+					for s := range strips {
+						var addS []float32
+						if add != nil {
+							addS = add[s*mr*ldAdd:]
+						}
+						kernelBF16Go(mr, nr, mr, nr, kp, a[s*kp*mr:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
+					}
+					for x := range got {
+						g, w := got[x], want[x]
+						if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+							t.Fatalf("kp %d strips %d add %s trial %d: element (%d, %d) = %g (%#08x), twin %g (%#08x)",
+								kp, strips, addKind, trial, x/ldc, x%ldc, g, math.Float32bits(g), w, math.Float32bits(w))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBF16PackBits: bf16Pack and bf16Rows (VCVTNE2PS2BF16) round as
+// RoundBF16 does, on random bit patterns (NaN, infinities, denormals
+// included) and ties, for every layout, edges (cnt < w), odd and even k,
+// and write nothing past their strip.
+func TestBF16PackBits(t *testing.T) {
+	needBF16(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	var wk worker
+	for _, w := range []int{12, 32} {
+		for _, kc := range []int{1, 2, 7, 64, 513} {
+			for _, cnt := range []int{w, w - 1, 1} {
+				for _, layout := range []string{"pairs", "pairs along rows", "rows"} {
+					ld := w + 5 + kc
+					src := make([]float32, (w+kc+2)*ld)
+					for i := range src {
+						u := rng.Uint32()
+						if rng.IntN(2) == 0 {
+							u = u&^0xffff | 0x8000 // a tie
+						}
+						src[i] = math.Float32frombits(u)
+					}
+					kp := (kc + 1) / 2
+					got, want := make([]uint32, kp*w+1), make([]uint32, kp*w+1)
+					for i := range got {
+						got[i], want[i] = 0xdeadbeef, 0xdeadbeef
+					}
+					if layout == "rows" {
+						packBF16Rows(true, got[:kp*w], w, src, ld, 2, kc, 1, cnt)
+						packBF16Rows(false, want[:kp*w], w, src, ld, 2, kc, 1, cnt)
+					} else {
+						packBF16(&wk, true, got[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+						packBF16Go(want[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("w %d kc %d cnt %d %s: word %d = %#08x, want %#08x", w, kc, cnt, layout, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestBF16Encodings disassembles this test binary's bfloat16 kernels
+// (objdump, GNU binutils) and checks that each instruction written as
+// BYTEs in bf16_amd64.s decodes, at its place in its function, to the
+// instruction its comment names.
+func TestBF16Encodings(t *testing.T) {
+	src, err := os.ReadFile("bf16_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per function, in order: the bytes and the comment of each BYTE line.
+	type insn struct{ hex, text string }
+	want := map[string][]insn{}
+	var order []string
+	fn := ""
+	byteLine := regexp.MustCompile(`^\s*((?:BYTE \$0x[0-9a-f]{2};?\s*)+)// (.*)$`)
+	for _, line := range strings.Split(string(src), "\n") {
+		if m := regexp.MustCompile(`^TEXT ·(\w+)\(SB\)`).FindStringSubmatch(line); m != nil {
+			fn = m[1]
+			order = append(order, fn)
+		}
+		if m := byteLine.FindStringSubmatch(line); m != nil {
+			hex := strings.Join(regexp.MustCompile(`0x([0-9a-f]{2})`).FindAllString(m[1], -1), " ")
+			hex = strings.ReplaceAll(hex, "0x", "")
+			want[fn] = append(want[fn], insn{hex, m[2]})
+		}
+	}
+	if len(want) != 4 {
+		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 4", len(want))
+	}
+	// go test links without a symbol table: each function is found by
+	// the bytes of its first BYTE-encoded instruction in .text and
+	// disassembled from there up to its RET.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bin.Close()
+	text := bin.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, ",", ", ")), " ") }
+	for _, fn := range order {
+		first := make([]byte, 0, 8)
+		for _, h := range strings.Fields(want[fn][0].hex) {
+			var b byte
+			fmt.Sscanf(h, "%x", &b)
+			first = append(first, b)
+		}
+		at := bytes.Index(code, first) // (the first occurrence: a later one is the same instruction again)
+		if at < 0 {
+			t.Fatalf("%s: its first instruction's bytes %s are not in .text", fn, want[fn][0].hex)
+		}
+		start := text.Addr + uint64(at)
+		out, err := exec.Command("objdump", "-d", "-M", "intel",
+			fmt.Sprintf("--start-address=%#x", start), fmt.Sprintf("--stop-address=%#x", start+8192), exe).Output()
+		if err != nil {
+			t.Fatalf("objdump %s: %v (objdump from GNU binutils is needed)", fn, err)
+		}
+		var got []insn
+		line := regexp.MustCompile(`^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t(.*)$`)
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		for sc.Scan() {
+			m := line.FindStringSubmatch(sc.Text())
+			if m == nil {
+				continue
+			}
+			text := strings.TrimSpace(m[2])
+			if text == "ret" {
+				break
+			}
+			if strings.Contains(text, "(bad)") {
+				t.Fatalf("%s: objdump cannot decode %q", fn, m[1])
+			}
+			if strings.HasPrefix(text, "vdpbf16ps") || strings.HasPrefix(text, "vcvtne2ps2bf16") {
+				got = append(got, insn{strings.TrimSpace(m[1]), text})
+			}
+		}
+		if len(got) != len(want[fn]) {
+			t.Fatalf("%s: %d bfloat16 instructions in the binary, %d BYTE-encoded in bf16_amd64.s", fn, len(got), len(want[fn]))
+		}
+		for i, w := range want[fn] {
+			if got[i].hex != w.hex || norm(got[i].text) != norm(w.text) {
+				t.Errorf("%s instruction %d: bytes %s decode to %q, want %s = %q", fn, i, got[i].hex, got[i].text, w.hex, w.text)
+			}
+		}
+	}
+}
+
+// TestBF16KernelName: BF16Kernel names the kernel the products run.
+func TestBF16KernelName(t *testing.T) {
+	want := map[bool]string{true: "avx512bf16", false: "go"}[haveBF16]
+	if got := BF16Kernel(); got != want {
+		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v)", got, want, haveBF16)
+	}
+	restore := Use("Go")
+	defer restore()
+	if got := BF16Kernel(); got != "go" {
+		t.Errorf("under Use(\"Go\"): BF16Kernel() = %q, want \"go\"", got)
+	}
+}
