@@ -58,9 +58,6 @@ func BuildCachedWith(spec config.Model, be Backend, weights Weights) (m *CachedM
 	if err := checkSpec(spec, 1); err != nil {
 		return nil, err
 	}
-	if err := checkBackend(spec, be); err != nil {
-		return nil, err
-	}
 	if !spec.Mask {
 		return nil, errors.New("a key/value cache needs a causal model (mask = true)")
 	}

@@ -111,9 +111,6 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 	if err := checkSpec(spec, o.Batch); err != nil {
 		return nil, err
 	}
-	if err := checkBackend(spec, o.Backend); err != nil {
-		return nil, err
-	}
 	if o.SeqLen < 1 || o.SeqLen > spec.Context {
 		return nil, fmt.Errorf("sequence length %d outside 1..context %d", o.SeqLen, spec.Context)
 	}

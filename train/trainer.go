@@ -71,9 +71,7 @@ type trainer struct {
 // length, the graphs, the optimizer.
 func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath string, opts Options) (*trainer, error) {
 	opts = withDefaults(opts, cfg.Train)
-	if err := checkDtype(cfg.Model, opts); err != nil {
-		return nil, err
-	}
+	noteBF16(cfg.Model, opts)
 	data, err := loadCorpus(ctx, cfg, dataPath, valPath, opts)
 	if err != nil {
 		return nil, err
@@ -107,22 +105,14 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 	return t, nil
 }
 
-// checkDtype refuses bfloat16 on the unfused graph (graph.Build would
-// too, after the corpus is read) and says, once, when this CPU runs
-// bfloat16's products on the plain-Go kernel. That kernel computes the
-// bits an AVX512_BF16 CPU computes, so the run is the same run, resumable
-// on either machine, only slower: a note rather than a refusal.
-func checkDtype(m config.Model, opts Options) error {
-	if m.Dtype != config.DtypeBF16 {
-		return nil
+// noteBF16 says, once, when this CPU runs bfloat16's products on the
+// plain-Go kernel. That kernel computes the bits an AVX512_BF16 CPU
+// computes, so the run is the same run, resumable on either machine, only
+// slower: a note rather than a refusal.
+func noteBF16(m config.Model, opts Options) {
+	if m.Dtype == config.DtypeBF16 && !opts.Backend.Unfused && fused.BF16Kernel() == "go" {
+		fmt.Fprintln(opts.Log, "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, far slower than float32 (the same numbers)")
 	}
-	if opts.Backend.Unfused {
-		return &config.Error{Key: "model.dtype", Msg: `"bfloat16" needs the fused graph: the unfused one (GPTG_UNFUSED=1) computes in float32 or float64 only`}
-	}
-	if fused.BF16Kernel() == "go" {
-		fmt.Fprintln(opts.Log, "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, several times slower than float32 (the same numbers)")
-	}
-	return nil
 }
 
 // withDefaults fills in what opts leaves unset: no log, and the config's
