@@ -175,8 +175,9 @@ const (
 // bfloat16 and sum in float32; everything else (the weights and the model
 // file, AdamW's moments, the norms, softmax and loss) stays float32. A
 // model file records it, so that --init and inspect know how the model
-// was trained; the commands that only read a model (sample, eval, serve)
-// compute float32 products on its float32 weights (cmd/gptg openModel).
+// was trained. eval computes as training did (its losses are training's);
+// sample, serve and attention compute float32 products on the float32
+// weights (cmd/gptg openModel says why).
 const DtypeBF16 = "bfloat16"
 
 // Train holds the optimiser, schedule and bookkeeping settings.
