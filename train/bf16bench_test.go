@@ -60,7 +60,7 @@ func benchmarkBF16Step(b *testing.B, spec config.Model, batch, threads int) {
 			for range perRound {
 				step()
 			}
-			cpu[i] = append(cpu[i], (cputime.Process() - c0).Seconds()/perRound)
+			cpu[i] = append(cpu[i], (cputime.Process()-c0).Seconds()/perRound)
 			wall[i] = append(wall[i], time.Since(w0).Seconds()/perRound)
 		}
 	}
