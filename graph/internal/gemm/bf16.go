@@ -11,8 +11,9 @@ import (
 // operands to bfloat16 (the top 16 bits of a float32: 8 bits of
 // significand) as it packs them and sums their products in float32: the
 // mixed precision of model.dtype "bfloat16". It always packs both
-// operands (the rounding happens there), whatever their shape, and runs
-// no gemvT: a one-row product takes the tiled path.
+// operands (the rounding happens there), whatever their shape, except one
+// row times Bᵀ (one token's x·Wᵀ), which gemvBF16 computes as dot
+// products, B's rows rounded as they are read, as gemvT does for float32.
 //
 // The packed layout is the one VDPBF16PS (AVX512_BF16) consumes: each
 // uint32 holds two bfloat16 of neighbouring steps of k, the even step in
@@ -20,8 +21,9 @@ import (
 // column, a vector). A strip of A has its mr words per pair broadcast one
 // by one, so their order is free: row after row (each row's pairs in
 // order) where A is read along its rows, as a row rounds into its pairs
-// with no transposition (packBF16Rows); pair after pair (mr words each)
-// where A is transposed. An odd k pads its last pair with a zero.
+// with no transposition (packBF16Rows); where A is transposed, pair after
+// pair across the whole height of A's block, each strip a run of mr words
+// in it. An odd k pads its last pair with a zero.
 //
 // Each element of a tile is summed as VDPBF16PS sums one float32 lane
 // (Intel SDM, VDPBF16PS): from zero, per pair of steps q in order,
@@ -106,20 +108,23 @@ func runBF16(j *job[float32], wk *worker) {
 			for jr := 0; jr < nc; jr += nr {
 				packBF16(wk, asm, wk.bBF[jr*kp:(jr+nr)*kp], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
 			}
-			// Strip s of A's block: aBF[s·mr·kp …], word (r, q) at
-			// r·aRow + q·aStep.
-			aRow, aStep := kp, 1
-			if j.transA {
-				aRow, aStep = 1, mr
-			}
 			for ic := j.i0; ic < j.i1; ic += mcMax {
 				mc := min(mcMax, j.i1-ic)
-				for ir := 0; ir < mc; ir += mr {
-					dst := wk.aBF[ir*kp : (ir+mr)*kp]
-					if j.transA {
-						packBF16(wk, asm, dst, mr, j.a, j.lda, false, pc, kc, ic+ir, min(mr, mc-ir))
-					} else {
-						packBF16Rows(asm, dst, mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
+				// Word (r, q) of the strip at row ir of A's block is
+				// aBF[ir/mr·aNext + r·aRow + q·aStep]: strips row after row
+				// where A is read along its rows; a transposed A's block
+				// pair after pair across its whole height, so that each
+				// pair of steps packs as one long run (a strip at a time
+				// would fill 12 of 16 lanes and read each source line
+				// twice, once per strip that shares it).
+				aRow, aStep, aNext := kp, 1, mr*kp
+				if j.transA {
+					h := roundUp(mc, mr)
+					aRow, aStep, aNext = 1, h, mr
+					packBF16(wk, asm, wk.aBF[:kp*h], h, j.a, j.lda, false, pc, kc, ic, mc)
+				} else {
+					for ir := 0; ir < mc; ir += mr {
+						packBF16Rows(asm, wk.aBF[ir*kp:(ir+mr)*kp], mr, j.a, j.lda, pc, kc, ic+ir, min(mr, mc-ir))
 					}
 				}
 				for jr := 0; jr < nc; jr += nr {
@@ -145,18 +150,18 @@ func runBF16(j *job[float32], wk *worker) {
 					if whole > first {
 						c0 := (ic+first*mr)*j.ldc + jc + jr
 						add, ldAdd := addTo(c0)
-						microKernelBF16(kp, whole-first, wk.aBF[first*mr*kp:], aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
+						microKernelBF16(kp, whole-first, wk.aBF[first*aNext:], aRow, aStep, aNext, bs, j.c[c0:], j.ldc, add, ldAdd)
 					}
 					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
-						as := wk.aBF[ir*kp : (ir+mr)*kp]
+						as := wk.aBF[ir/mr*aNext:]
 						c0 := (ic+ir)*j.ldc + jc + jr
 						if !asm {
 							add, ldAdd := addTo(c0)
 							kernelBF16Go(mr, nr, rows, cols, kp, as, aRow, aStep, bs, j.c[c0:], j.ldc, add, ldAdd)
 							continue
 						}
-						microKernelBF16(kp, 1, as, aRow, aStep, bs, tile, nr, nil, 0)
+						microKernelBF16(kp, 1, as, aRow, aStep, aNext, bs, tile, nr, nil, 0)
 						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
@@ -166,11 +171,11 @@ func runBF16(j *job[float32], wk *worker) {
 }
 
 // microKernelBF16 checks the bounds of strips whole 12×32 tiles, one
-// below the other (strip s at a[s·12·kp …], word (r, q) at r·aRow +
+// below the other (strip s at a[s·aNext …], word (r, q) at r·aRow +
 // q·aStep), and runs the assembly kernel on them.
-func microKernelBF16(kp, strips int, a []uint32, aRow, aStep int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
+func microKernelBF16(kp, strips int, a []uint32, aRow, aStep, aNext int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
 	const mr, nr = 12, 32
-	_ = a[(strips-1)*mr*kp+(mr-1)*aRow+(kp-1)*aStep]
+	_ = a[(strips-1)*aNext+(mr-1)*aRow+(kp-1)*aStep]
 	_ = b[kp*nr-1]
 	_ = c[(strips*mr-1)*ldc+nr-1]
 	addPtr := unsafe.Pointer(nil)
@@ -178,7 +183,7 @@ func microKernelBF16(kp, strips int, a []uint32, aRow, aStep int, b []uint32, c 
 		_ = add[(strips*mr-1)*ldAdd+nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, mr*kp, strips)
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips)
 }
 
 // packBF16Rows packs cnt ≤ w rows of kc steps of a row-major float32
@@ -317,6 +322,68 @@ func flushDenormal(x float32) float32 {
 		return math.Float32frombits(u & 0x80000000)
 	}
 	return x
+}
+
+// gemvBF16 is gemvT for a bfloat16 product: c[j] (+)= the sum over the
+// pairs of steps of x (xw: rounded, in pairs) times row j of B (rounded
+// as it is read). The sum is taken as 16 lanes of VDPBF16PS sum a dot
+// product: pair q goes to lane q mod 16 (dpbf16, in order of q), then the
+// lanes are added as a tree (sum16). dot4BF16 computes the lanes of four
+// rows at a time over the whole chunks of 32 steps; the rest of each lane
+// sum, rows not in a group of four, and everything in the Go twin (asm
+// false) are summed here in the same order: the same bits either way.
+func gemvBF16(asm bool, n, k int, xw []uint32, b []float32, ldb int, c []float32, accumulate bool) {
+	kp := (k + 1) / 2
+	xw = xw[:kp]
+	chunks := 0
+	if asm {
+		chunks = k / 32
+	}
+	var lanes [64]float32
+	for j := 0; j < n; j += 4 {
+		rows := min(4, n-j)
+		q0 := 0
+		if rows == 4 && chunks > 0 {
+			_ = b[(j+3)*ldb+chunks*32-1] // the last element dot4BF16 reads
+			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[j*ldb]), ldb, unsafe.Pointer(&lanes[0]))
+			q0 = chunks * 16
+		} else {
+			lanes = [64]float32{}
+		}
+		for r := 0; r < rows; r++ {
+			l := (*[16]float32)(lanes[r*16 : r*16+16])
+			row := b[(j+r)*ldb : (j+r)*ldb+k]
+			for q := q0; q < kp; q++ {
+				w := bf16Bits(row[2*q])
+				if 2*q+1 < k {
+					w |= bf16Bits(row[2*q+1]) << 16
+				}
+				l[q%16] = dpbf16(l[q%16], xw[q], w)
+			}
+			s := sum16(l)
+			if accumulate {
+				c[j+r] += s
+			} else {
+				c[j+r] = s
+			}
+		}
+	}
+}
+
+// sum16 adds 16 lanes as a tree: halves, then quarters, eighths and the
+// last two, for the assembly's lanes and the twin's alike.
+func sum16(l *[16]float32) float32 {
+	var t [8]float32
+	for i := range 8 {
+		t[i] = l[i] + l[i+8]
+	}
+	for i := range 4 {
+		t[i] += t[i+4]
+	}
+	for i := range 2 {
+		t[i] += t[i+2]
+	}
+	return t[0] + t[1]
 }
 
 func growWords(s []uint32, n int) []uint32 {

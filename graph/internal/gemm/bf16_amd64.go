@@ -33,6 +33,12 @@ func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, ld, n, pairs
 //go:noescape
 func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
 
+// dot4BF16 is gemvBF16's assembly: four rows' lane sums (see
+// bf16_amd64.s).
+//
+//go:noescape
+func dot4BF16(chunks int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer)
+
 // peakBF16 runs n iterations of 16 independent register-only VDPBF16PS.
 //
 //go:noescape

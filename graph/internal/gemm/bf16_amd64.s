@@ -464,6 +464,59 @@ DATA ·bf16Interleave+60(SB)/2, $15
 DATA ·bf16Interleave+62(SB)/2, $31
 GLOBL ·bf16Interleave(SB), RODATA|NOPTR, $64
 
+// func dot4BF16(chunks int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer)
+//
+// gemvBF16's four rows at a time: for r < 4 and lane l < 16, out[r·16 + l]
+// = the sum, pair after pair from zero, of the pairs q = l, l+16, … <
+// 16·chunks of x (packed pairs, 16 words a load) and of row r of b
+// (float32, ldb apart, rounded here: VCVTNE2PS2BF16 of its next 32
+// numbers), as VDPBF16PS sums a lane. The lanes are reduced in Go.
+TEXT ·dot4BF16(SB), NOSPLIT, $0-40
+	MOVQ chunks+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ ldb+24(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ out+32(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	TESTQ CX, CX
+	JZ    dot4bf16done
+
+dot4bf16loop:
+	VMOVDQU32 (SI), Z4
+	VMOVUPS (DI), Z5
+	VMOVUPS 64(DI), Z6
+	BYTE $0x62; BYTE $0xf2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xfd // vcvtne2ps2bf16 zmm7, zmm6, zmm5
+	BYTE $0x62; BYTE $0xf2; BYTE $0x46; BYTE $0x48; BYTE $0x52; BYTE $0xc4 // vdpbf16ps zmm0, zmm7, zmm4
+	VMOVUPS (DI)(R8*1), Z8
+	VMOVUPS 64(DI)(R8*1), Z9
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm10, zmm9, zmm8
+	BYTE $0x62; BYTE $0xf2; BYTE $0x2e; BYTE $0x48; BYTE $0x52; BYTE $0xcc // vdpbf16ps zmm1, zmm10, zmm4
+	VMOVUPS (DI)(R8*2), Z11
+	VMOVUPS 64(DI)(R8*2), Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xeb // vcvtne2ps2bf16 zmm13, zmm12, zmm11
+	BYTE $0x62; BYTE $0xf2; BYTE $0x16; BYTE $0x48; BYTE $0x52; BYTE $0xd4 // vdpbf16ps zmm2, zmm13, zmm4
+	VMOVUPS (DI)(R9*1), Z14
+	VMOVUPS 64(DI)(R9*1), Z15
+	BYTE $0x62; BYTE $0xc2; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // vcvtne2ps2bf16 zmm16, zmm15, zmm14
+	BYTE $0x62; BYTE $0xf2; BYTE $0x7e; BYTE $0x40; BYTE $0x52; BYTE $0xdc // vdpbf16ps zmm3, zmm16, zmm4
+	ADDQ $64, SI
+	SUBQ $-128, DI
+	DECQ CX
+	JNZ  dot4bf16loop
+
+dot4bf16done:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VZEROUPPER
+	RET
+
 // func peakBF16(n int)
 //
 // n iterations of 16 independent VDPBF16PS on registers (1024 flops):

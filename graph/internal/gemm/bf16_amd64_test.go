@@ -86,7 +86,7 @@ func TestBF16KernelBits(t *testing.T) {
 					case "bias":
 						add = to32(randoms(rng, nr))
 					}
-					microKernelBF16(kp, strips, a, aRow, aStep, b, got, ldc, add, ldAdd)
+					microKernelBF16(kp, strips, a, aRow, aStep, kp*mr, b, got, ldc, add, ldAdd)
 					for s := range strips {
 						var addS []float32
 						if add != nil {
@@ -177,8 +177,8 @@ func TestBF16Encodings(t *testing.T) {
 			want[fn] = append(want[fn], insn{hex, m[2]})
 		}
 	}
-	if len(want) != 4 {
-		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 4", len(want))
+	if len(want) != 5 {
+		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 5", len(want))
 	}
 	// go test links without a symbol table: each function is found by
 	// the bytes of its first BYTE-encoded instruction in .text and

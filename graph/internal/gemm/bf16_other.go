@@ -20,4 +20,6 @@ func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows 
 	panic("unreachable")
 }
 
+func dot4BF16(chunks int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer) { panic("unreachable") }
+
 func peakBF16(n int) { panic("unreachable") }

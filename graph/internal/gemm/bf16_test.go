@@ -133,14 +133,15 @@ func mulBF16(w *Workspace, mc mulCase) []float32 {
 // TestMulBF16 checks bfloat16 products in every setting (each kernel
 // family forced, its assembly or the Go twin, real and tiny blocks, one
 // thread and three) on every transpose combination, with accumulation,
-// edges in both directions, odd k, k = 0 and one-row products (which take
-// the tiled path, not gemvT): each against checkBF16's references, and
+// edges in both directions, odd k, k = 0 and one-row products (gemvBF16
+// where B is transposed, split over threads at 1×601×700): each against
+// checkBF16's references, and
 // bit for bit against the Go twin (the assembly kernel must give the
 // twin's bits) and against one thread.
 func TestMulBF16(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	shapes := [][3]int{{1, 1, 1}, {12, 32, 16}, {1, 70, 41}, {1, 4, 300}, {5, 17, 3}, {7, 9, 33},
-		{3, 20, 0}, {33, 47, 300}, {30, 40, 1100}, {2, 100, 7}, {128, 64, 256}}
+	shapes := [][3]int{{1, 1, 1}, {12, 32, 16}, {1, 70, 41}, {1, 4, 300}, {1, 601, 700}, {5, 17, 3}, {7, 9, 33},
+		{3, 20, 0}, {33, 47, 300}, {30, 40, 600}, {2, 100, 7}, {128, 64, 256}}
 	for range 6 {
 		shapes = append(shapes, [3]int{1 + rng.IntN(70), 1 + rng.IntN(70), 1 + rng.IntN(70)})
 	}
@@ -218,9 +219,11 @@ func TestBF16IgnoredByFloat64(t *testing.T) {
 }
 
 // TestBF16NoAllocations: bfloat16 products allocate nothing after a
-// warm-up, on one thread and two.
+// warm-up, on one thread and split over two.
 func TestBF16NoAllocations(t *testing.T) {
-	mc := newCase(rand.New(rand.NewPCG(19, 20)), false, true, false, 256, 200, 128)
+	defer func(v, g float64) { parallelMinFlops, parallelMinGemv = v, g }(parallelMinFlops, parallelMinGemv)
+	parallelMinFlops, parallelMinGemv = 0, 0
+	mc := newCase(rand.New(rand.NewPCG(19, 20)), false, true, false, 40, 70, 64) // whole and edge tiles, small enough for the Go twin under qemu
 	a, b, c := to32(mc.a), to32(mc.b), to32(mc.c0)
 	for _, threads := range []int{1, 2} {
 		w := &Workspace{Threads: threads, BF16: true}

@@ -75,6 +75,11 @@
 // kernel has a Go twin of the same tile shape that the tests compare it
 // with (TestMul), and PeakGFLOPS measures the core's peak for the
 // benchmarks (bench_test.go).
+//
+// A Workspace with BF16 set makes its float32 products bfloat16 products
+// (bf16.go): operands rounded to bfloat16 as they are packed, float32
+// sums, on the AVX512_BF16 kernel (VDPBF16PS) where the CPU has it, else
+// on its plain-Go twin, which gives the same bits.
 package gemm
 
 import (
@@ -114,6 +119,7 @@ type Workspace struct {
 	run32, run64 func(part int)
 	gemv         gemvJob // the split one-row product under way
 	runGemv      func(part int)
+	gemvX        []uint32  // gemvBF16's x in bfloat16 pairs
 	sum32        []float32 // SumRows's block sums
 	sum64        []float64
 }
@@ -225,7 +231,7 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	if bf16 {
 		ks, asm = &bf16Kernels, bf16Asm()
 	}
-	if bias != nil && (k <= 0 || m == 1 && !bf16) {
+	if bias != nil && (k <= 0 || m == 1) {
 		// Nothing to fuse the bias with (one row goes to gemvT): copy it.
 		for i := 0; i < m; i++ {
 			copy(c[i*ldc:i*ldc+n], bias)
@@ -240,13 +246,19 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		}
 		return
 	}
-	if m == 1 && !transA && transB && asm && unsafe.Sizeof(F(0)) == 4 && !bf16 {
+	if m == 1 && !transA && transB && (asm || bf16) && unsafe.Sizeof(F(0)) == 4 {
 		x, bt, ct := any(a).([]float32), any(b).([]float32), any(c).([]float32)
+		var xw []uint32 // x rounded, in pairs (gemvBF16)
+		if bf16 {
+			w.gemvX = growWords(w.gemvX, (k+1)/2)
+			xw = w.gemvX
+			packBF16Rows(asm, xw, 1, x, k, 0, k, 0, 1)
+		}
 		if w.Threads > 1 && n >= 8 && 2*float64(n)*float64(k) >= parallelMinGemv {
-			w.gemvSplit(n, k, x, bt, ldb, ct, accumulate)
+			w.gemvSplit(n, k, x, xw, asm, bt, ldb, ct, accumulate)
 			return
 		}
-		gemvT(n, k, x, bt, ldb, ct, accumulate)
+		gemvRows(n, k, x, xw, asm, bt, ldb, ct, accumulate)
 		return
 	}
 	wk0 := w.worker(0)
@@ -506,30 +518,40 @@ func gemvT(n, k int, x, b []float32, ldb int, c []float32, accumulate bool) {
 	}
 }
 
+// gemvRows is gemvT, or gemvBF16 where x comes rounded in pairs (xw).
+func gemvRows(n, k int, x []float32, xw []uint32, asm bool, b []float32, ldb int, c []float32, accumulate bool) {
+	if xw != nil {
+		gemvBF16(asm, n, k, xw, b, ldb, c, accumulate)
+		return
+	}
+	gemvT(n, k, x, b, ldb, c, accumulate)
+}
+
 // gemvJob is gemvT's product split over threads by bands of columns.
 type gemvJob struct {
 	n, k, ldb, parts int
 	x, b, c          []float32
-	accumulate       bool
+	xw               []uint32
+	asm, accumulate  bool
 }
 
-// gemvSplit is gemvT with its columns (B's rows) split over the
+// gemvSplit is gemvT (or gemvBF16) with its columns (B's rows) split over the
 // Workspace's threads: one token's product with a large weight matrix
 // reads every weight once, and two cores read faster than one. The bands
 // start at multiples of 4 columns, where gemvT's groups of four start
 // anyway, so every column is summed as gemvT alone sums it: the same bits
 // for any number of threads.
-func (w *Workspace) gemvSplit(n, k int, x, b []float32, ldb int, c []float32, accumulate bool) {
+func (w *Workspace) gemvSplit(n, k int, x []float32, xw []uint32, asm bool, b []float32, ldb int, c []float32, accumulate bool) {
 	p := w.pool()
 	parts := min(w.Threads, p.Size(), (n+3)/4)
-	w.gemv = gemvJob{n: n, k: k, ldb: ldb, parts: parts, x: x, b: b, c: c, accumulate: accumulate}
+	w.gemv = gemvJob{n: n, k: k, ldb: ldb, parts: parts, x: x, xw: xw, asm: asm, b: b, c: c, accumulate: accumulate}
 	if w.runGemv == nil {
 		w.runGemv = func(t int) {
 			j := &w.gemv
 			units := (j.n + 3) / 4
 			lo, hi := t*units/j.parts*4, min((t+1)*units/j.parts*4, j.n)
 			if lo < hi {
-				gemvT(hi-lo, j.k, j.x, j.b[lo*j.ldb:], j.ldb, j.c[lo:hi], j.accumulate)
+				gemvRows(hi-lo, j.k, j.x, j.xw, j.asm, j.b[lo*j.ldb:], j.ldb, j.c[lo:hi], j.accumulate)
 			}
 		}
 	}

@@ -264,6 +264,46 @@ for i in range(16):
     e('DATA ·bf16Interleave+%d(SB)/2, $%d' % (4*i+2, 16+i))
 e('GLOBL ·bf16Interleave(SB), RODATA|NOPTR, $64')
 e()
+e("""// func dot4BF16(chunks int, x, b unsafe.Pointer, ldb int, out unsafe.Pointer)
+//
+// gemvBF16's four rows at a time: for r < 4 and lane l < 16, out[r·16 + l]
+// = the sum, pair after pair from zero, of the pairs q = l, l+16, … <
+// 16·chunks of x (packed pairs, 16 words a load) and of row r of b
+// (float32, ldb apart, rounded here: VCVTNE2PS2BF16 of its next 32
+// numbers), as VDPBF16PS sums a lane. The lanes are reduced in Go.""")
+e('TEXT ·dot4BF16(SB), NOSPLIT, $0-40')
+e('\tMOVQ chunks+0(FP), CX')
+e('\tMOVQ x+8(FP), SI')
+e('\tMOVQ b+16(FP), DI')
+e('\tMOVQ ldb+24(FP), R8')
+e('\tSHLQ $2, R8')
+e('\tLEAQ (R8)(R8*2), R9')
+e('\tMOVQ out+32(FP), DX')
+for i in range(4): e('\tVPXORD Z%d, Z%d, Z%d' % (i, i, i))
+e('\tTESTQ CX, CX')
+e('\tJZ    dot4bf16done')
+e()
+e('dot4bf16loop:')
+e('\tVMOVDQU32 (SI), Z4')
+for r, idx in enumerate(['', '(R8*1)', '(R8*2)', '(R9*1)']):
+    t = 5 + 3*r
+    e('\tVMOVUPS (DI)%s, Z%d' % (idx, t))
+    e('\tVMOVUPS 64(DI)%s, Z%d' % (idx, t+1))
+    e('\t@ vcvtne2ps2bf16 zmm%d, zmm%d, zmm%d' % (t+2, t+1, t))
+    e('\t@ vdpbf16ps zmm%d, zmm%d, zmm4' % (r, t+2))
+e('\tADDQ $64, SI')
+e('\tSUBQ $-128, DI')
+e('\tDECQ CX')
+e('\tJNZ  dot4bf16loop')
+e()
+e('dot4bf16done:')
+e('\tVMOVUPS Z0, (DX)')
+e('\tVMOVUPS Z1, 64(DX)')
+e('\tVMOVUPS Z2, 128(DX)')
+e('\tVMOVUPS Z3, 192(DX)')
+e('\tVZEROUPPER')
+e('\tRET')
+e()
 e('''// func peakBF16(n int)
 //
 // n iterations of 16 independent VDPBF16PS on registers (1024 flops):

@@ -44,7 +44,7 @@ func BenchmarkKernelBF16(b *testing.B) {
 		b.Run(fmt.Sprintf("k%d", 2*kp), func(b *testing.B) {
 			cpu0 := cpuTime()
 			for range b.N {
-				microKernelBF16(kp, 1, a, kp, 1, bb, c, nr, c, nr)
+				microKernelBF16(kp, 1, a, kp, 1, kp*mr, bb, c, nr, c, nr)
 			}
 			f := 4 * float64(mr*nr*kp*b.N)
 			b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")
