@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/results.sh: the loss tables of README.md and docs/, measured and printed.
 #
-#   bench/results.sh [TABLE...]        TABLE: seeds, chapters (default: both)
+#   bench/results.sh [TABLE...]        TABLE: seeds, chapters, bf16 (default: seeds chapters)
 #
 #   seeds     the seed model (configs/shakespeare.toml, 2 epochs) at SEEDS
 #             (default "42 1 2 3 4 5"; 42 is the config's own seed), gptg
@@ -11,6 +11,13 @@
 #   chapters  the chapter ladder configs/ablation/*.toml through `gptg ablate`
 #             at CHAPTER_SEEDS (default 5) seeds and CHAPTER_EPOCHS (default
 #             0.25) epochs, Δ paired against 3-qkv: ablate's own summary.md.
+#   bf16      model.dtype "bfloat16" beside "float32" at BF16_SEEDS (default
+#             "1 2 3 4 5"), one thread each, for nanoGPT's CPU recipe
+#             (configs/nanogpt/shakespeare-char-cpu.toml, 2,000 steps) and
+#             the seed model (configs/shakespeare.toml): every test loss,
+#             mean ± sd (n−1) of each row, and whether bfloat16's mean is
+#             within one float32 sd of float32's (issue 37's criterion).
+#             BF16_CONFIGS (default: both, "cpu seed") picks them.
 #
 # Every table is printed with the tree (git describe), the CPU, the core
 # count and the load average at its start, so it can be pasted as is.
@@ -31,6 +38,7 @@ python=${PYTHON:-/usr/bin/python3}
 data=${DATA:-corpus/builtin/tinyshakespeare.txt}
 jobs=${JOBS:-2}
 tables=${*:-seeds chapters}
+nice=${NICE:-5}
 
 if [ -n "${OUT:-}" ]; then
 	mkdir -p "$OUT"
@@ -108,10 +116,59 @@ chapters_table() {
 	echo "\`gptg ablate configs/ablation/*.toml --seeds $seeds --set train.epochs=$epochs --baseline 3-qkv\`"
 }
 
+# dtype_seed NAME CONFIG DTYPE S: one training, its test loss into $out/NAME-DTYPE-S.
+dtype_seed() {
+	nice -n "$nice" "$gptg" train "$2" --quiet --threads 1 --force --set data.path="$data" \
+		--set model.dtype="$3" --set train.seed="$4" --set train.out="$out/runs/$1-$3-$4" |
+		sed -n 's/.*test loss \([0-9.]*\) over.*/\1/p' >"$out/$1-$3-$4"
+}
+
+bf16_table() {
+	local seeds=${BF16_SEEDS:-1 2 3 4 5} configs=${BF16_CONFIGS:-cpu seed} name config s d
+	header "model.dtype bfloat16 beside float32 at seeds ${seeds// /, }, one thread each"
+	for name in $configs; do
+		case $name in
+		cpu) config=configs/nanogpt/shakespeare-char-cpu.toml ;;
+		seed) config=configs/shakespeare.toml ;;
+		*) echo "results.sh: unknown BF16_CONFIGS entry $name (cpu, seed)" >&2; exit 2 ;;
+		esac
+		for s in $seeds; do
+			for d in float32 bfloat16; do
+				[ -s "$out/$name-$d-$s" ] || { throttle; dtype_seed "$name" "$config" "$d" "$s" & }
+			done
+		done
+	done
+	wait || true
+	for name in $configs; do
+		[ "$name" = cpu ] && config=configs/nanogpt/shakespeare-char-cpu.toml || config=configs/shakespeare.toml
+		echo "$config:"
+		echo
+		printf '| dtype |'; for s in $seeds; do printf ' seed %s |' "$s"; done; printf ' mean ± sd |\n'
+		printf '|---|'; for s in $seeds; do printf -- '---|'; done; printf -- '---|\n'
+		for d in float32 bfloat16; do
+			printf '| %s |' "$d"
+			for s in $seeds; do
+				[ -s "$out/$name-$d-$s" ] || { echo "results.sh: the $d training of $config at seed $s gave no test loss" >&2; exit 1; }
+				printf ' %s |' "$(cat "$out/$name-$d-$s")"
+			done
+			printf ' **%s** |\n' "$(for s in $seeds; do cat "$out/$name-$d-$s"; done | stats)"
+		done
+		echo
+		for d in float32 bfloat16; do for s in $seeds; do echo "$d $(cat "$out/$name-$d-$s")"; done; done |
+			awk '{n[$1]++; s[$1] += $2; q[$1] += $2 * $2}
+			END {m32 = s["float32"] / n["float32"]; mbf = s["bfloat16"] / n["bfloat16"]
+				sd = sqrt((q["float32"] - n["float32"] * m32 * m32) / (n["float32"] - 1))
+				d = mbf - m32; printf "bfloat16 − float32 = %+.4f; float32 sd %.4f: %s one sd\n", d, sd, (d < 0 ? -d : d) <= sd ? "within" : "NOT within"}'
+		echo
+	done
+	echo "\`gptg train CONFIG --threads 1 --set model.dtype=D --set train.seed=S\`; the test loss of its \`done:\` line."
+}
+
 for t in $tables; do
 	case $t in
 	seeds) seeds_table ;;
 	chapters) chapters_table ;;
-	*) echo "results.sh: unknown table $t (seeds, chapters)" >&2; exit 2 ;;
+	bf16) bf16_table ;;
+	*) echo "results.sh: unknown table $t (seeds, chapters, bf16)" >&2; exit 2 ;;
 	esac
 done

@@ -180,7 +180,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bias as a string", files: map[string]string{"x.toml": "[model]\nbias = \"no\"\n"},
 			want: []string{"model.bias: expected a boolean"}},
 		{name: "dtype", files: map[string]string{"x.toml": "[model]\ndtype = \"float16\"\n"},
-			want: []string{"model.dtype: \"float16\" is not allowed", "float32, float64"}},
+			want: []string{"model.dtype: \"float16\" is not allowed", "float32, float64, bfloat16"}},
 
 		// Ranges: train.
 		{name: "batch 0", files: map[string]string{"x.toml": "[train]\nbatch = 0\n"},

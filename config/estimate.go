@@ -49,7 +49,10 @@ func (m Model) ParamCount() int64 {
 	return n
 }
 
-// elemSize is the bytes of one value of the model's dtype.
+// elemSize is the bytes of one value of the model's dtype. bfloat16 keeps
+// float32 weights, gradients and activations: its operands are rounded
+// where a product packs them, into buffers of the product's blocks (a few
+// hundred KB per thread whatever the model), so it takes float32's memory.
 func (m Model) elemSize() float64 {
 	if m.Dtype == "float64" {
 		return 8

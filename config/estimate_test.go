@@ -169,3 +169,25 @@ func TestTrainMemoryMeasured(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16EstimateIsFloat32s: mixed precision keeps float32 weights,
+// gradients and activations (its bfloat16 operands live only in the
+// products' packing buffers), so a bfloat16 run is estimated as a float32
+// one, and both at half of float64's weights.
+func TestBF16EstimateIsFloat32s(t *testing.T) {
+	c := config.Default()
+	c.Model.Vocab = 65
+	c.Model.Dtype = "float32"
+	f32 := c.TrainMemory()
+	c.Model.Dtype = config.DtypeBF16
+	if bf := c.TrainMemory(); bf != f32 {
+		t.Errorf("bfloat16 %s, float32 %s", bf, f32)
+	}
+	if bf, f32 := c.Model.ForwardMemory(1, 32, 1), func() config.MemoryEstimate {
+		m := c.Model
+		m.Dtype = "float32"
+		return m.ForwardMemory(1, 32, 1)
+	}(); bf != f32 {
+		t.Errorf("forward: bfloat16 %s, float32 %s", bf, f32)
+	}
+}

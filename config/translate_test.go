@@ -126,6 +126,8 @@ func TestTranslateConfigErrors(t *testing.T) {
 			`x.toml: data.tokenizer: "char" cannot read a pairs corpus (pairs are read word by word`},
 		{"norm none", pairs + "[model]\narch = \"encoder-decoder\"\nnorm = \"none\"\n", nil,
 			`x.toml: model.norm: "none" is not allowed with arch = "encoder-decoder" (allowed: post, the paper's; pre)`},
+		{"bfloat16", pairs + encdec + "dtype = \"bfloat16\"\n", nil,
+			`x.toml: model.dtype: "bfloat16" is for the decoder-only model: the encoder-decoder computes in float32 or float64`},
 		{"mask off", pairs + encdec + "mask = false\n", nil,
 			`x.toml: model.mask: cannot be false with model.arch = "encoder-decoder"`},
 		{"mask off on the command line", pairs + encdec, []string{"model.residual=false"},

@@ -108,7 +108,7 @@ type Model struct {
 	Norm       string `toml:"norm" json:"norm"`             // "none" | "pre" | "post"
 	Activation string `toml:"activation" json:"activation"` // "gelu" (tanh approximation) | "gelu_exact" (erf) | "relu"
 	FFMult     int    `toml:"ff_mult" json:"ff_mult"`
-	Dtype      string `toml:"dtype" json:"dtype"` // "float32" | "float64"
+	Dtype      string `toml:"dtype" json:"dtype"` // "float32" | "float64" | "bfloat16" (DtypeBF16)
 
 	// The switches below make nanoGPT's GPT expressible (configs/nanogpt).
 
@@ -169,6 +169,16 @@ const (
 	ArchDecoderOnly    = "decoder-only"
 	ArchEncoderDecoder = "encoder-decoder"
 )
+
+// DtypeBF16 is model.dtype's mixed precision: the products of the linear
+// layers, the attention and the output layer round both operands to
+// bfloat16 and sum in float32; everything else (the weights and the model
+// file, AdamW's moments, the norms, softmax and loss) stays float32. A
+// model file records it, so that --init and inspect know how the model
+// was trained. eval computes as training did (its losses are training's);
+// sample, serve and attention compute float32 products on the float32
+// weights (cmd/gptg openModel says why).
+const DtypeBF16 = "bfloat16"
 
 // Train holds the optimiser, schedule and bookkeeping settings.
 type Train struct {

@@ -128,7 +128,7 @@ func (c *Config) validate(origin func(key string) string) error {
 	v.oneOf("model.norm", m.Norm, "none", "pre", "post")
 	v.oneOf("model.activation", m.Activation, "gelu", "gelu_exact", "relu")
 	v.intIn("model.ff_mult", m.FFMult, 1, maxFFMult)
-	v.oneOf("model.dtype", m.Dtype, "float32", "float64")
+	v.oneOf("model.dtype", m.Dtype, "float32", "float64", DtypeBF16)
 	v.oneOf("model.init", m.Init, "torch", "gpt2")
 	v.float("model.dropout", m.Dropout)
 	if m.Dropout < 0 || m.Dropout >= 1 {
@@ -150,6 +150,9 @@ func (c *Config) validate(origin func(key string) string) error {
 		v.fail("model.label_smoothing", "%s is out of range (allowed: 0 <= label_smoothing < 1, 0 = off; the paper's is 0.1)", formatFloat(m.LabelSmoothing))
 	}
 	if m.EncoderDecoder() {
+		if m.Dtype == DtypeBF16 {
+			v.fail("model.dtype", "%q is for the decoder-only model: the encoder-decoder computes in float32 or float64", m.Dtype)
+		}
 		if m.Norm != "pre" && m.Norm != "post" {
 			v.fail("model.norm", "%q is not allowed with arch = \"encoder-decoder\" (allowed: post, the paper's; pre)", m.Norm)
 		}

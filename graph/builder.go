@@ -203,6 +203,11 @@ func (b *builder) on(op Emitter, seqLen int) *builder {
 	return &c
 }
 
+// bf16Reference makes the unfused graphs of float64 models round their
+// products as bfloat16 ones do: the tests' reference for the bfloat16
+// graphs (BuildBF16Reference), its sums in float64.
+var bf16Reference bool
+
 // newBuilder is the builder of a GPT graph.
 func newBuilder(spec config.Model, o Options) *builder {
 	st := newGraphState(spec.Dtype, o.Seed, o.Weights)
@@ -216,10 +221,13 @@ func newBuilder(spec config.Model, o Options) *builder {
 	}}
 	if o.Unfused {
 		b.op = &primitives{g: st.g, dt: st.dt, batch: o.Batch, seqLen: o.SeqLen,
-			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}}
+			heads: spec.Heads, context: spec.Context, consts: map[string]*G.Node{}, bf16: spec.Dtype == config.DtypeBF16 || bf16Reference}
 	} else {
 		b.fused = fused.New(st.dt, fused.Sizes{Batch: o.Batch, Seq: o.SeqLen, Width: spec.Embedding,
 			Heads: spec.Heads, Vocab: spec.Vocab, Context: spec.Context}, o.Threads, o.Memory)
+		if spec.Dtype == config.DtypeBF16 {
+			b.fused.BF16()
+		}
 		b.op = b.fused
 	}
 	return b

@@ -18,6 +18,9 @@ type primitives struct {
 	batch, seqLen  int
 	heads, context int
 	consts         map[string]*G.Node
+	// bf16: the layers' products round their operands and their
+	// gradients to bfloat16 (model.dtype "bfloat16", bf16.go).
+	bf16 bool
 }
 
 func (e *primitives) Embedding(tokens, tok, pos *G.Node) *G.Node {
@@ -34,7 +37,7 @@ func (e *primitives) Embedding(tokens, tok, pos *G.Node) *G.Node {
 }
 
 func (e *primitives) Linear(x, w, bias *G.Node) *G.Node {
-	y := G.Must(G.Mul(x, G.Must(G.Transpose(w))))
+	y := e.product(G.Mul, x, G.Must(G.Transpose(w)))
 	if bias == nil {
 		return y
 	}
@@ -44,7 +47,7 @@ func (e *primitives) Linear(x, w, bias *G.Node) *G.Node {
 func (e *primitives) Attention(q, k, v *G.Node, scale float64, causal bool, drop *G.Node) (y, w *G.Node) {
 	C := q.Shape()[1]
 	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
-	scores := G.Must(G.BatchedMatMul(q, k, false, true))
+	scores := e.product(batched(false, true), q, k)
 	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
 	if causal {
 		scores = G.Must(G.BroadcastAdd(scores, e.causalMask(), nil, []byte{0}))
@@ -54,7 +57,7 @@ func (e *primitives) Attention(q, k, v *G.Node, scale float64, causal bool, drop
 	if drop != nil {
 		mixed = e.Dropout(w, drop)
 	}
-	return e.mergeHeads(G.Must(G.BatchedMatMul(mixed, v)), C), w
+	return e.mergeHeads(e.product(batched(false, false), mixed, v), C), w
 }
 
 // ScaledEmbedding gathers the token rows and scales them before adding
@@ -77,14 +80,14 @@ func (e *primitives) ScaledEmbedding(tokens, tok, pos *G.Node, scale float64, le
 func (e *primitives) MaskedAttention(q, k, v, keyMask *G.Node, scale float64) (y, w *G.Node) {
 	C := q.Shape()[1]
 	q, k, v = e.splitHeads(q), e.splitHeads(k), e.splitHeads(v) // (B·H, T, C/H)
-	scores := G.Must(G.BatchedMatMul(q, k, false, true))
+	scores := e.product(batched(false, true), q, k)
 	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
 	BH, Tq, Tk := scores.Shape()[0], scores.Shape()[1], scores.Shape()[2]
 	s4 := G.Must(G.Reshape(scores, tensor.Shape{e.batch, BH / e.batch, Tq, Tk}))
 	s4 = G.Must(G.BroadcastAdd(s4, keyMask, nil, []byte{1, 2}))
 	scores = G.Must(G.Reshape(s4, tensor.Shape{BH, Tq, Tk}))
 	w = e.softmax(scores)
-	return e.mergeHeads(G.Must(G.BatchedMatMul(w, v)), C), w
+	return e.mergeHeads(e.product(batched(false, false), w, v), C), w
 }
 
 // embeddingAt gathers one row of each table; ByIndices keeps the axis of
@@ -120,10 +123,10 @@ func (e *primitives) CachedAttention(q, k, v, keys, values, _, mask *G.Node, sca
 	}
 	keys, values = appendRow(keys, k), appendRow(values, v)
 	q, keys, values = e.splitHeads(q), e.splitHeads(keys), e.splitHeads(values) // (B·H, ·, C/H)
-	scores := G.Must(G.BatchedMatMul(q, keys, false, true))                     // (B·H, 1, context+1)
+	scores := e.product(batched(false, true), q, keys)                          // (B·H, 1, context+1)
 	scores = G.Must(G.Mul(scores, e.scalar("attention.scale", scale)))
 	scores = G.Must(G.BroadcastAdd(scores, mask, nil, []byte{0}))
-	return e.mergeHeads(G.Must(G.BatchedMatMul(e.softmax(scores), values)), C)
+	return e.mergeHeads(e.product(batched(false, false), e.softmax(scores), values), C)
 }
 
 func (e *primitives) Activation(x *G.Node, kind string) *G.Node {

@@ -100,7 +100,7 @@ var alternatives = map[string]struct{ gpt, translation []change }{
 	// The encoder–decoder's ff_mult sizes the feed-forward layer when
 	// ff_hidden is left out (0).
 	"model.ff_mult":         {use("3"), append(use("2", "model.ff_hidden=0"), refuse("3")...)},
-	"model.dtype":           {use("float32"), use("float64")},
+	"model.dtype":           {append(use("float32"), use("bfloat16")...), append(use("float64"), refuse("bfloat16")...)},
 	"model.tie_embeddings":  {use("true"), use("true")},
 	"model.bias":            {use("false"), refuse("false")},
 	"model.final_norm":      {use("true"), refuse("true")},

@@ -69,6 +69,7 @@ type trainer struct {
 // length, the graphs, the optimizer.
 func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath string, opts Options) (*trainer, error) {
 	opts = withDefaults(opts, cfg.Train)
+	noteBF16(cfg.Model, opts)
 	data, err := loadCorpus(ctx, cfg, dataPath, valPath, opts)
 	if err != nil {
 		return nil, err
@@ -100,6 +101,16 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 	t.x, t.y = make([]int, n), make([]int, n)
 	t.metrics = &metricsLog{path: filepath.Join(t.dir, MetricsFile)}
 	return t, nil
+}
+
+// noteBF16 says, once, when this CPU runs bfloat16's products on the
+// plain-Go kernel. That kernel computes the bits an AVX512_BF16 CPU
+// computes, so the run is the same run, resumable on either machine, only
+// slower: a note rather than a refusal.
+func noteBF16(m config.Model, opts Options) {
+	if m.Dtype == config.DtypeBF16 && !opts.Backend.Unfused && fused.BF16Kernel() == "go" {
+		fmt.Fprintln(opts.Log, "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, far slower than float32 (the same numbers)")
+	}
 }
 
 // withDefaults fills in what opts leaves unset: no log, and the config's

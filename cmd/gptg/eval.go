@@ -234,7 +234,7 @@ func (s *evalSource) openModel(model string, prefixOnly bool) (*savedmodel.Model
 				g = prefix
 			}
 		}
-		g.corpus, g.corpusPath = held(spec), s.data
+		g.corpus, g.corpusPath, g.bf16 = held(spec), s.data, true
 		return g
 	})
 	return m, err

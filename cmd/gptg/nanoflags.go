@@ -35,7 +35,7 @@ var nanoGPTNames = map[string]string{
 	"eval_iters":                  "--set train.eval_batches=V",
 	"dropout":                     "--set model.dropout=V",
 	"bias":                        "--set model.bias=V",
-	"dtype":                       "--set model.dtype=float32 (or float64)",
+	"dtype":                       "--set model.dtype=bfloat16 (mixed precision, as nanoGPT's bfloat16 autocast; or float32, float64)",
 	"device":                      "--threads N: gptg runs on the CPU",
 	"compile":                     "nothing: the graph is built and compiled once, always",
 	"start":                       "gptg sample --prompt V (--prompt-file FILE for FILE:...)",

@@ -37,6 +37,13 @@ type graphsOf struct {
 	// before the model or the corpus is read.
 	corpus     float64
 	corpusPath string
+	// bf16: the graphs compute a bfloat16-trained model's products in
+	// bfloat16 as training did (eval, whose losses are then the ones
+	// training reported). Without it they compute float32 products on the
+	// model's float32 weights: sampling's are one row at a time, reading
+	// each weight once, where bfloat16 gains nothing, and float32 is the
+	// function of the weights themselves (the one bfloat16 approximates).
+	bf16 bool
 	// attentionLent: the graphs keep no attention weights (sampling reads
 	// the logits alone), one block's at a time is alive.
 	attentionLent bool
@@ -82,9 +89,13 @@ func openModel(path string, graphs func(spec config.Model) graphsOf) (*savedmode
 			return nil, usagef("%s=%q is not a number of GiB", envMaxMemory, s)
 		}
 	}
-	return savedmodel.LoadChecked(path, func(spec config.Model, dataBytes int64) error {
+	m, err := savedmodel.LoadChecked(path, func(spec config.Model, dataBytes int64) error {
 		return checkModelMemory(path, spec, dataBytes, graphs(spec), limit)
 	})
+	if err == nil && m.Spec.Dtype == config.DtypeBF16 && !graphs(m.Spec).bf16 {
+		m.Spec.Dtype = "float32"
+	}
+	return m, err
 }
 
 // checkModelMemory is openModel's check of a model file's header: the

@@ -61,6 +61,17 @@ func New(dt tensor.Dtype, s Sizes, threads int, mem *Memory) *Emitter {
 	return newEmitter(dt, newTeam(threadsFor(threads, s.Batch*s.Seq*s.Width, s.Width)), mem, s)
 }
 
+// BF16 makes the graph's float32 products mixed precision: operands
+// rounded to bfloat16 (round to nearest even), sums in float32 (see
+// gemm.Workspace.BF16). It applies to every emitter sharing f's team
+// (Sized), and is set before the graph first runs.
+func (f *Emitter) BF16() { f.team.bf16() }
+
+// BF16Kernel names the kernel that bfloat16 products run on this CPU:
+// "go" where it lacks AVX512_BF16 (the plain-Go twin: the same bits, two
+// orders of magnitude slower than the float32 products).
+func BF16Kernel() string { return gemm.BF16Kernel() }
+
 // Sized returns an emitter of the same graph for rows of other sizes (an
 // encoder's beside a decoder's): it shares f's team and Memory.
 func (f *Emitter) Sized(s Sizes) *Emitter { return newEmitter(f.dt, f.team, f.mem, s) }

@@ -48,6 +48,18 @@ func newTeam(threads int) *team {
 	return t
 }
 
+// bf16 makes every product of the team round its float32 operands to
+// bfloat16 as it packs them, summing in float32 (model.dtype "bfloat16"):
+// the products are all the layers' matrix products (linear layers, the
+// attention's scores and weighted sums, the output layer, forward and
+// backward), and nothing else runs through the workspaces' products.
+func (t *team) bf16() {
+	t.whole.BF16 = true
+	for _, ws := range t.own {
+		ws.BF16 = true
+	}
+}
+
 // minParallelActivation is the size of an activation (rows × embedding)
 // below which a graph runs on one goroutine whatever Threads says: its
 // kernels take a few microseconds each, about what waking a second
