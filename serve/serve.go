@@ -547,9 +547,7 @@ func (s *Server) runPageOf(f *folder, c *runCache) runPage {
 	c.mu.Lock()
 	p.Config = train.OriginFrom(c.cfgText, filepath.Dir(f.root.abs))
 	if c.cfg != nil {
-		for _, d := range c.cfg.Diff(nil) {
-			p.Differs = append(p.Differs, readable(d))
-		}
+		p.Differs = settingsOf(c.cfg)
 		sm := c.cfg.Sample
 		p.Sample.Prompt, p.Sample.Tokens, p.Sample.Temperature, p.Sample.TopK, p.Sample.TopP = sm.Prompt, sm.Tokens, sm.Temperature, sm.TopK, sm.TopP
 		p.Context, p.Blocks, p.Heads = c.cfg.Model.Context, c.cfg.Model.Blocks, c.cfg.Model.Heads

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,6 +209,18 @@ func TestRunsTable(t *testing.T) {
 	}
 	if d := fmt.Sprint(runByID(t, list, "runs/interrupted").Differs); d != "[train.log_every=5]" {
 		t.Errorf("interrupted differs: %v, want [train.log_every=5]", d)
+	}
+	// A run's own page lists its departures from the defaults, without the
+	// keys every run has its own value of (where it writes, its corpus's
+	// path, size and hash, the vocabulary that corpus gave).
+	page := decode[runPage](t, get(t, s, "/api/run?id=runs/unmasked"))
+	if !slices.Contains(page.Differs, "model.mask=false") {
+		t.Errorf("the unmasked run's page: differs %q, want model.mask=false among them", page.Differs)
+	}
+	for _, d := range page.Differs {
+		if key, _, _ := strings.Cut(d, "="); slices.Contains([]string{"train.out", "data.path", "data.sha256", "data.size", "model.vocab"}, key) {
+			t.Errorf("the unmasked run's page lists the bookkeeping setting %s among %q", d, page.Differs)
+		}
 	}
 
 	// A new run shows up, a deleted one goes away (after the scan interval).
