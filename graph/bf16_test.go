@@ -69,7 +69,8 @@ func runCase(t *testing.T, c *golden.Case, build func(config.Model, graph.Option
 // With biases every operand has gone through a float32 add of an
 // arbitrary number first, a split is about 2^-24/2^-8 = 2^-16 likely, and
 // the golden cases, a few thousand operands each, hold to 1e-4 (measured:
-// below 4e-7).
+// below 4e-7) against the float64 reference; against the float32 one, whose
+// own arithmetic differs by architecture, to one step (see below).
 //
 // The test can fail: bfloat16's rounding (up to 2^-8 of each operand)
 // moves the logits by far more than 1e-4, so float32 products — the
@@ -100,6 +101,18 @@ func TestBF16AgainstReference(t *testing.T) {
 				"unfused float64": runCase(t, c, graph.BuildBF16Reference, spec, graph.Backend{}),
 			}
 			for ref, r := range refs {
+				tol := tol
+				if ref == "unfused float32" {
+					// Its float32 arithmetic around the roundings is
+					// Gorgonia's Go code, which the compiler fuses into
+					// multiply-adds on arm64 but not on amd64: there an
+					// operand of nanoGPT's tied_bias case lands on the
+					// other side of a bfloat16 boundary (measured under
+					// qemu: 8.4e-4 in block 0's gradients, while the
+					// fused graph stays within 1e-4 of the exact-sum
+					// float64 reference). Against it, one bfloat16 step.
+					tol = 1.0 / 128
+				}
 				floor := 1e-3 * golden.Norm(r.grads)
 				for name, want := range r.values {
 					f := 0.0
