@@ -29,8 +29,9 @@ type Comm interface {
 
 // A distributed step splits the step's train.grad_accum batches — its
 // shards — over the ranks, rank r taking the r-th run of accum/ranks of
-// them, and sums their gradients in float64 in shard order, as one
-// process does (Stepper.accumulate): rank 0 adds its shards and sends the
+// them, and sums their gradients in their own dtype in shard order, as
+// one process does (Stepper.accumulate, addGrad; the messages are float64,
+// which holds a float32 sum exactly): rank 0 adds its shards and sends the
 // partial sums to rank 1, which adds its own and passes them on, in chunks
 // so that the ranks' links work side by side (a pipeline along the rank
 // chain); the last rank divides by accum and broadcasts the mean. The
@@ -177,7 +178,7 @@ func (c *chain[F]) exchange(comm Comm, accum int, losses []float64, stop bool) (
 				continue
 			}
 			for i, v := range g {
-				part[i] += float64(v)
+				part[i] = float64(F(part[i]) + v)
 			}
 		}
 		if rank < ranks-1 {
@@ -186,9 +187,9 @@ func (c *chain[F]) exchange(comm Comm, accum int, losses []float64, stop bool) (
 			}
 			continue
 		}
-		m := c.mean[lo:hi]
+		m, n := c.mean[lo:hi], F(accum)
 		for i, v := range part {
-			m[i] = F(v / float64(accum))
+			m[i] = F(v) / n
 		}
 	}
 	last := ranks - 1
