@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile-input probes of the gptg binary (issue #24, rounds five and six).
+"""Hostile-input probes of the gptg binary.
 
     python3 testdata/hostile/probe.py GPTG_BINARY [--only SUBSTRING] [--list] [--keep] [--sandbox CMD]
 
@@ -18,8 +18,8 @@
                  memory probes run then (the others' setups run gptg
                  themselves): run those with this script inside a sandbox.
 
-Round five's probes are in this file; later rounds add testdata/hostile/
-probes_*.py files, each with probes(h) returning a list of h.Probe (h is this
+The core probes are in this file; testdata/hostile/probes_*.py add more by
+surface (cli, modelfiles, runs, serve, memory limits, crosschecks), each with probes(h) returning a list of h.Probe (h is this
 module) and optionally serve_probes(h, fixtures, work) returning
 [(name, why-or-None)]; every such file is loaded.
 
@@ -1507,7 +1507,7 @@ def serve_probes(fixtures, work):
 
 
 def extra_modules():
-    """The later rounds' probes: every testdata/hostile/probes_*.py, each with
+    """The other files' probes: every testdata/hostile/probes_*.py, each with
     probes(h) returning a list of h.Probe (h is this module, for its helpers)."""
     import glob
     import importlib.util

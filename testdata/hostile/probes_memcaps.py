@@ -1,4 +1,4 @@
-"""Issue #24, session 11 (lane memcaps): fixed caps and memory checks under a
+"""Fixed caps and memory checks under a
 process limit, each just below and just above the need.
 
 Every limit is set from what gptg itself counts as taken: `used` runs a

@@ -1,4 +1,4 @@
-"""Issue #24, session 12 (lane memtrain): training's memory estimate under a
+"""Training's memory estimate under a
 cgroup memory limit and ulimit -v.
 
 The estimate is what training adds (weights, a gradient per shard, AdamW's

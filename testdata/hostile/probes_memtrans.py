@@ -1,4 +1,4 @@
-"""Issue #24, session 11 (lane memtrans): translation models and serve under
+"""Translation models and serve under
 process memory limits.
 
 Every command that runs a translation model (translate greedy and beam,

@@ -1,4 +1,4 @@
-"""Round six of issue #24, lane hfiles: every file gptg reads as a model or
+"""Every file gptg reads as a model or
 imports — gptg and translation model.safetensors (header, metadata, word
 lists, dtypes, shapes, offsets), run folders' checkpoints, nanoGPT's ckpt.pt
 (zip, pickle) and meta.pkl, --init MODEL, and every command that opens a

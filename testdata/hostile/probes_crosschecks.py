@@ -1,6 +1,4 @@
-"""Issue #24's independent fresh round (session 10, lane audit).
-
-Variants not in probe.py or the round-six probes_*.py, across surfaces:
+"""Probes across commands (names start "audit"):
 answers checked against an independent computation where one exists (the
 loss training logged, the same command another way: another thread count,
 another code path, another surface), outputs of one command fed to another,

@@ -1,12 +1,12 @@
-"""Issue #24's fresh round of session 12 (lane audit4): memory variants no
-earlier round tried, and answers under a memory limit checked against an
-independent computation.
+"""Memory limits of other kinds (reclaimable page cache, several processes
+in one cgroup, ulimit -d, two limits at once; names start "audit4"), and
+answers under a memory limit checked against an independent computation.
 
-Memory probes ("audit4 mem: ...") use audit3's large fixtures (a 50M GPT
+Memory probes ("audit4 mem: ...") use probes_memlimits.py's large fixtures (a 50M GPT
 model runs/big, a 54M translation model runs/bigtr, a 600 MB nanoGPT
-checkpoint, a 200 MB corpus, 2M pairs; probes_audit3.big, GPTG_PROBE_BIG
+checkpoint, a 200 MB corpus, 2M pairs; probes_memlimits.big, GPTG_PROBE_BIG
 keeps them) and a mid-sized config (a 3.2M model whose training takes
-~330 MB). New here:
+~330 MB). They try:
 
   - a cgroup whose usage is mostly page cache the kernel can reclaim at
     once (files read twice: *active* cache), as in any long-lived
@@ -20,7 +20,7 @@ keeps them) and a mid-sized config (a 3.2M model whose training takes
     rows asked by several clients at once, sweep collect of such a run
     (its table must not call a finished run failed with exit 0);
   - translating stdin lines of growing lengths (cached graphs);
-  - ulimit -d (the data segment; earlier rounds tried ulimit -v and
+  - ulimit -d (the data segment; the other files try ulimit -v and
     cgroups) for every model command, imports, training, plots, pairs;
   - ulimit -v and a cgroup at once (the tighter one must be named);
   - a 3,000-word sentence translated where its real need fits.
@@ -96,7 +96,7 @@ kill $SP; wait $SP
 
 
 def _audit3(h):
-    spec = importlib.util.spec_from_file_location("probes_audit3", os.path.join(h.HERE, "probes_audit3.py"))
+    spec = importlib.util.spec_from_file_location("probes_memlimits", os.path.join(h.HERE, "probes_memlimits.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -1,11 +1,11 @@
-"""Round six of issue #24, the command-line lane (hcli): sweep grids and their
+"""The command line (names start "hcli"): sweep grids and their
 Slurm/Kubernetes files, ablate, data toy/pairs, plot, graph --dot, output
 flags given links, devices, inputs and odd paths, flags at their extremes,
 the environment (HOME, TMPDIR, LANG, cluster variables, a removed working
 folder), closed and broken pipes, and resource limits (ulimit -f, -n).
 
 Loaded by probe.py (probes(h), h being probe.py itself). Every probe here is
-a variant that neither probe.py nor the cmd/gptg tests tried before.
+a variant that neither probe.py nor the cmd/gptg tests try.
 """
 
 import json

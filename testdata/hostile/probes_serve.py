@@ -1,4 +1,4 @@
-"""Round six of issue #24, lane hserve: gptg serve — its flags (probes(h),
+"""gptg serve — its flags (probes(h),
 run as probe.py runs every probe) and hostile requests and runs folders
 (serve_probes(h, fixtures, work): one server over a runs folder planted
 with FIFOs, devices, links out, huge and endless files, a second over

@@ -1,5 +1,5 @@
-"""Issue #24's fresh round of session 11 (lane audit3): every command under a
-process memory limit, and new variants of the other three classes.
+"""Every command under a process memory limit (names start "audit3"), and
+hangs, writes and wrong results on the same large inputs.
 
 Memory probes ("audit3 mem: ...") run gptg on inputs big enough to matter —
 a 50M-parameter GPT model and an 80M-parameter translation model trained

@@ -1,9 +1,9 @@
-"""Round six of issue #24, lane hruns: configs, corpora, translation pairs,
+"""Configs, corpora, translation pairs,
 run folders and their state, resume/force/init, two trainings at once,
 signals and disk full at new moments, run folders vanishing mid-run.
 
 Loaded by probe.py (probes(h), h = the probe.py module). Every probe's name
-starts "r6 runs", so `probe.py BIN --only 'r6 runs'` runs this lane alone.
+starts "r6 runs", so `probe.py BIN --only 'r6 runs'` runs these alone.
 """
 
 import json
