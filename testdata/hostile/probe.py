@@ -19,9 +19,10 @@
                  themselves): run those with this script inside a sandbox.
 
 The core probes are in this file; testdata/hostile/probes_*.py add more by
-surface (cli, modelfiles, runs, serve, memory limits, crosschecks), each with probes(h) returning a list of h.Probe (h is this
-module) and optionally serve_probes(h, fixtures, work) returning
-[(name, why-or-None)]; every such file is loaded.
+surface (cli, modelfiles, runs, serve, memory limits, crosschecks), each
+with probes(h) returning a list of h.Probe (h is this module) and
+optionally serve_probes(h, fixtures, work) returning [(name, why-or-None)];
+every such file is loaded.
 
 Each probe runs the binary in a fresh copy of a fixture folder (a tiny
 language-model run, a word-level run, a translation run, nanoGPT files) and
