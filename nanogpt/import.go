@@ -363,9 +363,8 @@ func convert(c *checkpoint, vocab *corpus.Vocab, maxMemoryGiB float64) (*Model, 
 // float64, then the model's float32 copy and the file's encoding — about
 // 16 bytes a parameter — beside the largest storage read at a time.
 // Measured: a 600 MB checkpoint of a 50M-parameter model peaks at 810 MB
-// RSS; this says 0.8 GiB. Without it such a model under a limit ended in
-// the runtime's out-of-memory trace or the kernel's OOM kill (issue #24,
-// session 11's audit).
+// RSS; this says 0.8 GiB. Without it such a model under a limit ends in
+// the runtime's out-of-memory trace or the kernel's OOM kill.
 func checkMemory(spec config.Model, sd map[string]*tensorRef, limitGiB float64) error {
 	largest := 0.0
 	for _, t := range sd {
