@@ -233,8 +233,9 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 		// training: the forward values and a quarter more for the
 		// backward pass's transients; the batch's input and target ids
 		// (the trainer's and the graph's, 8 bytes each). Evaluation at the
-		// training batch borrows the same buffers; a larger evaluation
-		// batch (EvalBatch) has buffers of its own.
+		// training batch runs at the first shard's size and borrows its
+		// buffers; a larger evaluation batch (EvalBatch) has buffers of
+		// its own.
 		Activations: E*(1.25*(fwd+logits)+0.4*attention) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
 	}
@@ -294,7 +295,9 @@ func (m Model) EvalBatch(batch, batches int) int {
 
 // evalActivations is what a training run's evaluation graph at
 // EvalBatch takes beyond the training step's buffers: nothing when it runs
-// at the training batch (the two graphs share their buffers), else what a
+// at the training batch (its graph then takes the size of the step's
+// first shard, a batch in TrainShards runs, and borrows that shard's
+// buffers), else what a
 // forward-only graph holds at its peak (forwardOnlyValues: it lends the
 // rest). Counting all its forward values made the seed's estimate twice
 // its measured use.
