@@ -99,18 +99,22 @@ func PlanMemory(g *G.ExprGraph, keep []*G.Node) {
 	lent := map[*G.Node]*fusedOp{}
 	for _, n := range g.AllNodes() {
 		op, ok := n.Op().(*fusedOp)
-		if !ok || op.mem == nil || len(op.shape) == 0 || kept[n] {
+		if !ok || op.mem == nil || len(op.shape) == 0 || kept[n] || op.inPlace {
 			continue
 		}
 		uses := 0
 		readers := g.To(n.ID())
 		for readers.Next() {
 			reader := readers.Node().(*G.Node)
-			if _, fused := reader.Op().(*fusedOp); !fused {
+			rop, fused := reader.Op().(*fusedOp)
+			ins := inputsOf(g, reader)
+			if !fused || rop.inPlace && ins[0] == n {
+				// Gorgonia's op, or an op that adds into n's buffer and
+				// returns it: the buffer outlives the run.
 				uses = 0
 				break
 			}
-			for _, in := range inputsOf(g, reader) {
+			for _, in := range ins {
 				if in == n {
 					uses++
 				}

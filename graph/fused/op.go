@@ -71,7 +71,12 @@ type fusedOp struct {
 	// kernel writes ∂q and ∂k into (attention.go); derive hands it on.
 	attn *attentionState
 	// outLoss, for the ops of one OutputLoss, is what they share (outputloss.go).
-	outLoss    *outputLossState
+	outLoss *outputLossState
+	// tied, for a tied embedding's lookup and its gradient's sum, is what
+	// they share (tied.go); the sum's op adds into its first input and
+	// returns it (inPlace).
+	tied       *tiedState
+	inPlace    bool
 	uses       int
 	pending    int
 	readOf     []*fusedOp
@@ -124,6 +129,8 @@ type args[F gemm.Float] struct {
 	attn *attentionState
 	// outLoss is fusedOp.outLoss, or nil.
 	outLoss *outputLossState
+	// tied is fusedOp.tied, or nil.
+	tied *tiedState
 }
 
 // kernel holds a kernel's two instantiations.
@@ -138,7 +145,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, outLoss: op.outLoss, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, outLoss: op.outLoss, tied: op.tied, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -170,9 +177,14 @@ func (op *fusedOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.shape.Clone(), nil
 }
 
-func (op *fusedOp) ReturnsPtr() bool     { return false }
-func (op *fusedOp) CallsExtern() bool    { return false }
-func (op *fusedOp) OverwritesInput() int { return -1 }
+func (op *fusedOp) ReturnsPtr() bool  { return false }
+func (op *fusedOp) CallsExtern() bool { return false }
+func (op *fusedOp) OverwritesInput() int {
+	if op.inPlace {
+		return 0
+	}
+	return -1
+}
 
 func (op *fusedOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%+v%v", op.kind, op.p, op.shape) }
 
@@ -204,7 +216,11 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.ins) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
-	op.ensureOutput()
+	if op.inPlace {
+		op.out = vals[0]
+	} else {
+		op.ensureOutput()
+	}
 	var err error
 	switch op.dt {
 	case tensor.Float32:
@@ -272,7 +288,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.t, a.p, a.stats, a.attn, a.outLoss = op.team.whole, op.team, &op.p, op.stats, op.attn, op.outLoss
+	a.ws, a.t, a.p, a.stats, a.attn, a.outLoss, a.tied = op.team.whole, op.team, &op.p, op.stats, op.attn, op.outLoss, op.tied
 	if d, ok := op.out.(*tensor.Dense); ok && !d.IsScalar() {
 		if out, ok := floatsOf[F](d); ok {
 			a.out = out

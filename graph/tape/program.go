@@ -112,6 +112,9 @@ func compileKeeping(m *graph.Model, withGrads bool, keep []*G.Node) (*Program, e
 		if p.Grads, err = gradients(m.Loss, m.Params); err != nil {
 			return nil, err
 		}
+		if err = m.TieGradients(p.Grads); err != nil {
+			return nil, err
+		}
 	}
 	if m.Targets != nil {
 		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Targets.Shape()...))
