@@ -124,11 +124,18 @@ func compileKeeping(m *graph.Model, withGrads bool, keep []*G.Node) (*Program, e
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
+	if m.Fused != nil && fuseSums {
+		m.Fused.FuseSums(m.G)
+	}
 	fused.PlanMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm, p.inPlace = newMachine(m.G, m.Fused)
 	return p, nil
 }
+
+// fuseSums: compile makes Gorgonia's sums fused ops (fused.FuseSums). A
+// variable so that a test can compare with the graph that keeps them.
+var fuseSums = true
 
 // gradients differentiates loss symbolically with respect to each
 // parameter, in order.
