@@ -68,8 +68,9 @@ func (m Model) elemSize() float64 {
 // logits. That is what the fused graph holds at its peak, the start of the
 // backward pass: its other intermediates are lent and given back (see
 // graph.Memory). Measured: the 10.8M-parameter shape (prenorm, T 256,
-// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS; this estimate says
-// 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
+// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS, 1.05 GB since the
+// graphs' sums are fused ops whose operands are lent (docs/performance.md,
+// "Memory"); this estimate says 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
 // keeps every intermediate and takes several times more. It is a float64:
 // the largest configs validation lets through overflow an int64 here.
 func (m Model) forwardValues(rows, seqLen float64) float64 {
