@@ -157,8 +157,8 @@ func (op *fusedOp) borrow() {
 // doneReading tells the producers of op's lent inputs that op has read them;
 // the last reader gives the buffer back.
 func (op *fusedOp) doneReading() {
-	for _, src := range op.readOf {
-		if src == nil {
+	for i, src := range op.readOf {
+		if src == nil || i == 0 && op.tookLoan {
 			continue
 		}
 		if src.pending--; src.pending == 0 {
@@ -166,4 +166,24 @@ func (op *fusedOp) doneReading() {
 			src.lentBuf = nil
 		}
 	}
+	op.tookLoan = false
+}
+
+// takeLoan makes op's output the buffer of its first input, vals[0], and
+// reports whether it did: when op may write over that input
+// (mayTakeLoan), its own output is lent, and the input is lent too with
+// op its last reader left in this run. The buffer is then op's loan,
+// given back after op's own last reader, and one buffer serves both (the
+// logits and their gradient). Otherwise op borrows as any lent op.
+func (op *fusedOp) takeLoan(vals []G.Value) bool {
+	if !op.mayTakeLoan || op.uses == 0 || len(op.readOf) == 0 {
+		return false
+	}
+	src := op.readOf[0]
+	if src == nil || src.pending != 1 || src.lentBuf == nil || src.shape.TotalSize() != op.shape.TotalSize() {
+		return false
+	}
+	op.out, op.lentBuf, op.pending, op.tookLoan = vals[0], src.lentBuf, op.uses, true
+	src.lentBuf, src.pending = nil, 0
+	return true
 }

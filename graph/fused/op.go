@@ -75,16 +75,23 @@ type fusedOp struct {
 	// tied, for a tied embedding's lookup and its gradient's sum, is what
 	// they share (tied.go); the sum's op adds into its first input and
 	// returns it (inPlace).
-	tied       *tiedState
-	inPlace    bool
-	uses       int
-	pending    int
-	readOf     []*fusedOp
-	lentBuf    any
-	a32        args[float32]
-	a64        args[float64]
-	scalarIn32 []float32 // the values of scalar inputs, as slices for the kernel
-	scalarIn64 []float64
+	tied    *tiedState
+	inPlace bool
+	// mayTakeLoan: the kernel may write its output over its first input
+	// (each entry read before it is written), so when that input is lent
+	// and this op is its last reader in a run, the op takes over its
+	// buffer instead of borrowing another (takeLoan); tookLoan says it did
+	// in the run under way.
+	mayTakeLoan bool
+	tookLoan    bool
+	uses        int
+	pending     int
+	readOf      []*fusedOp
+	lentBuf     any
+	a32         args[float32]
+	a64         args[float64]
+	scalarIn32  []float32 // the values of scalar inputs, as slices for the kernel
+	scalarIn64  []float64
 }
 
 // argKind describes an input: a float tensor of so many dimensions (0 for
@@ -216,9 +223,11 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.ins) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
-	if op.inPlace {
+	switch {
+	case op.inPlace:
 		op.out = vals[0]
-	} else {
+	case op.takeLoan(vals):
+	default:
 		op.ensureOutput()
 	}
 	var err error
