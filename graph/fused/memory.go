@@ -24,6 +24,11 @@ import (
 // of their own: those ops may work in place, and what they write would
 // outlive the loan.
 //
+// An op whose kernel may write over its first input (the cross-entropy's
+// backward: the logits' gradient over the logits) takes that input's loan
+// over when it is the input's last reader left in the run (takeLoan): one
+// buffer for both.
+//
 // Graphs that never run at the same time — the training graph and its
 // evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
