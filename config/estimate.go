@@ -68,8 +68,9 @@ func (m Model) elemSize() float64 {
 // logits. That is what the fused graph holds at its peak, the start of the
 // backward pass: its other intermediates are lent and given back (see
 // graph.Memory). Measured: the 10.8M-parameter shape (prenorm, T 256,
-// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS; this estimate says
-// 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
+// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS, 1.05 GB since the
+// graphs' sums are fused ops whose operands are lent (docs/performance.md,
+// "Memory"); this estimate says 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
 // keeps every intermediate and takes several times more. It is a float64:
 // the largest configs validation lets through overflow an int64 here.
 func (m Model) forwardValues(rows, seqLen float64) float64 {
@@ -233,8 +234,9 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 		// training: the forward values and a quarter more for the
 		// backward pass's transients; the batch's input and target ids
 		// (the trainer's and the graph's, 8 bytes each). Evaluation at the
-		// training batch borrows the same buffers; a larger evaluation
-		// batch (EvalBatch) has buffers of its own.
+		// training batch runs at the first shard's size and borrows its
+		// buffers; a larger evaluation batch (EvalBatch) has buffers of
+		// its own.
 		Activations: E*(1.25*(fwd+logits)+0.4*attention) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
 	}
@@ -294,7 +296,9 @@ func (m Model) EvalBatch(batch, batches int) int {
 
 // evalActivations is what a training run's evaluation graph at
 // EvalBatch takes beyond the training step's buffers: nothing when it runs
-// at the training batch (the two graphs share their buffers), else what a
+// at the training batch (its graph then takes the size of the step's
+// first shard, a batch in TrainShards runs, and borrows that shard's
+// buffers), else what a
 // forward-only graph holds at its peak (forwardOnlyValues: it lends the
 // rest). Counting all its forward values made the seed's estimate twice
 // its measured use.

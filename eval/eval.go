@@ -45,17 +45,31 @@ func TestLossContext(ctx context.Context, p *tape.Program, data *corpus.Dataset)
 // whole chunk run through Batch: the graph is static, and a second,
 // smaller chunk graph would cost a build for at most k−1 batches. Without
 // a Chunk every batch runs through Batch, exactly as TestLoss.
+//
+// With Parts > 1, Batch holds a part of a batch, B/Parts windows, and a
+// batch runs as Parts runs of it, in order; the batch's loss is the mean
+// of the parts' (equal to one run's up to the same roundings). A
+// training run's evaluation takes its step's shard size this way
+// (tape.CompileTraining): its graph then borrows the buffers of the
+// first shard's sizes, where a graph of the whole batch would need
+// buffers of its own (360 MiB for GPT-2 124M at 4 × 256 tokens).
 type Graphs struct {
-	Batch *tape.Program // B windows per run: the test loss's batch
+	Batch *tape.Program // B/Parts windows per run: a part of the test loss's batch
+	Parts int           // runs of Batch per batch of B windows; 0 means 1
 	Chunk *tape.Program // k·B windows per run (config.Model.EvalBatch); nil: none
 }
+
+// batch is the test loss's batch: B windows.
+func (g Graphs) batch() int { return g.Batch.Batch * g.parts() }
+
+func (g Graphs) parts() int { return max(1, g.Parts) }
 
 // TestLoss is the seed's test loss over data's test split (see the
 // package's TestLoss), stopping between runs with ctx's error when ctx is
 // done, and reporting the batches done to progress (nil: no one) after
 // each run. It returns the loss and the number of batches.
 func (g Graphs) TestLoss(ctx context.Context, data *corpus.Dataset, progress Progress) (float64, int, error) {
-	B, T := g.Batch.Batch, data.Context
+	B, T := g.batch(), data.Context
 	n, err := wholeTestBatches(data, B)
 	if err != nil {
 		return 0, 0, err
@@ -89,7 +103,7 @@ func (g Graphs) RandomTestLoss(ctx context.Context, data *corpus.Dataset, n int,
 // runs of Chunk while k batches remain, then of Batch. fill fills x and y
 // with the windows of a run, len(x)/T of them from window first on.
 func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, first int) error, progress Progress) (float64, error) {
-	B, k := g.Batch.Batch, 1
+	B, k := g.batch(), 1
 	if g.Chunk != nil {
 		if k = g.Chunk.Batch / B; g.Chunk.Batch != k*B {
 			return 0, fmt.Errorf("evaluation: a chunk of %d windows is not a whole number of batches of %d", g.Chunk.Batch, B)
@@ -109,10 +123,11 @@ func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, f
 		if err := fill(xs, ys, done*B); err != nil {
 			return 0, err
 		}
-		if err := p.Run(xs, ys); err != nil {
+		loss, err := runParts(p, xs, ys, len(xs)/p.Batch/T)
+		if err != nil {
 			return 0, err
 		}
-		sum += p.Loss() * float64(runBatches) // its mean over k batches stands for k batch means
+		sum += loss * float64(runBatches) // its mean over k batches stands for k batch means
 		done += runBatches
 		if progress != nil {
 			if err := progress(done, batches); err != nil {
@@ -121,6 +136,19 @@ func (g Graphs) run(ctx context.Context, batches, T int, fill func(x, y []int, f
 		}
 	}
 	return sum / float64(batches), nil
+}
+
+// runParts runs p on x and y as parts runs of p's batch, in order, and
+// returns the mean of their losses: a run's own loss when parts is 1.
+func runParts(p *tape.Program, x, y []int, parts int) (float64, error) {
+	n, loss := len(x)/parts, 0.0
+	for i := range parts {
+		if err := p.Run(x[i*n:(i+1)*n], y[i*n:(i+1)*n]); err != nil {
+			return 0, err
+		}
+		loss += p.Loss()
+	}
+	return loss / float64(parts), nil
 }
 
 // wholeTestBatches is the number of whole batches of B windows in data's
@@ -193,7 +221,8 @@ func (g Graphs) Close() {
 }
 
 // compileForward builds spec's forward-only graph for batch windows, with
-// the loss or without it, sets m's weights in it and compiles it.
+// the loss (its loss alone readable after a run) or without it (its
+// logits readable), sets m's weights in it and compiles it.
 func compileForward(m *savedmodel.Model, spec config.Model, batch int, loss bool, mem *fused.Memory, be graph.Backend) (*tape.Program, error) {
 	g, err := graph.Build(spec, graph.Options{Batch: batch, Loss: loss, Memory: mem, Backend: be})
 	if err != nil {
@@ -201,6 +230,9 @@ func compileForward(m *savedmodel.Model, spec config.Model, batch int, loss bool
 	}
 	if err := m.Apply(g.Params); err != nil {
 		return nil, err
+	}
+	if loss {
+		return tape.CompileLoss(g, false) // its loss alone is read
 	}
 	return tape.Compile(g, false)
 }

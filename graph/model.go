@@ -77,6 +77,26 @@ type Model struct {
 	Fused *fused.Emitter
 }
 
+// TieGradients completes grads, the gradients of the loss with respect to
+// m.Params in order as G.Grad gives them: in a fused graph with tied
+// embeddings the token table's lacks the lookup's contribution, which the
+// output layer's ∂W takes in place (fused.TiedEmbedding).
+func (m *Model) TieGradients(grads []*G.Node) error {
+	if m.Fused == nil || !m.Spec.TieEmbeddings {
+		return nil
+	}
+	for i, p := range m.Params {
+		if p.Name == "tok.weight" {
+			g, err := m.Fused.TieGradient(grads[i])
+			if err != nil {
+				return err
+			}
+			grads[i] = g
+		}
+	}
+	return nil
+}
+
 // Options say which graph of a GPT to emit.
 type Options struct {
 	Batch int // sequences per run
@@ -152,6 +172,11 @@ func Build(spec config.Model, o Options) (m *Model, err error) {
 // are N(0, 1) as nn.Embedding's, N(0, 0.02) with init "gpt2".
 func (b *builder) embedding(tokens *G.Node) *G.Node {
 	tok, pos := b.embeddingTables()
+	if b.spec.TieEmbeddings && b.fused != nil {
+		// Its gradient is the output layer's, added to in place
+		// (Model.TieGradients).
+		return b.fused.TiedEmbedding(tokens, tok, pos)
+	}
 	return b.op.Embedding(tokens, tok, pos)
 }
 

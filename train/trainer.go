@@ -228,11 +228,13 @@ func (t *trainer) compileGraphs(be graph.Backend) error {
 	if t.prog, err = tape.CompileTraining(cfg.Model, o); err != nil {
 		return err
 	}
-	// The evaluation graphs: one at the training batch, which the test
-	// loss is defined over, and one at a multiple of it that covers
-	// several batches per run where that is faster (config's EvalBatch,
-	// eval.Graphs).
-	if t.tests.Batch, err = t.evalGraph(tr.Batch, mem, be); err != nil {
+	// The evaluation graphs: one at the training step's shard size, a
+	// part of the batch the test loss is defined over (eval.Graphs.Parts),
+	// whose buffers are the first shard's sizes and so borrowed from it,
+	// and one at a multiple of the batch that covers several batches per
+	// run where that is faster (config's EvalBatch).
+	t.tests.Parts = t.prog.Shards()
+	if t.tests.Batch, err = t.evalGraph(tr.Batch/t.tests.Parts, mem, be); err != nil {
 		return err
 	}
 	if e := cfg.Model.EvalBatch(tr.Batch, t.testBatches()); e > tr.Batch {
@@ -252,7 +254,7 @@ func (t *trainer) evalGraph(batch int, mem *fused.Memory, be graph.Backend) (*ta
 	if err != nil {
 		return nil, err
 	}
-	return tape.Compile(em, false)
+	return tape.CompileLoss(em, false) // its loss alone is read
 }
 
 // newStepper sets up AdamW, the learning-rate schedule over the run's

@@ -35,6 +35,9 @@ type Emitter struct {
 	mem  *Memory  // lends the ops' intermediate buffers (memory.go)
 	dims opParams // the sizes every op of this graph shares
 
+	// tied is the graph's TiedEmbedding's state (tied.go), nil without one.
+	tied *tiedState
+
 	// Split's job, and the team's view of it made once (see Split).
 	splitJob  func(lo, hi int)
 	splitPart func(ws *gemm.Workspace, lo, hi int)

@@ -15,7 +15,9 @@ import (
 // several consumers (a block's input feeds its layer norm and the
 // residual; the normalised rows feed q, k and v). At nanoGPT's CPU shape
 // that is 24 sums of a (B·T, C) matrix per step, which on one goroutine
-// were the largest serial part of a two-thread step.
+// were the largest serial part of a two-thread step. A window program
+// that package tape compiles has those sums as fused ops instead
+// (FuseSums); the cached and translation graphs keep Gorgonia's.
 //
 // The machine sets its engine on every value an op returns, fused outputs
 // included, so tensor.Add finds this one through its first operand. Each

@@ -48,3 +48,6 @@ func OnTeamEngine(t *tensor.Dense) bool {
 	_, ok := t.Engine().(*teamEngine)
 	return ok
 }
+
+// FreeBuffers is the number of buffers of n entries m holds free.
+func FreeBuffers(m *Memory, n int) int { return len(m.f32[n]) + len(m.f64[n]) }

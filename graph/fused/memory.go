@@ -24,6 +24,11 @@ import (
 // of their own: those ops may work in place, and what they write would
 // outlive the loan.
 //
+// An op whose kernel may write over its first input (the cross-entropy's
+// backward: the logits' gradient over the logits) takes that input's loan
+// over when it is the input's last reader left in the run (takeLoan): one
+// buffer for both.
+//
 // Graphs that never run at the same time — the training graph and its
 // evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
@@ -99,18 +104,22 @@ func PlanMemory(g *G.ExprGraph, keep []*G.Node) {
 	lent := map[*G.Node]*fusedOp{}
 	for _, n := range g.AllNodes() {
 		op, ok := n.Op().(*fusedOp)
-		if !ok || op.mem == nil || len(op.shape) == 0 || kept[n] {
+		if !ok || op.mem == nil || len(op.shape) == 0 || kept[n] || op.inPlace {
 			continue
 		}
 		uses := 0
 		readers := g.To(n.ID())
 		for readers.Next() {
 			reader := readers.Node().(*G.Node)
-			if _, fused := reader.Op().(*fusedOp); !fused {
+			rop, fused := reader.Op().(*fusedOp)
+			ins := inputsOf(g, reader)
+			if !fused || rop.inPlace && ins[0] == n {
+				// Gorgonia's op, or an op that adds into n's buffer and
+				// returns it: the buffer outlives the run.
 				uses = 0
 				break
 			}
-			for _, in := range inputsOf(g, reader) {
+			for _, in := range ins {
 				if in == n {
 					uses++
 				}
@@ -153,8 +162,8 @@ func (op *fusedOp) borrow() {
 // doneReading tells the producers of op's lent inputs that op has read them;
 // the last reader gives the buffer back.
 func (op *fusedOp) doneReading() {
-	for _, src := range op.readOf {
-		if src == nil {
+	for i, src := range op.readOf {
+		if src == nil || i == 0 && op.tookLoan {
 			continue
 		}
 		if src.pending--; src.pending == 0 {
@@ -162,4 +171,24 @@ func (op *fusedOp) doneReading() {
 			src.lentBuf = nil
 		}
 	}
+	op.tookLoan = false
+}
+
+// takeLoan makes op's output the buffer of its first input, vals[0], and
+// reports whether it did: when op may write over that input
+// (mayTakeLoan), its own output is lent, and the input is lent too with
+// op its last reader left in this run. The buffer is then op's loan,
+// given back after op's own last reader, and one buffer serves both (the
+// logits and their gradient). Otherwise op borrows as any lent op.
+func (op *fusedOp) takeLoan(vals []G.Value) bool {
+	if !op.mayTakeLoan || op.uses == 0 || len(op.readOf) == 0 {
+		return false
+	}
+	src := op.readOf[0]
+	if src == nil || src.pending != 1 || src.lentBuf == nil || src.shape.TotalSize() != op.shape.TotalSize() {
+		return false
+	}
+	op.out, op.lentBuf, op.pending, op.tookLoan = vals[0], src.lentBuf, op.uses, true
+	src.lentBuf, src.pending = nil, 0
+	return true
 }

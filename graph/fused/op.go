@@ -71,15 +71,27 @@ type fusedOp struct {
 	// kernel writes ∂q and ∂k into (attention.go); derive hands it on.
 	attn *attentionState
 	// outLoss, for the ops of one OutputLoss, is what they share (outputloss.go).
-	outLoss    *outputLossState
-	uses       int
-	pending    int
-	readOf     []*fusedOp
-	lentBuf    any
-	a32        args[float32]
-	a64        args[float64]
-	scalarIn32 []float32 // the values of scalar inputs, as slices for the kernel
-	scalarIn64 []float64
+	outLoss *outputLossState
+	// tied, for a tied embedding's lookup and its gradient's sum, is what
+	// they share (tied.go); the sum's op adds into its first input and
+	// returns it (inPlace).
+	tied    *tiedState
+	inPlace bool
+	// mayTakeLoan: the kernel may write its output over its first input
+	// (each entry read before it is written), so when that input is lent
+	// and this op is its last reader in a run, the op takes over its
+	// buffer instead of borrowing another (takeLoan); tookLoan says it did
+	// in the run under way.
+	mayTakeLoan bool
+	tookLoan    bool
+	uses        int
+	pending     int
+	readOf      []*fusedOp
+	lentBuf     any
+	a32         args[float32]
+	a64         args[float64]
+	scalarIn32  []float32 // the values of scalar inputs, as slices for the kernel
+	scalarIn64  []float64
 }
 
 // argKind describes an input: a float tensor of so many dimensions (0 for
@@ -124,6 +136,8 @@ type args[F gemm.Float] struct {
 	attn *attentionState
 	// outLoss is fusedOp.outLoss, or nil.
 	outLoss *outputLossState
+	// tied is fusedOp.tied, or nil.
+	tied *tiedState
 }
 
 // kernel holds a kernel's two instantiations.
@@ -138,7 +152,7 @@ func kernelOf(f32 func(*args[float32]), f64 func(*args[float64])) kernel {
 
 // derive emits a backward node of the same graph as op.
 func (op *fusedOp) derive(kind string, k kernel, ins []argKind, shape tensor.Shape, inputs ...*G.Node) (*G.Node, error) {
-	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, outLoss: op.outLoss, run: k}
+	d := &fusedOp{kind: kind, p: op.p, ins: ins, shape: shape, dt: op.dt, team: op.team, mem: op.mem, stats: op.stats, attn: op.attn, outLoss: op.outLoss, tied: op.tied, run: k}
 	return G.ApplyOp(d, inputs...)
 }
 
@@ -170,9 +184,14 @@ func (op *fusedOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 	return op.shape.Clone(), nil
 }
 
-func (op *fusedOp) ReturnsPtr() bool     { return false }
-func (op *fusedOp) CallsExtern() bool    { return false }
-func (op *fusedOp) OverwritesInput() int { return -1 }
+func (op *fusedOp) ReturnsPtr() bool  { return false }
+func (op *fusedOp) CallsExtern() bool { return false }
+func (op *fusedOp) OverwritesInput() int {
+	if op.inPlace {
+		return 0
+	}
+	return -1
+}
 
 func (op *fusedOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "%s%+v%v", op.kind, op.p, op.shape) }
 
@@ -204,7 +223,13 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 	if len(vals) != len(op.ins) {
 		return nil, fmt.Errorf("%s: %d inputs, want %d", op.kind, len(vals), len(op.ins))
 	}
-	op.ensureOutput()
+	switch {
+	case op.inPlace:
+		op.out = vals[0]
+	case op.takeLoan(vals):
+	default:
+		op.ensureOutput()
+	}
 	var err error
 	switch op.dt {
 	case tensor.Float32:
@@ -272,7 +297,7 @@ func runKernel[F gemm.Float](op *fusedOp, a *args[F], scalars *[]F, f func(*args
 			return fmt.Errorf("%s: input %d holds %T, want %T", op.kind, i, d, []F(nil))
 		}
 	}
-	a.ws, a.t, a.p, a.stats, a.attn, a.outLoss = op.team.whole, op.team, &op.p, op.stats, op.attn, op.outLoss
+	a.ws, a.t, a.p, a.stats, a.attn, a.outLoss, a.tied = op.team.whole, op.team, &op.p, op.stats, op.attn, op.outLoss, op.tied
 	if d, ok := op.out.(*tensor.Dense); ok && !d.IsScalar() {
 		if out, ok := floatsOf[F](d); ok {
 			a.out = out

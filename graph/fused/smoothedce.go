@@ -27,6 +27,11 @@ func (f *Emitter) SmoothedCrossEntropy(logits, targets *G.Node, eps float64, ign
 	op.grad = func(op *fusedOp, in G.Nodes, _, g *G.Node) (G.Nodes, error) {
 		dx, err := op.derive("SmoothedCrossEntropyGrad", kernelOf(smoothedCEBackward[float32], smoothedCEBackward[float64]),
 			[]argKind{2, intVector, 0}, in[0].Shape().Clone(), in[0], in[1], g)
+		if err == nil {
+			// It reads each logit once, then writes its gradient there:
+			// lent logits are written over (fusedOp.takeLoan).
+			dx.Op().(*fusedOp).mayTakeLoan = true
+		}
 		return G.Nodes{dx, nil}, err
 	}
 	return G.Must(G.ApplyOp(op, logits, targets))

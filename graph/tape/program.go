@@ -66,6 +66,20 @@ func Compile(m *graph.Model, withGrads bool) (*Program, error) {
 	return compile(m, withGrads, withGrads || m.Loss == nil, nil)
 }
 
+// CompileLoss compiles a graph built with the loss whose loss (and, with
+// withGrads, gradients) alone are read after a run: a training step, an
+// evaluation. Its logits and attention weights are lent like any other
+// intermediate (graph.Memory): the logits, (B·T, V), are the largest
+// tensor of a GPT-2 graph (103 MB at two windows of 256 tokens), and a
+// kept buffer is one no other graph of the Memory can reuse. Logits and
+// Attention hold nothing readable after a run.
+func CompileLoss(m *graph.Model, withGrads bool) (*Program, error) {
+	if m.Loss == nil {
+		return nil, fmt.Errorf("compile: CompileLoss needs a graph built with the loss")
+	}
+	return compileKeeping(m, withGrads, nil)
+}
+
 // CompileLogits compiles a forward-only graph whose logits alone are read
 // after a run: its attention weights are lent, as evaluation's are
 // (sampling past the context, where they are an output nobody reads, a
@@ -78,6 +92,17 @@ func CompileLogits(m *graph.Model) (*Program, error) {
 // after a run, and also are nodes read after it besides the logits, loss
 // and gradients (a prefill's keys and values).
 func compile(m *graph.Model, withGrads, keepAttention bool, also []*G.Node) (*Program, error) {
+	keep := []*G.Node{m.Logits}
+	if keepAttention {
+		keep = append(keep, m.Attention...)
+	}
+	return compileKeeping(m, withGrads, append(keep, also...))
+}
+
+// compileKeeping compiles m, its gradients with withGrads; keep are the
+// nodes read after a run besides the loss and the gradients, which keep
+// their buffers too. The rest is lent.
+func compileKeeping(m *graph.Model, withGrads bool, keep []*G.Node) (*Program, error) {
 	p := &Program{Model: m}
 	if withGrads && m.Loss == nil {
 		return nil, fmt.Errorf("compile: gradients need a graph built with the loss")
@@ -87,24 +112,30 @@ func compile(m *graph.Model, withGrads, keepAttention bool, also []*G.Node) (*Pr
 		if p.Grads, err = gradients(m.Loss, m.Params); err != nil {
 			return nil, err
 		}
+		if err = m.TieGradients(p.Grads); err != nil {
+			return nil, err
+		}
 	}
 	if m.Targets != nil {
 		p.targets = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Targets.Shape()...))
 	}
 	// What is read after a run keeps its buffer; the rest is lent.
-	keep := append([]*G.Node{m.Logits}, p.Grads...)
+	keep = append(keep, p.Grads...)
 	if m.Loss != nil {
 		keep = append(keep, m.Loss)
 	}
-	if keepAttention {
-		keep = append(keep, m.Attention...)
+	if m.Fused != nil && fuseSums {
+		m.Fused.FuseSums(m.G)
 	}
-	keep = append(keep, also...)
 	fused.PlanMemory(m.G, keep)
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm, p.inPlace = newMachine(m.G, m.Fused)
 	return p, nil
 }
+
+// fuseSums: compile makes Gorgonia's sums fused ops (fused.FuseSums). A
+// variable so that a test can compare with the graph that keeps them.
+var fuseSums = true
 
 // gradients differentiates loss symbolically with respect to each
 // parameter, in order.
@@ -168,8 +199,8 @@ func (p *Program) Shards() int { return max(1, len(p.shards)) }
 // Run feeds one batch (B·T token ids and, with a loss, B·T target ids) and
 // runs the graph. Outputs stay readable until the next Run. A sharded
 // program runs its shards side by side and leaves the mean loss and the
-// mean gradients where one graph would (Loss, Grads); the other outputs
-// (Logits, Attention) are the first shard's.
+// mean gradients where one graph would (Loss, Grads); its logits and
+// attention weights are lent (CompileLoss), not readable.
 func (p *Program) Run(tokens, targets []int) error {
 	if p.shards != nil {
 		return p.runShards(tokens, targets)

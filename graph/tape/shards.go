@@ -57,7 +57,8 @@ func Shards(spec config.Model, batch int, be graph.Backend) int {
 // parameters, behind one Program whose Run splits each batch over them.
 // o.Memory serves the first shard (the evaluation graphs may share it:
 // they never run during a step); the others get a Memory each, as they
-// run at the same time.
+// run at the same time. Its loss and gradients alone are read after a run
+// (CompileLoss): the logits and attention weights are lent.
 func CompileTraining(spec config.Model, o graph.Options) (*Program, error) {
 	s := Shards(spec, o.Batch, o.Backend)
 	if s == 1 {
@@ -65,7 +66,7 @@ func CompileTraining(spec config.Model, o graph.Options) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Compile(m, true)
+		return CompileLoss(m, true)
 	}
 	threads := o.Threads
 	if threads <= 0 {
@@ -87,7 +88,7 @@ func CompileTraining(spec config.Model, o graph.Options) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		if shards[k], err = Compile(m, true); err != nil {
+		if shards[k], err = CompileLoss(m, true); err != nil {
 			return nil, err
 		}
 	}
