@@ -55,8 +55,8 @@ def tune(prefix):
 
 
 def load_safetensors(path):
-    """A gptg model file's tensors by name (float32 or float64) and its
-    metadata."""
+    """A gptg model file's tensors by name (float32, float64 or, from gptg
+    export --dtype bfloat16, bfloat16) and its metadata."""
     import torch  # after tune()
     with open(path, "rb") as f:
         raw = f.read()
@@ -66,6 +66,6 @@ def load_safetensors(path):
     out = {}
     for name, d in header.items():
         a, b = d["data_offsets"]
-        dt = {"F32": torch.float32, "F64": torch.float64}[d["dtype"]]
+        dt = {"F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16}[d["dtype"]]
         out[name] = torch.frombuffer(bytearray(raw[8 + n + a:8 + n + b]), dtype=dt).reshape(d["shape"])
     return out, meta

@@ -160,7 +160,7 @@ func parseEntry(name string, raw json.RawMessage, limits Limits) (entry, error) 
 	}
 	elemSize, ok := dtypeSize[e.dtype]
 	if !ok {
-		return e, fmt.Errorf("dtype %q is not supported (gptg model files hold F32 or F64)", e.dtype)
+		return e, fmt.Errorf("dtype %q is not supported (gptg model files hold F32, F64 or BF16)", e.dtype)
 	}
 
 	dims, err := parseInts("shape", fields["shape"])

@@ -64,7 +64,7 @@ func TestReadMalformed(t *testing.T) {
 		{"header null", rawFile(`null`, 0), "header is a JSON null, not an object"},
 		{"header a string", rawFile(`"{}"`, 0), "header is a JSON string, not an object"},
 		{"duplicate key", rawFile(`{"a":{`+f32x2+`,"data_offsets":[0,8]},"a":{`+f32x2+`,"data_offsets":[0,8]}}`, 8), `header has the key "a" twice`},
-		{"unknown dtype", rawFile(`{"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}`, 4), `tensor "w": dtype "BF16" is not supported`},
+		{"unknown dtype", rawFile(`{"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}`, 4), `tensor "w": dtype "F16" is not supported`},
 		{"dtype not a string", rawFile(`{"w":{"dtype":4,"shape":[2],"data_offsets":[0,8]}}`, 8), `tensor "w": dtype is a JSON number, not a string`},
 		{"entry not an object", rawFile(`{"w":[1]}`, 0), `tensor "w": entry is a JSON array, not an object`},
 		{"unknown field", rawFile(`{"w":{`+f32x2+`,"data_offsets":[0,8],"x":1}}`, 8), `tensor "w": unknown field "x"`},

@@ -1,7 +1,9 @@
 // Package modelfile reads and writes gptg model files: standard safetensors
 // files (8-byte little-endian header length N, N bytes of JSON header, then
 // the raw little-endian tensor data) holding F32 or F64 tensors, with string
-// metadata such as "format", "model", "tokenizer" and "vocab".
+// metadata such as "format", "model", "tokenizer" and "vocab". A file may
+// also hold BF16 tensors (WriteBF16, gptg export --dtype bfloat16): Read
+// widens them to float32, exactly, so the rest of gptg sees an F32 file.
 //
 // Read treats its input as hostile: a corrupt or malicious file gives a
 // one-line error starting with the path, never a panic or an allocation
@@ -27,7 +29,7 @@ type Tensor struct {
 // Len is the number of values the tensor holds (of whichever type it has).
 func (t Tensor) Len() int { return len(t.F32) + len(t.F64) }
 
-// DType is "F32" or "F64", as named in the file's header.
+// DType is "F32" or "F64", as named in the header of a file Write writes.
 func (t Tensor) DType() string {
 	if t.F32 != nil {
 		return "F32"
@@ -68,7 +70,7 @@ const (
 )
 
 // dtypeSize maps the dtypes gptg uses to their element size in bytes.
-var dtypeSize = map[string]int64{"F32": 4, "F64": 8}
+var dtypeSize = map[string]int64{"F32": 4, "F64": 8, "BF16": 2}
 
 // fail formats an error that starts with the file's path, as every error of
 // this package does, so a user sees at once which file is wrong. A %w verb

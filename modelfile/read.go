@@ -21,7 +21,7 @@ import (
 //   - the header length: at least 2 ("{}"), inside the file, at most 100 MB;
 //   - the header: a JSON object without repeated keys, whose "__metadata__"
 //     maps strings to strings and whose other entries are tensors with
-//     exactly dtype (F32 or F64), shape (non-negative integers whose product
+//     exactly dtype (F32, F64 or BF16, read as float32), shape (non-negative integers whose product
 //     does not overflow and respects limits.MaxElements) and data_offsets
 //     ([begin, end] with end-begin matching dtype and shape);
 //   - the layout: tensors inside the data, not overlapping, and covering it
@@ -44,12 +44,12 @@ func Read(path string, limits Limits) (*File, error) {
 
 // Stream reads a model file with all of Read's checks, but holds one
 // tensor at a time: header sees the metadata and every tensor's name and
-// shape (a Tensor whose F32 or F64, empty and non-nil, says its dtype) in
-// the order of their data, before any of it is read (after
-// limits.BeforeData); then each sees each tensor with its values, in that
-// order, and the tensor is dropped when each returns. A command that only
-// checks or summarizes a model's tensors (inspect) so takes the largest
-// tensor's memory, not the model's.
+// shape (a Tensor whose F32 or F64, empty and non-nil, says its dtype as
+// read: BF16 is read as F32) in the order of their data, before any of it
+// is read (after limits.BeforeData); then each sees each tensor with its
+// values, in that order, and the tensor is dropped when each returns. A
+// command that only checks or summarizes a model's tensors (inspect) so
+// takes the largest tensor's memory, not the model's.
 func Stream(path string, limits Limits, header func(meta map[string]string, tensors []Tensor) error, each func(Tensor) error) error {
 	_, err := read(path, limits, header, each)
 	return err
@@ -135,7 +135,7 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 		ts := make([]Tensor, len(entries))
 		for i, e := range entries {
 			ts[i] = Tensor{Name: e.name, Shape: e.shape}
-			if e.dtype == "F32" {
+			if e.dtype == "F32" || e.dtype == "BF16" {
 				ts[i].F32 = []float32{}
 			} else {
 				ts[i].F64 = []float64{}
@@ -153,10 +153,14 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 	for _, e := range entries {
 		t := Tensor{Name: e.name, Shape: e.shape}
 		n := (e.end - e.begin) / dtypeSize[e.dtype]
-		if e.dtype == "F32" {
+		switch e.dtype {
+		case "F32":
 			t.F32 = make([]float32, n)
 			err = readF32(r, t.F32, buf)
-		} else {
+		case "BF16":
+			t.F32 = make([]float32, n)
+			err = readBF16(r, t.F32, buf)
+		default:
 			t.F64 = make([]float64, n)
 			err = readF64(r, t.F64, buf)
 		}

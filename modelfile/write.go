@@ -19,7 +19,7 @@ import (
 // torn mix, and no temporary file behind. A link at path is written
 // through (atomicfile.Write): path is a name the user gave.
 func Write(path string, tensors []Tensor, meta map[string]string) error {
-	return write(atomicfile.Write, path, tensors, meta)
+	return write(atomicfile.Write, path, tensors, meta, false)
 }
 
 // WriteOwn is Write for a model file a command names itself inside a
@@ -28,15 +28,32 @@ func Write(path string, tensors []Tensor, meta map[string]string) error {
 // FIFO — is replaced by the new file, never followed (atomicfile.WriteOwn),
 // so a link planted there cannot lead the write over the file it names.
 func WriteOwn(path string, tensors []Tensor, meta map[string]string) error {
-	return write(atomicfile.WriteOwn, path, tensors, meta)
+	return write(atomicfile.WriteOwn, path, tensors, meta, false)
 }
 
-func write(to func(string, func(io.Writer) error) error, path string, tensors []Tensor, meta map[string]string) error {
-	header, _, err := encodeHeader(tensors, meta)
+// WriteBF16 is Write with every tensor stored as BF16: each float32
+// rounded to the nearest bfloat16, ties to even (bf16Bits), as PyTorch's
+// .to(torch.bfloat16) rounds. The file is half the size; Read gives the
+// rounded values back as float32. Every tensor must be float32.
+func WriteBF16(path string, tensors []Tensor, meta map[string]string) error {
+	return write(atomicfile.Write, path, tensors, meta, true)
+}
+
+// WriteToBF16 writes the file WriteBF16 would write to w.
+func WriteToBF16(w io.Writer, tensors []Tensor, meta map[string]string) error {
+	header, _, err := encodeHeader(tensors, meta, true)
+	if err != nil {
+		return err
+	}
+	return encode(w, header, tensors, true)
+}
+
+func write(to func(string, func(io.Writer) error) error, path string, tensors []Tensor, meta map[string]string, bf16 bool) error {
+	header, _, err := encodeHeader(tensors, meta, bf16)
 	if err != nil {
 		return fail(path, "%w", err)
 	}
-	err = to(path, func(w io.Writer) error { return encode(w, header, tensors) })
+	err = to(path, func(w io.Writer) error { return encode(w, header, tensors, bf16) })
 	var refused *atomicfile.Error
 	switch {
 	case errors.As(err, &refused): // names path already
@@ -50,15 +67,16 @@ func write(to func(string, func(io.Writer) error) error, path string, tensors []
 // WriteTo writes the safetensors file Write would write to w (standard
 // output, for gptg import --out -).
 func WriteTo(w io.Writer, tensors []Tensor, meta map[string]string) error {
-	header, _, err := encodeHeader(tensors, meta)
+	header, _, err := encodeHeader(tensors, meta, false)
 	if err != nil {
 		return err
 	}
-	return encode(w, header, tensors)
+	return encode(w, header, tensors, false)
 }
 
-// encode writes the header's length, the header and the tensors' data.
-func encode(w io.Writer, header []byte, tensors []Tensor) error {
+// encode writes the header's length, the header and the tensors' data
+// (rounded to bfloat16 when bf16 is set).
+func encode(w io.Writer, header []byte, tensors []Tensor, bf16 bool) error {
 	if err := binary.Write(w, binary.LittleEndian, uint64(len(header))); err != nil {
 		return err
 	}
@@ -66,9 +84,31 @@ func encode(w io.Writer, header []byte, tensors []Tensor) error {
 		return err
 	}
 	for _, t := range tensors {
-		if err := writeData(w, t); err != nil {
+		write := writeData
+		if bf16 {
+			write = writeBF16
+		}
+		if err := write(w, t); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// writeBF16 writes t's float32 values rounded to bfloat16, little-endian,
+// a chunk at a time: a copy the size of the tensor would be a model's
+// memory again for a large one.
+func writeBF16(w io.Writer, t Tensor) error {
+	buf := make([]byte, 2*min(len(t.F32), chunk/2))
+	for v := t.F32; len(v) > 0; {
+		n := min(len(v), len(buf)/2)
+		for i, x := range v[:n] {
+			binary.LittleEndian.PutUint16(buf[2*i:], bf16Bits(x))
+		}
+		if _, err := w.Write(buf[:2*n]); err != nil {
+			return err
+		}
+		v = v[n:]
 	}
 	return nil
 }
@@ -110,8 +150,9 @@ type headerEntry struct {
 
 // encodeHeader checks the tensors and returns the JSON header, padded with
 // spaces to a multiple of 8 bytes so the data that follows is aligned, and
-// the size of that data. Tensors are laid out contiguously in the given order.
-func encodeHeader(tensors []Tensor, meta map[string]string) ([]byte, int64, error) {
+// the size of that data. Tensors are laid out contiguously in the given
+// order; with bf16, as BF16 (float32 tensors only).
+func encodeHeader(tensors []Tensor, meta map[string]string, bf16 bool) ([]byte, int64, error) {
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	if len(meta) > 0 {
@@ -134,7 +175,14 @@ func encodeHeader(tensors []Tensor, meta map[string]string) ([]byte, int64, erro
 		}
 		seen[t.Name] = true
 
-		size := n * dtypeSize[t.DType()]
+		dtype := t.DType()
+		if bf16 {
+			if t.F32 == nil {
+				return nil, 0, fmt.Errorf("tensor %q is float64: only float32 tensors are stored as BF16", t.Name)
+			}
+			dtype = "BF16"
+		}
+		size := n * dtypeSize[dtype]
 		shape := t.Shape
 		if shape == nil {
 			shape = []int{} // a scalar: JSON [] rather than null
@@ -143,7 +191,7 @@ func encodeHeader(tensors []Tensor, meta map[string]string) ([]byte, int64, erro
 		if err != nil {
 			return nil, 0, err
 		}
-		entry, err := json.Marshal(headerEntry{t.DType(), shape, [2]int64{offset, offset + size}})
+		entry, err := json.Marshal(headerEntry{dtype, shape, [2]int64{offset, offset + size}})
 		if err != nil {
 			return nil, 0, err
 		}

@@ -85,6 +85,7 @@ func TestWrongArgumentExitCodes(t *testing.T) {
 		"train init": func(a string) []string { return []string{"train", "toy.toml", "--set", "train.out=new", "--init", a} },
 		"plot":       func(a string) []string { return []string{"plot", a} },
 		"tokens":     func(a string) []string { return []string{"tokens", a, "x"} },
+		"export":     func(a string) []string { return []string{"export", a, "--dtype", "bfloat16", "--out", "x.safetensors"} },
 	}
 	check := func(args []string, msg string) {
 		t.Helper()

@@ -265,6 +265,7 @@ func TestBadInputs(t *testing.T) {
 	rows = append(rows, tokensInputs()...)
 	rows = append(rows, tokenFileInputs(t)...)
 	rows = append(rows, learnedBPEInputs(t)...)
+	rows = append(rows, exportInputs(t)...)
 
 	var table []errorDoc
 	for _, row := range rows {

@@ -67,6 +67,7 @@ func init() {
 		"version":   versionCommand,
 		"plot":      plotCommand,
 		"tokens":    tokensCommand,
+		"export":    exportCommand,
 	}
 }
 
