@@ -60,6 +60,15 @@ func TestBF16IsUsed(t *testing.T) {
 	if noted := strings.Contains(log.String(), "no AVX512_BF16"); noted != slow {
 		t.Errorf("kernel %q, the log's note of a slow kernel: %v\n%s", fused.BF16Kernel(), noted, log.String())
 	}
+	// The CPUs measured are far from the note's bound of 1 (Zen 5 1.94,
+	// an Intel core of the Sapphire Rapids kind 0.50), so a second
+	// measurement here agrees with the run's.
+	if !slow {
+		r := fused.BF16PeakRatio()
+		if noted := strings.Contains(log.String(), "VDPBF16PS measures"); noted != (r <= 1) {
+			t.Errorf("bfloat16's peak %.2f× float32's here; the log's note that it is slower: %v\n%s", r, noted, log.String())
+		}
+	}
 	unfused := t.TempDir()
 	if _, err := Run(context.Background(), bf16Config(t, unfused), Options{Backend: graph.Backend{Unfused: true}}); err != nil {
 		t.Fatal(err)
@@ -94,6 +103,28 @@ func TestBF16ThreadsGiveSameWeights(t *testing.T) {
 			} else if !reflect.DeepEqual(got, want) {
 				t.Errorf("batch %d: 2 threads trained other weights than 1", batch)
 			}
+		}
+	}
+}
+
+// TestBF16Note: the start of a bfloat16 run says when its products are
+// slower than float32's here — on the plain-Go kernel, or where the CPU's
+// bfloat16 peak is at most float32's — and is silent where they are faster.
+func TestBF16Note(t *testing.T) {
+	measured := func(r float64) func() float64 { return func() float64 { return r } }
+	for _, c := range []struct {
+		kernel string
+		ratio  float64
+		want   string // "" for no note
+	}{
+		{"go", 0, "no AVX512_BF16, so the products run on the plain-Go kernel"},
+		{"avx512bf16", 0.50, "this CPU's VDPBF16PS measures 0.50× float32's multiply-add rate, so the products run slower"},
+		{"avx512bf16", 1.00, "measures 1.00×"},
+		{"avx512bf16", 1.94, ""},
+	} {
+		got := bf16Note(c.kernel, measured(c.ratio))
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("kernel %s, peak ratio %.2f: note %q, want %q", c.kernel, c.ratio, got, c.want)
 		}
 	}
 }

@@ -103,14 +103,31 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 	return t, nil
 }
 
-// noteBF16 says, once, when this CPU runs bfloat16's products on the
-// plain-Go kernel. That kernel computes the bits an AVX512_BF16 CPU
-// computes, so the run is the same run, resumable on either machine, only
-// slower: a note rather than a refusal.
+// noteBF16 says, once, when bfloat16's products are slower here than
+// float32's: on the plain-Go kernel, or where the CPU's VDPBF16PS runs
+// at or under float32's multiply-add rate (measured at the start, about
+// 0.2 s). Either kernel computes the bits an AVX512_BF16 CPU computes, so
+// the run is the same run, resumable on any machine, only slower: a note
+// rather than a refusal.
 func noteBF16(m config.Model, opts Options) {
-	if m.Dtype == config.DtypeBF16 && !opts.Backend.Unfused && fused.BF16Kernel() == "go" {
-		fmt.Fprintln(opts.Log, "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, far slower than float32 (the same numbers)")
+	if m.Dtype != config.DtypeBF16 || opts.Backend.Unfused {
+		return
 	}
+	if note := bf16Note(fused.BF16Kernel(), fused.BF16PeakRatio); note != "" {
+		fmt.Fprintln(opts.Log, note)
+	}
+}
+
+// bf16Note is noteBF16's line for a kernel and a measure of its peak
+// over float32's ("" when bfloat16 is the faster here).
+func bf16Note(kernel string, peakRatio func() float64) string {
+	if kernel == "go" {
+		return "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, far slower than float32 (the same numbers)"
+	}
+	if r := peakRatio(); r > 0 && r <= 1 {
+		return fmt.Sprintf("model.dtype bfloat16: this CPU's VDPBF16PS measures %.2f× float32's multiply-add rate, so the products run slower than float32 (the same numbers; float32 is faster here: docs/configs.md)", r)
+	}
+	return ""
 }
 
 // withDefaults fills in what opts leaves unset: no log, and the config's

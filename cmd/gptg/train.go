@@ -67,7 +67,9 @@ at the FMA's rate, the more the larger the products: on a Zen 5 a whole
 step of nanoGPT's 10.8M shape 1.6-1.8x faster, its 0.8M CPU shape 1.4x,
 small models less. It does not help on Intel Xeons of the Sapphire
 Rapids kind, whose VDPBF16PS runs at half float32's rate: a step there is
-1.3-1.4x slower (docs/performance.md). Nor on CPUs without AVX512_BF16,
+1.3-1.4x slower (docs/performance.md); training measures the two peaks
+at its start (0.2 s) and says so in one line where bfloat16's is not the
+higher. Nor on CPUs without AVX512_BF16,
 where it runs the plain-Go kernel (the same numbers, far slower; training
 says so in one line).
 
