@@ -151,28 +151,7 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	var res *train.Result
-	switch {
-	case *resume != "" && len(pos) > 0:
-		return usagef("--resume takes the run folder alone: the run keeps its own config")
-	case *resume != "" && *initFrom != "":
-		return usagef("--init starts a new run; --resume continues one from its own checkpoint")
-	case *replacing != "" && !*force:
-		return usagef("--replacing says which run --force may start over: give it with --force")
-	case *resume != "" && *force:
-		// Refused rather than one of them ignored: a user who meant to
-		// start over would get a continued run, or the other way round.
-		return usagef("--resume continues the run from its checkpoint and --force would start it over: give one of them (to start over: gptg train %s --force)", quote.Name(filepath.Join(*resume, "config.toml")))
-	case *resume != "":
-		if err := checkResumeDir(*resume); err != nil {
-			return err
-		}
-		res, err = train.Resume(ctx, *resume, sets, opts)
-	case len(pos) != 1:
-		return usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
-	default:
-		res, err = trainConfig(ctx, pos[0], sets, *initFrom, opts)
-	}
+	res, err := startOrResume(ctx, pos, *resume, *initFrom, *replacing, *force, sets, opts)
 	if errors.Is(err, train.ErrInterrupted) {
 		return interruptedError{err}
 	}
@@ -185,6 +164,32 @@ func runTrain(args []string, stdout, stderr io.Writer) (retErr error) {
 	fmt.Fprintf(stdout, "done: %d steps in %.1fs (%.0f tokens/s), final train loss %.4f, test loss %.4f over %d batches\nmodel: %s/%s\n",
 		res.Steps, res.TrainSecs, res.TokensPerSec, res.TrainLoss, res.TestLoss, res.TestBatch, res.Dir, train.ModelFile)
 	return nil
+}
+
+// startOrResume checks that the flags name one run and one way to start it
+// (continue from a checkpoint, or a new run from a config) and trains it.
+func startOrResume(ctx context.Context, pos []string, resume, initFrom, replacing string, force bool, sets []string, opts train.Options) (*train.Result, error) {
+	switch {
+	case resume != "" && len(pos) > 0:
+		return nil, usagef("--resume takes the run folder alone: the run keeps its own config")
+	case resume != "" && initFrom != "":
+		return nil, usagef("--init starts a new run; --resume continues one from its own checkpoint")
+	case replacing != "" && !force:
+		return nil, usagef("--replacing says which run --force may start over: give it with --force")
+	case resume != "" && force:
+		// Refused rather than one of them ignored: a user who meant to
+		// start over would get a continued run, or the other way round.
+		return nil, usagef("--resume continues the run from its checkpoint and --force would start it over: give one of them (to start over: gptg train %s --force)", quote.Name(filepath.Join(resume, "config.toml")))
+	case resume != "":
+		if err := checkResumeDir(resume); err != nil {
+			return nil, err
+		}
+		return train.Resume(ctx, resume, sets, opts)
+	case len(pos) != 1:
+		return nil, usagef("train needs exactly one CONFIG file, got %d arguments", len(pos))
+	default:
+		return trainConfig(ctx, pos[0], sets, initFrom, opts)
+	}
 }
 
 // trainConfig starts a new run of the config at path (with sets), checked
