@@ -202,16 +202,10 @@ func startTrainer(ctx context.Context, cfg *config.Config, opts Options) (*train
 //
 // It reads top to bottom as a resume goes, each refusal in the order a
 // user meets it (the sets, the folder and its lock, its files, its config,
-// the corpus, the checkpoint, a run already finished), which is why it
-// stays one function of some 90 lines.
+// the corpus, the checkpoint, a run already finished).
 func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Result, error) {
-	for _, s := range sets {
-		key, _, _ := strings.Cut(s, "=")
-		if key = strings.TrimSpace(key); !slices.Contains(LengthKeys, key) && !slices.Contains(machineKeys, key) {
-			return nil, &config.Error{File: "--set", Key: key, Msg: fmt.Sprintf(
-				"--resume changes only the run's length (%s) and the machine's %s; to change anything else, start a new run from its config: gptg train %s --set %s --set train.out=NEW_FOLDER",
-				strings.Join(LengthKeys, ", "), strings.Join(machineKeys, ", "), filepath.Join(dir, ConfigFile), s)}
-		}
+	if err := checkResumeSets(dir, sets); err != nil {
+		return nil, err
 	}
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return nil, fmt.Errorf("resuming %s: no such run folder", dir)
@@ -247,19 +241,10 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 	if cfg.Model.EncoderDecoder() {
 		return resumeTranslation(ctx, dir, cfg, text, sets, opts)
 	}
-	// The corpus, from wherever gptg runs, and only if it is the one the
-	// run was trained on.
-	origin := readOrigin(text)
-	data, err := findCorpus(dir, cfg.Data, origin)
-	if err != nil {
-		return nil, err // it names the run
-	}
-	origin.setFile(data, dir)
-	val, err := findValidation(dir, cfg.Data, origin)
+	origin, data, val, err := resumeCorpus(dir, cfg.Data, text)
 	if err != nil {
 		return nil, err
 	}
-	origin.setValFile(val, dir)
 	opts.weightsGiven = true // the checkpoint's
 	t, err := newTrainer(ctx, cfg, data, val, opts)
 	var vm *corpus.VocabMismatchError
@@ -281,15 +266,7 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		return nil, err
 	}
 	if t.step >= t.total && t.pending == nil {
-		if !ModelBehind(dir) || t.follower() {
-			return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
-				dir, t.total, dir, 2*t.total)
-		}
-		if err := savedmodel.Save(filepath.Join(dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
-			return nil, fmt.Errorf("saving the model: %w", err)
-		}
-		fmt.Fprintf(t.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, t.total, ModelFile)
-		return t.result(), nil
+		return t.finished(dir)
 	}
 	if len(sets) > 0 && !t.follower() { // the new length goes on record for the next resume
 		if err := t.writeConfig(); err != nil {
@@ -303,6 +280,53 @@ func Resume(ctx context.Context, dir string, sets []string, opts Options) (*Resu
 		fmt.Fprintf(t.opts.Log, "resuming %s at step %d of %d\n", dir, t.step, t.total)
 	}
 	return t.loop(ctx)
+}
+
+// checkResumeSets refuses a --set that resuming cannot honour: a run keeps
+// its config, bar its length and the machine it runs on.
+func checkResumeSets(dir string, sets []string) error {
+	for _, s := range sets {
+		key, _, _ := strings.Cut(s, "=")
+		if key = strings.TrimSpace(key); !slices.Contains(LengthKeys, key) && !slices.Contains(machineKeys, key) {
+			return &config.Error{File: "--set", Key: key, Msg: fmt.Sprintf(
+				"--resume changes only the run's length (%s) and the machine's %s; to change anything else, start a new run from its config: gptg train %s --set %s --set train.out=NEW_FOLDER",
+				strings.Join(LengthKeys, ", "), strings.Join(machineKeys, ", "), filepath.Join(dir, ConfigFile), s)}
+		}
+	}
+	return nil
+}
+
+// resumeCorpus finds the run's corpus and validation files from wherever
+// gptg runs, and only if they are the ones the run was trained on (text is
+// the run's config, which records where they came from).
+func resumeCorpus(dir string, d config.Data, text []byte) (origin corpusOrigin, data, val string, err error) {
+	origin = readOrigin(text)
+	data, err = findCorpus(dir, d, origin)
+	if err != nil {
+		return origin, "", "", err // it names the run
+	}
+	origin.setFile(data, dir)
+	val, err = findValidation(dir, d, origin)
+	if err != nil {
+		return origin, "", "", err
+	}
+	origin.setValFile(val, dir)
+	return origin, data, val, nil
+}
+
+// finished answers a resume of a run that has done all its steps: refused,
+// unless the run was killed while writing its model file, which is then
+// written from the checkpoint.
+func (t *trainer) finished(dir string) (*Result, error) {
+	if !ModelBehind(dir) || t.follower() {
+		return nil, fmt.Errorf("run %s already finished its %d steps: train it longer with `gptg train --resume %s --set train.max_steps=%d` (or train.epochs)",
+			dir, t.total, dir, 2*t.total)
+	}
+	if err := savedmodel.Save(filepath.Join(dir, ModelFile), t.cfg.Model, t.data.Vocab, t.prog.Params); err != nil {
+		return nil, fmt.Errorf("saving the model: %w", err)
+	}
+	fmt.Fprintf(t.opts.Log, "run %s had finished its %d steps, but its %s was missing or older than its checkpoint (killed while writing it): written from the checkpoint\n", dir, t.total, ModelFile)
+	return t.result(), nil
 }
 
 // lengthSets makes "--set train.epochs=E" on its own mean what it says:
