@@ -59,67 +59,102 @@ func readConfig(path string, data []byte) (hfConfig, error) {
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return fail("not a JSON object")
 	}
+	if err := checkModelType(fields); err != nil {
+		return fail("%v", err)
+	}
+	r := reader{fields: fields, used: map[string]bool{}}
+	if err := r.shape(&c); err != nil {
+		return fail("%v", err)
+	}
+	if err := r.maths(&c); err != nil {
+		return fail("%v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !r.used[k] && !harmless[k] {
+			return fail("%s is a setting gptg does not know, so cannot say it leaves the model's maths alone: remove it if it does", quote.Value(k))
+		}
+	}
+	if c.heads > c.embedding || c.embedding%c.heads != 0 {
+		return fail("n_head %d does not divide n_embd %d", c.heads, c.embedding)
+	}
+	return c, nil
+}
+
+// checkModelType refuses a config.json that is not a GPT-2 language
+// model's, before any of its sizes are read.
+func checkModelType(fields map[string]json.RawMessage) error {
 	var mt string
 	if err := json.Unmarshal(fields["model_type"], &mt); err != nil || mt != "gpt2" {
 		if fields["model_type"] == nil {
-			return fail("no model_type: not a Hugging Face model's config.json (gptg imports GPT-2, model_type \"gpt2\")")
+			return fmt.Errorf("no model_type: not a Hugging Face model's config.json (gptg imports GPT-2, model_type \"gpt2\")")
 		}
-		return fail("model_type is %s, not \"gpt2\": gptg imports GPT-2 models only", abbreviate(fields["model_type"]))
+		return fmt.Errorf("model_type is %s, not \"gpt2\": gptg imports GPT-2 models only", abbreviate(fields["model_type"]))
 	}
 	if raw, ok := fields["architectures"]; ok && !isNull(raw) {
 		var archs []string
 		if err := json.Unmarshal(raw, &archs); err != nil {
-			return fail("architectures is %s, not a list of class names", abbreviate(raw))
+			return fmt.Errorf("architectures is %s, not a list of class names", abbreviate(raw))
 		}
 		for _, a := range archs {
 			if a != "GPT2LMHeadModel" && a != "GPT2Model" {
-				return fail("architectures names %s: gptg imports GPT2LMHeadModel (a language model), not a GPT-2 with another head", quote.Value(a))
+				return fmt.Errorf("architectures names %s: gptg imports GPT2LMHeadModel (a language model), not a GPT-2 with another head", quote.Value(a))
 			}
 		}
 	}
-	r := reader{fields: fields, used: map[string]bool{}}
+	return nil
+}
+
+// shape reads the model's sizes into c: the layers, heads, widths,
+// context and vocabulary.
+func (r *reader) shape(c *hfConfig) error {
 	c.layers = r.positive("n_layer")
 	c.heads = r.positive("n_head")
 	c.embedding = r.positive("n_embd")
 	c.positions = r.positive("n_positions")
 	c.vocab = r.positive("vocab_size")
 	if r.err != nil {
-		return fail("%v", r.err)
+		return fmt.Errorf("%v", r.err)
 	}
 	// n_ctx is GPT-2's first name for n_positions; the library reads
 	// n_positions alone. Two different values are a config to question.
-	if raw, ok := fields["n_ctx"]; ok {
+	if raw, ok := r.fields["n_ctx"]; ok {
 		r.used["n_ctx"] = true
 		var n int
 		if err := json.Unmarshal(raw, &n); err != nil || n != c.positions {
-			return fail("n_ctx is %s but n_positions is %d: which is the context?", abbreviate(raw), c.positions)
+			return fmt.Errorf("n_ctx is %s but n_positions is %d: which is the context?", abbreviate(raw), c.positions)
 		}
 	}
 	c.inner = 4 * c.embedding
-	if raw, ok := fields["n_inner"]; ok && !isNull(raw) {
+	if raw, ok := r.fields["n_inner"]; ok && !isNull(raw) {
 		c.inner = r.positive("n_inner")
 		if r.err != nil {
-			return fail("%v", r.err)
+			return fmt.Errorf("%v", r.err)
 		}
 	}
 	r.used["n_inner"] = true
 	if c.inner%c.embedding != 0 {
-		return fail("n_inner %d is not a multiple of n_embd %d (gptg's feed-forward is ff_mult × embedding wide)", c.inner, c.embedding)
+		return fmt.Errorf("n_inner %d is not a multiple of n_embd %d (gptg's feed-forward is ff_mult × embedding wide)", c.inner, c.embedding)
 	}
+	return nil
+}
 
+// maths checks that every setting that changes what the model computes
+// (activation, layer norm, attention scaling, tying, dropout) is one gptg's
+// model has, and reads those into c.
+func (r *reader) maths(c *hfConfig) error {
 	c.activation = "gelu_new"
-	if raw, ok := fields["activation_function"]; ok {
+	if raw, ok := r.fields["activation_function"]; ok {
 		r.used["activation_function"] = true
 		if err := json.Unmarshal(raw, &c.activation); err != nil {
-			return fail("activation_function is %s, not a name", abbreviate(raw))
+			return fmt.Errorf("activation_function is %s, not a name", abbreviate(raw))
 		}
 	}
 	if _, ok := activations[c.activation]; !ok {
-		return fail("activation_function is %s, which gptg does not have (it has gelu_new, gelu_pytorch_tanh, gelu and relu)", quote.Value(c.activation))
+		return fmt.Errorf("activation_function is %s, which gptg does not have (it has gelu_new, gelu_pytorch_tanh, gelu and relu)", quote.Value(c.activation))
 	}
 	// gptg's LayerNorm is PyTorch's default, eps 1e-5, GPT-2's.
 	if eps, ok := r.number("layer_norm_epsilon"); ok && eps != 1e-5 {
-		return fail("layer_norm_epsilon is %v; gptg's layer norm uses 1e-5, GPT-2's", eps)
+		return fmt.Errorf("layer_norm_epsilon is %v; gptg's layer norm uses 1e-5, GPT-2's", eps)
 	}
 	wants := []struct {
 		key  string
@@ -132,7 +167,7 @@ func readConfig(path string, data []byte) (hfConfig, error) {
 	}
 	for _, w := range wants {
 		if b, ok := r.boolean(w.key); ok && b != w.want {
-			return fail("%s is %v: %s", w.key, b, w.why)
+			return fmt.Errorf("%s is %v: %s", w.key, b, w.why)
 		}
 	}
 	// Reordering and upcasting only change the precision of fp16 runs;
@@ -143,12 +178,12 @@ func readConfig(path string, data []byte) (hfConfig, error) {
 		c.tied = b
 	}
 	if n, ok := r.number("n_special"); ok && n != 0 {
-		return fail("n_special is %v: gptg imports GPT-2 without extra special-token embeddings", n)
+		return fmt.Errorf("n_special is %v: gptg imports GPT-2 without extra special-token embeddings", n)
 	}
-	if raw, ok := fields["pruned_heads"]; ok {
+	if raw, ok := r.fields["pruned_heads"]; ok {
 		r.used["pruned_heads"] = true
 		if s := strings.TrimSpace(string(raw)); s != "{}" && s != "null" {
-			return fail("pruned_heads is %s: gptg imports models whose blocks have all their heads", abbreviate(raw))
+			return fmt.Errorf("pruned_heads is %s: gptg imports models whose blocks have all their heads", abbreviate(raw))
 		}
 	}
 	// Dropout acts in training only; gptg has one rate for all three.
@@ -162,22 +197,11 @@ func readConfig(path string, data []byte) (hfConfig, error) {
 		c.dropout = rates[0]
 		for _, p := range rates[1:] {
 			if p != c.dropout {
-				return fail("embd_pdrop, attn_pdrop and resid_pdrop differ; gptg has one dropout rate (model.dropout) for all three")
+				return fmt.Errorf("embd_pdrop, attn_pdrop and resid_pdrop differ; gptg has one dropout rate (model.dropout) for all three")
 			}
 		}
 	}
-	if r.err != nil {
-		return fail("%v", r.err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if !r.used[k] && !harmless[k] {
-			return fail("%s is a setting gptg does not know, so cannot say it leaves the model's maths alone: remove it if it does", quote.Value(k))
-		}
-	}
-	if c.heads > c.embedding || c.embedding%c.heads != 0 {
-		return fail("n_head %d does not divide n_embd %d", c.heads, c.embedding)
-	}
-	return c, nil
+	return r.err
 }
 
 // activations maps activation_function to gptg's model.activation.
