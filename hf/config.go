@@ -113,7 +113,7 @@ func (r *reader) shape(c *hfConfig) error {
 	c.positions = r.positive("n_positions")
 	c.vocab = r.positive("vocab_size")
 	if r.err != nil {
-		return fmt.Errorf("%v", r.err)
+		return r.err
 	}
 	// n_ctx is GPT-2's first name for n_positions; the library reads
 	// n_positions alone. Two different values are a config to question.
@@ -128,7 +128,7 @@ func (r *reader) shape(c *hfConfig) error {
 	if raw, ok := r.fields["n_inner"]; ok && !isNull(raw) {
 		c.inner = r.positive("n_inner")
 		if r.err != nil {
-			return fmt.Errorf("%v", r.err)
+			return r.err
 		}
 	}
 	r.used["n_inner"] = true
