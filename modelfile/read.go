@@ -92,6 +92,52 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 	}
 
 	r := bufio.NewReaderSize(f, 1<<16)
+	header, err := readHeader(r, path, size)
+	if err != nil {
+		return nil, err
+	}
+
+	entries, meta, err := parseHeader(header, limits)
+	if err != nil {
+		return nil, fail(path, "%w", err)
+	}
+	if err := checkLayout(entries, size-8-int64(len(header))); err != nil {
+		return nil, fail(path, "%w", err)
+	}
+
+	if each == nil {
+		return meta, nil
+	}
+	if limits.BeforeData != nil {
+		if err := limits.BeforeData(meta, size-8-int64(len(header))); err != nil {
+			return nil, err
+		}
+	}
+	if shapes != nil {
+		ts := make([]Tensor, len(entries))
+		for i, e := range entries {
+			ts[i] = Tensor{Name: e.name, Shape: e.shape}
+			if e.dtype == "F32" || e.dtype == "BF16" {
+				ts[i].F32 = []float32{}
+			} else {
+				ts[i].F64 = []float64{}
+			}
+		}
+		if err := shapes(meta, ts); err != nil {
+			return nil, err
+		}
+	}
+	if err := readTensors(r, path, entries, size, each); err != nil {
+		return nil, err
+	}
+	return meta, nil
+}
+
+// readHeader reads the safetensors header: its 8-byte length, checked
+// against the file's size before anything that large is allocated, then
+// the JSON itself. A file that is plainly something else (a pickle, a zip)
+// is named as such rather than as a bad header length.
+func readHeader(r *bufio.Reader, path string, size int64) ([]byte, error) {
 	start, _ := r.Peek(512) // for saying what the file is if not safetensors
 	start = bytes.Clone(start)
 	var n uint64
@@ -114,37 +160,13 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 	if _, err := io.ReadFull(r, header); err != nil {
 		return nil, fail(path, "reading the header: %w", err)
 	}
+	return header, nil
+}
 
-	entries, meta, err := parseHeader(header, limits)
-	if err != nil {
-		return nil, fail(path, "%w", err)
-	}
-	if err := checkLayout(entries, size-8-int64(n)); err != nil {
-		return nil, fail(path, "%w", err)
-	}
-
-	if each == nil {
-		return meta, nil
-	}
-	if limits.BeforeData != nil {
-		if err := limits.BeforeData(meta, size-8-int64(n)); err != nil {
-			return nil, err
-		}
-	}
-	if shapes != nil {
-		ts := make([]Tensor, len(entries))
-		for i, e := range entries {
-			ts[i] = Tensor{Name: e.name, Shape: e.shape}
-			if e.dtype == "F32" || e.dtype == "BF16" {
-				ts[i].F32 = []float32{}
-			} else {
-				ts[i].F64 = []float64{}
-			}
-		}
-		if err := shapes(meta, ts); err != nil {
-			return nil, err
-		}
-	}
+// readTensors reads the tensors' data, in the order of the file, handing
+// each to each.
+func readTensors(r *bufio.Reader, path string, entries []entry, size int64, each func(Tensor) error) error {
+	var err error
 	// checkLayout sorted the entries by offset and proved they tile the
 	// data, so reading them in order consumes the rest of the file exactly.
 	// One buffer serves every tensor: one per tensor would be as many
@@ -166,13 +188,13 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 		}
 		if err != nil {
 			// Only possible if the file changed after the size check.
-			return nil, fail(path, "reading tensor %q: %w", e.name, err)
+			return fail(path, "reading tensor %q: %w", e.name, err)
 		}
 		if err := each(t); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return meta, nil
+	return nil
 }
 
 // chunk is how many bytes readF32 and readF64 decode at a time:
