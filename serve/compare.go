@@ -58,7 +58,24 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ans := compareAnswer{ID: f.id, Kind: f.kind, Header: []string{}, Rows: [][]string{}, Variants: []variant{}}
-	// The table, as written by ablate.WriteSummary.
+	readSummary(f, &ans)
+	plan := comparePlan(f, &ans)
+	runsOf := s.groupRuns(f, plan, &ans)
+	// A few comparisons at a time, as whole metrics reads: each holds its
+	// runs' rows and their per-step values.
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	case <-r.Context().Done():
+		return
+	}
+	s.drawVariants(&ans, runsOf)
+	writeJSON(w, ans)
+}
+
+// readSummary puts into ans the table ablate.WriteSummary wrote, or a note
+// saying why there is none: the curves are drawn either way.
+func readSummary(f *folder, ans *compareAnswer) {
 	b, _, err := f.root.readFile(path.Join(f.rel, summaryFile), 16<<20)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -74,9 +91,17 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+}
+
+// planned is one run of a comparison: its variant, and its folder relative
+// to the comparison's.
+type planned struct{ variant, rel string }
+
+// comparePlan lists the runs of each variant, each once and at most
+// maxCompareRuns of them; a note in ans says what was left out.
+func comparePlan(f *folder, ans *compareAnswer) []planned {
 	// The runs of each variant: the sweep's manifest, or the layout
 	// ablate.Plan gives (name/seed-S) read back from runs.csv.
-	type planned struct{ variant, rel string }
 	var plan []planned
 	if f.kind == kindSweep {
 		real, err := f.root.realPath(path.Join(f.rel, sweep.ManifestFile))
@@ -123,6 +148,13 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		plan = plan[:maxCompareRuns]
 		ans.Note = "only the first " + strconv.Itoa(maxCompareRuns) + " runs are drawn"
 	}
+	return plan
+}
+
+// groupRuns puts the plan's variants into ans, in the plan's order, with
+// the ids of their runs that exist, and returns those runs' folders by
+// variant.
+func (s *Server) groupRuns(f *folder, plan []planned, ans *compareAnswer) map[string][]*folder {
 	s.mu.Lock()
 	s.rescan(false)
 	byVariant := map[string]int{} // index in ans.Variants
@@ -146,14 +178,12 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	// A few comparisons at a time, as whole metrics reads: each holds its
-	// runs' rows and their per-step values.
-	select {
-	case s.reads <- struct{}{}:
-		defer func() { <-s.reads }()
-	case <-r.Context().Done():
-		return
-	}
+	return runsOf
+}
+
+// drawVariants reads the metrics of each variant's runs, up to
+// maxCompareRows rows over all of them, into its mean and spread bands.
+func (s *Server) drawVariants(ans *compareAnswer, runsOf map[string][]*folder) {
 	rows := 0
 	for i := range ans.Variants {
 		v := &ans.Variants[i]
@@ -176,7 +206,6 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 			return *c.TestLoss[i], true
 		})
 	}
-	writeJSON(w, ans)
 }
 
 // maxBandSteps bounds the steps a band is drawn at: a page draws no more
