@@ -149,47 +149,8 @@ func (c *runCache) info(f *folder) runInfo {
 		}
 	}
 
-	// checkpoint.safetensors: where the run's saved state is.
-	haveCk := false
-	if info, err := r.fs.Stat(join(train.CheckpointFile)); err == nil {
-		ri.Updated = info.ModTime().UnixMilli()
-		if k := keyOf(info); k != c.ckKey {
-			c.ckKey = k
-			real, err := r.realPath(join(train.CheckpointFile))
-			if err == nil {
-				c.step, c.total, err = train.Progress(filepath.Dir(real))
-			}
-			c.ckErr = err
-		}
-		haveCk = true
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		c.ckErr, haveCk = err, true
-	}
-	if haveCk && c.ckErr == nil {
-		ri.Step, ri.Total = c.step, c.total
-	}
-
-	// metrics.jsonl: the last losses and speed.
-	var metricsErr error
-	if mf, info, err := r.open(join(train.MetricsFile)); err == nil {
-		for more := true; more && err == nil; {
-			_, _, more, err = c.metrics.read(mf, info)
-		}
-		mf.Close()
-		metricsErr = err
-		ri.Updated = max(ri.Updated, info.ModTime().UnixMilli())
-		if m := c.metrics; m.last != nil {
-			loss := m.last.Loss
-			ri.TrainLoss, ri.TokensPerS = &loss, m.last.TokensPerSec
-			ri.Step = max(ri.Step, m.last.Step)
-		}
-		if m := c.metrics; m.test != nil {
-			ri.TestLoss = m.test.TestLoss
-		}
-		ri.Rows, ri.BadRows = c.metrics.rows, c.metrics.bad
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		metricsErr = unservable(train.MetricsFile, err)
-	}
+	haveCk := c.checkpointInfo(r, join(train.CheckpointFile), &ri)
+	metricsErr := c.metricsInfo(r, join(train.MetricsFile), &ri)
 	if info, err := r.fs.Stat(join(train.ModelFile)); err == nil && info.Mode().IsRegular() {
 		ri.HasModel = true
 		// A translation config leaves its vocabularies to the data
@@ -209,6 +170,66 @@ func (c *runCache) info(f *folder) runInfo {
 		return ri
 	}
 	pid, held, _ := runlock.Held(real)
+	c.setState(&ri, held, pid, cfgState, haveCk, metricsErr)
+	return ri
+}
+
+// checkpointInfo reads where the run's saved state is from its checkpoint
+// at rel (re-read only when the file changed) into ri, and says whether
+// the run has one, readable or not.
+func (c *runCache) checkpointInfo(r *root, rel string, ri *runInfo) bool {
+	haveCk := false
+	if info, err := r.fs.Stat(rel); err == nil {
+		ri.Updated = info.ModTime().UnixMilli()
+		if k := keyOf(info); k != c.ckKey {
+			c.ckKey = k
+			real, err := r.realPath(rel)
+			if err == nil {
+				c.step, c.total, err = train.Progress(filepath.Dir(real))
+			}
+			c.ckErr = err
+		}
+		haveCk = true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.ckErr, haveCk = err, true
+	}
+	if haveCk && c.ckErr == nil {
+		ri.Step, ri.Total = c.step, c.total
+	}
+
+	return haveCk
+}
+
+// metricsInfo reads the last losses and speed from the run's metrics at
+// rel into ri; the error is the metrics' being unreadable.
+func (c *runCache) metricsInfo(r *root, rel string, ri *runInfo) error {
+	var metricsErr error
+	if mf, info, err := r.open(rel); err == nil {
+		for more := true; more && err == nil; {
+			_, _, more, err = c.metrics.read(mf, info)
+		}
+		mf.Close()
+		metricsErr = err
+		ri.Updated = max(ri.Updated, info.ModTime().UnixMilli())
+		if m := c.metrics; m.last != nil {
+			loss := m.last.Loss
+			ri.TrainLoss, ri.TokensPerS = &loss, m.last.TokensPerSec
+			ri.Step = max(ri.Step, m.last.Step)
+		}
+		if m := c.metrics; m.test != nil {
+			ri.TestLoss = m.test.TestLoss
+		}
+		ri.Rows, ri.BadRows = c.metrics.rows, c.metrics.bad
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		metricsErr = unservable(train.MetricsFile, err)
+	}
+	return metricsErr
+}
+
+// setState decides the run's state from what info read: the cases are in
+// order of precedence, a training process first, then damage, then how
+// far the run got.
+func (c *runCache) setState(ri *runInfo, held bool, pid int, cfgState int, haveCk bool, metricsErr error) {
 	lastRow := 0
 	if c.metrics.last != nil {
 		lastRow = c.metrics.last.Step
@@ -241,7 +262,6 @@ func (c *runCache) info(f *folder) runInfo {
 	default:
 		ri.State, ri.Problem = stateFailed, "stopped before its first checkpoint"
 	}
-	return ri
 }
 
 const (
