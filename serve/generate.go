@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gptg/gptg/sample"
+	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/translate"
 )
 
@@ -49,45 +50,8 @@ func (s *Server) busy(w http.ResponseWriter) {
 // one as it is drawn, then "done" ({"tokens", "seconds", "tokens_per_s",
 // "stopped"}) or "error". Closing the connection stops the generation.
 func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
-	var req genRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&req)
-	if _, after := dec.Token(); err == nil && after != io.EOF {
-		err = errors.New("the body holds more than one JSON value")
-	}
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than %d bytes", maxBodyBytes))
-			return
-		}
-		httpError(w, http.StatusBadRequest, "the request is not a generation request in JSON: "+err.Error())
-		return
-	}
-	temp := 1.0
-	if req.Temperature != nil {
-		temp = *req.Temperature
-	}
-	seed := uint64(42)
-	if req.Seed != nil {
-		seed = *req.Seed
-	}
-	switch {
-	case len(req.Prompt) > maxTextBytes:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("the prompt is longer than %d bytes", maxTextBytes))
-		return
-	case req.Tokens < 1 || req.Tokens > s.opts.MaxTokens:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("tokens %d must be between 1 and %d (the server's limit)", req.Tokens, s.opts.MaxTokens))
-		return
-	case !(temp >= 0) || math.IsInf(temp, 0) || temp > 100:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("temperature %v must be a number from 0 to 100", temp))
-		return
-	case req.TopK < 0:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_k %d must be ≥ 0", req.TopK))
-		return
-	case !(req.TopP >= 0 && req.TopP <= 1):
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_p %v must be between 0 and 1", req.TopP))
+	req, temp, seed, ok := s.readGenRequest(w, r)
+	if !ok {
 		return
 	}
 	f, _, err := s.lookupID(req.ID, kindRun)
@@ -138,6 +102,53 @@ func (s *Server) apiGenerate(w http.ResponseWriter, r *http.Request) {
 		// token that completes it: the events undercount the tokens drawn.
 		return map[string]any{"tokens": req.Tokens}, nil
 	})
+}
+
+// readGenRequest reads and checks a generation request, with its
+// temperature and seed defaulted; on a bad one it answers the error
+// itself and ok is false.
+func (s *Server) readGenRequest(w http.ResponseWriter, r *http.Request) (req genRequest, temp float64, seed uint64, ok bool) {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&req)
+	if _, after := dec.Token(); err == nil && after != io.EOF {
+		err = errors.New("the body holds more than one JSON value")
+	}
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			httpError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is larger than %d bytes", maxBodyBytes))
+			return req, 0, 0, false
+		}
+		httpError(w, http.StatusBadRequest, "the request is not a generation request in JSON: "+err.Error())
+		return req, 0, 0, false
+	}
+	temp = 1.0
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	seed = uint64(42)
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	switch {
+	case len(req.Prompt) > maxTextBytes:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("the prompt is longer than %d bytes", maxTextBytes))
+		return req, 0, 0, false
+	case req.Tokens < 1 || req.Tokens > s.opts.MaxTokens:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("tokens %d must be between 1 and %d (the server's limit)", req.Tokens, s.opts.MaxTokens))
+		return req, 0, 0, false
+	case !(temp >= 0) || math.IsInf(temp, 0) || temp > 100:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("temperature %v must be a number from 0 to 100", temp))
+		return req, 0, 0, false
+	case req.TopK < 0:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_k %d must be ≥ 0", req.TopK))
+		return req, 0, 0, false
+	case !(req.TopP >= 0 && req.TopP <= 1):
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("top_p %v must be between 0 and 1", req.TopP))
+		return req, 0, 0, false
+	}
+	return req, temp, seed, true
 }
 
 // streamTokens runs one generation, gen, and streams it as Server-Sent
@@ -243,19 +254,9 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	// one (GPT-2: 144) the block × head summary and one head's map, the
 	// head= one or block 0's head 0, as gptg attention shows them.
 	B, H := m.Spec.Blocks, m.Spec.Heads
-	chosen := [2]int{-1, -1}
-	if q := r.URL.Query().Get("head"); q != "" {
-		var ok bool
-		if chosen, ok = parseHead(q); !ok {
-			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%s: want BLOCK.HEAD, such as 0.3 for block 0's head 3", oneLine(q)))
-			return
-		}
-		if chosen[0] >= B || chosen[1] >= H {
-			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%d.%d: the model has blocks 0–%d and heads 0–%d", chosen[0], chosen[1], B-1, H-1))
-			return
-		}
-	} else if B*H > gridAbove {
-		chosen = [2]int{0, 0}
+	chosen, ok := chooseHead(w, r.URL.Query().Get("head"), B, H)
+	if !ok {
+		return
 	}
 	all := chosen[0] < 0
 	// The answer holds blocks × heads × T² weights, or T² for one head:
@@ -276,6 +277,34 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	writeAttention(w, m, ids, cut, stats, maps, chosen)
+}
+
+// chooseHead reads head= (q) against the model's B blocks and H heads:
+// the one head whose map to answer, or {-1, -1} for every head's; on a bad
+// one it answers the error itself and ok is false.
+func chooseHead(w http.ResponseWriter, q string, B, H int) (chosen [2]int, ok bool) {
+	chosen = [2]int{-1, -1}
+	if q != "" {
+		if chosen, ok = parseHead(q); !ok {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%s: want BLOCK.HEAD, such as 0.3 for block 0's head 3", oneLine(q)))
+			return chosen, false
+		}
+		if chosen[0] >= B || chosen[1] >= H {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("head=%d.%d: the model has blocks 0–%d and heads 0–%d", chosen[0], chosen[1], B-1, H-1))
+			return chosen, false
+		}
+	} else if B*H > gridAbove {
+		chosen = [2]int{0, 0}
+	}
+	return chosen, true
+}
+
+// writeAttention answers the tokens (ids, the first cut of the text's
+// dropped), the block × head summary, and every head's map or the chosen
+// one's.
+func writeAttention(w http.ResponseWriter, m *savedmodel.Model, ids []int, cut int, stats [][]sample.HeadStats, maps [][]matrixT, chosen [2]int) {
+	all := chosen[0] < 0
 	tokens := make([]string, len(ids))
 	for i, id := range ids {
 		tokens[i] = m.Vocab.Label(id) // a BPE piece's broken bytes as <0xE2>
@@ -284,7 +313,7 @@ func (s *Server) apiAttention(w http.ResponseWriter, r *http.Request) {
 	// encoding/json's size for a 256-token context.
 	var b strings.Builder
 	tj, _ := json.Marshal(tokens)
-	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"summary":`, tj, cut, B, H, m.Spec.Mask, m.Spec.Norm)
+	fmt.Fprintf(&b, `{"tokens":%s,"dropped":%d,"blocks":%d,"heads":%d,"mask":%t,"norm":%q,"summary":`, tj, cut, m.Spec.Blocks, m.Spec.Heads, m.Spec.Mask, m.Spec.Norm)
 	writeSummary(&b, stats)
 	if all {
 		b.WriteString(`,"maps":[`)
