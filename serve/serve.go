@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -684,21 +685,12 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 	// copy ends.
 	cols, t, err := s.metrics.columns(f)
 	if err != nil {
-		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
-		ev.send("error", string(b))
+		sendError(ev, err)
 		return
 	}
-	sent := false
-	for i := 0; i < cols.len(); i += liveChunk {
-		b, _ := json.Marshal(cols.slice(i, min(i+liveChunk, cols.len())))
-		if ev.send("rows", string(b)) != nil {
-			return
-		}
-		sent = true
-	}
-	streamErr := func(err error) {
-		b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
-		ev.send("error", string(b))
+	sent, gone := sendColumns(ev, cols)
+	if gone {
+		return
 	}
 	rel := path.Join(f.rel, train.MetricsFile)
 	tick := time.NewTicker(liveEvery)
@@ -707,34 +699,23 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 	for {
 		mf, info, err := f.root.open(rel)
 		if err == nil {
-			for more := true; more && err == nil; {
-				var rows []row
-				var reset bool
-				rows, reset, more, err = t.read(mf, info)
-				if reset && sent {
-					if ev.send("reset", "{}") != nil {
-						mf.Close()
-						return
-					}
-				}
-				if err == nil && len(rows) > 0 {
-					b, _ := json.Marshal(toColumns(rows))
-					if ev.send("rows", string(b)) != nil {
-						mf.Close()
-						return
-					}
-					sent, lastWrite = true, time.Now()
-				}
-			}
+			var last time.Time
+			last, gone, err = sendAppended(ev, &t, mf, info, sent)
 			mf.Close()
+			if gone {
+				return
+			}
+			if !last.IsZero() {
+				sent, lastWrite = true, last
+			}
 			if err != nil {
-				streamErr(err)
+				sendError(ev, err)
 				return
 			}
 		} else if _, serr := f.root.fs.Stat(f.rel); errors.Is(serr, fs.ErrNotExist) {
 			return // the run folder was deleted: the page's next try gets a 404
 		} else if !errors.Is(err, fs.ErrNotExist) { // a FIFO, a link out of the folder: not train's file
-			streamErr(unservable(train.MetricsFile, err))
+			sendError(ev, unservable(train.MetricsFile, err))
 			return
 		}
 		if !sent { // the first event, even without rows: the page stops waiting
@@ -755,6 +736,50 @@ func (s *Server) apiLive(w http.ResponseWriter, r *http.Request) {
 		case <-tick.C:
 		}
 	}
+}
+
+// sendError ends a stream with an "error" event: {"error": its line}.
+func sendError(ev *eventStream, err error) {
+	b, _ := json.Marshal(map[string]string{"error": oneLine(err.Error())})
+	ev.send("error", string(b))
+}
+
+// sendColumns sends the rows of cols in events of at most liveChunk rows;
+// sent says whether any event went, gone whether the page went away.
+func sendColumns(ev *eventStream, cols columns) (sent, gone bool) {
+	for i := 0; i < cols.len(); i += liveChunk {
+		b, _ := json.Marshal(cols.slice(i, min(i+liveChunk, cols.len())))
+		if ev.send("rows", string(b)) != nil {
+			return sent, true
+		}
+		sent = true
+	}
+	return sent, false
+}
+
+// sendAppended sends the rows train appended to the metrics file mf since
+// t's last look, after a "reset" if the file was rewritten under a page
+// that has rows (sent). last is when rows were last sent (zero if none
+// were), gone whether the page went away, err the file's being unreadable.
+func sendAppended(ev *eventStream, t *metricsTail, mf *os.File, info os.FileInfo, sent bool) (last time.Time, gone bool, err error) {
+	for more := true; more && err == nil; {
+		var rows []row
+		var reset bool
+		rows, reset, more, err = t.read(mf, info)
+		if reset && sent {
+			if ev.send("reset", "{}") != nil {
+				return last, true, nil
+			}
+		}
+		if err == nil && len(rows) > 0 {
+			b, _ := json.Marshal(toColumns(rows))
+			if ev.send("rows", string(b)) != nil {
+				return last, true, nil
+			}
+			sent, last = true, time.Now()
+		}
+	}
+	return last, false, err
 }
 
 // eventStream writes Server-Sent Events.
