@@ -176,51 +176,7 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 	c.mu.Lock()
 	e := c.entries[id]
 	if e == nil {
-		for _, old := range c.entries {
-			if old.path == path {
-				old.stale = true
-				if old.busy == 0 {
-					c.dropLocked(old)
-				}
-			}
-		}
-		e = &modelEntry{id: id, path: path, kind: k, ready: make(chan struct{})}
-		c.entries[id] = e
-		c.loads++
-		c.mu.Unlock()
-		m, weights, perRunner, err := k.load(c, path) // slow: without the lock
-		var tl tooLarge
-		if errors.As(err, &tl) && c.dropUnused(e) {
-			// Too large for what the process may still take while the
-			// models nobody is using are held: they are dropped, their
-			// memory collected (it is reused, without new address space:
-			// memlimit counts the idle heap), and the model tried again.
-			debug.FreeOSMemory()
-			m, weights, perRunner, err = k.load(c, path)
-		}
-		var re *requestError
-		switch {
-		case errors.As(err, &re): // 507: the model does not fit
-			err = re
-		case errors.As(err, &tl):
-			err = &requestError{http.StatusInsufficientStorage, oneLine(err.Error())}
-		case err != nil:
-			// The request is fine; the run's model cannot be run (damaged,
-			// too large): 422, not a server fault.
-			err = &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
-		}
-		c.mu.Lock()
-		if err == nil {
-			e.weights, e.perRunner = weights, perRunner
-			err = c.admitLocked(e, m)
-		}
-		if err != nil {
-			e.err = err
-			if c.entries[id] == e {
-				delete(c.entries, id) // a file that failed may be fixed: try again next time
-			}
-		}
-		close(e.ready)
+		e = c.loadLocked(k, id, path)
 	} else {
 		c.mu.Unlock()
 		<-e.ready
@@ -252,6 +208,59 @@ func (c *modelCache) runner(k *modelKind, path string, key fileKey) (runner, fun
 		return nil, nil, err
 	}
 	return s, func() { c.release(e, s) }, nil
+}
+
+// loadLocked loads the model file at path (entry id) for runner, marking
+// the entries of the file's older versions stale. It is called with c.mu
+// held and returns with it held, but loads without it: other models serve
+// meanwhile, and callers of the same id wait on the entry's ready.
+func (c *modelCache) loadLocked(k *modelKind, id, path string) *modelEntry {
+	for _, old := range c.entries {
+		if old.path == path {
+			old.stale = true
+			if old.busy == 0 {
+				c.dropLocked(old)
+			}
+		}
+	}
+	e := &modelEntry{id: id, path: path, kind: k, ready: make(chan struct{})}
+	c.entries[id] = e
+	c.loads++
+	c.mu.Unlock()
+	m, weights, perRunner, err := k.load(c, path) // slow: without the lock
+	var tl tooLarge
+	if errors.As(err, &tl) && c.dropUnused(e) {
+		// Too large for what the process may still take while the
+		// models nobody is using are held: they are dropped, their
+		// memory collected (it is reused, without new address space:
+		// memlimit counts the idle heap), and the model tried again.
+		debug.FreeOSMemory()
+		m, weights, perRunner, err = k.load(c, path)
+	}
+	var re *requestError
+	switch {
+	case errors.As(err, &re): // 507: the model does not fit
+		err = re
+	case errors.As(err, &tl):
+		err = &requestError{http.StatusInsufficientStorage, oneLine(err.Error())}
+	case err != nil:
+		// The request is fine; the run's model cannot be run (damaged,
+		// too large): 422, not a server fault.
+		err = &requestError{http.StatusUnprocessableEntity, oneLine(err.Error())}
+	}
+	c.mu.Lock()
+	if err == nil {
+		e.weights, e.perRunner = weights, perRunner
+		err = c.admitLocked(e, m)
+	}
+	if err != nil {
+		e.err = err
+		if c.entries[id] == e {
+			delete(c.entries, id) // a file that failed may be fixed: try again next time
+		}
+	}
+	close(e.ready)
+	return e
 }
 
 // fits refuses a model that needs more than the whole budget (507).
