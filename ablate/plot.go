@@ -116,41 +116,8 @@ func LossPlot(rows []*Row) ([]byte, error) {
 	legend.Top, legend.Left = true, true
 	legend.ThumbnailWidth = vg.Points(30)
 
-	type drawn struct {
-		row         *Row
-		train, test curve
-	}
-	var curves []drawn
-	maxStep := 0.0
-	for _, r := range rows {
-		if len(r.Finished) == 0 {
-			continue
-		}
-		d := drawn{row: r,
-			train: meanCurve(r.Finished, func(r *Result) []point { return r.curve }),
-			test:  meanCurve(r.Finished, func(r *Result) []point { return r.tests })}
-		curves = append(curves, d)
-		for _, c := range []curve{d.train, d.test} {
-			if n := len(c.x); n > 0 {
-				maxStep = math.Max(maxStep, c.x[n-1])
-			}
-		}
-	}
-
-	// The y range covers every test point and the curves after their first
-	// 2 % of steps: the loss at step 1 (ln vocab) would squeeze everything
-	// that matters into a strip.
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, d := range curves {
-		for i, x := range d.train.x {
-			if x >= 0.02*maxStep {
-				lo, hi = math.Min(lo, d.train.mean[i]-d.train.sd[i]), math.Max(hi, d.train.mean[i]+d.train.sd[i])
-			}
-		}
-		for i := range d.test.x {
-			lo, hi = math.Min(lo, d.test.mean[i]-d.test.sd[i]), math.Max(hi, d.test.mean[i]+d.test.sd[i])
-		}
-	}
+	curves, maxStep := variantCurves(rows)
+	lo, hi := yRange(curves, maxStep)
 	if len(curves) == 0 {
 		p.Title.Text = "gptg ablation: no run finished"
 		lo, hi, maxStep = 0, 1, 1
@@ -167,35 +134,10 @@ func LossPlot(rows []*Row) ([]byte, error) {
 
 	var names []string
 	for k, d := range curves {
-		col, dash := style(k)
-		if len(d.row.Finished) > 1 {
-			band, err := plotter.NewPolygon(append(d.train.xys(+1), reversed(d.train.xys(-1))...))
-			if err != nil {
-				return nil, err
-			}
-			band.Color = color.NRGBA{col.R, col.G, col.B, 0x38}
-			band.LineStyle.Color = color.Transparent // no outline
-			p.Add(band)
-		}
-		line, err := plotter.NewLine(d.train.xys(0))
+		name, err := addVariant(p, &legend, k, d)
 		if err != nil {
 			return nil, err
 		}
-		line.Color, line.Dashes, line.Width = col, dash, vg.Points(1.4)
-		p.Add(line)
-		pts, err := plotter.NewScatter(d.test.xys(0))
-		if err != nil {
-			return nil, err
-		}
-		pts.Color = col
-		pts.Shape = draw.CircleGlyph{}
-		pts.Radius = vg.Points(3.5)
-		p.Add(pts)
-		name := d.row.Name
-		if n := len(d.row.Finished); n > 1 {
-			name += " (" + strconv.Itoa(n) + " seeds)"
-		}
-		legend.Add(name, line, pts)
 		names = append(names, name)
 	}
 
@@ -215,6 +157,87 @@ func LossPlot(rows []*Row) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// drawnVariant is one variant's curves: its mean training loss and its mean
+// test losses over its finished seeds.
+type drawnVariant struct {
+	row         *Row
+	train, test curve
+}
+
+// variantCurves averages the curves of each variant with a finished run,
+// and finds the last step any of them reaches.
+func variantCurves(rows []*Row) (curves []drawnVariant, maxStep float64) {
+	for _, r := range rows {
+		if len(r.Finished) == 0 {
+			continue
+		}
+		d := drawnVariant{row: r,
+			train: meanCurve(r.Finished, func(r *Result) []point { return r.curve }),
+			test:  meanCurve(r.Finished, func(r *Result) []point { return r.tests })}
+		curves = append(curves, d)
+		for _, c := range []curve{d.train, d.test} {
+			if n := len(c.x); n > 0 {
+				maxStep = math.Max(maxStep, c.x[n-1])
+			}
+		}
+	}
+	return curves, maxStep
+}
+
+// yRange covers every test point and the curves after their first 2 % of
+// steps: the loss at step 1 (ln vocab) would squeeze everything that
+// matters into a strip.
+func yRange(curves []drawnVariant, maxStep float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, d := range curves {
+		for i, x := range d.train.x {
+			if x >= 0.02*maxStep {
+				lo, hi = math.Min(lo, d.train.mean[i]-d.train.sd[i]), math.Max(hi, d.train.mean[i]+d.train.sd[i])
+			}
+		}
+		for i := range d.test.x {
+			lo, hi = math.Min(lo, d.test.mean[i]-d.test.sd[i]), math.Max(hi, d.test.mean[i]+d.test.sd[i])
+		}
+	}
+	return lo, hi
+}
+
+// addVariant draws the k-th variant d (its band, if it has more than one
+// seed, its line and its test points) and adds it to the legend under the
+// name it returns.
+func addVariant(p *plot.Plot, legend *plot.Legend, k int, d drawnVariant) (string, error) {
+	col, dash := style(k)
+	if len(d.row.Finished) > 1 {
+		band, err := plotter.NewPolygon(append(d.train.xys(+1), reversed(d.train.xys(-1))...))
+		if err != nil {
+			return "", err
+		}
+		band.Color = color.NRGBA{col.R, col.G, col.B, 0x38}
+		band.LineStyle.Color = color.Transparent // no outline
+		p.Add(band)
+	}
+	line, err := plotter.NewLine(d.train.xys(0))
+	if err != nil {
+		return "", err
+	}
+	line.Color, line.Dashes, line.Width = col, dash, vg.Points(1.4)
+	p.Add(line)
+	pts, err := plotter.NewScatter(d.test.xys(0))
+	if err != nil {
+		return "", err
+	}
+	pts.Color = col
+	pts.Shape = draw.CircleGlyph{}
+	pts.Radius = vg.Points(3.5)
+	p.Add(pts)
+	name := d.row.Name
+	if n := len(d.row.Finished); n > 1 {
+		name += " (" + strconv.Itoa(n) + " seeds)"
+	}
+	legend.Add(name, line, pts)
+	return name, nil
 }
 
 func reversed(xy plotter.XYs) plotter.XYs {
