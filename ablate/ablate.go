@@ -389,28 +389,15 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 			opts.Event(r.Spec, e)
 		}
 	}
-	step, total, err := train.Progress(r.Dir)
-	switch {
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return Failed, false, fmt.Errorf("run folder %s: %v (use --force to start it over)", r.Dir, err)
-	case err == nil && !opts.Force:
-		if d := changed(r.Dir, r.cfg); len(d) > 0 {
-			return Failed, false, fmt.Errorf("run folder %s holds a run of another config (%s): use --force to retrain it, or another --out", r.Dir, strings.Join(d, " "))
-		}
-	}
-	// A model missing or older than the last checkpoint (a kill while it
-	// was written) is not finished: a resume writes it.
-	finished := err == nil && step == total && !train.ModelBehind(r.Dir)
-	if errors.Is(err, fs.ErrNotExist) && !opts.Force && translationFinished(r.Dir, r.cfg) {
-		// A translation run of a gptg from before translation
-		// checkpoints: its model file and last metrics row say it is done.
-		err, finished = nil, true
+	started, finished, err := progress(r, opts)
+	if err != nil {
+		return Failed, false, err
 	}
 	if !training {
 		switch {
 		case finished:
 			return Finished, true, nil
-		case err == nil:
+		case started:
 			return Unfinished, false, nil
 		}
 		return NotStarted, false, nil
@@ -422,30 +409,14 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	release := opts.budget.reserve(runLabel(r.Spec), r.cfg.TrainMemory().Total()+childRuntime)
 	defer release()
 	if ctx.Err() != nil {
-		if err == nil {
+		if started {
 			return Unfinished, false, nil
 		}
 		return NotStarted, false, nil
 	}
-	args := []string{"train", r.Config, "--quiet"}
-	for _, s := range r.sets(opts.Sets) {
-		args = append(args, "--set", s)
-	}
-	// Last, so that no override can send the run outside its folder.
-	args = append(args, "--set", "train.out="+r.Dir)
-	kind := "fresh"
-	switch {
-	case opts.Force:
-		args = append(args, "--force", "--replacing", r.mark)
-	case err == nil:
-		args, kind = []string{"train", "--resume", r.Dir, "--quiet"}, "resume"
-	case startedWithoutCheckpoint(r.Dir):
-		// A start killed before its first checkpoint left files but no
-		// progress to keep; a model without a checkpoint is kept, though.
-		if _, merr := os.Stat(filepath.Join(r.Dir, train.ModelFile)); merr == nil {
-			return Failed, false, fmt.Errorf("run folder %s holds a model but no checkpoint: use --force to retrain it", r.Dir)
-		}
-		args = append(args, "--force", "--replacing", r.mark)
+	args, kind, err := trainArgs(r, opts, started)
+	if err != nil {
+		return Failed, false, err
 	}
 	// Said here rather than by the training it would start: the same
 	// line, without a process that cannot fit.
@@ -482,6 +453,58 @@ func bringUp(ctx context.Context, r *Result, opts Options, training bool) (Statu
 	}
 	event("finished")
 	return Finished, false, nil
+}
+
+// progress says how far r's run folder is: started (it holds a run of
+// r's config, finished or not) and finished. err is a folder that cannot
+// be read, or that holds a run of another config (unless Force).
+func progress(r *Result, opts Options) (started, finished bool, err error) {
+	step, total, err := train.Progress(r.Dir)
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return false, false, fmt.Errorf("run folder %s: %v (use --force to start it over)", r.Dir, err)
+	case err == nil && !opts.Force:
+		if d := changed(r.Dir, r.cfg); len(d) > 0 {
+			return false, false, fmt.Errorf("run folder %s holds a run of another config (%s): use --force to retrain it, or another --out", r.Dir, strings.Join(d, " "))
+		}
+	}
+	// A model missing or older than the last checkpoint (a kill while it
+	// was written) is not finished: a resume writes it.
+	finished = err == nil && step == total && !train.ModelBehind(r.Dir)
+	if errors.Is(err, fs.ErrNotExist) && !opts.Force && translationFinished(r.Dir, r.cfg) {
+		// A translation run of a gptg from before translation
+		// checkpoints: its model file and last metrics row say it is done.
+		err, finished = nil, true
+	}
+	return err == nil, finished, nil
+}
+
+// trainArgs is the gptg command line that brings r's folder to a finished
+// run, and its kind for the events: a fresh start, a resume of the run
+// started, or a start over (Force, or a start killed before its first
+// checkpoint).
+func trainArgs(r *Result, opts Options, started bool) (args []string, kind string, err error) {
+	args = []string{"train", r.Config, "--quiet"}
+	for _, s := range r.sets(opts.Sets) {
+		args = append(args, "--set", s)
+	}
+	// Last, so that no override can send the run outside its folder.
+	args = append(args, "--set", "train.out="+r.Dir)
+	kind = "fresh"
+	switch {
+	case opts.Force:
+		args = append(args, "--force", "--replacing", r.mark)
+	case started:
+		args, kind = []string{"train", "--resume", r.Dir, "--quiet"}, "resume"
+	case startedWithoutCheckpoint(r.Dir):
+		// A start killed before its first checkpoint left files but no
+		// progress to keep; a model without a checkpoint is kept, though.
+		if _, merr := os.Stat(filepath.Join(r.Dir, train.ModelFile)); merr == nil {
+			return nil, "", fmt.Errorf("run folder %s holds a model but no checkpoint: use --force to retrain it", r.Dir)
+		}
+		args = append(args, "--force", "--replacing", r.mark)
+	}
+	return args, kind, nil
 }
 
 // finishedMeanwhile says r's folder now holds a finished run of r's config.
