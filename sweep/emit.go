@@ -168,15 +168,41 @@ const StockImage = "golang:1.26-bookworm"
 // volume, so the corpus and configs are found by the paths the manifest
 // and configs give.
 func K8s(o K8sOptions) ([]byte, error) {
+	if err := settleK8s(&o); err != nil {
+		return nil, err
+	}
+	job := k8sJob(o)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# gptg sweep %s: %d runs as a Kubernetes Indexed Job (written by gptg sweep emit k8s).\n", o.Dir, o.Entries)
+	fmt.Fprintf(&b, "# The claim %s must hold the project folder (sources, configs, data, %s) and, with parallel\n", o.Claim, o.Dir)
+	fmt.Fprintf(&b, "# pods on several nodes, be a filesystem they share (access mode ReadWriteMany: NFS, CephFS, EFS, ...).\n")
+	if o.Image == "" {
+		fmt.Fprintf(&b, "# The image is the stock Go toolchain (%s): each pod builds gptg from the sources on the claim\n", StockImage)
+		fmt.Fprintf(&b, "# (caches in .cache/ there; the first pod downloads the modules). --image IMAGE runs an image with gptg instead.\n")
+	}
+	fmt.Fprintf(&b, "# Apply with kubectl apply -f.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(job); err != nil {
+		return nil, fmt.Errorf("job YAML: %w", err)
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// settleK8s refuses options that would make a broken Job (a control
+// character in a comment line, a claim that is no Kubernetes name), and
+// fills in the defaults: one CPU, every entry at once, a name from the
+// sweep folder's, short enough for the pods' labels.
+func settleK8s(o *K8sOptions) error {
 	// The YAML encoder quotes values; the comment lines above it do not,
 	// and a newline there would start a line of YAML.
 	for _, v := range []struct{ what, value string }{{"the sweep folder", o.Dir}, {"--image", o.Image}, {"--mount", o.MountPath}} {
 		if !quote.Printable(v.value) {
-			return nil, &Error{fmt.Sprintf("%s %s holds a control character", v.what, quote.Value(v.value))}
+			return &Error{fmt.Sprintf("%s %s holds a control character", v.what, quote.Value(v.value))}
 		}
 	}
 	if !k8sName.MatchString(o.Claim) || len(o.Claim) > 253 {
-		return nil, &Error{fmt.Sprintf("--claim %s is not a Kubernetes name (lower-case letters, digits, - and ., starting and ending with a letter or digit)", quote.Value(o.Claim))}
+		return &Error{fmt.Sprintf("--claim %s is not a Kubernetes name (lower-case letters, digits, - and ., starting and ending with a letter or digit)", quote.Value(o.Claim))}
 	}
 	if o.CPUs < 1 {
 		o.CPUs = 1
@@ -192,6 +218,11 @@ func K8s(o K8sOptions) ([]byte, error) {
 	if len(o.Name) > 40 {
 		o.Name = strings.TrimRight(o.Name[:40], "-")
 	}
+	return nil
+}
+
+// k8sJob is the Indexed Job of o's sweep, as YAML's encoder takes it.
+func k8sJob(o K8sOptions) map[string]any {
 	cpu := strconv.Itoa(o.CPUs)
 	mem := strconv.Itoa(max(o.MemoryMiB, 256)) + "Mi"
 	command := []any{"gptg", "sweep", "run", o.Dir}
@@ -204,7 +235,7 @@ func K8s(o K8sOptions) ([]byte, error) {
 			map[string]any{"name": "GOCACHE", "value": o.MountPath + "/.cache/go-build"},
 			map[string]any{"name": "GOMODCACHE", "value": o.MountPath + "/.cache/go-mod"})
 	}
-	job := map[string]any{
+	return map[string]any{
 		"apiVersion": "batch/v1",
 		"kind":       "Job",
 		"metadata": map[string]any{
@@ -244,19 +275,4 @@ func K8s(o K8sOptions) ([]byte, error) {
 			},
 		},
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# gptg sweep %s: %d runs as a Kubernetes Indexed Job (written by gptg sweep emit k8s).\n", o.Dir, o.Entries)
-	fmt.Fprintf(&b, "# The claim %s must hold the project folder (sources, configs, data, %s) and, with parallel\n", o.Claim, o.Dir)
-	fmt.Fprintf(&b, "# pods on several nodes, be a filesystem they share (access mode ReadWriteMany: NFS, CephFS, EFS, ...).\n")
-	if o.Image == "" {
-		fmt.Fprintf(&b, "# The image is the stock Go toolchain (%s): each pod builds gptg from the sources on the claim\n", StockImage)
-		fmt.Fprintf(&b, "# (caches in .cache/ there; the first pod downloads the modules). --image IMAGE runs an image with gptg instead.\n")
-	}
-	fmt.Fprintf(&b, "# Apply with kubectl apply -f.\n")
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(job); err != nil {
-		return nil, fmt.Errorf("job YAML: %w", err)
-	}
-	return b.Bytes(), enc.Close()
 }
