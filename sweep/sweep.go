@@ -241,34 +241,16 @@ func setValues(v any) ([]string, error) {
 // folder (runs/3-qkv/train.lr=0.001/seed-2). Every combination is loaded
 // as a config here, so a bad value is refused before anything runs.
 func (p *Plan) Expand() ([]Entry, error) {
-	// Count first: a grid is a product, and building one of 10^12
-	// combinations to find it too large would exhaust memory.
 	seeds := p.Seeds
 	if len(seeds) == 0 {
 		seeds = []int64{0}
 	}
-	n := len(p.Configs) * len(seeds)
-	for _, vals := range p.Values {
-		if n > maxEntries {
-			break // n cannot shrink; stop before it can overflow
-		}
-		n *= len(vals)
-	}
-	if n > maxEntries {
-		return nil, errorf("sweep file %s: the grid has more than %d runs (%s); at most %d", p.Path, maxEntries, p.gridSizes(len(seeds)), maxEntries)
+	if err := p.checkSize(len(seeds)); err != nil {
+		return nil, err
 	}
 	names := map[string]string{}
 	var entries []Entry
-	combos := [][]int{nil}
-	for _, vals := range p.Values {
-		var next [][]int
-		for _, c := range combos {
-			for i := range vals {
-				next = append(next, append(slices.Clone(c), i))
-			}
-		}
-		combos = next
-	}
+	combos := p.combinations()
 	for _, cfgPath := range p.Configs {
 		name, err := ablate.RunName(cfgPath)
 		if err != nil {
@@ -323,6 +305,39 @@ func (p *Plan) Expand() ([]Entry, error) {
 		return nil, errorf("sweep file %s: baseline %q is not one of the variants (%s)", p.Path, p.Baseline, entries[0].Variant)
 	}
 	return entries, nil
+}
+
+// checkSize refuses a grid of more than maxEntries runs, counted before
+// any is built: a grid is a product, and building one of 10^12
+// combinations to find it too large would exhaust memory.
+func (p *Plan) checkSize(seeds int) error {
+	n := len(p.Configs) * seeds
+	for _, vals := range p.Values {
+		if n > maxEntries {
+			break // n cannot shrink; stop before it can overflow
+		}
+		n *= len(vals)
+	}
+	if n > maxEntries {
+		return errorf("sweep file %s: the grid has more than %d runs (%s); at most %d", p.Path, maxEntries, p.gridSizes(seeds), maxEntries)
+	}
+	return nil
+}
+
+// combinations lists the [set] values' combinations as indexes into
+// p.Values, the first key varying slowest.
+func (p *Plan) combinations() [][]int {
+	combos := [][]int{nil}
+	for _, vals := range p.Values {
+		var next [][]int
+		for _, c := range combos {
+			for i := range vals {
+				next = append(next, append(slices.Clone(c), i))
+			}
+		}
+		combos = next
+	}
+	return combos
 }
 
 // gridSizes says what multiplies: "2 configs × 40 × 40 values × 1000 seeds".
