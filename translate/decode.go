@@ -235,6 +235,22 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 	if err != nil {
 		return nil, err
 	}
+	rowsSrc := src
+	if sentences != rows {
+		rowsSrc = make([]int, 0, rows*len(src))
+		for range rows {
+			rowsSrc = append(rowsSrc, src...)
+		}
+	}
+	if tr.Recompute {
+		return tr.recomputingDecoder(enc, rowsSrc, sentences, rows, S)
+	}
+	return tr.cachingDecoder(enc, rowsSrc, sentences, rows, S)
+}
+
+// recomputingDecoder readies the decoder that reruns the whole target at every
+// word, its cross-attention reading the encoder output enc.
+func (tr *Translator) recomputingDecoder(enc *tape.TranslationProgram, rowsSrc []int, sentences, rows, S int) (decoding, error) {
 	// Each beam row reads its sentence's encoder output.
 	repeat := func(x []float64) []float64 {
 		if sentences == rows {
@@ -246,28 +262,27 @@ func (tr *Translator) decoding(src []int, sentences, rows int) (decoding, error)
 		}
 		return out
 	}
-	rowsSrc := src
-	if sentences != rows {
-		rowsSrc = make([]int, 0, rows*len(src))
-		for range rows {
-			rowsSrc = append(rowsSrc, src...)
-		}
-	}
 	T := tr.TargetLen()
 	key := [2]int{rows, S}
-	if tr.Recompute {
-		p, ok := tr.dec[key]
-		if !ok {
-			if p, err = tr.build(rows, S, "decoder"); err != nil {
-				return nil, err
-			}
-			tr.dec[key] = p
-		}
-		if err := p.SetMemory(repeat(graph.Float64s(enc.Memory.Value()))); err != nil {
+	p, ok := tr.dec[key]
+	if !ok {
+		var err error
+		if p, err = tr.build(rows, S, "decoder"); err != nil {
 			return nil, err
 		}
-		return &recomputed{p: p, src: rowsSrc, decIn: make([]int, rows*T), T: T}, nil
+		tr.dec[key] = p
 	}
+	if err := p.SetMemory(repeat(graph.Float64s(enc.Memory.Value()))); err != nil {
+		return nil, err
+	}
+	return &recomputed{p: p, src: rowsSrc, decIn: make([]int, rows*T), T: T}, nil
+}
+
+// cachingDecoder readies the decoder that feeds one word a step, with the
+// encoder's keys and values computed once (enc's).
+func (tr *Translator) cachingDecoder(enc *tape.TranslationProgram, rowsSrc []int, sentences, rows, S int) (decoding, error) {
+	T := tr.TargetLen()
+	key := [2]int{rows, S}
 	p, ok := tr.step[key]
 	if !ok {
 		m, err := graph.BuildTranslationStep(tr.Spec, rows, S, T, tr.Backend, tr.Weights)
