@@ -43,32 +43,9 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 		return nil, err
 	}
 	a := &Attention{Translated: target == ""}
-	var tgt []int
-	last := pairs.EOS // what the last decoder position writes
-	if a.Translated {
-		d, err := tr.decoding(src, 1, 1)
-		if err != nil {
-			return nil, err
-		}
-		h, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, 1, 0, nil)
-		if err != nil {
-			return nil, err
-		}
-		tgt = h.ids
-		if n := len(tgt); n > 0 && tgt[n-1] == pairs.EOS {
-			tgt = tgt[:n-1]
-		} else if n > 0 { // stopped at the decoder's length: the last position wrote a word
-			tgt, last = tgt[:n-1], tgt[n-1]
-		}
-	} else {
-		if err := checkUTF8("target", target); err != nil {
-			return nil, err
-		}
-		words := pairs.Tokenize(target)
-		if len(words) == 0 {
-			return nil, fmt.Errorf("%w: the target has no words", ErrInput)
-		}
-		tgt = tr.Tgt.Encode(words)
+	tgt, last, err := tr.attentionTarget(src, target)
+	if err != nil {
+		return nil, err
 	}
 	if T := tr.TargetLen(); len(tgt)+1 > T {
 		return nil, fmt.Errorf("%w: the target has %d words; this model writes at most %d", ErrInput, len(tgt), T-1)
@@ -89,25 +66,9 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 	if err := p.Run(src, append([]int{pairs.SOS}, tgt...), nil); err != nil {
 		return nil, err
 	}
-	maps := func(nodes []*G.Node, rows, cols int) [][]graph.Matrix {
-		var out [][]graph.Matrix
-		for _, n := range nodes {
-			w := graph.Float64s(n.Value()) // (heads, rows, cols) for one sentence
-			var heads []graph.Matrix
-			for h := range tr.Spec.Heads {
-				mat := graph.Matrix{N: rows, K: cols, W: w[h*rows*cols : (h+1)*rows*cols]}
-				if rows == cols {
-					mat.K = 0
-				}
-				heads = append(heads, mat)
-			}
-			out = append(out, heads)
-		}
-		return out
-	}
-	a.Encoder = maps(m.EncoderAttention, S, S)
-	a.Decoder = maps(m.DecoderAttention, T, T)
-	a.Cross = maps(m.CrossAttention, T, S)
+	a.Encoder = tr.headMaps(m.EncoderAttention, S, S)
+	a.Decoder = tr.headMaps(m.DecoderAttention, T, T)
+	a.Cross = tr.headMaps(m.CrossAttention, T, S)
 	words := tr.Src.Words()
 	for _, id := range src {
 		a.Source = append(a.Source, words[id])
@@ -120,4 +81,57 @@ func (tr *Translator) Attention(source, target string) (*Attention, error) {
 	}
 	a.Written = append(a.Written, words[last])
 	return a, nil
+}
+
+// attentionTarget is the target Attention runs the model on, without its
+// SOS: target's words, or, when target is empty, the model's own greedy
+// translation of src. last is what the last decoder position writes: EOS,
+// or the last word of a translation stopped at the decoder's length.
+func (tr *Translator) attentionTarget(src []int, target string) (tgt []int, last int, err error) {
+	last = pairs.EOS
+	if target == "" {
+		d, err := tr.decoding(src, 1, 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		h, err := search(d, tr.TargetLen(), tr.Spec.TgtVocab, 1, 0, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		tgt = h.ids
+		if n := len(tgt); n > 0 && tgt[n-1] == pairs.EOS {
+			tgt = tgt[:n-1]
+		} else if n > 0 { // stopped at the decoder's length: the last position wrote a word
+			tgt, last = tgt[:n-1], tgt[n-1]
+		}
+	} else {
+		if err := checkUTF8("target", target); err != nil {
+			return nil, 0, err
+		}
+		words := pairs.Tokenize(target)
+		if len(words) == 0 {
+			return nil, 0, fmt.Errorf("%w: the target has no words", ErrInput)
+		}
+		tgt = tr.Tgt.Encode(words)
+	}
+	return tgt, last, nil
+}
+
+// headMaps reads the attention weights of each block's nodes, (heads,
+// rows, cols) for one sentence, as one matrix per head.
+func (tr *Translator) headMaps(nodes []*G.Node, rows, cols int) [][]graph.Matrix {
+	var out [][]graph.Matrix
+	for _, n := range nodes {
+		w := graph.Float64s(n.Value()) // (heads, rows, cols) for one sentence
+		var heads []graph.Matrix
+		for h := range tr.Spec.Heads {
+			mat := graph.Matrix{N: rows, K: cols, W: w[h*rows*cols : (h+1)*rows*cols]}
+			if rows == cols {
+				mat.K = 0
+			}
+			heads = append(heads, mat)
+		}
+		out = append(out, heads)
+	}
+	return out
 }
