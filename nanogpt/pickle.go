@@ -125,29 +125,11 @@ func scan(data []byte, allowed map[string]bool) ([]byte, error) {
 		rest := len(data) - pos
 		switch info.arg {
 		case argLine, argLines2:
-			lines := 1
-			if info.arg == argLines2 {
-				lines = 2
+			parts, next, err := readLines(data, pos, at, op, info)
+			if err != nil {
+				return nil, err
 			}
-			limit := len(data)
-			switch op {
-			case 'I', 'L', 'F', 'g', 'p':
-				limit = maxNumberLine
-			case 'c':
-				limit = maxGlobalLine
-			}
-			var parts []string
-			for range lines {
-				end := bytes.IndexByte(data[pos:min(len(data), pos+limit+1)], '\n')
-				if end < 0 {
-					if pos+limit < len(data) {
-						return nil, fmt.Errorf("pickle %s at byte %d is a line of more than %d bytes; a checkpoint's are shorter", info.name, at, limit)
-					}
-					return nil, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
-				}
-				parts = append(parts, string(data[pos:pos+end]))
-				pos += end + 1
-			}
+			pos = next
 			if info.arg == argLines2 {
 				name := parts[0] + "." + parts[1]
 				if !allowed[name] {
@@ -183,26 +165,11 @@ func scan(data []byte, allowed map[string]bool) ([]byte, error) {
 			}
 			pos += info.size
 		case argCounted:
-			if rest < info.size {
-				return nil, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+			next, err := skipCounted(data, pos, at, op, info)
+			if err != nil {
+				return nil, err
 			}
-			var n uint64
-			switch info.size {
-			case 1:
-				n = uint64(data[pos])
-			case 4:
-				n = uint64(binary.LittleEndian.Uint32(data[pos:]))
-			case 8:
-				n = binary.LittleEndian.Uint64(data[pos:])
-			}
-			pos += info.size
-			if n > uint64(len(data)-pos) {
-				return nil, fmt.Errorf("pickle %s at byte %d claims %d bytes, only %d remain", info.name, at, n, len(data)-pos)
-			}
-			if (op == 0x8a || op == 0x8b) && n > maxLongBytes {
-				return nil, fmt.Errorf("pickle %s at byte %d is an integer of %d bytes; a checkpoint's integers fit in %d", info.name, at, n, maxLongBytes)
-			}
-			pos += int(n)
+			pos = next
 		}
 		if op == '.' {
 			if out == nil {
@@ -212,6 +179,64 @@ func scan(data []byte, allowed map[string]bool) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("pickle ends without STOP")
+}
+
+// readLines reads the newline-ended argument of op (at byte at), one line
+// or GLOBAL's two, from data[pos:], each within its opcode's bound; next
+// is where the following opcode starts.
+func readLines(data []byte, pos, at int, op byte, info opInfo) (parts []string, next int, err error) {
+	lines := 1
+	if info.arg == argLines2 {
+		lines = 2
+	}
+	limit := len(data)
+	switch op {
+	case 'I', 'L', 'F', 'g', 'p':
+		limit = maxNumberLine
+	case 'c':
+		limit = maxGlobalLine
+	}
+	for range lines {
+		end := bytes.IndexByte(data[pos:min(len(data), pos+limit+1)], '\n')
+		if end < 0 {
+			if pos+limit < len(data) {
+				return nil, 0, fmt.Errorf("pickle %s at byte %d is a line of more than %d bytes; a checkpoint's are shorter", info.name, at, limit)
+			}
+			return nil, 0, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+		}
+		parts = append(parts, string(data[pos:pos+end]))
+		pos += end + 1
+	}
+	return parts, pos, nil
+}
+
+// skipCounted skips the argument of op (at byte at) that is a count of
+// bytes, then that many bytes, refusing a count past the data's end or an
+// integer wider than a checkpoint's; next is where the following opcode
+// starts.
+func skipCounted(data []byte, pos, at int, op byte, info opInfo) (next int, err error) {
+	rest := len(data) - pos
+	if rest < info.size {
+		return 0, fmt.Errorf("pickle ends inside %s at byte %d", info.name, at)
+	}
+	var n uint64
+	switch info.size {
+	case 1:
+		n = uint64(data[pos])
+	case 4:
+		n = uint64(binary.LittleEndian.Uint32(data[pos:]))
+	case 8:
+		n = binary.LittleEndian.Uint64(data[pos:])
+	}
+	pos += info.size
+	if n > uint64(len(data)-pos) {
+		return 0, fmt.Errorf("pickle %s at byte %d claims %d bytes, only %d remain", info.name, at, n, len(data)-pos)
+	}
+	if (op == 0x8a || op == 0x8b) && n > maxLongBytes {
+		return 0, fmt.Errorf("pickle %s at byte %d is an integer of %d bytes; a checkpoint's integers fit in %d", info.name, at, n, maxLongBytes)
+	}
+	pos += int(n)
+	return pos, nil
 }
 
 // rawUnicodeEscape decodes Python's raw-unicode-escape, the encoding of
