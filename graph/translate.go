@@ -146,17 +146,8 @@ type TranslationOptions struct {
 
 // BuildTranslation emits the encoder–decoder graph of spec.
 func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translation, err error) {
-	if err := spec.Check(); err != nil {
+	if err := checkTranslation(spec, o); err != nil {
 		return nil, err
-	}
-	if o.Part != "" && o.Part != "encoder" && o.Part != "decoder" || o.Part == "encoder" && o.Loss {
-		return nil, fmt.Errorf("graph part %q (loss %v): want \"\", \"encoder\" or \"decoder\", and the loss only with a decoder", o.Part, o.Loss)
-	}
-	if o.Batch < 1 || o.SrcLen < 1 || o.TgtLen < 1 {
-		return nil, fmt.Errorf("batch %d, source length %d and target length %d must be at least 1", o.Batch, o.SrcLen, o.TgtLen)
-	}
-	if spec.Positions == "learned" && (o.SrcLen > spec.MaxLen || o.TgtLen > spec.MaxLen) {
-		return nil, fmt.Errorf("source length %d or target length %d beyond max_len %d", o.SrcLen, o.TgtLen, spec.MaxLen)
 	}
 	defer func() { // see Build
 		if r := recover(); r != nil {
@@ -229,6 +220,25 @@ func BuildTranslation(spec TranslationSpec, o TranslationOptions) (m *Translatio
 	}
 	m.Params, m.Dropout, m.dropoutP = dec.params, dec.masks, dec.dropoutP
 	return m, nil
+}
+
+// checkTranslation refuses a spec, or a graph of it, that cannot be
+// built: a part that is not one, an encoder with a loss, empty sizes, or
+// lengths past learned positions' table.
+func checkTranslation(spec TranslationSpec, o TranslationOptions) error {
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	if o.Part != "" && o.Part != "encoder" && o.Part != "decoder" || o.Part == "encoder" && o.Loss {
+		return fmt.Errorf("graph part %q (loss %v): want \"\", \"encoder\" or \"decoder\", and the loss only with a decoder", o.Part, o.Loss)
+	}
+	if o.Batch < 1 || o.SrcLen < 1 || o.TgtLen < 1 {
+		return fmt.Errorf("batch %d, source length %d and target length %d must be at least 1", o.Batch, o.SrcLen, o.TgtLen)
+	}
+	if spec.Positions == "learned" && (o.SrcLen > spec.MaxLen || o.TgtLen > spec.MaxLen) {
+		return fmt.Errorf("source length %d or target length %d beyond max_len %d", o.SrcLen, o.TgtLen, spec.MaxLen)
+	}
+	return nil
 }
 
 // embedding: tok[ids]·√C + pos[0..T), as rows (B·T, C), on b's rows.
