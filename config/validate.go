@@ -45,7 +45,10 @@ func (c *Config) Validate() error {
 }
 
 // validate does the work of Validate; origin says which file (or --set)
-// each key came from, so the error points at the line to change.
+// each key came from, so the error points at the line to change. It stays
+// one long function because it is a list: one check per setting, in the
+// config's order, so that the error reported first is the first bad
+// setting a reader of the file meets.
 func (c *Config) validate(origin func(key string) string) error {
 	v := &checker{origin: origin}
 

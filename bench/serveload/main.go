@@ -46,6 +46,12 @@ func main() {
 	}
 }
 
+// run starts a training and a server on its run folder, then measures the
+// training's tokens/s in windows alone and under the clients' load, and
+// prints them. It stays one function because its deferred calls stop the
+// processes it starts, in the reverse order of their start, whichever
+// step fails: split, each helper would have to hand its process back for
+// stopping.
 func run(gptg string, window time.Duration, pagers, followers, generators int, poll time.Duration, threads, pairs int) error {
 	dir, err := os.MkdirTemp("", "gptg-serveload-")
 	if err != nil {

@@ -223,6 +223,11 @@ func MulLower[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, ld
 	mul(w, transA, transB, m, n, k, a, lda, b, ldb, nil, c, ldc, false, true)
 }
 
+// mul is Mul, MulBias and MulLower: the empty and one-row products first
+// (the bias copied, a gemv), then one job on one worker or split across
+// workers in bands of whole tiles. It stays one function because each
+// case is a fast path that returns, tried in the order the cheaper ones
+// need, on the path of every product.
 func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int, b []F, ldb int, bias []F, c []F, ldc int, accumulate, lower bool) {
 	if m <= 0 || n <= 0 {
 		return
@@ -306,7 +311,10 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 }
 
 // run computes the job's block of C with the buffers of wk: the loops of
-// the package comment.
+// the package comment. It stays one function because it is that loop
+// nest, tuned as a whole: the blocks' sizes, the packing choices and the
+// tiles' closures share its state, and helpers in its inner loops would
+// pass it through calls at every tile.
 func (j *job[F]) run(wk *worker) {
 	if j.bf16 {
 		runBF16(any(j).(*job[float32]), wk)
