@@ -196,7 +196,6 @@ func (c *runCache) checkpointInfo(r *root, rel string, ri *runInfo) bool {
 	if haveCk && c.ckErr == nil {
 		ri.Step, ri.Total = c.step, c.total
 	}
-
 	return haveCk
 }
 
