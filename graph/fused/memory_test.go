@@ -1,7 +1,6 @@
 package fused_test
 
 import (
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -121,7 +120,7 @@ func TestLogitsGradientTakesTheLogitsBuffer(t *testing.T) {
 			}
 			for i, b := range [][2][]int{{xa, ya}, {xb, yb}, {xa, ya}} {
 				want := run(owning, b[0], b[1])
-				if got := run(lending, b[0], b[1]); !sameBits(got, want) {
+				if got := run(lending, b[0], b[1]); !graphtest.SameBits(got, want) {
 					t.Errorf("%s, tied %v, run %d: the lending graph computed other bits", dtype, tied, i)
 				}
 				if k := fused.FreeBuffers(mem, n*spec.Vocab); k != 1 {
@@ -130,22 +129,4 @@ func TestLogitsGradientTakesTheLogitsBuffer(t *testing.T) {
 			}
 		}
 	}
-}
-
-// sameBits says whether a and b hold the same float64 bits (−0 is not 0).
-func sameBits(a, b [][]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for j := range a[i] {
-			if math.Float64bits(a[i][j]) != math.Float64bits(b[i][j]) {
-				return false
-			}
-		}
-	}
-	return true
 }

@@ -1,7 +1,6 @@
 package tape
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -62,27 +61,9 @@ func TestFusedSumsChangeNothing(t *testing.T) {
 			if none != 0 || sums == 0 {
 				t.Fatalf("%s, tied %v: %d fused sums, %d without FuseSums", dtype, tied, sums, none)
 			}
-			if !sameBits(got, want) {
+			if !graphtest.SameBits(got, want) {
 				t.Errorf("%s, tied %v: the fused sums computed other bits", dtype, tied)
 			}
 		}
 	}
-}
-
-// sameBits says whether a and b hold the same float64 bits (−0 is not 0).
-func sameBits(a, b [][]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for j := range a[i] {
-			if math.Float64bits(a[i][j]) != math.Float64bits(b[i][j]) {
-				return false
-			}
-		}
-	}
-	return true
 }

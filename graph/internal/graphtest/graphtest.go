@@ -7,6 +7,7 @@ package graphtest
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -83,4 +84,12 @@ func Outputs(loss float64, logits *G.Node, grads, attention []*G.Node) [][]float
 		}
 	}
 	return out
+}
+
+// SameBits says whether two Outputs hold the same float64 bits (−0 is
+// not 0).
+func SameBits(a, b [][]float64) bool {
+	return slices.EqualFunc(a, b, func(x, y []float64) bool {
+		return slices.EqualFunc(x, y, func(u, v float64) bool { return math.Float64bits(u) == math.Float64bits(v) })
+	})
 }
