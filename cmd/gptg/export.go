@@ -135,12 +135,6 @@ func checkExportable(path string) error {
 	}
 	_, _, err = savedmodel.Scan(path, func(spec config.Model, dataBytes int64) error {
 		return check(spec.Dtype, spec.ParamCount(), 4*float64(spec.ParamCount()))
-	}, func(spec config.Model) ([]*graph.Param, error) {
-		g, err := graph.Build(spec, graph.Options{Batch: 1, Weights: graph.SharedZeros(spec.Dtype)})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return g.Params, nil
-	})
+	}, checkingParams(path))
 	return err
 }

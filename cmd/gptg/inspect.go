@@ -60,13 +60,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	// and whose parameters share one buffer.
 	m, params, err := savedmodel.Scan(model, func(spec config.Model, dataBytes int64) error {
 		return config.CheckMemory(scanMemory(spec, dataBytes), limit, fmt.Sprintf("%s: inspecting this model", model), envMaxMemory+"=")
-	}, func(spec config.Model) ([]*graph.Param, error) {
-		g, err := graph.Build(spec, graph.Options{Batch: 1, Weights: graph.SharedZeros(spec.Dtype)})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", model, err) // the metadata is at fault
-		}
-		return g.Params, nil
-	})
+	}, checkingParams(model))
 	if err != nil {
 		return err
 	}
@@ -95,6 +89,19 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout)
 	printParams(stdout, params)
 	return nil
+}
+
+// checkingParams is savedmodel.Scan's builder for a check that never runs
+// the model: a graph of the file's spec at batch 1 whose parameters share
+// one buffer of zeros, so that reading checks each tensor against it.
+func checkingParams(path string) func(config.Model) ([]*graph.Param, error) {
+	return func(spec config.Model) ([]*graph.Param, error) {
+		g, err := graph.Build(spec, graph.Options{Batch: 1, Weights: graph.SharedZeros(spec.Dtype)})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err) // the metadata is at fault
+		}
+		return g.Params, nil
+	}
 }
 
 // scanMemory is what inspect holds of a model file of dataBytes of tensor
