@@ -242,7 +242,8 @@ func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, 
 		bf16Pack(unsafe.Pointer(&dst[0]), w, row(0), row(1), ld, n, kc/2)
 	}
 	if kc%2 == 1 { // the last pair: a step and a zero
-		bf16Pack(unsafe.Pointer(&dst[(kp-1)*w]), w, row(kc-1), unsafe.Pointer(&zeros32[0]), 0, n, 1)
+		zero := zeroStep[:n] // bf16Pack reads n floats of the second row
+		bf16Pack(unsafe.Pointer(&dst[(kp-1)*w]), w, row(kc-1), unsafe.Pointer(&zero[0]), 0, n, 1)
 	}
 	if n < w {
 		for q := 0; q < kp; q++ {
@@ -251,8 +252,11 @@ func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, 
 	}
 }
 
-// zeros32 is the zero step that pads an odd k.
-var zeros32 [32]float32
+// zeroStep is the zero step that pads an odd k. It is as long as the
+// widest block packBF16 packs, a transposed A's mc rows (bf16Kernels.mc
+// or mcFor's smaller blocks), not a panel's nr: bf16Pack reads as many
+// floats of it as the block has rows.
+var zeroStep [256]float32
 
 // packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
 func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {

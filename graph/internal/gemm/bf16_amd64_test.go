@@ -110,12 +110,13 @@ func TestBF16KernelBits(t *testing.T) {
 // TestBF16PackBits: bf16Pack and bf16Rows (VCVTNE2PS2BF16) round as
 // RoundBF16 does, on random bit patterns (NaN, infinities, denormals
 // included) and ties, for every layout, edges (cnt < w), odd and even k,
-// and write nothing past their strip.
+// widths up to the widest block (a transposed A's mc rows, whose odd k
+// pads with as many zeros), and write nothing past their strip.
 func TestBF16PackBits(t *testing.T) {
 	needBF16(t)
 	rng := rand.New(rand.NewPCG(23, 24))
 	var wk worker
-	for _, w := range []int{12, 32} {
+	for _, w := range []int{12, 32, 41, bf16Kernels.mc} {
 		for _, kc := range []int{1, 2, 7, 64, 513} {
 			for _, cnt := range []int{w, w - 1, 1} {
 				for _, layout := range []string{"pairs", "pairs along rows", "rows"} {
