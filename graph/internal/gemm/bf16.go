@@ -255,8 +255,9 @@ func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, 
 // zeroStep is the zero step that pads an odd k. It is as long as the
 // widest block packBF16 packs, a transposed A's mc rows (bf16Kernels.mc
 // or mcFor's smaller blocks), not a panel's nr: bf16Pack reads as many
-// floats of it as the block has rows.
-var zeroStep [256]float32
+// floats of it as the block has rows. (A slice, so that the guard-page
+// tests can move it against an inaccessible page.)
+var zeroStep = make([]float32, 256)
 
 // packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
 func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
@@ -391,6 +392,9 @@ func sum16(l *[16]float32) float32 {
 }
 
 func growWords(s []uint32, n int) []uint32 {
+	if guardBuffer != nil {
+		return unsafe.Slice((*uint32)(guardBuffer(n, 4)), n)
+	}
 	if cap(s) < n {
 		return make([]uint32, n)
 	}

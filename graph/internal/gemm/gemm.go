@@ -711,11 +711,20 @@ func packTrans[F Float](dst []F, w int, src []F, ld, p0, kc, c0, cnt int) {
 func roundUp(x, to int) int { return (x + to - 1) / to * to }
 
 func grow[F Float](s []F, n int) []F {
+	if guardBuffer != nil {
+		return unsafe.Slice((*F)(guardBuffer(n, int(unsafe.Sizeof(F(0))))), n)
+	}
 	if cap(s) < n {
 		return make([]F, n)
 	}
 	return s[:n]
 }
+
+// guardBuffer, which only the guard-page tests set, allocates every
+// buffer grow and growWords return: exactly n numbers of size bytes that
+// end at an inaccessible page, so that a kernel touching more of a buffer
+// than the Go code sized it for faults.
+var guardBuffer func(n, size int) unsafe.Pointer
 
 // buffers returns wk's packing buffers and edge tile for element type F.
 func buffers[F Float](wk *worker) (ap, bp *[]F, tile []F) {

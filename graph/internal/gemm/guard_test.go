@@ -1,0 +1,155 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unsafe"
+
+	"github.com/gptg/gptg/internal/guardmem"
+)
+
+// guardShapes are the products the guard-page tests run (m, n, k): one
+// row (gemvT and gemvBF16 where B is transposed, dot4 groups and their
+// rest, a split gemv), tiles and their edges (cnt < w) for every tile
+// shape, odd k, k crossing the depth of a block (kc 256, bfloat16's 512,
+// kcRows 1536), rows crossing the highest blocks (mc 252, 144, 128: a
+// transposed A's widest bfloat16 pack), a product of at most 8 rows (the
+// AVX2 tile on an AVX-512 machine) and columns past nc.
+var guardShapes = [][3]int{
+	{1, 1, 1}, {1, 37, 33}, {1, 64, 64}, {1, 9, 700}, {1, 41, 97}, {1, 4, 17},
+	{5, 17, 3}, {12, 32, 16}, {13, 33, 17}, {41, 40, 7}, {6, 16, 8}, {16, 8, 5},
+	{8, 16, 9}, {7, 9, 33}, {3, 20, 0}, {253, 40, 31}, {145, 20, 9}, {129, 9, 3},
+	{13, 33, 515}, {9, 35, 1537}, {2, 4097, 3},
+}
+
+// guardOperand is an operand of rows×cols (row stride ld) as short as it
+// can be: its last element the last of the slice.
+func guardOperand(rng *rand.Rand, rows, cols, ld int) []float64 {
+	return randoms(rng, max(0, (rows-1)*ld+cols))
+}
+
+// withGuardedBuffers makes every packing buffer of tb's products exactly
+// as long as the Go code asks for, against a guard page, and the zero
+// step that pads an odd k too; the fixed-size edge tile stays in the
+// worker (microKernel checks its bounds as any C's).
+func withGuardedBuffers(tb testing.TB, f func()) {
+	saved := zeroStep
+	defer func() { guardBuffer, zeroStep = nil, saved }()
+	zeroStep = guardmem.CopyEnd(tb, saved)
+	guardBuffer = func(n, size int) unsafe.Pointer {
+		return unsafe.Pointer(unsafe.SliceData(guardmem.End[byte](tb, n*size)))
+	}
+	f()
+}
+
+// TestGuardPages runs Mul, MulBias, MulLower (float32, float64 and
+// bfloat16) and SumRows on every kernel family this machine runs, one
+// thread and two, and with blocks of a few tiles (withTinyBlocks), with every operand and output placed against an
+// inaccessible page — after its last element, then before its first —
+// and every packing buffer ending at one: any read or write by the
+// assembly outside what its Go caller checked faults, and fails the test
+// here. Each result must equal the same call's on ordinary memory, bit
+// for bit.
+func TestGuardPages(t *testing.T) {
+	defer func(f, g float64) { parallelMinFlops, parallelMinGemv = f, g }(parallelMinFlops, parallelMinGemv)
+	parallelMinFlops, parallelMinGemv = 0, 0 // split every product over the threads
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, s := range guardShapes {
+		m, n, k := s[0], s[1], s[2]
+		t.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(t *testing.T) {
+			for _, tA := range []bool{false, true} {
+				for _, tB := range []bool{false, true} {
+					mc := newCase(rng, tA, tB, rng.IntN(2) == 0, m, n, k)
+					ar, ac := m, k
+					if tA {
+						ar, ac = k, m
+					}
+					br, bc := k, n
+					if tB {
+						br, bc = n, k
+					}
+					mc.a = guardOperand(rng, ar, ac, mc.lda)
+					mc.b = guardOperand(rng, br, bc, mc.ldb)
+					mc.c0 = guardOperand(rng, m, n, mc.ldc)
+					bias := randoms(rng, n) // also SumRows's output
+					for _, p := range paths() {
+						for _, threads := range []int{1, 2} {
+							label := fmt.Sprintf("%v/%v threads %d", mc, p, threads)
+							withPath(p, false, func() { guardProducts(t, label, mc, bias, threads) })
+						}
+						if m <= 41 && n <= 64 && k <= 33 { // the larger shapes cross the real blocks
+							label := fmt.Sprintf("%v/%v tiny blocks", mc, p)
+							withPath(p, false, func() { withTinyBlocks(func() { guardProducts(t, label, mc, bias, 1) }) })
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// guardProducts runs mc's products on ordinary memory, then with every
+// operand on guarded memory, and compares.
+func guardProducts(t *testing.T, label string, mc mulCase, bias []float64, threads int) {
+	// A call places its operands with p32 and p64 (copies, on ordinary or
+	// guarded memory) and returns its outputs.
+	type call func(w *Workspace, p32 func([]float64) []float32, p64 func([]float64) []float64) ([]float32, []float64)
+	calls := map[string]call{
+		"Mul": func(w *Workspace, p32 func([]float64) []float32, p64 func([]float64) []float64) ([]float32, []float64) {
+			c, c64 := p32(mc.c0), p64(mc.c0)
+			Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p32(mc.a), mc.lda, p32(mc.b), mc.ldb, c, mc.ldc, mc.acc)
+			Mul(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p64(mc.a), mc.lda, p64(mc.b), mc.ldb, c64, mc.ldc, mc.acc)
+			return c, c64
+		},
+		"MulBias": func(w *Workspace, p32 func([]float64) []float32, p64 func([]float64) []float64) ([]float32, []float64) {
+			c, c64 := p32(mc.c0), p64(mc.c0)
+			MulBias(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p32(mc.a), mc.lda, p32(mc.b), mc.ldb, p32(bias), c, mc.ldc)
+			MulBias(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p64(mc.a), mc.lda, p64(mc.b), mc.ldb, p64(bias), c64, mc.ldc)
+			return c, c64
+		},
+		"MulLower": func(w *Workspace, p32 func([]float64) []float32, p64 func([]float64) []float64) ([]float32, []float64) {
+			c, c64 := p32(mc.c0), p64(mc.c0)
+			MulLower(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p32(mc.a), mc.lda, p32(mc.b), mc.ldb, c, mc.ldc)
+			MulLower(w, mc.tA, mc.tB, mc.m, mc.n, mc.k, p64(mc.a), mc.lda, p64(mc.b), mc.ldb, c64, mc.ldc)
+			return c, c64
+		},
+		// B as an m×n matrix (when not transposed): its column sums.
+		"SumRows": func(w *Workspace, p32 func([]float64) []float32, p64 func([]float64) []float64) ([]float32, []float64) {
+			if mc.tB || mc.k == 0 {
+				return nil, nil
+			}
+			out, out64 := p32(bias), p64(bias)
+			SumRows(w, mc.k, mc.n, p32(mc.b), mc.ldb, out)
+			SumRows(w, mc.k, mc.n, p64(mc.b), mc.ldb, out64)
+			return out, out64
+		},
+	}
+	plain32 := func(s []float64) []float32 { return to32(s) }
+	plain64 := func(s []float64) []float64 { return append([]float64(nil), s...) }
+	for _, bf16 := range []bool{false, true} {
+		for _, name := range []string{"Mul", "MulBias", "MulLower", "SumRows"} {
+			cl := calls[name]
+			want, want64 := cl(&Workspace{Threads: threads, BF16: bf16}, plain32, plain64)
+			for _, place := range guardmem.Placements {
+				label := fmt.Sprintf("%s/%s bf16 %v/%v", label, name, bf16, place)
+				p32 := func(s []float64) []float32 { return guardmem.Copy(t, place, to32(s)) }
+				p64 := func(s []float64) []float64 { return guardmem.Copy(t, place, s) }
+				var got []float32
+				var got64 []float64
+				withGuardedBuffers(t, func() {
+					guardmem.Run(t, label, func() { got, got64 = cl(&Workspace{Threads: threads, BF16: bf16}, p32, p64) })
+				})
+				for x := range got {
+					if math.Float32bits(got[x]) != math.Float32bits(want[x]) {
+						t.Fatalf("%s: float32 [%d] = %v on guarded memory, %v on ordinary memory", label, x, got[x], want[x])
+					}
+					if math.Float64bits(got64[x]) != math.Float64bits(want64[x]) {
+						t.Fatalf("%s: float64 [%d] = %v on guarded memory, %v on ordinary memory", label, x, got64[x], want64[x])
+					}
+				}
+			}
+		}
+	}
+}
