@@ -108,3 +108,14 @@ func catch(f func()) (msg string) {
 	f()
 	return ""
 }
+
+// Lengths are the row lengths the guard tests of the element-wise kernels
+// run: every length from 0 to 40 (each tail of a loop 4, 8, 16 or 32
+// wide, and each loop alone) and lengths around 64, 1024 and 4096.
+var Lengths = func() []int {
+	var ls []int
+	for n := 0; n <= 40; n++ {
+		ls = append(ls, n)
+	}
+	return append(ls, 63, 64, 65, 1023, 1024, 1025, 4096+15)
+}()
