@@ -86,13 +86,15 @@ func Copy[T Number](tb testing.TB, p Placement, s []T) []T {
 // too (a bounds check in the Go wrapper, say).
 func Run(tb testing.TB, label string, f func()) {
 	tb.Helper()
-	if msg := catch(f); msg != "" {
+	if _, msg := Catch(f); msg != "" {
 		tb.Fatalf("%s: %s", label, msg)
 	}
 }
 
-// catch runs f and describes the fault or panic it ended with, or "".
-func catch(f func()) (msg string) {
+// Catch runs f with memory faults turned into panics and describes how
+// it ended: fault is set for a memory fault, msg describes the fault or
+// any other panic, and is empty when f returned.
+func Catch(f func()) (fault bool, msg string) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		r := recover()
@@ -100,13 +102,13 @@ func catch(f func()) (msg string) {
 			return
 		}
 		if e, ok := r.(interface{ Addr() uintptr }); ok {
-			msg = fmt.Sprintf("memory fault at %#x (past or before an operand): %v", e.Addr(), r)
+			fault, msg = true, fmt.Sprintf("memory fault at %#x (past or before an operand): %v", e.Addr(), r)
 			return
 		}
 		msg = fmt.Sprintf("panic: %v", r)
 	}()
 	f()
-	return ""
+	return false, ""
 }
 
 // Lengths are the row lengths the guard tests of the element-wise kernels

@@ -196,6 +196,7 @@ func packBF16Rows(asm bool, dst []uint32, w int, src []float32, ld, p0, kc, c0, 
 	dst = dst[:w*kp]
 	if asm {
 		_ = src[(c0+cnt-1)*ld+p0+kc-1] // the last element read
+		_ = dst[cnt*kp-1]              // and written (cnt ≤ w)
 		bf16Rows(unsafe.Pointer(&dst[0]), kp, unsafe.Pointer(&src[c0*ld+p0]), ld, kc, cnt)
 	} else {
 		for r := 0; r < cnt; r++ {
@@ -234,9 +235,9 @@ func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, 
 		wk.scratch = grow(wk.scratch, kc*w)
 		packTrans(wk.scratch, w, src, ld, p0, kc, c0, cnt)
 		src, ld, p0, c0, n = wk.scratch, w, 0, 0, w
-	} else {
-		_ = src[(p0+kc-1)*ld+c0+cnt-1] // the last element read
 	}
+	_ = src[(p0+kc-1)*ld+c0+n-1] // the last element read
+	_ = dst[(kp-1)*w+n-1]        // and written (cnt ≤ w)
 	row := func(p int) unsafe.Pointer { return unsafe.Pointer(&src[(p0+p)*ld+c0]) }
 	if kc/2 > 0 {
 		bf16Pack(unsafe.Pointer(&dst[0]), w, row(0), row(1), ld, n, kc/2)
@@ -254,10 +255,10 @@ func packBF16(wk *worker, asm bool, dst []uint32, w int, src []float32, ld int, 
 
 // zeroStep is the zero step that pads an odd k. It is as long as the
 // widest block packBF16 packs, a transposed A's mc rows (bf16Kernels.mc
-// or mcFor's smaller blocks), not a panel's nr: bf16Pack reads as many
+// or mcFor's smaller blocks) or a panel's nr: bf16Pack reads as many
 // floats of it as the block has rows. (A slice, so that the guard-page
 // tests can move it against an inaccessible page.)
-var zeroStep = make([]float32, 256)
+var zeroStep = make([]float32, max(bf16Kernels.mc, bf16Kernels.nr))
 
 // packBF16Go is packBF16 in plain Go (RoundBF16's rounding).
 func packBF16Go(dst []uint32, w int, src []float32, ld int, alongRows bool, p0, kc, c0, cnt int) {
@@ -349,7 +350,8 @@ func gemvBF16(asm bool, n, k int, xw []uint32, b []float32, ldb int, c []float32
 		rows := min(4, n-j)
 		q0 := 0
 		if rows == 4 && chunks > 0 {
-			_ = b[(j+3)*ldb+chunks*32-1] // the last element dot4BF16 reads
+			_ = b[(j+3)*ldb+chunks*32-1] // the last elements dot4BF16 reads
+			_ = xw[chunks*16-1]
 			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[j*ldb]), ldb, unsafe.Pointer(&lanes[0]))
 			q0 = chunks * 16
 		} else {
