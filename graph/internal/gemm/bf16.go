@@ -98,7 +98,7 @@ func runBF16(j *job[float32], wk *worker) {
 	pairs := (kBlock + 1) / 2
 	wk.aBF = growWords(wk.aBF, min(mcMax, roundUp(j.i1-j.i0, mr))*pairs)
 	wk.bBF = growWords(wk.bBF, min(ks.nc, roundUp(j.j1-j.j0, nr))*pairs)
-	tile := wk.t32[:mr*nr]
+	tile := edgeTile(wk.t32[:], mr*nr)
 	for jc := j.j0; jc < j.j1; jc += ks.nc {
 		nc := min(ks.nc, j.j1-jc)
 		for pc := 0; pc < j.k; pc += ks.kc {

@@ -323,6 +323,7 @@ func (j *job[F]) run(wk *worker) {
 	ks := j.ks
 	mr, nr := ks.mr, ks.nr
 	ap, bp, tile := buffers[F](wk)
+	tile = edgeTile(tile, mr*nr)
 	// The depth of the k blocks: C's tiles are read and written once per
 	// block, so deeper blocks cost less while A's strips stream well. A
 	// read along its rows (x·Wᵀ, dy·W) streams 16 rows in order and takes
@@ -725,6 +726,15 @@ func grow[F Float](s []F, n int) []F {
 // end at an inaccessible page, so that a kernel touching more of a buffer
 // than the Go code sized it for faults.
 var guardBuffer func(n, size int) unsafe.Pointer
+
+// edgeTile is the first n numbers of a worker's edge tile, or under the
+// guard-page tests a buffer of exactly n that ends at an inaccessible page.
+func edgeTile[F Float](tile []F, n int) []F {
+	if guardBuffer != nil {
+		return grow[F](nil, n)
+	}
+	return tile[:n]
+}
 
 // buffers returns wk's packing buffers and edge tile for element type F.
 func buffers[F Float](wk *worker) (ap, bp *[]F, tile []F) {

@@ -16,12 +16,19 @@ import (
 // shape, odd k, k crossing the depth of a block (kc 256, bfloat16's 512,
 // kcRows 1536), rows crossing the highest blocks (mc 252, 144, 128: a
 // transposed A's widest bfloat16 pack), a product of at most 8 rows (the
-// AVX2 tile on an AVX-512 machine) and columns past nc.
+// AVX2 tile on an AVX-512 machine), columns past nc, and a few at random.
 var guardShapes = [][3]int{
 	{1, 1, 1}, {1, 37, 33}, {1, 64, 64}, {1, 9, 700}, {1, 41, 97}, {1, 4, 17},
 	{5, 17, 3}, {12, 32, 16}, {13, 33, 17}, {41, 40, 7}, {6, 16, 8}, {16, 8, 5},
 	{8, 16, 9}, {7, 9, 33}, {3, 20, 0}, {253, 40, 31}, {145, 20, 9}, {129, 9, 3},
 	{13, 33, 515}, {9, 35, 1537}, {2, 4097, 3},
+}
+
+func init() { // and a few at random
+	rng := rand.New(rand.NewPCG(45, 46))
+	for range 4 {
+		guardShapes = append(guardShapes, [3]int{1 + rng.IntN(40), 1 + rng.IntN(70), 1 + rng.IntN(70)})
+	}
 }
 
 // guardOperand is an operand of rows×cols (row stride ld) as short as it
@@ -30,10 +37,9 @@ func guardOperand(rng *rand.Rand, rows, cols, ld int) []float64 {
 	return randoms(rng, max(0, (rows-1)*ld+cols))
 }
 
-// withGuardedBuffers makes every packing buffer of tb's products exactly
-// as long as the Go code asks for, against a guard page, and the zero
-// step that pads an odd k too; the fixed-size edge tile stays in the
-// worker (microKernel checks its bounds as any C's).
+// withGuardedBuffers makes every packing buffer and edge tile of tb's
+// products exactly as long as the Go code asks for, against a guard page,
+// and the zero step that pads an odd k too.
 func withGuardedBuffers(tb testing.TB, f func()) {
 	saved := zeroStep
 	defer func() { guardBuffer, zeroStep = nil, saved }()
