@@ -55,3 +55,31 @@ func TestGuardPages(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardPagesFixedOutputs: dotAVX2 adds into an [8]float64 in Go; here
+// that array and the rows end at (then start after) an inaccessible page,
+// so that writing more than the array faults. The sums must be the Go
+// loop's partial sums, bit for bit.
+func TestGuardPagesFixedOutputs(t *testing.T) {
+	if !haveAsm {
+		t.Log("no AVX2 here (or purego): only the Go loops exist")
+		return
+	}
+	const n = 40
+	rng := rand.New(rand.NewPCG(15, 16))
+	w0, dw0 := make([]float32, n), make([]float32, n)
+	var want [8]float64
+	for i := range n {
+		w0[i], dw0[i] = float32(rng.Float64()), float32(rng.NormFloat64())
+		want[i%8] += float64(float64(w0[i]) * float64(dw0[i]))
+	}
+	for _, place := range guardmem.Placements {
+		w, dw, s := guardmem.Copy(t, place, w0), guardmem.Copy(t, place, dw0), guardmem.Copy(t, place, make([]float64, 8))
+		guardmem.Run(t, place.String(), func() { dotAVX2(&w[0], &dw[0], n, (*[8]float64)(s)) })
+		for i, v := range s {
+			if math.Float64bits(v) != math.Float64bits(want[i]) {
+				t.Fatalf("%v: partial sum %d = %v, want %v", place, i, v, want[i])
+			}
+		}
+	}
+}

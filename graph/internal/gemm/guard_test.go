@@ -176,3 +176,58 @@ func guardProducts(t *testing.T, label string, mc mulCase, bias []float64, threa
 		}
 	}
 }
+
+// TestGuardPagesFixedOutputs: the one-row kernels write their sums into
+// fixed-size arrays in Go (gemvT's 4 sums, gemvBF16's 4×16 lanes); here
+// each array, x and B end at (then start after) an inaccessible page, so
+// that a kernel writing more than the array or reading past x or B
+// faults. The sums must match the Go reference: float64 sums within the
+// float32 bound for dot4F32, dpbf16's lane sums bit for bit for dot4BF16.
+func TestGuardPagesFixedOutputs(t *testing.T) {
+	if bestPath == pathGo {
+		t.Log("no assembly here (purego, or no AVX2): gemvT sums in Go")
+		return
+	}
+	rng := rand.New(rand.NewPCG(47, 48))
+	const k, ldb = 64, 67
+	x64, b64 := randoms(rng, k), randoms(rng, 3*ldb+k)
+	for _, place := range guardmem.Placements {
+		x, b := guardmem.Copy(t, place, to32(x64)), guardmem.Copy(t, place, to32(b64))
+		out := guardmem.Copy(t, place, make([]float32, 4))
+		guardmem.Run(t, fmt.Sprintf("dot4F32, %v", place), func() {
+			dot4F32(k, unsafe.Pointer(&x[0]), unsafe.Pointer(&b[0]), ldb, unsafe.Pointer(&out[0]))
+		})
+		for r := range 4 {
+			want, scale := 0.0, 0.0
+			for p := range k {
+				want += float64(x[p]) * float64(b[r*ldb+p])
+				scale += math.Abs(float64(x[p]) * float64(b[r*ldb+p]))
+			}
+			if d := math.Abs(float64(out[r]) - want); d > float64(k+1)*0x1p-24*scale {
+				t.Fatalf("dot4F32, %v: row %d sums to %v, want %v", place, r, out[r], want)
+			}
+		}
+		if !haveBF16 {
+			continue
+		}
+		const chunks = k / 32
+		xw := guardmem.Copy(t, place, make([]uint32, k/2))
+		packBF16Rows(false, xw, 1, x, k, 0, k, 0, 1)
+		lanes := guardmem.Copy(t, place, make([]float32, 64))
+		guardmem.Run(t, fmt.Sprintf("dot4BF16, %v", place), func() {
+			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[0]), ldb, unsafe.Pointer(&lanes[0]))
+		})
+		for r := range 4 {
+			for l := range 16 {
+				var s float32
+				for q := l; q < chunks*16; q += 16 {
+					w := bf16Bits(b[r*ldb+2*q]) | bf16Bits(b[r*ldb+2*q+1])<<16
+					s = dpbf16(s, xw[q], w)
+				}
+				if got := lanes[r*16+l]; math.Float32bits(got) != math.Float32bits(s) {
+					t.Fatalf("dot4BF16, %v: row %d lane %d = %v, want %v", place, r, l, got, s)
+				}
+			}
+		}
+	}
+}

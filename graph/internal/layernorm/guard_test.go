@@ -47,3 +47,40 @@ func TestGuardPages(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardPagesFixedOutputs: the sums' kernels add into fixed-size
+// arrays in Go ([8]float64, [16]float64); here each array and the rows
+// end at (then start after) an inaccessible page, so that a kernel
+// touching more than the array faults. The sums must be the Go loops'
+// partial sums, bit for bit.
+func TestGuardPagesFixedOutputs(t *testing.T) {
+	if !haveAsm {
+		t.Log("no AVX2 or NEON here (or purego): only the Go loops exist")
+		return
+	}
+	const n, mean, rstd = 40, 3.0, 0.5
+	r := randomRow(rand.New(rand.NewPCG(13, 14)), n)
+	var want [24]float64 // sums, squared deviations, then gradient sums
+	for i := range n {
+		d := float64(r.x[i]) - mean
+		g := float64(float64(r.dy[i]) * float64(r.w[i]))
+		want[i%8] += float64(r.x[i])
+		want[8+i%8] += float64(d * d)
+		want[16+i%8] += g
+	}
+	for _, place := range guardmem.Placements {
+		x, w, dy := guardmem.Copy(t, place, r.x), guardmem.Copy(t, place, r.w), guardmem.Copy(t, place, r.dy)
+		s, sq, gs := guardmem.Copy(t, place, make([]float64, 8)), guardmem.Copy(t, place, make([]float64, 8)), guardmem.Copy(t, place, make([]float64, 16))
+		guardmem.Run(t, place.String(), func() {
+			sums8(&x[0], n, (*[8]float64)(s))
+			squaredDeviations8(&x[0], n, mean, (*[8]float64)(sq))
+			gradSums8(&x[0], &w[0], &dy[0], n, mean, rstd, (*[16]float64)(gs))
+		})
+		got := append(append(slices.Clone(s), sq...), gs[:8]...)
+		for i, v := range got {
+			if math.Float64bits(v) != math.Float64bits(want[i]) {
+				t.Fatalf("%v: partial sum %d = %v, want %v", place, i, v, want[i])
+			}
+		}
+	}
+}
