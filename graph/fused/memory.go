@@ -32,8 +32,8 @@ import (
 // Graphs that never run at the same time — the training graph and its
 // evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
-	f32 map[int][][]float32
-	f64 map[int][][]float64
+	f32 arena[float32]
+	f64 arena[float64]
 	// kept holds the buffers that sharedBuffer hands out.
 	kept map[keptKey]any
 }
@@ -46,7 +46,7 @@ type keptKey struct {
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory {
-	return &Memory{f32: map[int][][]float32{}, f64: map[int][][]float64{}, kept: map[keptKey]any{}}
+	return &Memory{kept: map[keptKey]any{}}
 }
 
 // sharedBuffer returns the one buffer of n entries that m keeps under name
@@ -64,32 +64,23 @@ func sharedBuffer[F gemm.Float](m *Memory, name string, n int) []F {
 	return b
 }
 
-// lend returns a buffer of n elements for op's output: a free one of that
-// size, or a new one.
+// lend returns a buffer of n elements for op's output, a range of m's
+// chunks (arena).
 func (m *Memory) lend(dt tensor.Dtype, n int) any {
 	if dt == tensor.Float64 {
-		return take(m.f64, n)
+		return m.f64.lend(n)
 	}
-	return take(m.f32, n)
+	return m.f32.lend(n)
 }
 
 // giveBack returns a lent buffer.
 func (m *Memory) giveBack(buf any) {
 	switch b := buf.(type) {
 	case []float32:
-		m.f32[len(b)] = append(m.f32[len(b)], b)
+		m.f32.giveBack(b)
 	case []float64:
-		m.f64[len(b)] = append(m.f64[len(b)], b)
+		m.f64.giveBack(b)
 	}
-}
-
-func take[F float32 | float64](free map[int][][]F, n int) []F {
-	if list := free[n]; len(list) > 0 {
-		b := list[len(list)-1]
-		free[n] = list[:len(list)-1]
-		return b
-	}
-	return make([]F, n)
 }
 
 // PlanMemory decides, once the graph is complete (gradients included),
@@ -191,4 +182,67 @@ func (op *fusedOp) takeLoan(vals []G.Value) bool {
 	op.out, op.lentBuf, op.pending, op.tookLoan = vals[0], src.lentBuf, op.uses, true
 	src.lentBuf, src.pending = nil, 0
 	return true
+}
+
+// Loans are the gradient buffers of one graph lent past its runs
+// (LendGradients), given back together.
+type Loans struct{ ops []*fusedOp }
+
+// LendGradients lends the buffers of the gradients grads (a training
+// graph's, after PlanMemory, which keeps them) beyond the run: each is
+// borrowed from the graph's Memory when the backward pass computes it and
+// stays readable until GiveBack. A step that folds the gradients into its
+// sums after each run gives them back then, so at the start of the next
+// backward pass, the activations' peak, no gradient holds memory, and a
+// freed activation's range serves a gradient computed later. Without a
+// GiveBack a gradient keeps its first buffer, as a kept output does.
+// A gradient that is not a fused op's output, or that another kind of op
+// reads, keeps its own buffer.
+func LendGradients(g *G.ExprGraph, grads []*G.Node) *Loans {
+	l := &Loans{}
+	for _, n := range grads {
+		if op := gradientProducer(g, n); op != nil && !op.held {
+			op.held = true
+			l.ops = append(l.ops, op)
+		}
+	}
+	return l
+}
+
+// gradientProducer is the fused op whose buffer holds gradient n: n's own,
+// or, when n's op adds into its first input and returns it (a tied
+// embedding's gradient), that input's producer. nil when the buffer cannot
+// be lent: not a fused output, not of a Memory, lent within the run
+// already, or read by an op that is not fused.
+func gradientProducer(g *G.ExprGraph, n *G.Node) *fusedOp {
+	for {
+		op, ok := n.Op().(*fusedOp)
+		if !ok || op.mem == nil || len(op.shape) == 0 || op.uses > 0 {
+			return nil
+		}
+		readers := g.To(n.ID())
+		for readers.Next() {
+			if _, fused := readers.Node().(*G.Node).Op().(*fusedOp); !fused {
+				return nil
+			}
+		}
+		if !op.inPlace {
+			return op
+		}
+		n = inputsOf(g, n)[0]
+	}
+}
+
+// GiveBack returns the gradients' buffers to their Memory: the gradients
+// are not readable until the next run computes them again.
+func (l *Loans) GiveBack() {
+	if l == nil {
+		return
+	}
+	for _, op := range l.ops {
+		if op.lentBuf != nil {
+			op.mem.giveBack(op.lentBuf)
+			op.lentBuf = nil
+		}
+	}
 }

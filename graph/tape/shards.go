@@ -138,6 +138,11 @@ func (p *Program) runShards(tokens, targets []int) error {
 	}
 	p.loss /= float64(s)
 	p.sumGrads()
+	// The mean is in the first shard's gradients: the others' buffers
+	// serve the next run.
+	for _, sh := range p.shards[1:] {
+		sh.grads.GiveBack()
+	}
 	return nil
 }
 
@@ -146,13 +151,17 @@ func (p *Program) runShards(tokens, targets []int) error {
 // the whole batch. Each entry is one goroutine's, in the same order
 // whatever the split.
 func (p *Program) sumGrads() {
+	// A gradient's buffer is lent (ReleaseGrads): it may be another every run.
 	if p.gradData == nil {
 		p.gradData = make([][]any, len(p.shards))
-		for k, sh := range p.shards {
-			for _, g := range sh.Grads {
-				p.gradData[k] = append(p.gradData[k], g.Value().Data())
-			}
+	}
+	for k, sh := range p.shards {
+		p.gradData[k] = p.gradData[k][:0]
+		for _, g := range sh.Grads {
+			p.gradData[k] = append(p.gradData[k], g.Value().Data())
 		}
+	}
+	if p.gradOffsets == nil {
 		p.gradOffsets = make([]int, len(p.Grads)+1)
 		for i, g := range p.Grads {
 			p.gradOffsets[i+1] = p.gradOffsets[i] + g.Value().Shape().TotalSize()
