@@ -13,8 +13,12 @@ import (
 // gradient of (768, 3072) can take the room of freed activations of
 // (512, 3072) and (512, 768) — an exact-size pool would keep both. A
 // request that fits nowhere adds a chunk. A graph borrows and gives back
-// in the same order on every run, so once the first run has made the
-// chunks each later run finds the same ranges free and adds none.
+// in the same order on every run, from an arena whose loans have all come
+// back: a run that adds no chunk finds the arena as the run before it
+// did, makes the same choices and lends the same ranges, and so does every
+// run after it. (The first run may leave a second run other choices, in
+// chunks made after a request it placed: the second may place differently,
+// and in theory add a chunk; at GPT-2 124M none is added after the first.)
 type arena[F float32 | float64] struct {
 	chunks []*chunk[F]
 	loans  map[*F]loan[F] // by a loan's first entry

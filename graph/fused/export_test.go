@@ -54,3 +54,24 @@ func OnTeamEngine(t *tensor.Dense) bool {
 
 // LoansMade is the number of buffers of n entries m has lent.
 func LoansMade(m *Memory, n int) int { return m.f32.made[n] + m.f64.made[n] }
+
+// KeepGradients makes g's gradients keep their buffers (not lent past the
+// run, LendGradients) and returns how many were lent.
+func KeepGradients(g *G.ExprGraph) (lent int) {
+	for _, n := range g.AllNodes() {
+		if op, ok := n.Op().(*fusedOp); ok && op.held {
+			op.held = false
+			lent++
+		}
+	}
+	return lent
+}
+
+// ChunkBytes makes every Memory's new chunks at most bytes long (at least
+// the request), until restore is called: a small graph then fills its
+// chunks, as a large one does.
+func ChunkBytes(bytes int) (restore func()) {
+	saved := chunkBytes
+	chunkBytes = bytes
+	return func() { chunkBytes = saved }
+}
