@@ -146,8 +146,30 @@ func inputsOf(g *G.ExprGraph, n *G.Node) []*G.Node {
 // borrow gives op a lent buffer for this run's output.
 func (op *fusedOp) borrow() {
 	op.lentBuf = op.mem.lend(op.dt, op.shape.TotalSize())
-	op.out = tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(op.lentBuf))
+	// A graph's runs borrow the same ranges once the Memory has its chunks
+	// (arena): the last run's tensor then has this backing already.
+	if !sameBacking(op.out, op.lentBuf, op.shape) {
+		op.out = tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(op.lentBuf))
+	}
 	op.pending = op.uses
+}
+
+// sameBacking reports whether v is a tensor of shape over the entries of
+// buf, the same slice.
+func sameBacking(v G.Value, buf any, shape tensor.Shape) bool {
+	d, ok := v.(*tensor.Dense)
+	if !ok || !d.Shape().Eq(shape) {
+		return false
+	}
+	switch b := buf.(type) {
+	case []float32:
+		f, ok := floatsOf[float32](d)
+		return ok && len(f) == len(b) && unsafe.SliceData(f) == unsafe.SliceData(b)
+	case []float64:
+		f, ok := floatsOf[float64](d)
+		return ok && len(f) == len(b) && unsafe.SliceData(f) == unsafe.SliceData(b)
+	}
+	return false
 }
 
 // doneReading tells the producers of op's lent inputs that op has read them;
