@@ -29,6 +29,13 @@ import (
 // over when it is the input's last reader left in the run (takeLoan): one
 // buffer for both.
 //
+// A training graph's gradients are loans too, held past the run until the
+// step that reads them gives them back (LendGradients).
+//
+// The buffers are ranges of a few chunks that buffers of every size share
+// (arena.go), so a buffer given back serves a later request of another
+// size: a gradient takes the room of the activations freed before it.
+//
 // Graphs that never run at the same time — the training graph and its
 // evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
