@@ -68,6 +68,9 @@ func NewStepper(prog *tape.Program, opt *AdamW, sched Schedule, clip float64) *S
 // non-finite loss or gradient returns an error before any parameter changes.
 func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 	r := StepResult{LR: s.Sched.At(step)}
+	// The gradients' buffers serve the next run's activations once the
+	// update has read them.
+	defer s.Prog.ReleaseGrads()
 	accum := max(1, s.Accum)
 	n := len(tokens) / accum
 	if s.Comm != nil && s.Comm.Size() > 1 {
@@ -88,6 +91,9 @@ func (s *Stepper) Step(step int, tokens, targets []int) (StepResult, error) {
 		}
 		r.Loss += s.Prog.Loss() / float64(accum)
 		s.accumulate(k, accum)
+		if k < accum-1 {
+			s.Prog.ReleaseGrads() // folded into the sums
+		}
 	}
 	for i, g := range s.Prog.Grads {
 		s.grads[i] = g.Value().Data()

@@ -25,23 +25,26 @@ func StopLending(g *G.ExprGraph) (lent int) {
 			if op.uses > 0 {
 				lent++
 			}
-			op.uses, op.readOf = 0, nil
+			op.uses, op.readOf, op.held = 0, nil, false
 		}
 	}
 	return lent
 }
 
-// BuffersMade is the number of buffers mem has made.
-func BuffersMade(mem *Memory) int {
-	made := 0
-	for _, list := range mem.f32 {
-		made += len(list)
+// LentEntries is the number of entries of g's fused outputs that are lent
+// within a run.
+func LentEntries(g *G.ExprGraph) int {
+	n := 0
+	for _, node := range g.AllNodes() {
+		if op, ok := node.Op().(*fusedOp); ok && op.uses > 0 {
+			n += op.shape.TotalSize()
+		}
 	}
-	for _, list := range mem.f64 {
-		made += len(list)
-	}
-	return made
+	return n
 }
+
+// MemoryEntries is the number of entries of the chunks mem has made.
+func MemoryEntries(mem *Memory) int { return mem.f32.capacity() + mem.f64.capacity() }
 
 // OnTeamEngine reports whether t computes with a team's engine.
 func OnTeamEngine(t *tensor.Dense) bool {
@@ -49,5 +52,26 @@ func OnTeamEngine(t *tensor.Dense) bool {
 	return ok
 }
 
-// FreeBuffers is the number of buffers of n entries m holds free.
-func FreeBuffers(m *Memory, n int) int { return len(m.f32[n]) + len(m.f64[n]) }
+// LoansMade is the number of buffers of n entries m has lent.
+func LoansMade(m *Memory, n int) int { return m.f32.made[n] + m.f64.made[n] }
+
+// KeepGradients makes g's gradients keep their buffers (not lent past the
+// run, LendGradients) and returns how many were lent.
+func KeepGradients(g *G.ExprGraph) (lent int) {
+	for _, n := range g.AllNodes() {
+		if op, ok := n.Op().(*fusedOp); ok && op.held {
+			op.held = false
+			lent++
+		}
+	}
+	return lent
+}
+
+// ChunkBytes makes every Memory's new chunks at most bytes long (at least
+// the request), until restore is called: a small graph then fills its
+// chunks, as a large one does.
+func ChunkBytes(bytes int) (restore func()) {
+	saved := chunkBytes
+	chunkBytes = bytes
+	return func() { chunkBytes = saved }
+}

@@ -29,11 +29,18 @@ import (
 // over when it is the input's last reader left in the run (takeLoan): one
 // buffer for both.
 //
+// A training graph's gradients are loans too, held past the run until the
+// step that reads them gives them back (LendGradients).
+//
+// The buffers are ranges of a few chunks that buffers of every size share
+// (arena.go), so a buffer given back serves a later request of another
+// size: a gradient takes the room of the activations freed before it.
+//
 // Graphs that never run at the same time — the training graph and its
 // evaluation graph — can share one Memory (graph.Options.Memory).
 type Memory struct {
-	f32 map[int][][]float32
-	f64 map[int][][]float64
+	f32 arena[float32]
+	f64 arena[float64]
 	// kept holds the buffers that sharedBuffer hands out.
 	kept map[keptKey]any
 }
@@ -46,7 +53,7 @@ type keptKey struct {
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory {
-	return &Memory{f32: map[int][][]float32{}, f64: map[int][][]float64{}, kept: map[keptKey]any{}}
+	return &Memory{kept: map[keptKey]any{}}
 }
 
 // sharedBuffer returns the one buffer of n entries that m keeps under name
@@ -64,32 +71,23 @@ func sharedBuffer[F gemm.Float](m *Memory, name string, n int) []F {
 	return b
 }
 
-// lend returns a buffer of n elements for op's output: a free one of that
-// size, or a new one.
+// lend returns a buffer of n elements for op's output, a range of m's
+// chunks (arena).
 func (m *Memory) lend(dt tensor.Dtype, n int) any {
 	if dt == tensor.Float64 {
-		return take(m.f64, n)
+		return m.f64.lend(n)
 	}
-	return take(m.f32, n)
+	return m.f32.lend(n)
 }
 
 // giveBack returns a lent buffer.
 func (m *Memory) giveBack(buf any) {
 	switch b := buf.(type) {
 	case []float32:
-		m.f32[len(b)] = append(m.f32[len(b)], b)
+		m.f32.giveBack(b)
 	case []float64:
-		m.f64[len(b)] = append(m.f64[len(b)], b)
+		m.f64.giveBack(b)
 	}
-}
-
-func take[F float32 | float64](free map[int][][]F, n int) []F {
-	if list := free[n]; len(list) > 0 {
-		b := list[len(list)-1]
-		free[n] = list[:len(list)-1]
-		return b
-	}
-	return make([]F, n)
 }
 
 // PlanMemory decides, once the graph is complete (gradients included),
@@ -155,8 +153,30 @@ func inputsOf(g *G.ExprGraph, n *G.Node) []*G.Node {
 // borrow gives op a lent buffer for this run's output.
 func (op *fusedOp) borrow() {
 	op.lentBuf = op.mem.lend(op.dt, op.shape.TotalSize())
-	op.out = tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(op.lentBuf))
+	// A graph's runs borrow the same ranges once the Memory has its chunks
+	// (arena): the last run's tensor then has this backing already.
+	if !sameBacking(op.out, op.lentBuf, op.shape) {
+		op.out = tensor.New(tensor.WithShape(op.shape...), tensor.WithBacking(op.lentBuf))
+	}
 	op.pending = op.uses
+}
+
+// sameBacking reports whether v is a tensor of shape over the entries of
+// buf, the same slice.
+func sameBacking(v G.Value, buf any, shape tensor.Shape) bool {
+	d, ok := v.(*tensor.Dense)
+	if !ok || !d.Shape().Eq(shape) {
+		return false
+	}
+	switch b := buf.(type) {
+	case []float32:
+		f, ok := floatsOf[float32](d)
+		return ok && len(f) == len(b) && unsafe.SliceData(f) == unsafe.SliceData(b)
+	case []float64:
+		f, ok := floatsOf[float64](d)
+		return ok && len(f) == len(b) && unsafe.SliceData(f) == unsafe.SliceData(b)
+	}
+	return false
 }
 
 // doneReading tells the producers of op's lent inputs that op has read them;
@@ -191,4 +211,67 @@ func (op *fusedOp) takeLoan(vals []G.Value) bool {
 	op.out, op.lentBuf, op.pending, op.tookLoan = vals[0], src.lentBuf, op.uses, true
 	src.lentBuf, src.pending = nil, 0
 	return true
+}
+
+// Loans are the gradient buffers of one graph lent past its runs
+// (LendGradients), given back together.
+type Loans struct{ ops []*fusedOp }
+
+// LendGradients lends the buffers of the gradients grads (a training
+// graph's, after PlanMemory, which keeps them) beyond the run: each is
+// borrowed from the graph's Memory when the backward pass computes it and
+// stays readable until GiveBack. A step that folds the gradients into its
+// sums after each run gives them back then, so at the start of the next
+// backward pass, the activations' peak, no gradient holds memory, and a
+// freed activation's range serves a gradient computed later. Without a
+// GiveBack a gradient keeps its first buffer, as a kept output does.
+// A gradient that is not a fused op's output, or that another kind of op
+// reads, keeps its own buffer.
+func LendGradients(g *G.ExprGraph, grads []*G.Node) *Loans {
+	l := &Loans{}
+	for _, n := range grads {
+		if op := gradientProducer(g, n); op != nil && !op.held {
+			op.held = true
+			l.ops = append(l.ops, op)
+		}
+	}
+	return l
+}
+
+// gradientProducer is the fused op whose buffer holds gradient n: n's own,
+// or, when n's op adds into its first input and returns it (a tied
+// embedding's gradient), that input's producer. nil when the buffer cannot
+// be lent: not a fused output, not of a Memory, lent within the run
+// already, or read by an op that is not fused.
+func gradientProducer(g *G.ExprGraph, n *G.Node) *fusedOp {
+	for {
+		op, ok := n.Op().(*fusedOp)
+		if !ok || op.mem == nil || len(op.shape) == 0 || op.uses > 0 {
+			return nil
+		}
+		readers := g.To(n.ID())
+		for readers.Next() {
+			if _, fused := readers.Node().(*G.Node).Op().(*fusedOp); !fused {
+				return nil
+			}
+		}
+		if !op.inPlace {
+			return op
+		}
+		n = inputsOf(g, n)[0]
+	}
+}
+
+// GiveBack returns the gradients' buffers to their Memory: the gradients
+// are not readable until the next run computes them again.
+func (l *Loans) GiveBack() {
+	if l == nil {
+		return
+	}
+	for _, op := range l.ops {
+		if op.lentBuf != nil {
+			op.mem.giveBack(op.lentBuf)
+			op.lentBuf = nil
+		}
+	}
 }

@@ -84,14 +84,17 @@ type fusedOp struct {
 	// in the run under way.
 	mayTakeLoan bool
 	tookLoan    bool
-	uses        int
-	pending     int
-	readOf      []*fusedOp
-	lentBuf     any
-	a32         args[float32]
-	a64         args[float64]
-	scalarIn32  []float32 // the values of scalar inputs, as slices for the kernel
-	scalarIn64  []float64
+	// held: the output is a gradient lent past the run (LendGradients):
+	// borrowed when the op runs without a loan, given back by Loans.GiveBack.
+	held       bool
+	uses       int
+	pending    int
+	readOf     []*fusedOp
+	lentBuf    any
+	a32        args[float32]
+	a64        args[float64]
+	scalarIn32 []float32 // the values of scalar inputs, as slices for the kernel
+	scalarIn64 []float64
 }
 
 // argKind describes an input: a float tensor of so many dimensions (0 for
@@ -251,7 +254,7 @@ func (op *fusedOp) Do(vals ...G.Value) (G.Value, error) {
 // output), or op's own, made on the first run.
 func (op *fusedOp) ensureOutput() {
 	switch {
-	case op.uses > 0 && op.lentBuf == nil:
+	case (op.uses > 0 || op.held) && op.lentBuf == nil:
 		op.borrow()
 	case op.out == nil:
 		op.out = op.newOutput()

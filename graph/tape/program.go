@@ -31,6 +31,9 @@ type Program struct {
 	*graph.Model
 	Grads []*G.Node // Grads[i] is ∂loss/∂Params[i]; empty without a loss
 
+	// grads lends the gradients' buffers past a run, until ReleaseGrads.
+	grads *fused.Loans
+
 	vm      G.VM
 	inPlace func() error  // runs the tape in this goroutine; nil: use vm.RunAll (see tape.go)
 	tokens  *tensor.Dense // fed to Model.Tokens, reused every run
@@ -128,6 +131,9 @@ func compileKeeping(m *graph.Model, withGrads bool, keep []*G.Node) (*Program, e
 		m.Fused.FuseSums(m.G)
 	}
 	fused.PlanMemory(m.G, keep)
+	if withGrads {
+		p.grads = fused.LendGradients(m.G, p.Grads)
+	}
 	p.tokens = tensor.New(tensor.Of(tensor.Int), tensor.WithShape(m.Tokens.Shape()...))
 	p.vm, p.inPlace = newMachine(m.G, m.Fused)
 	return p, nil
@@ -228,6 +234,22 @@ func (p *Program) runOne(tokens, targets []int) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
+}
+
+// ReleaseGrads gives the gradients' buffers back to the graph's Memory,
+// for the next run's activations and gradients: a training step calls it
+// once it has read the gradients of a run (folded them into its sums, or
+// updated the weights). Until then, and without it, Grads are readable
+// after a run, as the other outputs; after it they are not, until the
+// next run.
+func (p *Program) ReleaseGrads() {
+	if p.shards == nil {
+		p.grads.GiveBack()
+		return
+	}
+	for _, sh := range p.shards {
+		sh.grads.GiveBack()
+	}
 }
 
 // Loss is the last run's mean cross-entropy.

@@ -2,6 +2,10 @@ package tape
 
 import (
 	"fmt"
+	"unsafe"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -138,6 +142,11 @@ func (p *Program) runShards(tokens, targets []int) error {
 	}
 	p.loss /= float64(s)
 	p.sumGrads()
+	// The mean is in the first shard's gradients: the others' buffers
+	// serve the next run.
+	for _, sh := range p.shards[1:] {
+		sh.grads.GiveBack()
+	}
 	return nil
 }
 
@@ -146,13 +155,19 @@ func (p *Program) runShards(tokens, targets []int) error {
 // the whole batch. Each entry is one goroutine's, in the same order
 // whatever the split.
 func (p *Program) sumGrads() {
+	// A gradient's buffer is lent (ReleaseGrads): it may be another every run.
 	if p.gradData == nil {
 		p.gradData = make([][]any, len(p.shards))
-		for k, sh := range p.shards {
-			for _, g := range sh.Grads {
-				p.gradData[k] = append(p.gradData[k], g.Value().Data())
-			}
+	}
+	for k, sh := range p.shards {
+		if len(p.gradData[k]) != len(sh.Grads) {
+			p.gradData[k] = make([]any, len(sh.Grads))
 		}
+		for i, g := range sh.Grads {
+			p.gradData[k][i] = sameSlice(p.gradData[k][i], g.Value())
+		}
+	}
+	if p.gradOffsets == nil {
 		p.gradOffsets = make([]int, len(p.Grads)+1)
 		for i, g := range p.Grads {
 			p.gradOffsets[i+1] = p.gradOffsets[i] + g.Value().Shape().TotalSize()
@@ -175,6 +190,30 @@ func (p *Program) sumGrads() {
 			}
 		}
 	})
+}
+
+// sameSlice returns v's entries: last, when it holds them already (a
+// gradient lent the same range as in the last run), else v.Data().
+func sameSlice(last any, v G.Value) any {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
+		return v.Data()
+	}
+	switch l := last.(type) {
+	case []float32:
+		if d.Dtype() == tensor.Float32 {
+			if f := d.Float32s(); len(f) == len(l) && unsafe.SliceData(f) == unsafe.SliceData(l) {
+				return last
+			}
+		}
+	case []float64:
+		if d.Dtype() == tensor.Float64 {
+			if f := d.Float64s(); len(f) == len(l) && unsafe.SliceData(f) == unsafe.SliceData(l) {
+				return last
+			}
+		}
+	}
+	return d.Data()
 }
 
 // sumShards sets sum[j] = (sum[j] + shard 1's [j] + …) · scale for j in [a, b).
