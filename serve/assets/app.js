@@ -549,8 +549,9 @@ function explorer(run) {
   }
   function drawBig() {
     const [b, h] = chosen, n = data.rows.length, k = data.cols.length, m = data.maps ? data.maps[b][h] : raw.map;
-    // Up to 70 tokens every cell is big enough for its tokens' labels;
-    // beyond, the map fits 1,024 pixels and the labels are left to hovering.
+    // Up to 70 tokens the map is at most 560 pixels wide, in cells of 8
+    // or more; beyond, it fits 1,024 pixels, and cells under 8 pixels
+    // (past 128 tokens) get no labels: hovering a cell names its tokens.
     const cell = Math.max(n > 70 || k > 70 ? 1 : 8, Math.min(24, Math.floor((n > 70 || k > 70 ? 1024 : 560) / Math.max(n, k))));
     const c = el("canvas", { id: "att-big-map" });
     const g = c.getContext("2d");
