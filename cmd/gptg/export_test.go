@@ -84,9 +84,9 @@ func TestExportBF16(t *testing.T) {
 	ok(t, dir, "sample", "b.safetensors", "--tokens", "5")
 	// inspect says how each file stores its weights: the metadata of the
 	// export is the float32 model's, unchanged.
-	stored := fmt.Sprintf("all %d tensors (%d values)", len(orig.Tensors), params)
-	inspectSays(t, dir, "m.safetensors", "stored: F32, "+stored+"\n")
-	inspectSays(t, dir, "b.safetensors", "stored: BF16, "+stored+", widened to float32 as read\n")
+	stored := fmt.Sprintf("all %d tensors, %d values", len(orig.Tensors), params)
+	inspectSays(t, dir, "m.safetensors", "F32: "+stored)
+	inspectSays(t, dir, "b.safetensors", "BF16: "+stored+"; widened to float32 as read")
 
 	ok(t, dir, "export", "b.safetensors", "--dtype", "float32", "--out", "w.safetensors")
 	wide, err := modelfile.Read(filepath.Join(dir, "w.safetensors"), modelfile.Limits{})
@@ -100,7 +100,7 @@ func TestExportBF16(t *testing.T) {
 			}
 		}
 	}
-	inspectSays(t, dir, "w.safetensors", "stored: F32, "+stored+"\n")
+	inspectSays(t, dir, "w.safetensors", "F32: "+stored)
 	if got := loss("w.safetensors"); got != rounded {
 		t.Errorf("test loss %.6f of the widened file, %.6f of the bfloat16 one: the same weights", got, rounded)
 	}
@@ -114,11 +114,11 @@ func TestExportBF16(t *testing.T) {
 	}
 }
 
-// inspectSays fails t unless gptg inspect model prints line (a whole
-// line, its newline included) right after the file's name.
-func inspectSays(t *testing.T, dir, model, line string) {
+// inspectSays fails t unless gptg inspect model's first line is the
+// file's name and stored, how it stores its weights.
+func inspectSays(t *testing.T, dir, model, stored string) {
 	t.Helper()
-	want := "file: " + model + "\n" + line
+	want := "file: " + model + " (weights stored as " + stored + ")\n"
 	if out := ok(t, dir, "inspect", model); !strings.HasPrefix(out, want) {
 		t.Errorf("inspect %s does not start with\n%s\n---\n%s", model, want, out)
 	}
@@ -170,8 +170,8 @@ func TestExportTranslation(t *testing.T) {
 	for _, tn := range half.Tensors {
 		params += len(tn.F32)
 	}
-	inspectSays(t, dir, "runs/toy/model.safetensors", fmt.Sprintf("stored: F32, all %d tensors (%d values)\n", len(half.Tensors), params))
-	inspectSays(t, dir, "t.safetensors", fmt.Sprintf("stored: BF16, all %d tensors (%d values), widened to float32 as read\n", len(half.Tensors), params))
+	inspectSays(t, dir, "runs/toy/model.safetensors", fmt.Sprintf("F32: all %d tensors, %d values", len(half.Tensors), params))
+	inspectSays(t, dir, "t.safetensors", fmt.Sprintf("BF16: all %d tensors, %d values; widened to float32 as read", len(half.Tensors), params))
 	if out := ok(t, dir, "translate", "t.safetensors", "--text", "a1"); strings.TrimSpace(out) == "" {
 		t.Error("translate of the bfloat16 file printed nothing")
 	}
@@ -194,7 +194,7 @@ func TestInspectStoredDtypes(t *testing.T) {
 		t.Fatalf("the tiny model holds %d float64 values, %d of them tok.weight's", values, tok)
 	}
 	copyFile(t, causalModel, filepath.Join(dir, "m.safetensors"))
-	inspectSays(t, dir, "m.safetensors", fmt.Sprintf("stored: F64, all %d tensors (%d values)\n", len(f.Tensors), values))
+	inspectSays(t, dir, "m.safetensors", fmt.Sprintf("F64: all %d tensors, %d values", len(f.Tensors), values))
 	alteredModel("mixed.safetensors", func(t *testing.T, f *modelfile.File) {
 		tn := f.Tensors["tok.weight"]
 		tn.F32 = make([]float32, len(tn.F64))
@@ -204,7 +204,7 @@ func TestInspectStoredDtypes(t *testing.T) {
 		tn.F64 = nil
 		f.Tensors["tok.weight"] = tn
 	})(t, dir)
-	inspectSays(t, dir, "mixed.safetensors", fmt.Sprintf("stored: F32 1 tensor (%d values), F64 %d tensors (%d values)\n", tok, len(f.Tensors)-1, values-tok))
+	inspectSays(t, dir, "mixed.safetensors", fmt.Sprintf("F32: 1 tensor, %d values; F64: %d tensors, %d values", tok, len(f.Tensors)-1, values-tok))
 }
 
 // exportInputs are export's refusals, for TestBadInputs.

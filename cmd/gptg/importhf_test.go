@@ -52,7 +52,7 @@ func TestImportHF(t *testing.T) {
 	for _, tn := range imported.Tensors {
 		values += len(tn.F32)
 	}
-	inspectSays(t, dir, "small-f16.safetensors", fmt.Sprintf("stored: F32, all %d tensors (%d values)\n", len(imported.Tensors), values))
+	inspectSays(t, dir, "small-f16.safetensors", fmt.Sprintf("F32: all %d tensors, %d values", len(imported.Tensors), values))
 	r = gptg(t, dir, "sample", "small-f16.safetensors", "--prompt", "1 2 3", "--tokens", "5", "--temperature", "0")
 	if fields := strings.Fields(r.stdout); r.code != 0 || len(fields) != 8 || fields[0] != "1" {
 		t.Fatalf("sample: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

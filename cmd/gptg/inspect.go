@@ -18,13 +18,13 @@ var inspectCommand = command{
 	summary: "print a model file's metadata and parameter table",
 	usage: `Usage: gptg inspect MODEL.safetensors|RUN_DIR [--vocab]
 
-Prints the model file's metadata (format, model switches, tokenizer and
-vocabulary size) and the dtype its weights are stored in (F32, F64, or
-BF16 as gptg export --dtype bfloat16 writes them, read as float32; the
-tensors of each when the file mixes them), then every parameter with its
-shape and count, and the total. The file is fully checked: the graph its metadata describes is
-rebuilt and every tensor must fit it. A run folder stands for its
-model.safetensors.
+Prints the model file's name with the dtype its weights are stored in
+(F32, F64, or BF16 as gptg export --dtype bfloat16 writes them, read as
+float32; the tensors of each when the file mixes them), its metadata
+(format, model switches, tokenizer and vocabulary size), then every
+parameter with its shape and count, and the total. The file is fully
+checked: the graph its metadata describes is rebuilt and every tensor
+must fit it. A run folder stands for its model.safetensors.
 
 Flags:
   --vocab   print the vocabulary instead, one token per line in id order
@@ -79,8 +79,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "file: %s\n", m.Path)
-	fmt.Fprintf(stdout, "stored: %s\n", storedDtypes(m.Stored))
+	fmt.Fprintf(stdout, "file: %s (weights stored as %s)\n", m.Path, storedDtypes(m.Stored))
 	for _, k := range keys {
 		v := m.Meta[k]
 		switch k {
@@ -103,21 +102,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 func storedDtypes(counts []modelfile.DtypeCount) string {
 	if len(counts) == 1 {
 		c := counts[0]
-		line := fmt.Sprintf("%s, all %s (%d values)", c.Dtype, nTensors(c.Tensors), c.Values)
+		s := fmt.Sprintf("%s: all %s, %d values", c.Dtype, nTensors(c.Tensors), c.Values)
 		if c.Dtype == "BF16" {
-			line += ", widened to float32 as read"
+			s += "; widened to float32 as read"
 		}
-		return line
+		return s
 	}
 	widened := ""
 	parts := make([]string, len(counts))
 	for i, c := range counts {
-		parts[i] = fmt.Sprintf("%s %s (%d values)", c.Dtype, nTensors(c.Tensors), c.Values)
+		parts[i] = fmt.Sprintf("%s: %s, %d values", c.Dtype, nTensors(c.Tensors), c.Values)
 		if c.Dtype == "BF16" {
 			widened = "; BF16 widened to float32 as read"
 		}
 	}
-	return strings.Join(parts, ", ") + widened
+	return strings.Join(parts, "; ") + widened
 }
 
 // nTensors is "1 tensor" or "n tensors".
