@@ -7,7 +7,6 @@ import (
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
-	"github.com/gptg/gptg/graph/tape"
 	"github.com/gptg/gptg/internal/golden"
 )
 
@@ -17,31 +16,18 @@ type bf16Run struct {
 	grads  []float64            // every gradient, for the floor
 }
 
-// runCase builds c's model with build, gives it the golden parameters and
-// runs one forward and backward pass.
+// runCase is runGoldenCase's pass with its values by name: "logits",
+// "loss", "attention N" and "grad NAME".
 func runCase(t *testing.T, c *golden.Case, build func(config.Model, graph.Options) (*graph.Model, error), spec config.Model, be graph.Backend) bf16Run {
 	t.Helper()
-	m, err := build(spec, graph.Options{Batch: c.Batch, Loss: true, Backend: be})
-	if err != nil {
-		t.Fatal(err)
+	g := runGoldenCase(t, c, build, spec, be)
+	r := bf16Run{values: map[string][]float64{"logits": g.logits, "loss": {g.loss}}}
+	for i, a := range g.attention {
+		r.values["attention "+strconv.Itoa(i)] = a
 	}
-	p, err := tape.Compile(m, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	setGoldenParams(t, m.Params, c.Params)
-	if err := p.Run(golden.Flat(c.Inputs), golden.Flat(c.Targets)); err != nil {
-		t.Fatal(err)
-	}
-	r := bf16Run{values: map[string][]float64{"logits": graph.Float64s(m.Logits.Value()), "loss": {p.Loss()}}}
-	for i, a := range m.Attention {
-		r.values["attention "+strconv.Itoa(i)] = graph.Float64s(a.Value())
-	}
-	for i, prm := range m.Params {
-		g := graph.Float64s(p.Grads[i].Value())
-		r.values["grad "+prm.Name] = g
-		r.grads = append(r.grads, g...)
+	for i, name := range g.params {
+		r.values["grad "+name] = g.grads[i]
+		r.grads = append(r.grads, g.grads[i]...)
 	}
 	return r
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/graph/internal/gemm"
 	"github.com/gptg/gptg/graph/internal/graphtest"
@@ -93,14 +94,22 @@ func setGoldenParams(t *testing.T, params []*graph.Param, want map[string]golden
 	}
 }
 
-func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
-	tol := 1e-9
-	if dtype == "float32" {
-		tol = 1e-4
-	}
-	spec := c.Model
-	spec.Dtype = dtype
-	m, err := graph.Build(spec, graph.Options{Batch: c.Batch, Loss: true, Backend: graph.Backend{Unfused: unfused}})
+// goldenRun is what one forward and backward pass of a golden case's
+// model computed.
+type goldenRun struct {
+	logits    []float64
+	loss      float64
+	attention [][]float64 // the attention weights, by block
+	params    []string    // the graph's parameters, in its order
+	grads     [][]float64 // their gradients, in the same order
+}
+
+// runGoldenCase builds c's model of spec with build and backend, gives it
+// the golden parameters and runs one forward and backward pass on the
+// case's inputs and targets.
+func runGoldenCase(t *testing.T, c *golden.Case, build func(config.Model, graph.Options) (*graph.Model, error), spec config.Model, backend graph.Backend) goldenRun {
+	t.Helper()
+	m, err := build(spec, graph.Options{Batch: c.Batch, Loss: true, Backend: backend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +122,25 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	if err := p.Run(golden.Flat(c.Inputs), golden.Flat(c.Targets)); err != nil {
 		t.Fatal(err)
 	}
+	r := goldenRun{logits: graph.Float64s(m.Logits.Value()), loss: p.Loss()}
+	for _, a := range m.Attention {
+		r.attention = append(r.attention, graph.Float64s(a.Value()))
+	}
+	for i, prm := range m.Params {
+		r.params = append(r.params, prm.Name)
+		r.grads = append(r.grads, graph.Float64s(p.Grads[i].Value()))
+	}
+	return r
+}
+
+func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
+	tol := 1e-9
+	if dtype == "float32" {
+		tol = 1e-4
+	}
+	spec := c.Model
+	spec.Dtype = dtype
+	r := runGoldenCase(t, c, graph.Build, spec, graph.Backend{Unfused: unfused})
 
 	check := func(what string, got, want []float64, floor float64) {
 		t.Helper()
@@ -120,13 +148,13 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 			t.Errorf("%s: relative error %.3g > %.0g", what, e, tol)
 		}
 	}
-	check("logits", graph.Float64s(m.Logits.Value()), c.Logits.Data, 0)
-	check("loss", []float64{p.Loss()}, []float64{c.Loss}, 0)
-	if len(m.Attention) != len(c.AttentionWeights) {
-		t.Fatalf("%d attention nodes, golden %d", len(m.Attention), len(c.AttentionWeights))
+	check("logits", r.logits, c.Logits.Data, 0)
+	check("loss", []float64{r.loss}, []float64{c.Loss}, 0)
+	if len(r.attention) != len(c.AttentionWeights) {
+		t.Fatalf("%d attention nodes, golden %d", len(r.attention), len(c.AttentionWeights))
 	}
-	for i, a := range m.Attention {
-		check("attention weights of block "+strconv.Itoa(i), graph.Float64s(a.Value()), c.AttentionWeights[i], 0)
+	for i, a := range r.attention {
+		check("attention weights of block "+strconv.Itoa(i), a, c.AttentionWeights[i], 0)
 	}
 
 	var all []float64
@@ -138,18 +166,18 @@ func checkGolden(t *testing.T, c *golden.Case, dtype string, unfused bool) {
 	for _, n := range c.ZeroGrads {
 		zero[n] = true
 	}
-	for i, prm := range m.Params {
-		got := graph.Float64s(p.Grads[i].Value())
-		want := c.Grads[prm.Name]
+	for i, name := range r.params {
+		got := r.grads[i]
+		want := c.Grads[name]
 		switch {
-		case zero[prm.Name] && dtype == "float64":
+		case zero[name] && dtype == "float64":
 			if n := golden.Norm(got); n > 1e-9*gradNorm {
-				t.Errorf("grad %s: ‖g‖ = %.3g, want ≤ 1e-9·%.3g (zero in exact arithmetic)", prm.Name, n, gradNorm)
+				t.Errorf("grad %s: ‖g‖ = %.3g, want ≤ 1e-9·%.3g (zero in exact arithmetic)", name, n, gradNorm)
 			}
 		case dtype == "float32":
-			check("grad "+prm.Name, got, want, 1e-3*gradNorm)
+			check("grad "+name, got, want, 1e-3*gradNorm)
 		default:
-			check("grad "+prm.Name, got, want, 0)
+			check("grad "+name, got, want, 0)
 		}
 	}
 }

@@ -24,6 +24,11 @@ type Tensor struct {
 	Shape []int // empty for a scalar
 	F32   []float32
 	F64   []float64
+	// Stored is the dtype the file holds the tensor in ("F32", "F64" or
+	// "BF16"), set by Read and Stream: a BF16 tensor is read into F32,
+	// and only Stored tells it from an F32 one. The writers never look at
+	// it (F32 or F64 picks theirs, the function called BF16).
+	Stored string
 }
 
 // Len is the number of values the tensor holds (of whichever type it has).
@@ -35,6 +40,40 @@ func (t Tensor) DType() string {
 		return "F32"
 	}
 	return "F64"
+}
+
+// DtypeCount is how many of a file's tensors, and of their values, one
+// dtype stores.
+type DtypeCount struct {
+	Dtype   string // "F32", "F64" or "BF16", as the header names it
+	Tensors int
+	Values  int64
+}
+
+// CountDtypes counts tensors by the dtype the file stores them in (their
+// Stored, from Read or Stream), from their shapes, so that the tensors
+// Stream's header gives, without values, count as well. The counts are
+// in the order F32, BF16, F64, each present once at most.
+func CountDtypes(tensors []Tensor) []DtypeCount {
+	var counts []DtypeCount
+	for _, dtype := range []string{"F32", "BF16", "F64"} {
+		c := DtypeCount{Dtype: dtype}
+		for _, t := range tensors {
+			if t.Stored != dtype {
+				continue
+			}
+			n := int64(1)
+			for _, d := range t.Shape {
+				n *= int64(d)
+			}
+			c.Tensors++
+			c.Values += n
+		}
+		if c.Tensors > 0 {
+			counts = append(counts, c)
+		}
+	}
+	return counts
 }
 
 // File is the content of a model file.

@@ -45,7 +45,7 @@ func Read(path string, limits Limits) (*File, error) {
 // Stream reads a model file with all of Read's checks, but holds one
 // tensor at a time: header sees the metadata and every tensor's name and
 // shape (a Tensor whose F32 or F64, empty and non-nil, says its dtype as
-// read: BF16 is read as F32) in the order of their data, before any of it
+// read: BF16 is read as F32; Stored says the file's) in the order of their data, before any of it
 // is read (after limits.BeforeData); then each sees each tensor with its
 // values, in that order, and the tensor is dropped when each returns. A
 // command that only checks or summarizes a model's tensors (inspect) so
@@ -116,7 +116,7 @@ func read(path string, limits Limits, shapes func(map[string]string, []Tensor) e
 	if shapes != nil {
 		ts := make([]Tensor, len(entries))
 		for i, e := range entries {
-			ts[i] = Tensor{Name: e.name, Shape: e.shape}
+			ts[i] = Tensor{Name: e.name, Shape: e.shape, Stored: e.dtype}
 			if e.dtype == "F32" || e.dtype == "BF16" {
 				ts[i].F32 = []float32{}
 			} else {
@@ -173,7 +173,7 @@ func readTensors(r *bufio.Reader, path string, entries []entry, size int64, each
 	// megabytes of garbage as the file has tensors.
 	buf := make([]byte, min(chunk, (size+7)&^7))
 	for _, e := range entries {
-		t := Tensor{Name: e.name, Shape: e.shape}
+		t := Tensor{Name: e.name, Shape: e.shape, Stored: e.dtype}
 		n := (e.end - e.begin) / dtypeSize[e.dtype]
 		switch e.dtype {
 		case "F32":

@@ -315,3 +315,75 @@ func TestWriteOwnReplacesALink(t *testing.T) {
 	assertOnly(t, dir, "model.safetensors", "precious.txt")
 	assertOnly(t, path, "keep")
 }
+
+// TestStoredDtypes: Read and Stream say the dtype each tensor is stored in
+// (the header's, BF16 included, though it is read into F32), and
+// CountDtypes counts them from the shapes alone, for a file of F32 and F64
+// tensors (sample's) and for its BF16 copy.
+func TestStoredDtypes(t *testing.T) {
+	dir := t.TempDir()
+	var narrow []Tensor // sample's tensors all float32, for WriteBF16
+	for _, tn := range sample() {
+		if tn.F64 != nil {
+			tn.F32 = make([]float32, len(tn.F64))
+			for i, v := range tn.F64 {
+				tn.F32[i] = float32(v)
+			}
+			tn.F64 = nil
+		}
+		narrow = append(narrow, tn)
+	}
+	mixed, half := filepath.Join(dir, "mixed.safetensors"), filepath.Join(dir, "half.safetensors")
+	if err := Write(mixed, sample(), sampleMeta()); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBF16(half, narrow, sampleMeta()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path   string
+		stored map[string]string
+		counts []DtypeCount
+	}{
+		// sample: F32 tok.weight [3 2], empty [0 4], bias [3]; F64 q.weight [2 2], scale [].
+		{mixed, map[string]string{"tok.weight": "F32", "blocks.0.att.q.weight": "F64", "scale": "F64", "empty": "F32", "blocks.0.att.q.bias": "F32"},
+			[]DtypeCount{{"F32", 3, 9}, {"F64", 2, 5}}},
+		{half, map[string]string{"tok.weight": "BF16", "blocks.0.att.q.weight": "BF16", "scale": "BF16", "empty": "BF16", "blocks.0.att.q.bias": "BF16"},
+			[]DtypeCount{{"BF16", 5, 14}}},
+	} {
+		f, err := Read(c.path, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []Tensor
+		for _, name := range f.Order {
+			tn := f.Tensors[name]
+			if tn.Stored != c.stored[name] {
+				t.Errorf("%s: Read says %s is stored as %q, want %q", c.path, name, tn.Stored, c.stored[name])
+			}
+			read = append(read, tn)
+		}
+		if got := CountDtypes(read); !slices.Equal(got, c.counts) {
+			t.Errorf("%s: CountDtypes of Read's tensors = %v, want %v", c.path, got, c.counts)
+		}
+		err = Stream(c.path, Limits{}, func(_ map[string]string, header []Tensor) error {
+			for _, tn := range header {
+				if tn.Stored != c.stored[tn.Name] {
+					t.Errorf("%s: Stream's header says %s is stored as %q, want %q", c.path, tn.Name, tn.Stored, c.stored[tn.Name])
+				}
+			}
+			if got := CountDtypes(header); !slices.Equal(got, c.counts) {
+				t.Errorf("%s: CountDtypes of Stream's header = %v, want %v", c.path, got, c.counts)
+			}
+			return nil
+		}, func(tn Tensor) error {
+			if tn.Stored != c.stored[tn.Name] {
+				t.Errorf("%s: Stream says %s is stored as %q, want %q", c.path, tn.Name, tn.Stored, c.stored[tn.Name])
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -44,6 +44,9 @@ type Model struct {
 	Vocab   *corpus.Vocab
 	Meta    map[string]string
 	Tensors map[string]modelfile.Tensor
+	// Stored counts the file's tensors by the dtype it stores them in
+	// (Scan sets it: its model has no Tensors to tell).
+	Stored []modelfile.DtypeCount
 
 	// shared guards what SharedWeights and CheckShared change: the
 	// tensors converted to the model's dtype, and whether the values were

@@ -16,11 +16,12 @@ import (
 // values are never used), and the file's names and shapes are matched to
 // them from its header, before its data is read; then each tensor's
 // values are checked (finite, and within float32 for a float32 model) as
-// it is read, and dropped. The model returned has no Tensors; params are
-// build's.
+// it is read, and dropped. The model returned has no Tensors, but Stored
+// says how the file stores them; params are build's.
 func Scan(path string, check func(spec config.Model, dataBytes int64) error, build func(spec config.Model) ([]*graph.Param, error)) (m *Model, params []*graph.Param, err error) {
 	narrow := false
 	err = modelfile.Stream(path, modelfile.Limits{MaxFileSize: MaxFileSize, BeforeData: beforeData(path, &m, check)}, func(_ map[string]string, tensors []modelfile.Tensor) error {
+		m.Stored = modelfile.CountDtypes(tensors)
 		m.Tensors = make(map[string]modelfile.Tensor, len(tensors))
 		for _, t := range tensors {
 			m.Tensors[t.Name] = t

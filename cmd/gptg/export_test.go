@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,7 +82,11 @@ func TestExportBF16(t *testing.T) {
 		t.Errorf("test loss %.6f of the float32 model, %.6f of its bfloat16 export: more than 0.02 apart", full, rounded)
 	}
 	ok(t, dir, "sample", "b.safetensors", "--tokens", "5")
-	ok(t, dir, "inspect", "b.safetensors")
+	// inspect says how each file stores its weights: the metadata of the
+	// export is the float32 model's, unchanged.
+	stored := fmt.Sprintf("all %d tensors, %d values", len(orig.Tensors), params)
+	inspectSays(t, dir, "m.safetensors", "F32: "+stored)
+	inspectSays(t, dir, "b.safetensors", "BF16: "+stored+"; widened to float32 as read")
 
 	ok(t, dir, "export", "b.safetensors", "--dtype", "float32", "--out", "w.safetensors")
 	wide, err := modelfile.Read(filepath.Join(dir, "w.safetensors"), modelfile.Limits{})
@@ -95,6 +100,7 @@ func TestExportBF16(t *testing.T) {
 			}
 		}
 	}
+	inspectSays(t, dir, "w.safetensors", "F32: "+stored)
 	if got := loss("w.safetensors"); got != rounded {
 		t.Errorf("test loss %.6f of the widened file, %.6f of the bfloat16 one: the same weights", got, rounded)
 	}
@@ -105,6 +111,16 @@ func TestExportBF16(t *testing.T) {
 	ok(t, dir, "export", "m.safetensors", "--dtype", "bfloat16", "--out", "old.safetensors", "--force")
 	if again, _ := os.ReadFile(filepath.Join(dir, "old.safetensors")); string(again) != string(raw) {
 		t.Error("export --force wrote other bytes than the first export")
+	}
+}
+
+// inspectSays fails t unless gptg inspect model's first line is the
+// file's name and stored, how it stores its weights.
+func inspectSays(t *testing.T, dir, model, stored string) {
+	t.Helper()
+	want := "file: " + model + " (weights stored as " + stored + ")\n"
+	if out := ok(t, dir, "inspect", model); !strings.HasPrefix(out, want) {
+		t.Errorf("inspect %s does not start with\n%s\n---\n%s", model, want, out)
 	}
 }
 
@@ -146,9 +162,49 @@ func TestExportTranslation(t *testing.T) {
 	if strings.Contains(string(raw), `"F32"`) || !strings.Contains(string(raw), `"BF16"`) {
 		t.Error("the exported translation model is not all BF16")
 	}
+	half, err := modelfile.Read(filepath.Join(dir, "t.safetensors"), modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := 0
+	for _, tn := range half.Tensors {
+		params += len(tn.F32)
+	}
+	inspectSays(t, dir, "runs/toy/model.safetensors", fmt.Sprintf("F32: all %d tensors, %d values", len(half.Tensors), params))
+	inspectSays(t, dir, "t.safetensors", fmt.Sprintf("BF16: all %d tensors, %d values; widened to float32 as read", len(half.Tensors), params))
 	if out := ok(t, dir, "translate", "t.safetensors", "--text", "a1"); strings.TrimSpace(out) == "" {
 		t.Error("translate of the bfloat16 file printed nothing")
 	}
+}
+
+// TestInspectStoredDtypes: inspect of the tiny float64 model says F64, and
+// of a file mixing dtypes counts the tensors and values of each (the
+// counts from the file as modelfile reads it).
+func TestInspectStoredDtypes(t *testing.T) {
+	dir := t.TempDir()
+	f, err := modelfile.Read(causalModel, modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, tok := 0, len(f.Tensors["tok.weight"].F64)
+	for _, tn := range f.Tensors {
+		values += len(tn.F64)
+	}
+	if tok == 0 || values <= tok {
+		t.Fatalf("the tiny model holds %d float64 values, %d of them tok.weight's", values, tok)
+	}
+	copyFile(t, causalModel, filepath.Join(dir, "m.safetensors"))
+	inspectSays(t, dir, "m.safetensors", fmt.Sprintf("F64: all %d tensors, %d values", len(f.Tensors), values))
+	alteredModel("mixed.safetensors", func(t *testing.T, f *modelfile.File) {
+		tn := f.Tensors["tok.weight"]
+		tn.F32 = make([]float32, len(tn.F64))
+		for i, v := range tn.F64 {
+			tn.F32[i] = float32(v)
+		}
+		tn.F64 = nil
+		f.Tensors["tok.weight"] = tn
+	})(t, dir)
+	inspectSays(t, dir, "mixed.safetensors", fmt.Sprintf("F32: 1 tensor, %d values; F64: %d tensors, %d values", tok, len(f.Tensors)-1, values-tok))
 }
 
 // exportInputs are export's refusals, for TestBadInputs.

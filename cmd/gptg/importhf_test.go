@@ -14,6 +14,7 @@ import (
 	"github.com/gptg/gptg/graph"
 	"github.com/gptg/gptg/hf"
 	"github.com/gptg/gptg/internal/fidelity"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/nanogpt"
 )
 
@@ -42,6 +43,16 @@ func TestImportHF(t *testing.T) {
 		!strings.Contains(r.stdout, "F16 weights converted to float32") || !strings.Contains(r.stdout, "token ids (prompts are ids separated by spaces): the model has 300 tokens, not GPT-2's 50257") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
+	// The F16 weights were widened on import: the model file stores F32.
+	imported, err := modelfile.Read(filepath.Join(dir, "small-f16.safetensors"), modelfile.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := 0
+	for _, tn := range imported.Tensors {
+		values += len(tn.F32)
+	}
+	inspectSays(t, dir, "small-f16.safetensors", fmt.Sprintf("F32: all %d tensors, %d values", len(imported.Tensors), values))
 	r = gptg(t, dir, "sample", "small-f16.safetensors", "--prompt", "1 2 3", "--tokens", "5", "--temperature", "0")
 	if fields := strings.Fields(r.stdout); r.code != 0 || len(fields) != 8 || fields[0] != "1" {
 		t.Fatalf("sample: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

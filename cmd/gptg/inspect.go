@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
+	"github.com/gptg/gptg/modelfile"
 	"github.com/gptg/gptg/savedmodel"
 	"github.com/gptg/gptg/translate"
 )
@@ -16,11 +18,13 @@ var inspectCommand = command{
 	summary: "print a model file's metadata and parameter table",
 	usage: `Usage: gptg inspect MODEL.safetensors|RUN_DIR [--vocab]
 
-Prints the model file's metadata (format, model switches, tokenizer and
-vocabulary size), then every parameter with its shape and count, and the
-total. The file is fully checked: the graph its metadata describes is
-rebuilt and every tensor must fit it. A run folder stands for its
-model.safetensors.
+Prints the model file's name with the dtype its weights are stored in
+(F32, F64, or BF16 as gptg export --dtype bfloat16 writes them, read as
+float32; the tensors of each when the file mixes them), its metadata
+(format, model switches, tokenizer and vocabulary size), then every
+parameter with its shape and count, and the total. The file is fully
+checked: the graph its metadata describes is rebuilt and every tensor
+must fit it. A run folder stands for its model.safetensors.
 
 Flags:
   --vocab   print the vocabulary instead, one token per line in id order
@@ -75,7 +79,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "file: %s\n", m.Path)
+	fmt.Fprintf(stdout, "file: %s (weights stored as %s)\n", m.Path, storedDtypes(m.Stored))
 	for _, k := range keys {
 		v := m.Meta[k]
 		switch k {
@@ -89,6 +93,38 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout)
 	printParams(stdout, params)
 	return nil
+}
+
+// storedDtypes says how a model file stores its weights, which its
+// metadata does not: a model trained in bfloat16 is saved in float32, and
+// gptg export writes BF16 whatever the model was trained in. Each dtype
+// of a file mixing them is counted.
+func storedDtypes(counts []modelfile.DtypeCount) string {
+	if len(counts) == 1 {
+		c := counts[0]
+		s := fmt.Sprintf("%s: all %s, %d values", c.Dtype, nTensors(c.Tensors), c.Values)
+		if c.Dtype == "BF16" {
+			s += "; widened to float32 as read"
+		}
+		return s
+	}
+	widened := ""
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("%s: %s, %d values", c.Dtype, nTensors(c.Tensors), c.Values)
+		if c.Dtype == "BF16" {
+			widened = "; BF16 widened to float32 as read"
+		}
+	}
+	return strings.Join(parts, "; ") + widened
+}
+
+// nTensors is "1 tensor" or "n tensors".
+func nTensors(n int) string {
+	if n == 1 {
+		return "1 tensor"
+	}
+	return fmt.Sprintf("%d tensors", n)
 }
 
 // checkingParams is savedmodel.Scan's builder for a check that never runs

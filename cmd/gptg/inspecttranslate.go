@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -50,7 +52,7 @@ func inspectTranslation(path string, vocab bool, stdout io.Writer) error {
 		return nil
 	}
 	f := m.Config
-	fmt.Fprintf(stdout, "file: %s\narch: %s\n", path, translate.Arch)
+	fmt.Fprintf(stdout, "file: %s (weights stored as %s)\narch: %s\n", path, storedDtypes(modelfile.CountDtypes(slices.Collect(maps.Values(m.Tensors)))), translate.Arch)
 	fmt.Fprintf(stdout, "model: embedding %d, heads %d, encoder_blocks %d, decoder_blocks %d, ff_hidden %d, norm %s, positions %s, activation %s, tie_embeddings %v, dropout %v, label_smoothing %v, dtype %s\n",
 		f.Embedding, f.Heads, m.Spec.EncoderBlocks, m.Spec.DecoderBlocks, m.Spec.FFHidden, m.Spec.Norm, m.Spec.Positions,
 		m.Spec.Activation, m.Spec.TieEmbeddings, m.Spec.Dropout, m.Spec.LabelSmoothing, m.Spec.Dtype)

@@ -320,6 +320,10 @@ out = "runs/live"
 	}
 	b.step("clicking block 1, head 2", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="1"][data-head="2"]`)))
 	b.wait("the full map", `document.querySelector("#att-big-map") !== null`)
+	chars := strings.Split("ROMEO: the king", "")
+	if bad := b.eval(mapLabelsJS(chars, chars)); bad != "" {
+		t.Errorf("the full map's labels: %s", bad)
+	}
 	b.shot("serve-run.png")
 	if bad := b.eval(distinctTicksJS); bad != "" {
 		t.Errorf("the learning rate axis's tick labels: %s", bad)

@@ -5,6 +5,7 @@ package main
 // against what gptg translate and gptg attention print.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -128,7 +129,7 @@ out = "runs/slow"
 	}
 	ok(t, dir, "train", "toy.toml", "--quiet")
 	ok(t, dir, "train", "slow.toml", "--quiet")
-	neverEnding(t, filepath.Join(dir, "runs", "slow", "model.safetensors"), 300)
+	neverEnding(t, filepath.Join(dir, "runs", "slow", "model.safetensors"), 300, 40)
 	const text = "a1 a2 a0"
 	greedy := lastLine(ok(t, dir, "translate", "runs/toy", "--text", text))
 	beam := lastLine(ok(t, dir, "translate", "runs/toy", "--text", text, "--beam", "3"))
@@ -198,10 +199,10 @@ out = "runs/slow"
 	b.step("showing attention", chromedp.Click(chromedp.CSS("#att-go")))
 	// Each view's rows: the source words, <sos> and the translation, the
 	// translation's words and <eos> (the position writing each).
-	for _, v := range []struct{ view, title, rows string }{
-		{"encoder", "encoder block 0, head 1", text + " <eos>"},
-		{"decoder", "decoder block 0, head 1: self", "<sos> " + greedy},
-		{"cross", "decoder block 0, head 1: cross", greedy + " <eos>"},
+	for _, v := range []struct{ view, title, rows, cols string }{
+		{"encoder", "encoder block 0, head 1", text + " <eos>", text + " <eos>"},
+		{"decoder", "decoder block 0, head 1: self", "<sos> " + greedy, "<sos> " + greedy},
+		{"cross", "decoder block 0, head 1: cross", greedy + " <eos>", text + " <eos>"},
 	} {
 		printed := tables[v.title]
 		if len(printed) == 0 {
@@ -214,12 +215,17 @@ out = "runs/slow"
 		}
 		b.step(v.view+": clicking head 1", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="0"][data-head="1"]`)))
 		b.wait(v.view+": the big map", `document.querySelector("#att-big-map") !== null`)
-		// The map's geometry, as the page draws it: a label margin, then
-		// square cells.
+		if bad := b.eval(mapLabelsJS(strings.Fields(v.rows), strings.Fields(v.cols))); bad != "" {
+			t.Errorf("%s: the big map's labels: %s", v.view, bad)
+		}
+		// The map's geometry: label margins as wide as the page says
+		// (their labels checked above), then square cells of the size
+		// the map's tokens give.
 		geo := `(() => { const c = document.querySelector("#att-big-map"); c.scrollIntoView({ block: "center" });
-			const r = c.getBoundingClientRect(), s = r.width / c.width,
-			n = %d, k = %d, cell = Math.max(8, Math.min(24, Math.floor(560 / Math.max(n, k)))), lab = 56;
-			return (r.left + (lab + %d * cell + cell / 2) * s) + "," + (r.top + (lab + %d * cell + cell / 2) * s); })()`
+			const r = c.getBoundingClientRect(), s = r.width / c.width, x0 = +c.dataset.x0, y0 = +c.dataset.y0,
+			n = %d, k = %d, cell = Math.max(8, Math.min(24, Math.floor(560 / Math.max(n, k))));
+			if (+c.dataset.cell !== cell) return "cells of " + c.dataset.cell + " pixels, want " + cell;
+			return (r.left + (x0 + %d * cell + cell / 2) * s) + "," + (r.top + (y0 + %d * cell + cell / 2) * s); })()`
 		for i, row := range printed {
 			for j, want := range row {
 				b.hover(fmt.Sprintf("%s (%d, %d)", v.view, i, j), fmt.Sprintf(geo, len(printed), len(row), j, i))
@@ -260,7 +266,116 @@ out = "runs/slow"
 	if len(words) >= len(slowWords) || strings.Join(words, " ") != strings.Join(slowWords[:len(words)], " ") {
 		t.Errorf("stopped after %d of %d words: the page shows %q, gptg translate's first words are %q", len(words), len(slowWords), shown, strings.Join(slowWords[:min(len(words), len(slowWords))], " "))
 	}
+
+	// A long sentence (the slow run's positions are sinusoidal: it reads
+	// any length), once its explorer has shown the run's example: its 41
+	// columns (40 words and <eos>) are 13 pixels apart, narrower than a
+	// word; the words are written upward, none over another, and
+	// hovering one names it.
+	var long []string
+	for i := range 40 {
+		long = append(long, fmt.Sprintf("a%d", i%7))
+	}
+	b.wait("the slow run's explorer on its example", `document.querySelectorAll("#att-tokens .tok").length > 3`)
+	b.eval(fmt.Sprintf(`document.querySelector("#att-text").value = %q; document.querySelector("#att-target").value = "b1 b2";
+		(() => { const s = document.querySelector("#att-view"); s.value = "cross"; s.dispatchEvent(new Event("change")); return ""; })()`, strings.Join(long, " ")))
+	b.step("attention of a long sentence", chromedp.Click(chromedp.CSS("#att-go")))
+	b.wait("its grid", `document.querySelectorAll("#att-tokens .tok").length === 3 && document.querySelectorAll("#att-grid .att-cell").length === 8`)
+	b.step("clicking head 0", chromedp.Click(chromedp.CSS(`#att-grid .att-cell[data-block="0"][data-head="0"]`)))
+	b.wait("its big map", `document.querySelector("#att-big-map")?.dataset.cell === "13"`)
+	if bad := b.eval(mapLabelsJS([]string{"b1", "b2", "<eos>"}, append(long, "<eos>"))); bad != "" {
+		t.Errorf("a long sentence: the big map's labels: %s", bad)
+	}
+	if got := b.eval(`String(document.querySelector("#att-big-map").labels.upright)`); got != "false" {
+		t.Errorf("a long sentence: the columns' words are upright (%s), and 13 pixels cannot hold them", got)
+	}
+	b.shot("serve-translation-long.png")
+	b.hover("hovering column 39's word", `(() => { const c = document.querySelector("#att-big-map"); c.scrollIntoView({ block: "center" });
+		const r = c.getBoundingClientRect(), s = r.width / c.width, l = c.labels.cols[39];
+		return (r.left + (l.x + l.w / 2) * s) + "," + (r.top + (l.y + l.h / 2) * s); })()`)
+	if got, want := b.eval(`document.querySelector("#att-big-map").title`), fmt.Sprintf(`column 39: %q`, long[39]); got != want {
+		t.Errorf("hovering the long sentence's column 39's word: the title says %q, want %q", got, want)
+	}
+	// Words longer than a label may be (16 characters) are cut, with "…",
+	// and the labels of 60 columns of 9 pixels stay apart (the page's own
+	// layout function, given the words).
+	labelWords := []string{"a", "incomprehensibilities", "of", "Constantinopolitan", "hello world"}
+	var wide []string
+	for i := range 60 {
+		wide = append(wide, labelWords[i%len(labelWords)])
+	}
+	if bad := b.eval(mapLabelsLayoutJS(labelWords, wide, 9)); bad != "" {
+		t.Errorf("labels of long words: %s", bad)
+	}
 	t.Logf("screenshots in %s", b.shots)
+}
+
+// labelChecksJS is a JavaScript function checking an attention map's
+// labels L (the page's mapLabels answer: margins x0, y0 and each label's
+// text and box) drawn in a canvas of width × height in a font of size
+// pixels, for the words rows and cols: each label is its word as the
+// page shows a token (· for a space), or its start cut with "…" when the
+// word is wider than 116 pixels (a cut label no wider than that, and
+// never cut short of it by more than a character); its box is as wide as
+// its text (measured again here) and lies in its margin inside the
+// canvas; no two boxes overlap. It returns the problems, "" if none.
+const labelChecksJS = `(L, rows, cols, width, height, size) => {
+	const bad = [], g = document.createElement("canvas").getContext("2d");
+	g.font = size + "px monospace";
+	const w = (s) => Math.ceil(g.measureText(s).width);
+	const check = (boxes, words, what, upright) => {
+		if (boxes.length !== words.length) { bad.push(boxes.length + " " + what + " labels for " + words.length + " words"); return; }
+		boxes.forEach((b, i) => {
+			const full = words[i].replace(/ /g, "·"), name = what + " " + i + " (" + JSON.stringify(b.text) + ")";
+			if (w(full) <= 116 ? b.text !== full :
+				!(b.text.endsWith("…") && full.startsWith(b.text.slice(0, -1)) && w(b.text) <= 116 && w(full.slice(0, b.text.length) + "…") > 116))
+				bad.push(name + " for the word " + JSON.stringify(full));
+			if ((upright ? b.w : b.h) !== w(b.text) || (upright ? b.h : b.w) !== size) bad.push(name + ": a box of " + b.w + " × " + b.h + " for text " + w(b.text) + " wide");
+			if (b.x < 0 || b.y < 0 || b.x + b.w > width || b.y + b.h > height) bad.push(name + " outside the canvas");
+			if (what === "row" ? b.x + b.w > L.x0 : b.y + b.h > L.y0) bad.push(name + " over the cells");
+		});
+	};
+	check(L.rows, rows, "row", true);
+	check(L.cols, cols, "column", L.upright);
+	const all = [...L.rows, ...L.cols];
+	for (let i = 0; i < all.length && bad.length < 10; i++) for (let j = i + 1; j < all.length; j++) {
+		const a = all[i], b = all[j];
+		if (a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h) bad.push(JSON.stringify(a) + " overlaps " + JSON.stringify(b));
+	}
+	return bad.join("; ");
+}`
+
+// mapLabelsJS checks the labels of the big map on the page, for the
+// words rows and cols (labelChecksJS), and that they were drawn where the
+// page says: every pixel of the margins that is not white lies in a
+// label's box (2 pixels around it allowed for the glyphs' edges), and
+// every box has some.
+func mapLabelsJS(rows, cols []string) string {
+	r, _ := json.Marshal(rows)
+	c, _ := json.Marshal(cols)
+	return fmt.Sprintf(`(() => { const c = document.querySelector("#att-big-map"), L = c.labels;
+		const bad = (%s)(L, %s, %s, c.width, c.height, Math.min(12, +c.dataset.cell));
+		if (bad) return bad;
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data, boxes = [...L.rows, ...L.cols], inked = new Set();
+		for (let y = 0; y < c.height; y++) for (let x = 0; x < c.width; x++) {
+			if ((x >= L.x0 && y >= L.y0) || d[4 * (y * c.width + x)] + d[4 * (y * c.width + x) + 1] + d[4 * (y * c.width + x) + 2] === 765) continue;
+			const i = boxes.findIndex((b) => x >= b.x - 2 && x < b.x + b.w + 2 && y >= b.y - 2 && y < b.y + b.h + 2);
+			if (i < 0) return "ink at (" + x + ", " + y + ") outside every label's box";
+			inked.add(i);
+		}
+		const blank = boxes.filter((b, i) => !inked.has(i)).map((b) => JSON.stringify(b.text));
+		return blank.length ? "labels with nothing drawn: " + blank.join(" ") : ""; })()`, labelChecksJS, r, c)
+}
+
+// mapLabelsLayoutJS checks the page's mapLabels on rows and cols of its
+// own, in cells of cell pixels (labelChecksJS).
+func mapLabelsLayoutJS(rows, cols []string, cell int) string {
+	r, _ := json.Marshal(rows)
+	c, _ := json.Marshal(cols)
+	return fmt.Sprintf(`(() => { const rows = %s, cols = %s, cell = %d, size = Math.min(12, cell);
+		const g = document.createElement("canvas").getContext("2d"); g.font = size + "px monospace";
+		const L = mapLabels(g, rows, cols, cell);
+		return (%s)(L, rows, cols, L.x0 + cols.length * cell, L.y0 + rows.length * cell, size); })()`, r, c, cell, labelChecksJS)
 }
 
 // sameWords: a and b hold the same space-separated words, in any order.
@@ -284,14 +399,16 @@ func sameWords(a, b string) bool {
 // neverEnding rewrites a translation model file so that its translations
 // run to words words: the output layer's bias of EOS made -100 (the
 // model never ends a sentence), and its longest translation (the
-// max_target metadata; the model's positions are sinusoidal) made words.
-func neverEnding(t *testing.T, path string, words int) {
+// max_target metadata; the model's positions are sinusoidal) made words;
+// and so that it reads sentences of up to sources words (max_source).
+func neverEnding(t *testing.T, path string, words, sources int) {
 	t.Helper()
 	f, err := modelfile.Read(path, modelfile.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Meta["max_target"] = strconv.Itoa(words)
+	f.Meta["max_source"] = strconv.Itoa(sources)
 	var tensors []modelfile.Tensor
 	for _, x := range f.Tensors {
 		if x.Name == "out.bias" {

@@ -549,25 +549,41 @@ function explorer(run) {
   }
   function drawBig() {
     const [b, h] = chosen, n = data.rows.length, k = data.cols.length, m = data.maps ? data.maps[b][h] : raw.map;
-    // Up to 70 tokens every cell is big enough for its tokens' labels;
-    // beyond, the map fits 1,024 pixels and the labels are left to hovering.
+    // Up to 70 tokens the map is at most 560 pixels wide, in cells of 8
+    // or more; beyond, it fits 1,024 pixels, and cells under 8 pixels
+    // (past 128 tokens) get no labels: hovering a cell names its tokens.
     const cell = Math.max(n > 70 || k > 70 ? 1 : 8, Math.min(24, Math.floor((n > 70 || k > 70 ? 1024 : 560) / Math.max(n, k))));
-    const lab = cell < 8 ? 0 : translating ? 56 : 28;
     const c = el("canvas", { id: "att-big-map" });
-    c.width = lab + k * cell; c.height = lab + n * cell;
     const g = c.getContext("2d");
+    const font = Math.min(12, cell) + "px monospace";
+    g.font = font;
+    const lay = cell < 8 ? { x0: 0, y0: 0, rows: [], cols: [] } : mapLabels(g, data.rows, data.cols, cell);
+    const x0 = lay.x0, y0 = lay.y0;
+    c.width = x0 + k * cell; c.height = y0 + n * cell; // resizing resets the context
     g.fillStyle = "#fff"; g.fillRect(0, 0, c.width, c.height);
-    g.font = Math.min(12, cell) + "px monospace"; g.fillStyle = "#333"; g.textAlign = "center"; g.textBaseline = "middle";
-    if (lab) {
-      data.cols.forEach((t, j) => g.fillText(showToken(t), lab + j * cell + cell / 2, lab / 2));
-      data.rows.forEach((t, i) => g.fillText(showToken(t), lab / 2, lab + i * cell + cell / 2));
-    }
-    for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) { g.fillStyle = viridis(m[i * k + j]); g.fillRect(lab + j * cell, lab + i * cell, cell, cell); }
-    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(lab + 1, lab + focus * cell + 1, k * cell - 2, Math.max(cell - 2, 1));
-    c.title = "row: the position that looks; column: the position it looks at";
+    g.font = font; g.fillStyle = "#333"; g.textBaseline = "middle";
+    g.textAlign = "right";
+    lay.rows.forEach((l) => g.fillText(l.text, l.x + l.w, l.y + l.h / 2));
+    lay.cols.forEach((l) => {
+      if (lay.upright) { g.textAlign = "center"; g.fillText(l.text, l.x + l.w / 2, l.y + l.h / 2); return; }
+      g.save(); g.translate(l.x + l.w / 2, l.y + l.h); g.rotate(-Math.PI / 2); g.textAlign = "left"; g.fillText(l.text, 0, 0); g.restore();
+    });
+    for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) { g.fillStyle = viridis(m[i * k + j]); g.fillRect(x0 + j * cell, y0 + i * cell, cell, cell); }
+    g.strokeStyle = "#ff3b30"; g.lineWidth = 2; g.strokeRect(x0 + 1, y0 + focus * cell + 1, k * cell - 2, Math.max(cell - 2, 1));
+    // Where the cells start, for a test hovering them; the labels as drawn.
+    Object.assign(c.dataset, { x0, y0, cell });
+    c.labels = lay;
+    const hint = "row: the position that looks; column: the position it looks at";
+    c.title = hint;
+    // Hovering a cell tells its weight; hovering a label, its whole word
+    // (a long one is cut to fit the margin).
     c.addEventListener("mousemove", (e) => {
-      const r = c.getBoundingClientRect(), i = Math.floor((e.clientY - r.top - lab) / cell), j = Math.floor((e.clientX - r.left - lab) / cell);
+      const r = c.getBoundingClientRect(), s = c.width / r.width, x = (e.clientX - r.left) * s, y = (e.clientY - r.top) * s;
+      const i = Math.floor((y - y0) / cell), j = Math.floor((x - x0) / cell);
       if (i >= 0 && j >= 0 && i < n && j < k) c.title = JSON.stringify(data.rows[i]) + " → " + JSON.stringify(data.cols[j]) + ": " + m[i * k + j].toFixed(4);
+      else if (x < x0 && i >= 0 && i < n) c.title = "row " + i + ": " + JSON.stringify(data.rows[i]);
+      else if (y < y0 && j >= 0 && j < k) c.title = "column " + j + ": " + JSON.stringify(data.cols[j]);
+      else c.title = hint;
     });
     big.replaceChildren(el("div", {}, el("strong", {}, "block " + b + ", head " + h), el("span", { class: "muted" }, "  rows: the token that looks; columns: the token it looks at; each row sums to 1")), c);
   }
@@ -616,6 +632,42 @@ function explorer(run) {
   else if (run.has_model) note.textContent = "type a sentence and press Show";
   else note.textContent = "no model file yet: train writes model.safetensors at the first evaluation or checkpoint";
   return el("div", {}, el("div", { class: "toolbar" }, text, translating ? target : null, translating ? view : null, go), note, toks, summary, grid, big);
+}
+
+// LABEL_MAX is the widest a big attention map's label may be, in pixels
+// (16 characters of its 12-pixel monospace font): a longer word is cut.
+const LABEL_MAX = 116;
+
+// mapLabels lays out the labels of a big attention map of cells of cell
+// pixels, in g's font (of at most cell pixels): the rows' words
+// right-aligned in a left margin; the columns' words above the map,
+// centred on their columns when every one fits its cell, else written
+// upward, a cell wide each, so that neighbours never overlap however many
+// columns a long sentence has. Each margin is as wide as its longest word,
+// up to LABEL_MAX; a longer word is cut with "…" (hovering it shows it
+// whole). Returns the margins (x0, y0: where the cells start), whether the
+// columns' words are upright, and every label's text and box (x, y, w, h:
+// the page's pixels it covers, upright or not).
+function mapLabels(g, rows, cols, cell) {
+  const size = parseFloat(g.font) || 12, gap = 4;
+  const fit = (t) => {
+    let s = showToken(t);
+    if (g.measureText(s).width <= LABEL_MAX) return s;
+    while (s.length > 1 && g.measureText(s + "…").width > LABEL_MAX) s = s.slice(0, -1);
+    return s + "…";
+  };
+  const rowText = rows.map(fit), colText = cols.map(fit);
+  const rowW = rowText.map((s) => Math.ceil(g.measureText(s).width)), colW = colText.map((s) => Math.ceil(g.measureText(s).width));
+  const x0 = Math.max(0, ...rowW) + 2 * gap;
+  const upright = colW.every((w) => w <= cell - 2);
+  const y0 = (upright ? size : Math.max(0, ...colW)) + 2 * gap;
+  return {
+    x0, y0, upright,
+    rows: rowText.map((text, i) => ({ text, x: x0 - gap - rowW[i], y: y0 + i * cell + (cell - size) / 2, w: rowW[i], h: size })),
+    cols: colText.map((text, j) => upright ?
+      { text, x: x0 + j * cell + (cell - colW[j]) / 2, y: gap, w: colW[j], h: size } :
+      { text, x: x0 + j * cell + (cell - size) / 2, y: y0 - gap - colW[j], w: size, h: colW[j] }),
+  };
 }
 
 // ---- compare page -------------------------------------------------------
