@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "avx.h"
 
 // The micro-kernels of kernel.go (microKernel): one mr×nr tile of C from a
 // strip of A (entry (r, p) at a[r·aRow + p·aStep]: packed, or in place) and
@@ -46,41 +47,148 @@
 // bStep; DX = &c's current row, R8 = ldc (all strides in bytes); in the
 // epilogue SI = the current row at add, R9 = ldAdd.
 
+// The four kernels share their frame (the same arguments) and so the
+// text that reads and updates it: SHIFT = log₂ of the element's bytes,
+// MRBYTES = the tile's rows times the element's bytes.
+
+// STRIP loads the arguments for one strip into the registers above (rows
+// 0 and 4 of A in SI and R11).
+#define STRIP(SHIFT) \
+	MOVQ k+0(FP), CX; \
+	MOVQ a+8(FP), SI; \
+	MOVQ aRow+16(FP), R9; \
+	SHLQ $SHIFT, R9; \
+	LEAQ (R9)(R9*2), R10; \
+	MOVQ aStep+24(FP), R14; \
+	SHLQ $SHIFT, R14; \
+	MOVQ b+32(FP), DI; \
+	MOVQ bStep+40(FP), BX; \
+	SHLQ $SHIFT, BX; \
+	MOVQ c+48(FP), DX; \
+	MOVQ ldc+56(FP), R8; \
+	SHLQ $SHIFT, R8; \
+	LEAQ (SI)(R9*4), R11
+
+// OUTPUT goes to write when accumulate is not set; else it loads add and
+// ldAdd (SI, R9) and falls through.
+#define OUTPUT(SHIFT, write) \
+	MOVBLZX accumulate+80(FP), AX; \
+	TESTL   AX, AX; \
+	JZ      write; \
+	MOVQ add+64(FP), SI; \
+	MOVQ ldAdd+72(FP), R9; \
+	SHLQ $SHIFT, R9
+
+// NEXT goes to done after the last strip; else it moves a by aNext
+// elements and c and add by the tile's rows, and goes to strip again.
+#define NEXT(SHIFT, MRBYTES, strip, done) \
+	DECQ strips+96(FP); \
+	JZ   done; \
+	MOVQ aNext+88(FP), AX; \
+	SHLQ $SHIFT, AX; \
+	ADDQ AX, a+8(FP); \
+	MOVQ ldc+56(FP), AX; \
+	IMUL3Q $MRBYTES, AX, AX; \
+	ADDQ AX, c+48(FP); \
+	MOVQ ldAdd+72(FP), AX; \
+	IMUL3Q $MRBYTES, AX, AX; \
+	ADDQ AX, add+64(FP); \
+	JMP  strip
+
+// The AVX2 kernels are one text in their instructions' float32 (PS, SS)
+// or float64 (PD, SD) forms.
+
+// AVX2_STEP does one step of p: B's row into Y12/Y13, A's six entries
+// broadcast into Y14/Y15 in turn, 12 FMAs into the tile.
+#define AVX2_STEP(MOVU, BCAST, FMA) \
+	MOVU (DI), Y12; \
+	MOVU 32(DI), Y13; \
+	BCAST (SI), Y14; \
+	FMA Y12, Y14, Y0; \
+	FMA Y13, Y14, Y1; \
+	BCAST (SI)(R9*1), Y15; \
+	FMA Y12, Y15, Y2; \
+	FMA Y13, Y15, Y3; \
+	BCAST (SI)(R9*2), Y14; \
+	FMA Y12, Y14, Y4; \
+	FMA Y13, Y14, Y5; \
+	BCAST (SI)(R10*1), Y15; \
+	FMA Y12, Y15, Y6; \
+	FMA Y13, Y15, Y7; \
+	BCAST (R11), Y14; \
+	FMA Y12, Y14, Y8; \
+	FMA Y13, Y14, Y9; \
+	BCAST (R11)(R9*1), Y15; \
+	FMA Y12, Y15, Y10; \
+	FMA Y13, Y15, Y11
+
+// AVX2_ADD_STORE adds the rows at add to the tile and stores it in C.
+#define AVX2_ADD_STORE(ADD, MOVU) \
+	ADD (SI), Y0, Y0; \
+	ADD 32(SI), Y1, Y1; \
+	MOVU Y0, (DX); \
+	MOVU Y1, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI; \
+	ADD (SI), Y2, Y2; \
+	ADD 32(SI), Y3, Y3; \
+	MOVU Y2, (DX); \
+	MOVU Y3, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI; \
+	ADD (SI), Y4, Y4; \
+	ADD 32(SI), Y5, Y5; \
+	MOVU Y4, (DX); \
+	MOVU Y5, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI; \
+	ADD (SI), Y6, Y6; \
+	ADD 32(SI), Y7, Y7; \
+	MOVU Y6, (DX); \
+	MOVU Y7, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI; \
+	ADD (SI), Y8, Y8; \
+	ADD 32(SI), Y9, Y9; \
+	MOVU Y8, (DX); \
+	MOVU Y9, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI; \
+	ADD (SI), Y10, Y10; \
+	ADD 32(SI), Y11, Y11; \
+	MOVU Y10, (DX); \
+	MOVU Y11, 32(DX); \
+	ADDQ R8, DX; \
+	ADDQ R9, SI
+
+// AVX2_STORE stores the tile in C.
+#define AVX2_STORE(MOVU) \
+	MOVU Y0, (DX); \
+	MOVU Y1, 32(DX); \
+	ADDQ R8, DX; \
+	MOVU Y2, (DX); \
+	MOVU Y3, 32(DX); \
+	ADDQ R8, DX; \
+	MOVU Y4, (DX); \
+	MOVU Y5, 32(DX); \
+	ADDQ R8, DX; \
+	MOVU Y6, (DX); \
+	MOVU Y7, 32(DX); \
+	ADDQ R8, DX; \
+	MOVU Y8, (DX); \
+	MOVU Y9, 32(DX); \
+	ADDQ R8, DX; \
+	MOVU Y10, (DX); \
+	MOVU Y11, 32(DX); \
+	ADDQ R8, DX
+
 // func avx512F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·avx512F64(SB), NOSPLIT, $0-104
 avx512F64strip:
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ aRow+16(FP), R9
-	SHLQ $3, R9
-	LEAQ (R9)(R9*2), R10
-	MOVQ aStep+24(FP), R14
-	SHLQ $3, R14
-	MOVQ b+32(FP), DI
-	MOVQ bStep+40(FP), BX
-	SHLQ $3, BX
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $3, R8
-	LEAQ (SI)(R9*4), R11
+	STRIP(3)
 	LEAQ (R11)(R9*4), R12
 	LEAQ (R12)(R9*4), R13
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	ZERO_Z16
 
 avx512F64loop:
 	VMOVUPD (DI), Z16
@@ -107,12 +215,7 @@ avx512F64loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F64loop
-	MOVBLZX accumulate+80(FP), AX
-	TESTL   AX, AX
-	JZ      avx512F64write
-	MOVQ add+64(FP), SI
-	MOVQ ldAdd+72(FP), R9
-	SHLQ $3, R9
+	OUTPUT(3, avx512F64write)
 	VADDPD (SI), Z0, Z0
 	VMOVUPD Z0, (DX)
 	ADDQ R8, DX
@@ -214,18 +317,7 @@ avx512F64write:
 	ADDQ R8, DX
 
 avx512F64next:
-	DECQ strips+96(FP)
-	JZ   avx512F64done
-	MOVQ aNext+88(FP), AX
-	SHLQ $3, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+56(FP), AX
-	IMUL3Q $128, AX, AX
-	ADDQ AX, c+48(FP)
-	MOVQ ldAdd+72(FP), AX
-	IMUL3Q $128, AX, AX
-	ADDQ AX, add+64(FP)
-	JMP  avx512F64strip
+	NEXT(3, 128, avx512F64strip, avx512F64done)
 
 avx512F64done:
 	VZEROUPPER
@@ -234,136 +326,25 @@ avx512F64done:
 // func avx2F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·avx2F32(SB), NOSPLIT, $0-104
 avx2F32strip:
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ aRow+16(FP), R9
-	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10
-	MOVQ aStep+24(FP), R14
-	SHLQ $2, R14
-	MOVQ b+32(FP), DI
-	MOVQ bStep+40(FP), BX
-	SHLQ $2, BX
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $2, R8
-	LEAQ (SI)(R9*4), R11
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	STRIP(2)
+	ZERO_Y12(VXORPS)
 
 avx2F32loop:
-	VMOVUPS (DI), Y12
-	VMOVUPS 32(DI), Y13
-	VBROADCASTSS (SI), Y14
-	VFMADD231PS Y12, Y14, Y0
-	VFMADD231PS Y13, Y14, Y1
-	VBROADCASTSS (SI)(R9*1), Y15
-	VFMADD231PS Y12, Y15, Y2
-	VFMADD231PS Y13, Y15, Y3
-	VBROADCASTSS (SI)(R9*2), Y14
-	VFMADD231PS Y12, Y14, Y4
-	VFMADD231PS Y13, Y14, Y5
-	VBROADCASTSS (SI)(R10*1), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VBROADCASTSS (R11), Y14
-	VFMADD231PS Y12, Y14, Y8
-	VFMADD231PS Y13, Y14, Y9
-	VBROADCASTSS (R11)(R9*1), Y15
-	VFMADD231PS Y12, Y15, Y10
-	VFMADD231PS Y13, Y15, Y11
+	AVX2_STEP(VMOVUPS, VBROADCASTSS, VFMADD231PS)
 	ADDQ R14, SI
 	ADDQ R14, R11
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F32loop
-	MOVBLZX accumulate+80(FP), AX
-	TESTL   AX, AX
-	JZ      avx2F32write
-	MOVQ add+64(FP), SI
-	MOVQ ldAdd+72(FP), R9
-	SHLQ $2, R9
-	VADDPS (SI), Y0, Y0
-	VADDPS 32(SI), Y1, Y1
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Y2, Y2
-	VADDPS 32(SI), Y3, Y3
-	VMOVUPS Y2, (DX)
-	VMOVUPS Y3, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Y4, Y4
-	VADDPS 32(SI), Y5, Y5
-	VMOVUPS Y4, (DX)
-	VMOVUPS Y5, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Y6, Y6
-	VADDPS 32(SI), Y7, Y7
-	VMOVUPS Y6, (DX)
-	VMOVUPS Y7, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Y8, Y8
-	VADDPS 32(SI), Y9, Y9
-	VMOVUPS Y8, (DX)
-	VMOVUPS Y9, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Y10, Y10
-	VADDPS 32(SI), Y11, Y11
-	VMOVUPS Y10, (DX)
-	VMOVUPS Y11, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
+	OUTPUT(2, avx2F32write)
+	AVX2_ADD_STORE(VADDPS, VMOVUPS)
 	JMP  avx2F32next
 
 avx2F32write:
-	VMOVUPS Y0, (DX)
-	VMOVUPS Y1, 32(DX)
-	ADDQ R8, DX
-	VMOVUPS Y2, (DX)
-	VMOVUPS Y3, 32(DX)
-	ADDQ R8, DX
-	VMOVUPS Y4, (DX)
-	VMOVUPS Y5, 32(DX)
-	ADDQ R8, DX
-	VMOVUPS Y6, (DX)
-	VMOVUPS Y7, 32(DX)
-	ADDQ R8, DX
-	VMOVUPS Y8, (DX)
-	VMOVUPS Y9, 32(DX)
-	ADDQ R8, DX
-	VMOVUPS Y10, (DX)
-	VMOVUPS Y11, 32(DX)
-	ADDQ R8, DX
+	AVX2_STORE(VMOVUPS)
 
 avx2F32next:
-	DECQ strips+96(FP)
-	JZ   avx2F32done
-	MOVQ aNext+88(FP), AX
-	SHLQ $2, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+56(FP), AX
-	IMUL3Q $24, AX, AX
-	ADDQ AX, c+48(FP)
-	MOVQ ldAdd+72(FP), AX
-	IMUL3Q $24, AX, AX
-	ADDQ AX, add+64(FP)
-	JMP  avx2F32strip
+	NEXT(2, 24, avx2F32strip, avx2F32done)
 
 avx2F32done:
 	VZEROUPPER
@@ -372,136 +353,25 @@ avx2F32done:
 // func avx2F64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·avx2F64(SB), NOSPLIT, $0-104
 avx2F64strip:
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ aRow+16(FP), R9
-	SHLQ $3, R9
-	LEAQ (R9)(R9*2), R10
-	MOVQ aStep+24(FP), R14
-	SHLQ $3, R14
-	MOVQ b+32(FP), DI
-	MOVQ bStep+40(FP), BX
-	SHLQ $3, BX
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $3, R8
-	LEAQ (SI)(R9*4), R11
-	VXORPD Y0, Y0, Y0
-	VXORPD Y1, Y1, Y1
-	VXORPD Y2, Y2, Y2
-	VXORPD Y3, Y3, Y3
-	VXORPD Y4, Y4, Y4
-	VXORPD Y5, Y5, Y5
-	VXORPD Y6, Y6, Y6
-	VXORPD Y7, Y7, Y7
-	VXORPD Y8, Y8, Y8
-	VXORPD Y9, Y9, Y9
-	VXORPD Y10, Y10, Y10
-	VXORPD Y11, Y11, Y11
+	STRIP(3)
+	ZERO_Y12(VXORPD)
 
 avx2F64loop:
-	VMOVUPD (DI), Y12
-	VMOVUPD 32(DI), Y13
-	VBROADCASTSD (SI), Y14
-	VFMADD231PD Y12, Y14, Y0
-	VFMADD231PD Y13, Y14, Y1
-	VBROADCASTSD (SI)(R9*1), Y15
-	VFMADD231PD Y12, Y15, Y2
-	VFMADD231PD Y13, Y15, Y3
-	VBROADCASTSD (SI)(R9*2), Y14
-	VFMADD231PD Y12, Y14, Y4
-	VFMADD231PD Y13, Y14, Y5
-	VBROADCASTSD (SI)(R10*1), Y15
-	VFMADD231PD Y12, Y15, Y6
-	VFMADD231PD Y13, Y15, Y7
-	VBROADCASTSD (R11), Y14
-	VFMADD231PD Y12, Y14, Y8
-	VFMADD231PD Y13, Y14, Y9
-	VBROADCASTSD (R11)(R9*1), Y15
-	VFMADD231PD Y12, Y15, Y10
-	VFMADD231PD Y13, Y15, Y11
+	AVX2_STEP(VMOVUPD, VBROADCASTSD, VFMADD231PD)
 	ADDQ R14, SI
 	ADDQ R14, R11
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx2F64loop
-	MOVBLZX accumulate+80(FP), AX
-	TESTL   AX, AX
-	JZ      avx2F64write
-	MOVQ add+64(FP), SI
-	MOVQ ldAdd+72(FP), R9
-	SHLQ $3, R9
-	VADDPD (SI), Y0, Y0
-	VADDPD 32(SI), Y1, Y1
-	VMOVUPD Y0, (DX)
-	VMOVUPD Y1, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPD (SI), Y2, Y2
-	VADDPD 32(SI), Y3, Y3
-	VMOVUPD Y2, (DX)
-	VMOVUPD Y3, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPD (SI), Y4, Y4
-	VADDPD 32(SI), Y5, Y5
-	VMOVUPD Y4, (DX)
-	VMOVUPD Y5, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPD (SI), Y6, Y6
-	VADDPD 32(SI), Y7, Y7
-	VMOVUPD Y6, (DX)
-	VMOVUPD Y7, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPD (SI), Y8, Y8
-	VADDPD 32(SI), Y9, Y9
-	VMOVUPD Y8, (DX)
-	VMOVUPD Y9, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPD (SI), Y10, Y10
-	VADDPD 32(SI), Y11, Y11
-	VMOVUPD Y10, (DX)
-	VMOVUPD Y11, 32(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
+	OUTPUT(3, avx2F64write)
+	AVX2_ADD_STORE(VADDPD, VMOVUPD)
 	JMP  avx2F64next
 
 avx2F64write:
-	VMOVUPD Y0, (DX)
-	VMOVUPD Y1, 32(DX)
-	ADDQ R8, DX
-	VMOVUPD Y2, (DX)
-	VMOVUPD Y3, 32(DX)
-	ADDQ R8, DX
-	VMOVUPD Y4, (DX)
-	VMOVUPD Y5, 32(DX)
-	ADDQ R8, DX
-	VMOVUPD Y6, (DX)
-	VMOVUPD Y7, 32(DX)
-	ADDQ R8, DX
-	VMOVUPD Y8, (DX)
-	VMOVUPD Y9, 32(DX)
-	ADDQ R8, DX
-	VMOVUPD Y10, (DX)
-	VMOVUPD Y11, 32(DX)
-	ADDQ R8, DX
+	AVX2_STORE(VMOVUPD)
 
 avx2F64next:
-	DECQ strips+96(FP)
-	JZ   avx2F64done
-	MOVQ aNext+88(FP), AX
-	SHLQ $3, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+56(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, c+48(FP)
-	MOVQ ldAdd+72(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, add+64(FP)
-	JMP  avx2F64strip
+	NEXT(3, 48, avx2F64strip, avx2F64done)
 
 avx2F64done:
 	VZEROUPPER
@@ -747,81 +617,10 @@ adddone:
 // func avx512F32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·avx512F32(SB), NOSPLIT, $0-104
 avx512F32strip:
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ aRow+16(FP), R9
-	SHLQ $2, R9
-	LEAQ (R9)(R9*2), R10
-	MOVQ aStep+24(FP), R14
-	SHLQ $2, R14
-	MOVQ b+32(FP), DI
-	MOVQ bStep+40(FP), BX
-	SHLQ $2, BX
-	MOVQ c+48(FP), DX
-	MOVQ ldc+56(FP), R8
-	SHLQ $2, R8
-	LEAQ (SI)(R9*4), R11
+	STRIP(2)
 	LEAQ (R11)(R9*4), R12
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
-	VPXORD Z22, Z22, Z22
-	VPXORD Z23, Z23, Z23
-	MOVQ DX, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	ADDQ R8, AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
+	ZERO_Z24
+	PREFETCH_C12
 
 avx512F32loop:
 	VMOVUPS (DI), Z24
@@ -868,137 +667,15 @@ avx512F32loop:
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  avx512F32loop
-	MOVBLZX accumulate+80(FP), AX
-	TESTL   AX, AX
-	JZ      avx512F32write
-	MOVQ add+64(FP), SI
-	MOVQ ldAdd+72(FP), R9
-	SHLQ $2, R9
-	VADDPS (SI), Z0, Z0
-	VADDPS 64(SI), Z1, Z1
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z2, Z2
-	VADDPS 64(SI), Z3, Z3
-	VMOVUPS Z2, (DX)
-	VMOVUPS Z3, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z4, Z4
-	VADDPS 64(SI), Z5, Z5
-	VMOVUPS Z4, (DX)
-	VMOVUPS Z5, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z6, Z6
-	VADDPS 64(SI), Z7, Z7
-	VMOVUPS Z6, (DX)
-	VMOVUPS Z7, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z8, Z8
-	VADDPS 64(SI), Z9, Z9
-	VMOVUPS Z8, (DX)
-	VMOVUPS Z9, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z10, Z10
-	VADDPS 64(SI), Z11, Z11
-	VMOVUPS Z10, (DX)
-	VMOVUPS Z11, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z12, Z12
-	VADDPS 64(SI), Z13, Z13
-	VMOVUPS Z12, (DX)
-	VMOVUPS Z13, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z14, Z14
-	VADDPS 64(SI), Z15, Z15
-	VMOVUPS Z14, (DX)
-	VMOVUPS Z15, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z16, Z16
-	VADDPS 64(SI), Z17, Z17
-	VMOVUPS Z16, (DX)
-	VMOVUPS Z17, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z18, Z18
-	VADDPS 64(SI), Z19, Z19
-	VMOVUPS Z18, (DX)
-	VMOVUPS Z19, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z20, Z20
-	VADDPS 64(SI), Z21, Z21
-	VMOVUPS Z20, (DX)
-	VMOVUPS Z21, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z22, Z22
-	VADDPS 64(SI), Z23, Z23
-	VMOVUPS Z22, (DX)
-	VMOVUPS Z23, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
+	OUTPUT(2, avx512F32write)
+	ADD_STORE_C12
 	JMP  avx512F32next
 
 avx512F32write:
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z2, (DX)
-	VMOVUPS Z3, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z4, (DX)
-	VMOVUPS Z5, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z6, (DX)
-	VMOVUPS Z7, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z8, (DX)
-	VMOVUPS Z9, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z10, (DX)
-	VMOVUPS Z11, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z12, (DX)
-	VMOVUPS Z13, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z14, (DX)
-	VMOVUPS Z15, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z16, (DX)
-	VMOVUPS Z17, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z18, (DX)
-	VMOVUPS Z19, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z20, (DX)
-	VMOVUPS Z21, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z22, (DX)
-	VMOVUPS Z23, 64(DX)
-	ADDQ R8, DX
+	STORE_C12
 
 avx512F32next:
-	DECQ strips+96(FP)
-	JZ   avx512F32done
-	MOVQ aNext+88(FP), AX
-	SHLQ $2, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+56(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, c+48(FP)
-	MOVQ ldAdd+72(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, add+64(FP)
-	JMP  avx512F32strip
+	NEXT(2, 48, avx512F32strip, avx512F32done)
 
 avx512F32done:
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build arm64 && !purego
 
 #include "textflag.h"
+#include "neon.h"
 
 // The NEON micro-kernels of kernel.go (microKernel) for arm64: one mr×nr
 // tile of C from a strip of A (entry (r, p) at a[r·aRow + p·aStep]: packed,
@@ -36,95 +37,117 @@
 // R9 = aStep; R10 = &b[p·bStep], R11 = bStep; R12 = &c's current row, R13
 // = ldc; R15 = the current row at add, R16 = ldAdd (all strides in bytes).
 
+// The two kernels are one text with two element sizes: SHIFT = log₂ of
+// the element's bytes, ARR = the arrangement of a register (S4: four
+// float32, D2: two float64). Only the accumulate path's FADDs differ
+// beyond that, being WORDs (and so written out in each kernel).
+
+// STRIP loads the arguments for one strip: R0 = k, R1–R8 = the rows of A
+// (aRow apart), R9 = aStep, R10 = b, R11 = bStep, the strides in bytes.
+#define STRIP(SHIFT) \
+	MOVD k+0(FP), R0; \
+	MOVD a+8(FP), R1; \
+	MOVD aRow+16(FP), R14; \
+	LSL  $SHIFT, R14; \
+	ADD  R14, R1, R2; \
+	ADD  R14, R2, R3; \
+	ADD  R14, R3, R4; \
+	ADD  R14, R4, R5; \
+	ADD  R14, R5, R6; \
+	ADD  R14, R6, R7; \
+	ADD  R14, R7, R8; \
+	MOVD aStep+24(FP), R9; \
+	LSL  $SHIFT, R9; \
+	MOVD b+32(FP), R10; \
+	MOVD bStep+40(FP), R11; \
+	LSL  $SHIFT, R11
+
+// STEP does one step of p: B's row into V24–V26, A's eight entries
+// broadcast into V27–V31 in turn, 24 FMLAs into the tile.
+#define STEP(ARR) \
+	VLD1.P  (R10)(R11), [V24.ARR, V25.ARR, V26.ARR]; \
+	VLD1R.P (R1)(R9), [V27.ARR]; \
+	VLD1R.P (R2)(R9), [V28.ARR]; \
+	VLD1R.P (R3)(R9), [V29.ARR]; \
+	VFMLA   V24.ARR, V27.ARR, V0.ARR; \
+	VFMLA   V25.ARR, V27.ARR, V1.ARR; \
+	VFMLA   V26.ARR, V27.ARR, V2.ARR; \
+	VLD1R.P (R4)(R9), [V30.ARR]; \
+	VFMLA   V24.ARR, V28.ARR, V3.ARR; \
+	VFMLA   V25.ARR, V28.ARR, V4.ARR; \
+	VFMLA   V26.ARR, V28.ARR, V5.ARR; \
+	VLD1R.P (R5)(R9), [V31.ARR]; \
+	VFMLA   V24.ARR, V29.ARR, V6.ARR; \
+	VFMLA   V25.ARR, V29.ARR, V7.ARR; \
+	VFMLA   V26.ARR, V29.ARR, V8.ARR; \
+	VLD1R.P (R6)(R9), [V27.ARR]; \
+	VFMLA   V24.ARR, V30.ARR, V9.ARR; \
+	VFMLA   V25.ARR, V30.ARR, V10.ARR; \
+	VFMLA   V26.ARR, V30.ARR, V11.ARR; \
+	VLD1R.P (R7)(R9), [V28.ARR]; \
+	VFMLA   V24.ARR, V31.ARR, V12.ARR; \
+	VFMLA   V25.ARR, V31.ARR, V13.ARR; \
+	VFMLA   V26.ARR, V31.ARR, V14.ARR; \
+	VLD1R.P (R8)(R9), [V29.ARR]; \
+	VFMLA   V24.ARR, V27.ARR, V15.ARR; \
+	VFMLA   V25.ARR, V27.ARR, V16.ARR; \
+	VFMLA   V26.ARR, V27.ARR, V17.ARR; \
+	VFMLA   V24.ARR, V28.ARR, V18.ARR; \
+	VFMLA   V25.ARR, V28.ARR, V19.ARR; \
+	VFMLA   V26.ARR, V28.ARR, V20.ARR; \
+	VFMLA   V24.ARR, V29.ARR, V21.ARR; \
+	VFMLA   V25.ARR, V29.ARR, V22.ARR; \
+	VFMLA   V26.ARR, V29.ARR, V23.ARR
+
+// OUTPUT loads c and ldc (R12, R13) and goes to write when accumulate is
+// not set; else it loads add and ldAdd (R15, R16) and falls through.
+#define OUTPUT(SHIFT, write) \
+	MOVD    c+48(FP), R12; \
+	MOVD    ldc+56(FP), R13; \
+	LSL     $SHIFT, R13; \
+	MOVBU   accumulate+80(FP), R14; \
+	CBZ     R14, write; \
+	MOVD    add+64(FP), R15; \
+	MOVD    ldAdd+72(FP), R16; \
+	LSL     $SHIFT, R16
+
+// STORE stores the tile's eight rows, one every ldc elements.
+#define STORE(ARR) \
+	VST1.P  [V0.ARR, V1.ARR, V2.ARR], (R12)(R13); \
+	VST1.P  [V3.ARR, V4.ARR, V5.ARR], (R12)(R13); \
+	VST1.P  [V6.ARR, V7.ARR, V8.ARR], (R12)(R13); \
+	VST1.P  [V9.ARR, V10.ARR, V11.ARR], (R12)(R13); \
+	VST1.P  [V12.ARR, V13.ARR, V14.ARR], (R12)(R13); \
+	VST1.P  [V15.ARR, V16.ARR, V17.ARR], (R12)(R13); \
+	VST1.P  [V18.ARR, V19.ARR, V20.ARR], (R12)(R13); \
+	VST1.P  [V21.ARR, V22.ARR, V23.ARR], (R12)(R13)
+
+// NEXT saves c for the next tile, and goes to done after the last strip;
+// else it moves a by aNext elements and goes to strip again.
+#define NEXT(SHIFT, strip, done) \
+	MOVD    R12, c+48(FP); \
+	MOVD    strips+96(FP), R14; \
+	SUBS    $1, R14; \
+	BEQ     done; \
+	MOVD    R14, strips+96(FP); \
+	MOVD    aNext+88(FP), R14; \
+	MOVD    a+8(FP), R1; \
+	ADD     R14<<SHIFT, R1, R1; \
+	MOVD    R1, a+8(FP); \
+	B       strip
+
 // func neonF32(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·neonF32(SB), NOSPLIT, $0-104
 neonF32strip:
-	MOVD k+0(FP), R0
-	MOVD a+8(FP), R1
-	MOVD aRow+16(FP), R14
-	LSL  $2, R14
-	ADD  R14, R1, R2
-	ADD  R14, R2, R3
-	ADD  R14, R3, R4
-	ADD  R14, R4, R5
-	ADD  R14, R5, R6
-	ADD  R14, R6, R7
-	ADD  R14, R7, R8
-	MOVD aStep+24(FP), R9
-	LSL  $2, R9
-	MOVD b+32(FP), R10
-	MOVD bStep+40(FP), R11
-	LSL  $2, R11
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	VEOR V20.B16, V20.B16, V20.B16
-	VEOR V21.B16, V21.B16, V21.B16
-	VEOR V22.B16, V22.B16, V22.B16
-	VEOR V23.B16, V23.B16, V23.B16
+	STRIP(2)
+	VZERO24
 
 neonF32loop:
-	VLD1.P  (R10)(R11), [V24.S4, V25.S4, V26.S4]
-	VLD1R.P (R1)(R9), [V27.S4]
-	VLD1R.P (R2)(R9), [V28.S4]
-	VLD1R.P (R3)(R9), [V29.S4]
-	VFMLA   V24.S4, V27.S4, V0.S4
-	VFMLA   V25.S4, V27.S4, V1.S4
-	VFMLA   V26.S4, V27.S4, V2.S4
-	VLD1R.P (R4)(R9), [V30.S4]
-	VFMLA   V24.S4, V28.S4, V3.S4
-	VFMLA   V25.S4, V28.S4, V4.S4
-	VFMLA   V26.S4, V28.S4, V5.S4
-	VLD1R.P (R5)(R9), [V31.S4]
-	VFMLA   V24.S4, V29.S4, V6.S4
-	VFMLA   V25.S4, V29.S4, V7.S4
-	VFMLA   V26.S4, V29.S4, V8.S4
-	VLD1R.P (R6)(R9), [V27.S4]
-	VFMLA   V24.S4, V30.S4, V9.S4
-	VFMLA   V25.S4, V30.S4, V10.S4
-	VFMLA   V26.S4, V30.S4, V11.S4
-	VLD1R.P (R7)(R9), [V28.S4]
-	VFMLA   V24.S4, V31.S4, V12.S4
-	VFMLA   V25.S4, V31.S4, V13.S4
-	VFMLA   V26.S4, V31.S4, V14.S4
-	VLD1R.P (R8)(R9), [V29.S4]
-	VFMLA   V24.S4, V27.S4, V15.S4
-	VFMLA   V25.S4, V27.S4, V16.S4
-	VFMLA   V26.S4, V27.S4, V17.S4
-	VFMLA   V24.S4, V28.S4, V18.S4
-	VFMLA   V25.S4, V28.S4, V19.S4
-	VFMLA   V26.S4, V28.S4, V20.S4
-	VFMLA   V24.S4, V29.S4, V21.S4
-	VFMLA   V25.S4, V29.S4, V22.S4
-	VFMLA   V26.S4, V29.S4, V23.S4
+	STEP(S4)
 	SUBS    $1, R0
 	BNE     neonF32loop
 
-	MOVD    c+48(FP), R12
-	MOVD    ldc+56(FP), R13
-	LSL     $2, R13
-	MOVBU   accumulate+80(FP), R14
-	CBZ     R14, neonF32write
-	MOVD    add+64(FP), R15
-	MOVD    ldAdd+72(FP), R16
-	LSL     $2, R16
+	OUTPUT(2, neonF32write)
 	VLD1.P  (R15)(R16), [V24.S4, V25.S4, V26.S4]
 	WORD $0x4e20d700 // fadd v0.4s, v24.4s, v0.4s
 	WORD $0x4e21d721 // fadd v1.4s, v25.4s, v1.4s
@@ -169,26 +192,10 @@ neonF32loop:
 	B       neonF32next
 
 neonF32write:
-	VST1.P  [V0.S4, V1.S4, V2.S4], (R12)(R13)
-	VST1.P  [V3.S4, V4.S4, V5.S4], (R12)(R13)
-	VST1.P  [V6.S4, V7.S4, V8.S4], (R12)(R13)
-	VST1.P  [V9.S4, V10.S4, V11.S4], (R12)(R13)
-	VST1.P  [V12.S4, V13.S4, V14.S4], (R12)(R13)
-	VST1.P  [V15.S4, V16.S4, V17.S4], (R12)(R13)
-	VST1.P  [V18.S4, V19.S4, V20.S4], (R12)(R13)
-	VST1.P  [V21.S4, V22.S4, V23.S4], (R12)(R13)
+	STORE(S4)
 
 neonF32next:
-	MOVD    R12, c+48(FP) // the next tile's first row
-	MOVD    strips+96(FP), R14
-	SUBS    $1, R14
-	BEQ     neonF32done
-	MOVD    R14, strips+96(FP)
-	MOVD    aNext+88(FP), R14
-	MOVD    a+8(FP), R1
-	ADD     R14<<2, R1, R1
-	MOVD    R1, a+8(FP)
-	B       neonF32strip
+	NEXT(2, neonF32strip, neonF32done)
 
 neonF32done:
 	RET
@@ -196,92 +203,15 @@ neonF32done:
 // func neonF64(k int, a unsafe.Pointer, aRow, aStep int, b unsafe.Pointer, bStep int, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 TEXT ·neonF64(SB), NOSPLIT, $0-104
 neonF64strip:
-	MOVD k+0(FP), R0
-	MOVD a+8(FP), R1
-	MOVD aRow+16(FP), R14
-	LSL  $3, R14
-	ADD  R14, R1, R2
-	ADD  R14, R2, R3
-	ADD  R14, R3, R4
-	ADD  R14, R4, R5
-	ADD  R14, R5, R6
-	ADD  R14, R6, R7
-	ADD  R14, R7, R8
-	MOVD aStep+24(FP), R9
-	LSL  $3, R9
-	MOVD b+32(FP), R10
-	MOVD bStep+40(FP), R11
-	LSL  $3, R11
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	VEOR V20.B16, V20.B16, V20.B16
-	VEOR V21.B16, V21.B16, V21.B16
-	VEOR V22.B16, V22.B16, V22.B16
-	VEOR V23.B16, V23.B16, V23.B16
+	STRIP(3)
+	VZERO24
 
 neonF64loop:
-	VLD1.P  (R10)(R11), [V24.D2, V25.D2, V26.D2]
-	VLD1R.P (R1)(R9), [V27.D2]
-	VLD1R.P (R2)(R9), [V28.D2]
-	VLD1R.P (R3)(R9), [V29.D2]
-	VFMLA   V24.D2, V27.D2, V0.D2
-	VFMLA   V25.D2, V27.D2, V1.D2
-	VFMLA   V26.D2, V27.D2, V2.D2
-	VLD1R.P (R4)(R9), [V30.D2]
-	VFMLA   V24.D2, V28.D2, V3.D2
-	VFMLA   V25.D2, V28.D2, V4.D2
-	VFMLA   V26.D2, V28.D2, V5.D2
-	VLD1R.P (R5)(R9), [V31.D2]
-	VFMLA   V24.D2, V29.D2, V6.D2
-	VFMLA   V25.D2, V29.D2, V7.D2
-	VFMLA   V26.D2, V29.D2, V8.D2
-	VLD1R.P (R6)(R9), [V27.D2]
-	VFMLA   V24.D2, V30.D2, V9.D2
-	VFMLA   V25.D2, V30.D2, V10.D2
-	VFMLA   V26.D2, V30.D2, V11.D2
-	VLD1R.P (R7)(R9), [V28.D2]
-	VFMLA   V24.D2, V31.D2, V12.D2
-	VFMLA   V25.D2, V31.D2, V13.D2
-	VFMLA   V26.D2, V31.D2, V14.D2
-	VLD1R.P (R8)(R9), [V29.D2]
-	VFMLA   V24.D2, V27.D2, V15.D2
-	VFMLA   V25.D2, V27.D2, V16.D2
-	VFMLA   V26.D2, V27.D2, V17.D2
-	VFMLA   V24.D2, V28.D2, V18.D2
-	VFMLA   V25.D2, V28.D2, V19.D2
-	VFMLA   V26.D2, V28.D2, V20.D2
-	VFMLA   V24.D2, V29.D2, V21.D2
-	VFMLA   V25.D2, V29.D2, V22.D2
-	VFMLA   V26.D2, V29.D2, V23.D2
+	STEP(D2)
 	SUBS    $1, R0
 	BNE     neonF64loop
 
-	MOVD    c+48(FP), R12
-	MOVD    ldc+56(FP), R13
-	LSL     $3, R13
-	MOVBU   accumulate+80(FP), R14
-	CBZ     R14, neonF64write
-	MOVD    add+64(FP), R15
-	MOVD    ldAdd+72(FP), R16
-	LSL     $3, R16
+	OUTPUT(3, neonF64write)
 	VLD1.P  (R15)(R16), [V24.D2, V25.D2, V26.D2]
 	WORD $0x4e60d700 // fadd v0.2d, v24.2d, v0.2d
 	WORD $0x4e61d721 // fadd v1.2d, v25.2d, v1.2d
@@ -326,26 +256,10 @@ neonF64loop:
 	B       neonF64next
 
 neonF64write:
-	VST1.P  [V0.D2, V1.D2, V2.D2], (R12)(R13)
-	VST1.P  [V3.D2, V4.D2, V5.D2], (R12)(R13)
-	VST1.P  [V6.D2, V7.D2, V8.D2], (R12)(R13)
-	VST1.P  [V9.D2, V10.D2, V11.D2], (R12)(R13)
-	VST1.P  [V12.D2, V13.D2, V14.D2], (R12)(R13)
-	VST1.P  [V15.D2, V16.D2, V17.D2], (R12)(R13)
-	VST1.P  [V18.D2, V19.D2, V20.D2], (R12)(R13)
-	VST1.P  [V21.D2, V22.D2, V23.D2], (R12)(R13)
+	STORE(D2)
 
 neonF64next:
-	MOVD    R12, c+48(FP) // the next tile's first row
-	MOVD    strips+96(FP), R14
-	SUBS    $1, R14
-	BEQ     neonF64done
-	MOVD    R14, strips+96(FP)
-	MOVD    aNext+88(FP), R14
-	MOVD    a+8(FP), R1
-	ADD     R14<<3, R1, R1
-	MOVD    R1, a+8(FP)
-	B       neonF64strip
+	NEXT(3, neonF64strip, neonF64done)
 
 neonF64done:
 	RET
@@ -373,22 +287,7 @@ TEXT ·dot4F32(SB), NOSPLIT, $0-40
 	ADD  R7, R3, R4
 	ADD  R7, R4, R5
 	MOVD out+32(FP), R6
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
+	VZERO16
 	LSR  $4, R0
 	CBZ  R0, dot4reduce
 

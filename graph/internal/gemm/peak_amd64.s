@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "avx.h"
 
 // The register-only multiply-add loops that measure the core's peak for
 // the benchmark (peak.go): independent accumulators, no loads or stores,
@@ -10,22 +11,7 @@
 // func peakAVX512(n int)
 TEXT ·peakAVX512(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
+	ZERO_Z16
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 
@@ -54,18 +40,7 @@ avx512loop:
 // func peakAVX2(n int)
 TEXT ·peakAVX2(SB), NOSPLIT, $0-8
 	MOVQ n+0(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
+	ZERO_Y12(VXORPS)
 	VXORPS Y12, Y12, Y12
 	VXORPS Y13, Y13, Y13
 

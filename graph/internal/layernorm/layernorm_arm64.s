@@ -20,6 +20,70 @@
 // V24 = mean, V25 = rstd, V26 = mg, V27 = mgn, each in both lanes; V6, V7
 // narrowed float32.
 
+// The loops are written with these steps, each on fixed registers (the
+// WORDs encode them).
+
+// WIDEN_V2 and WIDEN_V8 load the eight float32 at p (advancing p) into
+// V0, V1 and widen them into V2–V5, or V8–V11.
+#define WIDEN_V2(p) \
+	VLD1.P  32(p), [V0.S4, V1.S4]; \
+	WORD $0x0e617802 /* fcvtl v2.2d, v0.2s */; \
+	WORD $0x4e617803 /* fcvtl2 v3.2d, v0.4s */; \
+	WORD $0x0e617824 /* fcvtl v4.2d, v1.2s */; \
+	WORD $0x4e617825 /* fcvtl2 v5.2d, v1.4s */
+#define WIDEN_V8(p) \
+	VLD1.P  32(p), [V0.S4, V1.S4]; \
+	WORD $0x0e617808 /* fcvtl v8.2d, v0.2s */; \
+	WORD $0x4e617809 /* fcvtl2 v9.2d, v0.4s */; \
+	WORD $0x0e61782a /* fcvtl v10.2d, v1.2s */; \
+	WORD $0x4e61782b /* fcvtl2 v11.2d, v1.4s */
+
+// CENTER_V2 subtracts the mean (V24) from V2–V5.
+#define CENTER_V2 \
+	WORD $0x4ef8d442 /* fsub v2.2d, v2.2d, v24.2d */; \
+	WORD $0x4ef8d463 /* fsub v3.2d, v3.2d, v24.2d */; \
+	WORD $0x4ef8d484 /* fsub v4.2d, v4.2d, v24.2d */; \
+	WORD $0x4ef8d4a5 /* fsub v5.2d, v5.2d, v24.2d */
+
+// SCALE_V2 and SCALE_V8 multiply V2–V5, or V8–V11, by rstd (V25).
+#define SCALE_V2 \
+	WORD $0x6e79dc42 /* fmul v2.2d, v2.2d, v25.2d */; \
+	WORD $0x6e79dc63 /* fmul v3.2d, v3.2d, v25.2d */; \
+	WORD $0x6e79dc84 /* fmul v4.2d, v4.2d, v25.2d */; \
+	WORD $0x6e79dca5 /* fmul v5.2d, v5.2d, v25.2d */
+#define SCALE_V8 \
+	WORD $0x6e79dd08 /* fmul v8.2d, v8.2d, v25.2d */; \
+	WORD $0x6e79dd29 /* fmul v9.2d, v9.2d, v25.2d */; \
+	WORD $0x6e79dd4a /* fmul v10.2d, v10.2d, v25.2d */; \
+	WORD $0x6e79dd6b /* fmul v11.2d, v11.2d, v25.2d */
+
+// MUL_V2_V8 multiplies V2–V5 by V8–V11.
+#define MUL_V2_V8 \
+	WORD $0x6e68dc42 /* fmul v2.2d, v2.2d, v8.2d */; \
+	WORD $0x6e69dc63 /* fmul v3.2d, v3.2d, v9.2d */; \
+	WORD $0x6e6adc84 /* fmul v4.2d, v4.2d, v10.2d */; \
+	WORD $0x6e6bdca5 /* fmul v5.2d, v5.2d, v11.2d */
+
+// SUM_V16_V2 adds V2–V5 to the partial sums V16–V19.
+#define SUM_V16_V2 \
+	WORD $0x4e62d610 /* fadd v16.2d, v16.2d, v2.2d */; \
+	WORD $0x4e63d631 /* fadd v17.2d, v17.2d, v3.2d */; \
+	WORD $0x4e64d652 /* fadd v18.2d, v18.2d, v4.2d */; \
+	WORD $0x4e65d673 /* fadd v19.2d, v19.2d, v5.2d */
+
+// NARROW_V2 and NARROW_V8 round V2–V5, or V8–V11, to float32 into V6,
+// V7.
+#define NARROW_V2 \
+	WORD $0x0e616846 /* fcvtn v6.2s, v2.2d */; \
+	WORD $0x4e616866 /* fcvtn2 v6.4s, v3.2d */; \
+	WORD $0x0e616887 /* fcvtn v7.2s, v4.2d */; \
+	WORD $0x4e6168a7 /* fcvtn2 v7.4s, v5.2d */
+#define NARROW_V8 \
+	WORD $0x0e616906 /* fcvtn v6.2s, v8.2d */; \
+	WORD $0x4e616926 /* fcvtn2 v6.4s, v9.2d */; \
+	WORD $0x0e616947 /* fcvtn v7.2s, v10.2d */; \
+	WORD $0x4e616967 /* fcvtn2 v7.4s, v11.2d */
+
 // func sums8(x *float32, n int, s *[8]float64)
 TEXT ·sums8(SB), NOSPLIT, $0-24
 	MOVD    x+0(FP), R1
@@ -28,15 +92,8 @@ TEXT ·sums8(SB), NOSPLIT, $0-24
 	VLD1    (R3), [V16.D2, V17.D2, V18.D2, V19.D2]
 
 sloop:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4e62d610 // fadd v16.2d, v16.2d, v2.2d
-	WORD $0x4e63d631 // fadd v17.2d, v17.2d, v3.2d
-	WORD $0x4e64d652 // fadd v18.2d, v18.2d, v4.2d
-	WORD $0x4e65d673 // fadd v19.2d, v19.2d, v5.2d
+	WIDEN_V2(R1)
+	SUM_V16_V2
 	SUBS    $8, R0
 	BNE     sloop
 	VST1    [V16.D2, V17.D2, V18.D2, V19.D2], (R3)
@@ -52,23 +109,13 @@ TEXT ·squaredDeviations8(SB), NOSPLIT, $0-32
 	VLD1    (R3), [V16.D2, V17.D2, V18.D2, V19.D2]
 
 dloop:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4ef8d442 // fsub v2.2d, v2.2d, v24.2d
-	WORD $0x4ef8d463 // fsub v3.2d, v3.2d, v24.2d
-	WORD $0x4ef8d484 // fsub v4.2d, v4.2d, v24.2d
-	WORD $0x4ef8d4a5 // fsub v5.2d, v5.2d, v24.2d
+	WIDEN_V2(R1)
+	CENTER_V2
 	WORD $0x6e62dc42 // fmul v2.2d, v2.2d, v2.2d
 	WORD $0x6e63dc63 // fmul v3.2d, v3.2d, v3.2d
 	WORD $0x6e64dc84 // fmul v4.2d, v4.2d, v4.2d
 	WORD $0x6e65dca5 // fmul v5.2d, v5.2d, v5.2d
-	WORD $0x4e62d610 // fadd v16.2d, v16.2d, v2.2d
-	WORD $0x4e63d631 // fadd v17.2d, v17.2d, v3.2d
-	WORD $0x4e64d652 // fadd v18.2d, v18.2d, v4.2d
-	WORD $0x4e65d673 // fadd v19.2d, v19.2d, v5.2d
+	SUM_V16_V2
 	SUBS    $8, R0
 	BNE     dloop
 	VST1    [V16.D2, V17.D2, V18.D2, V19.D2], (R3)
@@ -89,73 +136,29 @@ TEXT ·normalize8(SB), NOSPLIT, $0-56
 	CBZ     R4, nobias
 
 bloop:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4ef8d442 // fsub v2.2d, v2.2d, v24.2d
-	WORD $0x4ef8d463 // fsub v3.2d, v3.2d, v24.2d
-	WORD $0x4ef8d484 // fsub v4.2d, v4.2d, v24.2d
-	WORD $0x4ef8d4a5 // fsub v5.2d, v5.2d, v24.2d
-	WORD $0x6e79dc42 // fmul v2.2d, v2.2d, v25.2d
-	WORD $0x6e79dc63 // fmul v3.2d, v3.2d, v25.2d
-	WORD $0x6e79dc84 // fmul v4.2d, v4.2d, v25.2d
-	WORD $0x6e79dca5 // fmul v5.2d, v5.2d, v25.2d
-	VLD1.P  32(R3), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
-	WORD $0x6e68dc42 // fmul v2.2d, v2.2d, v8.2d
-	WORD $0x6e69dc63 // fmul v3.2d, v3.2d, v9.2d
-	WORD $0x6e6adc84 // fmul v4.2d, v4.2d, v10.2d
-	WORD $0x6e6bdca5 // fmul v5.2d, v5.2d, v11.2d
-	VLD1.P  32(R4), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
+	WIDEN_V2(R1)
+	CENTER_V2
+	SCALE_V2
+	WIDEN_V8(R3)
+	MUL_V2_V8
+	WIDEN_V8(R4)
 	WORD $0x4e68d442 // fadd v2.2d, v2.2d, v8.2d
 	WORD $0x4e69d463 // fadd v3.2d, v3.2d, v9.2d
 	WORD $0x4e6ad484 // fadd v4.2d, v4.2d, v10.2d
 	WORD $0x4e6bd4a5 // fadd v5.2d, v5.2d, v11.2d
-	WORD $0x0e616846 // fcvtn v6.2s, v2.2d
-	WORD $0x4e616866 // fcvtn2 v6.4s, v3.2d
-	WORD $0x0e616887 // fcvtn v7.2s, v4.2d
-	WORD $0x4e6168a7 // fcvtn2 v7.4s, v5.2d
+	NARROW_V2
 	VST1.P  [V6.S4, V7.S4], 32(R2)
 	SUBS    $8, R0
 	BNE     bloop
 	RET
 
 nobias:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4ef8d442 // fsub v2.2d, v2.2d, v24.2d
-	WORD $0x4ef8d463 // fsub v3.2d, v3.2d, v24.2d
-	WORD $0x4ef8d484 // fsub v4.2d, v4.2d, v24.2d
-	WORD $0x4ef8d4a5 // fsub v5.2d, v5.2d, v24.2d
-	WORD $0x6e79dc42 // fmul v2.2d, v2.2d, v25.2d
-	WORD $0x6e79dc63 // fmul v3.2d, v3.2d, v25.2d
-	WORD $0x6e79dc84 // fmul v4.2d, v4.2d, v25.2d
-	WORD $0x6e79dca5 // fmul v5.2d, v5.2d, v25.2d
-	VLD1.P  32(R3), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
-	WORD $0x6e68dc42 // fmul v2.2d, v2.2d, v8.2d
-	WORD $0x6e69dc63 // fmul v3.2d, v3.2d, v9.2d
-	WORD $0x6e6adc84 // fmul v4.2d, v4.2d, v10.2d
-	WORD $0x6e6bdca5 // fmul v5.2d, v5.2d, v11.2d
-	WORD $0x0e616846 // fcvtn v6.2s, v2.2d
-	WORD $0x4e616866 // fcvtn2 v6.4s, v3.2d
-	WORD $0x0e616887 // fcvtn v7.2s, v4.2d
-	WORD $0x4e6168a7 // fcvtn2 v7.4s, v5.2d
+	WIDEN_V2(R1)
+	CENTER_V2
+	SCALE_V2
+	WIDEN_V8(R3)
+	MUL_V2_V8
+	NARROW_V2
 	VST1.P  [V6.S4, V7.S4], 32(R2)
 	SUBS    $8, R0
 	BNE     nobias
@@ -178,41 +181,17 @@ TEXT ·gradSums8(SB), NOSPLIT, $0-56
 	VLD1    (R6), [V20.D2, V21.D2, V22.D2, V23.D2]
 
 gloop:
-	VLD1.P  32(R4), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	VLD1.P  32(R3), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
-	WORD $0x6e68dc42 // fmul v2.2d, v2.2d, v8.2d
-	WORD $0x6e69dc63 // fmul v3.2d, v3.2d, v9.2d
-	WORD $0x6e6adc84 // fmul v4.2d, v4.2d, v10.2d
-	WORD $0x6e6bdca5 // fmul v5.2d, v5.2d, v11.2d
-	WORD $0x4e62d610 // fadd v16.2d, v16.2d, v2.2d
-	WORD $0x4e63d631 // fadd v17.2d, v17.2d, v3.2d
-	WORD $0x4e64d652 // fadd v18.2d, v18.2d, v4.2d
-	WORD $0x4e65d673 // fadd v19.2d, v19.2d, v5.2d
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
+	WIDEN_V2(R4)
+	WIDEN_V8(R3)
+	MUL_V2_V8
+	SUM_V16_V2
+	WIDEN_V8(R1)
 	WORD $0x4ef8d508 // fsub v8.2d, v8.2d, v24.2d
 	WORD $0x4ef8d529 // fsub v9.2d, v9.2d, v24.2d
 	WORD $0x4ef8d54a // fsub v10.2d, v10.2d, v24.2d
 	WORD $0x4ef8d56b // fsub v11.2d, v11.2d, v24.2d
-	WORD $0x6e68dc42 // fmul v2.2d, v2.2d, v8.2d
-	WORD $0x6e69dc63 // fmul v3.2d, v3.2d, v9.2d
-	WORD $0x6e6adc84 // fmul v4.2d, v4.2d, v10.2d
-	WORD $0x6e6bdca5 // fmul v5.2d, v5.2d, v11.2d
-	WORD $0x6e79dc42 // fmul v2.2d, v2.2d, v25.2d
-	WORD $0x6e79dc63 // fmul v3.2d, v3.2d, v25.2d
-	WORD $0x6e79dc84 // fmul v4.2d, v4.2d, v25.2d
-	WORD $0x6e79dca5 // fmul v5.2d, v5.2d, v25.2d
+	MUL_V2_V8
+	SCALE_V2
 	WORD $0x4e62d694 // fadd v20.2d, v20.2d, v2.2d
 	WORD $0x4e63d6b5 // fadd v21.2d, v21.2d, v3.2d
 	WORD $0x4e64d6d6 // fadd v22.2d, v22.2d, v4.2d
@@ -241,28 +220,14 @@ TEXT ·backwardX8(SB), NOSPLIT, $0-72
 	VDUP    V27.D[0], V27.D2
 
 xloop:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4ef8d442 // fsub v2.2d, v2.2d, v24.2d
-	WORD $0x4ef8d463 // fsub v3.2d, v3.2d, v24.2d
-	WORD $0x4ef8d484 // fsub v4.2d, v4.2d, v24.2d
-	WORD $0x4ef8d4a5 // fsub v5.2d, v5.2d, v24.2d
-	WORD $0x6e79dc42 // fmul v2.2d, v2.2d, v25.2d
-	WORD $0x6e79dc63 // fmul v3.2d, v3.2d, v25.2d
-	WORD $0x6e79dc84 // fmul v4.2d, v4.2d, v25.2d
-	WORD $0x6e79dca5 // fmul v5.2d, v5.2d, v25.2d
+	WIDEN_V2(R1)
+	CENTER_V2
+	SCALE_V2
 	WORD $0x6e7bdc42 // fmul v2.2d, v2.2d, v27.2d
 	WORD $0x6e7bdc63 // fmul v3.2d, v3.2d, v27.2d
 	WORD $0x6e7bdc84 // fmul v4.2d, v4.2d, v27.2d
 	WORD $0x6e7bdca5 // fmul v5.2d, v5.2d, v27.2d
-	VLD1.P  32(R4), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
+	WIDEN_V8(R4)
 	VLD1.P  32(R3), [V0.S4, V1.S4]
 	WORD $0x0e61780c // fcvtl v12.2d, v0.2s
 	WORD $0x4e61780d // fcvtl2 v13.2d, v0.4s
@@ -280,14 +245,8 @@ xloop:
 	WORD $0x4ee3d529 // fsub v9.2d, v9.2d, v3.2d
 	WORD $0x4ee4d54a // fsub v10.2d, v10.2d, v4.2d
 	WORD $0x4ee5d56b // fsub v11.2d, v11.2d, v5.2d
-	WORD $0x6e79dd08 // fmul v8.2d, v8.2d, v25.2d
-	WORD $0x6e79dd29 // fmul v9.2d, v9.2d, v25.2d
-	WORD $0x6e79dd4a // fmul v10.2d, v10.2d, v25.2d
-	WORD $0x6e79dd6b // fmul v11.2d, v11.2d, v25.2d
-	WORD $0x0e616906 // fcvtn v6.2s, v8.2d
-	WORD $0x4e616926 // fcvtn2 v6.4s, v9.2d
-	WORD $0x0e616947 // fcvtn v7.2s, v10.2d
-	WORD $0x4e616967 // fcvtn2 v7.4s, v11.2d
+	SCALE_V8
+	NARROW_V8
 	VST1.P  [V6.S4, V7.S4], 32(R2)
 	SUBS    $8, R0
 	BNE     xloop
@@ -306,32 +265,15 @@ TEXT ·accumulateW8(SB), NOSPLIT, $0-48
 	VDUP    V25.D[0], V25.D2
 
 wloop:
-	VLD1.P  32(R1), [V0.S4, V1.S4]
-	WORD $0x0e617802 // fcvtl v2.2d, v0.2s
-	WORD $0x4e617803 // fcvtl2 v3.2d, v0.4s
-	WORD $0x0e617824 // fcvtl v4.2d, v1.2s
-	WORD $0x4e617825 // fcvtl2 v5.2d, v1.4s
-	WORD $0x4ef8d442 // fsub v2.2d, v2.2d, v24.2d
-	WORD $0x4ef8d463 // fsub v3.2d, v3.2d, v24.2d
-	WORD $0x4ef8d484 // fsub v4.2d, v4.2d, v24.2d
-	WORD $0x4ef8d4a5 // fsub v5.2d, v5.2d, v24.2d
-	VLD1.P  32(R4), [V0.S4, V1.S4]
-	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
-	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
-	WORD $0x0e61782a // fcvtl v10.2d, v1.2s
-	WORD $0x4e61782b // fcvtl2 v11.2d, v1.4s
+	WIDEN_V2(R1)
+	CENTER_V2
+	WIDEN_V8(R4)
 	WORD $0x6e62dd08 // fmul v8.2d, v8.2d, v2.2d
 	WORD $0x6e63dd29 // fmul v9.2d, v9.2d, v3.2d
 	WORD $0x6e64dd4a // fmul v10.2d, v10.2d, v4.2d
 	WORD $0x6e65dd6b // fmul v11.2d, v11.2d, v5.2d
-	WORD $0x6e79dd08 // fmul v8.2d, v8.2d, v25.2d
-	WORD $0x6e79dd29 // fmul v9.2d, v9.2d, v25.2d
-	WORD $0x6e79dd4a // fmul v10.2d, v10.2d, v25.2d
-	WORD $0x6e79dd6b // fmul v11.2d, v11.2d, v25.2d
-	WORD $0x0e616906 // fcvtn v6.2s, v8.2d
-	WORD $0x4e616926 // fcvtn2 v6.4s, v9.2d
-	WORD $0x0e616947 // fcvtn v7.2s, v10.2d
-	WORD $0x4e616967 // fcvtn2 v7.4s, v11.2d
+	SCALE_V8
+	NARROW_V8
 	VLD1    (R2), [V0.S4, V1.S4]
 	WORD $0x4e26d406 // fadd v6.4s, v0.4s, v6.4s
 	WORD $0x4e27d427 // fadd v7.4s, v1.4s, v7.4s
