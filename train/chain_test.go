@@ -14,7 +14,9 @@ import (
 // 6 ranks of 6 shards, over several of its messages (the last one short), is
 // the bits of one process's fold of the same shards (addGrads), and both
 // are the plain sum in shard order in the gradients' dtype, divided by
-// the shard count, written out here as its own loop.
+// the shard count, written out here as its own loop. Each link of the
+// chain carries the loss and the stop flag (16 bytes) and the sums in the
+// gradients' dtype: 4 bytes a value for float32, not 8.
 func TestChainGivesOneProcessSum(t *testing.T) {
 	t.Run("float32", func(t *testing.T) { testChain[float32](t) })
 	t.Run("float64", func(t *testing.T) { testChain[float64](t) })
@@ -83,6 +85,12 @@ func testChain[F float32 | float64](t *testing.T) {
 			if gotLoss[r] != wantLoss {
 				t.Errorf("%d ranks, rank %d: loss %v, one process's %v", ranks, r, gotLoss[r], wantLoss)
 			}
+			if r < ranks-1 {
+				want := 16 + total*int(unsafe.Sizeof(F(0)))
+				if got := comms[r].sent[r+1]; got != want {
+					t.Errorf("%d ranks: rank %d sent rank %d %d bytes along the chain, want %d", ranks, r, r+1, got, want)
+				}
+			}
 		}
 	}
 }
@@ -105,6 +113,7 @@ func sameBits[F float32 | float64](t *testing.T, what string, got, want []F) {
 type chanComm struct {
 	rank  int
 	links [][]chan []byte // links[from][to]
+	sent  []int           // bytes sent to each rank by Send (not Bcast)
 }
 
 func newChanComms(ranks int) []*chanComm {
@@ -117,7 +126,7 @@ func newChanComms(ranks int) []*chanComm {
 	}
 	comms := make([]*chanComm, ranks)
 	for r := range comms {
-		comms[r] = &chanComm{rank: r, links: links}
+		comms[r] = &chanComm{rank: r, links: links, sent: make([]int, ranks)}
 	}
 	return comms
 }
@@ -126,6 +135,7 @@ func (c *chanComm) Rank() int { return c.rank }
 func (c *chanComm) Size() int { return len(c.links) }
 
 func (c *chanComm) Send(buf []byte, to int) error {
+	c.sent[to] += len(buf)
 	c.links[c.rank][to] <- append([]byte(nil), buf...)
 	return nil
 }
@@ -145,9 +155,7 @@ func (c *chanComm) Bcast(buf []byte, root int) error {
 	}
 	for to := range c.links {
 		if to != root {
-			if err := c.Send(buf, to); err != nil {
-				return err
-			}
+			c.links[root][to] <- append([]byte(nil), buf...)
 		}
 	}
 	return nil
