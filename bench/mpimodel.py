@@ -14,19 +14,19 @@ import sys
 
 NODE_SPEEDUP = 16.0   # a node computes a shard 16x faster than one thread (assumed; see the doc)
 LINK_EFFICIENCY = 0.9  # share of the line rate a large TCP/MPI transfer gets (assumed)
-MEM_BW = 10e9          # bytes/s of the float64 adds on one node (assumed)
-CHUNK = 8 * (1 << 19)  # bytes per message of the chain (train.chainChunk)
+MEM_BW = 10e9          # bytes/s of the chain's adds on one node (assumed)
+CHUNK = 4 << 20        # bytes per message of the chain (train.chainChunk)
 BACKWARD = 2 / 3       # share of a shard's compute in the backward pass
 
 
 def exchange(params, nodes, link, shards_per_node):
-    """gptg's chain (float64 sums, pipelined) plus the float32 broadcast."""
+    """gptg's chain (float32 sums, pipelined) plus the float32 broadcast."""
     if nodes == 1:
         return 0.0
     b = link * LINK_EFFICIENCY
-    chain = 8 * params / b + max(0, nodes - 2) * CHUNK / b
+    chain = 4 * params / b + max(0, nodes - 2) * CHUNK / b
     bcast = 2 * 4 * params / b * (nodes - 1) / nodes  # scatter + allgather
-    adds = shards_per_node * params * 12 / MEM_BW
+    adds = shards_per_node * params * 12 / MEM_BW  # read sum and gradient, write sum: 4 bytes each
     return chain + bcast + adds
 
 

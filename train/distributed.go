@@ -20,8 +20,8 @@ import (
 type Comm interface {
 	Rank() int
 	Size() int
-	SendFloat64(buf []float64, to int) error
-	RecvFloat64(buf []float64, from int) error
+	Send(buf []byte, to int) error
+	Recv(buf []byte, from int) error
 	Bcast(buf []byte, root int) error
 	Gather(send, recv []byte, root int) error
 	Barrier() error
@@ -30,8 +30,8 @@ type Comm interface {
 // A distributed step splits the step's train.grad_accum batches — its
 // shards — over the ranks, rank r taking the r-th run of accum/ranks of
 // them, and sums their gradients in their own dtype in shard order, as
-// one process does (Stepper.accumulate, addGrad; the messages are float64,
-// which holds a float32 sum exactly): rank 0 adds its shards and sends the
+// one process does (foldShard, which both call; the messages carry the
+// sums in their dtype): rank 0 adds its shards and sends the
 // partial sums to rank 1, which adds its own and passes them on, in chunks
 // so that the ranks' links work side by side (a pipeline along the rank
 // chain); the last rank divides by accum and broadcasts the mean. The
@@ -40,11 +40,11 @@ type Comm interface {
 // ranks but adds in an order of the library's choosing. Within a rank a
 // shard runs as one process runs it (its graph shards, its threads).
 
-// chainChunk is the float64 values per message of the rank chain: 4 MiB,
-// large enough that a message's latency is small beside its transfer,
-// small enough that the last rank starts adding soon after the first
-// rank's first chunk.
-const chainChunk = 1 << 19
+// chainChunk is the bytes per message of the rank chain: 4 MiB, large
+// enough that a message's latency is small beside its transfer, small
+// enough that the last rank starts adding soon after the first rank's
+// first chunk.
+const chainChunk = 4 << 20
 
 // CheckRanks refuses a rank count that does not divide the config's
 // shards: the shards of a step are the config's (train.grad_accum), never
@@ -61,9 +61,9 @@ func CheckRanks(accum, ranks int) error {
 // chain holds a rank's shard gradients for one step, flattened, and the
 // sums that travel along the rank chain.
 type chain[F float32 | float64] struct {
-	shards [][]F     // this rank's shards' gradients, flat
-	sums   []float64 // the running sums, chunk by chunk
-	mean   []F       // the step's mean gradient, broadcast from the last rank
+	shards [][]F // this rank's shards' gradients, flat
+	sums   []F   // the running sums, chunk by chunk
+	mean   []F   // the step's mean gradient, broadcast from the last rank
 }
 
 // gradsAcross runs this rank's shards of the step and leaves the mean
@@ -128,7 +128,7 @@ func gradsAcross[F float32 | float64](s *Stepper, c *chain[F], step int, tokens,
 
 // newChain makes the buffers of per shards of total gradients.
 func newChain[F float32 | float64](per, total int) *chain[F] {
-	c := &chain[F]{shards: make([][]F, per), sums: make([]float64, min(total, chainChunk)), mean: make([]F, total)}
+	c := &chain[F]{shards: make([][]F, per), sums: make([]F, min(total, chainChunk/int(unsafe.Sizeof(F(0))))), mean: make([]F, total)}
 	for j := range c.shards {
 		c.shards[j] = make([]F, total)
 	}
@@ -145,7 +145,7 @@ func (c *chain[F]) exchange(comm Comm, accum int, losses []float64, stop bool) (
 	// chain; beside it whether any rank was asked to stop (stopAgreed).
 	loss := []float64{0, 0}
 	if rank > 0 {
-		if err := comm.RecvFloat64(loss, rank-1); err != nil {
+		if err := comm.Recv(asBytes(loss), rank-1); err != nil {
 			return 0, false, err
 		}
 	}
@@ -156,40 +156,28 @@ func (c *chain[F]) exchange(comm Comm, accum int, losses []float64, stop bool) (
 		loss[1] = 1
 	}
 	if rank < ranks-1 {
-		if err := comm.SendFloat64(loss, rank+1); err != nil {
+		if err := comm.Send(asBytes(loss), rank+1); err != nil {
 			return 0, false, err
 		}
 	}
-	// The gradients: addGrad's sums, chunk by chunk along the chain.
-	for lo := 0; lo < total; lo += chainChunk {
-		hi := min(total, lo+chainChunk)
+	// The gradients: foldShard's sums, chunk by chunk along the chain; the
+	// last rank's last shard leaves the mean in c.mean.
+	chunk := len(c.sums)
+	for lo := 0; lo < total; lo += chunk {
+		hi := min(total, lo+chunk)
 		part := c.sums[:hi-lo]
 		if rank > 0 {
-			if err := comm.RecvFloat64(part, rank-1); err != nil {
+			if err := comm.Recv(asBytes(part), rank-1); err != nil {
 				return 0, false, err
 			}
 		}
 		for j, sh := range c.shards {
-			g := sh[lo:hi]
-			if rank == 0 && j == 0 {
-				for i, v := range g {
-					part[i] = float64(v)
-				}
-				continue
-			}
-			for i, v := range g {
-				part[i] = float64(F(part[i]) + v)
-			}
+			foldShard(part, sh[lo:hi], c.mean[lo:hi], rank*len(c.shards)+j, accum)
 		}
 		if rank < ranks-1 {
-			if err := comm.SendFloat64(part, rank+1); err != nil {
+			if err := comm.Send(asBytes(part), rank+1); err != nil {
 				return 0, false, err
 			}
-			continue
-		}
-		m, n := c.mean[lo:hi], F(accum)
-		for i, v := range part {
-			m[i] = F(v) / n
 		}
 	}
 	last := ranks - 1

@@ -140,28 +140,42 @@ func addGrads(sums, grads []any, k, accum int) []any {
 }
 
 // addGrad adds g, batch k's gradient, to sum (a []F, nil before the first
-// step) and returns it; after the last batch it leaves the mean in g,
-// adding the last batch on the way rather than into the sum.
+// step) and returns it; after the last batch it leaves the mean in g.
 func addGrad[F float32 | float64](sum any, g []F, k, accum int) any {
 	s, _ := sum.([]F)
 	if s == nil {
 		s = make([]F, len(g))
 	}
 	s = s[:len(g)]
+	foldShard(s, g, g, k, accum)
+	return s
+}
+
+// foldShard folds g, the gradient of shard k of a step's accum shards (its
+// batches), into sum, in F and in shard order: shard 0 sets sum, the others
+// add to it, and the last is added on the way to the mean, which it leaves
+// in mean (it may be g) rather than in sum. It is the one rule of a step's
+// sum, so that one process (addGrad) and the ranks of a distributed run
+// (chain.exchange, each rank folding its shards into the sums it received)
+// give the same bits. graph/tape's sumShards, the mean of one batch's graph
+// shards, is another sum: it scales by 1/S where this divides by accum.
+func foldShard[F float32 | float64](sum, g, mean []F, k, accum int) {
 	switch {
+	case accum == 1:
+		copy(mean, g)
 	case k == accum-1:
 		n := F(accum)
-		for j, v := range s {
-			g[j] = (v + g[j]) / n
+		sum, mean = sum[:len(g)], mean[:len(g)]
+		for j, v := range g {
+			mean[j] = (sum[j] + v) / n
 		}
 	case k == 0:
-		copy(s, g)
+		copy(sum, g)
 	default:
 		for j, v := range g {
-			s[j] += v
+			sum[j] += v
 		}
 	}
-	return s
 }
 
 // paramGrad presents a parameter node and its gradient node as the

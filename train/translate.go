@@ -404,7 +404,7 @@ func (f *pairFeed) batch(k int) (*pairs.Batch, pairs.Plan) {
 }
 
 // trainStep takes step tr.step: the forward and backward passes of its
-// batches (grad_accum of them), their gradients summed in float64 and
+// batches (grad_accum of them), their gradients summed in their dtype and
 // their mean left in the last one's buffers, whose parameter pairs the
 // optimizer updates through, as the GPT's Stepper does (addGrad).
 func (tr *translation) trainStep(feed *pairFeed) (StepResult, error) {

@@ -2,7 +2,7 @@
 
 // Command mpistep measures the inputs of docs/performance.md's scaling
 // model of gptg train --distributed: the exchange of a step's gradients
-// (train.ExchangeSeconds: the chain of float64 sums and the broadcast,
+// (train.ExchangeSeconds: the chain of float32 sums and the broadcast,
 // no compute) at the 10.8M and GPT-2 124M shapes, and, on rank 0 after
 // the exchanges, one shard's compute (forward and backward) at those
 // shapes on one thread:

@@ -10,7 +10,6 @@ package mpi
 // Open MPI's handles are macros over addresses of globals, which cgo
 // cannot name; these functions hand them over.
 static MPI_Comm world(void) { return MPI_COMM_WORLD; }
-static MPI_Datatype f64(void) { return MPI_DOUBLE; }
 static MPI_Datatype u8(void) { return MPI_BYTE; }
 static int threadSerialized(void) { return MPI_THREAD_SERIALIZED; }
 
@@ -68,11 +67,11 @@ func (c *Comm) Size() int { return c.size }
 // maxCount bounds one MPI call's element count (an int in C).
 const maxCount = 1 << 30
 
-// SendFloat64 sends buf to process to (blocking until buf may be reused).
-func (c *Comm) SendFloat64(buf []float64, to int) error {
+// Send sends buf to process to (blocking until buf may be reused).
+func (c *Comm) Send(buf []byte, to int) error {
 	for len(buf) > 0 {
 		n := min(len(buf), maxCount)
-		if err := check("MPI_Send", C.MPI_Send(unsafe.Pointer(&buf[0]), C.int(n), C.f64(), C.int(to), 0, C.world())); err != nil {
+		if err := check("MPI_Send", C.MPI_Send(unsafe.Pointer(&buf[0]), C.int(n), C.u8(), C.int(to), 0, C.world())); err != nil {
 			return err
 		}
 		buf = buf[n:]
@@ -80,11 +79,11 @@ func (c *Comm) SendFloat64(buf []float64, to int) error {
 	return nil
 }
 
-// RecvFloat64 fills buf from process from, which sent exactly len(buf) values.
-func (c *Comm) RecvFloat64(buf []float64, from int) error {
+// Recv fills buf from process from, which sent exactly len(buf) bytes.
+func (c *Comm) Recv(buf []byte, from int) error {
 	for len(buf) > 0 {
 		n := min(len(buf), maxCount)
-		if err := check("MPI_Recv", C.MPI_Recv(unsafe.Pointer(&buf[0]), C.int(n), C.f64(), C.int(from), 0, C.world(), C.MPI_STATUS_IGNORE)); err != nil {
+		if err := check("MPI_Recv", C.MPI_Recv(unsafe.Pointer(&buf[0]), C.int(n), C.u8(), C.int(from), 0, C.world(), C.MPI_STATUS_IGNORE)); err != nil {
 			return err
 		}
 		buf = buf[n:]

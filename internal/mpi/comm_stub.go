@@ -13,12 +13,12 @@ func Init() (*Comm, error) { return nil, ErrNotBuilt }
 
 // The methods of a build without MPI: one process, no messages.
 
-func (c *Comm) Rank() int                                 { return 0 }
-func (c *Comm) Size() int                                 { return 1 }
-func (c *Comm) SendFloat64(buf []float64, to int) error   { return ErrNotBuilt }
-func (c *Comm) RecvFloat64(buf []float64, from int) error { return ErrNotBuilt }
-func (c *Comm) Bcast(buf []byte, root int) error          { return ErrNotBuilt }
-func (c *Comm) Gather(send, recv []byte, root int) error  { return ErrNotBuilt }
-func (c *Comm) Barrier() error                            { return ErrNotBuilt }
-func (c *Comm) Abort(code int)                            {}
-func (c *Comm) Finalize() error                           { return nil }
+func (c *Comm) Rank() int                                { return 0 }
+func (c *Comm) Size() int                                { return 1 }
+func (c *Comm) Send(buf []byte, to int) error            { return ErrNotBuilt }
+func (c *Comm) Recv(buf []byte, from int) error          { return ErrNotBuilt }
+func (c *Comm) Bcast(buf []byte, root int) error         { return ErrNotBuilt }
+func (c *Comm) Gather(send, recv []byte, root int) error { return ErrNotBuilt }
+func (c *Comm) Barrier() error                           { return ErrNotBuilt }
+func (c *Comm) Abort(code int)                           {}
+func (c *Comm) Finalize() error                          { return nil }
