@@ -176,9 +176,28 @@ static double uniform(void) { return (next() >> 11) * 0x1p-53; }
 // operand draws a bfloat16 in one of the ranges: 0 uniform in (-1, 1);
 // 1 sign and exponent spread over 2^-20..2^20 (cancellations and
 // absorptions); 2 near the bottom of the range (products and sums that
-// are denormal); 3 a few large values among small ones (FPRev style).
+// are denormal); 3 a few large values among small ones (FPRev style);
+// 4 special values among normal ones: zeros of both signs, denormal
+// bfloat16, infinities, NaNs, values near the top (overflow).
+static uint16_t special(void) {
+    switch (next() % 8) {
+    case 0: return 0x0000;
+    case 1: return 0x8000;
+    case 2: return (uint16_t)(next() % 0x7f + 1) | (next() & 1 ? 0x8000 : 0); // denormal
+    case 3: return 0x7f80;
+    case 4: return 0xff80;
+    case 5: return (uint16_t)(0x7fc0 | next() % 0x40) | (next() & 1 ? 0x8000 : 0); // quiet NaN
+    case 6: return (uint16_t)(0x7f81 + next() % 0x3f); // signalling NaN
+    default: return bf16((float)ldexp(1 + uniform(), 100 + (int)(next() % 27))) | (next() & 1 ? 0x8000 : 0);
+    }
+}
+
 static uint16_t operand(int range) {
     double x;
+    if (range == 4) {
+        if (next() % 4 == 0) return special();
+        range = 1;
+    }
     switch (range) {
     case 0: x = uniform() * 2 - 1; break;
     case 1: x = ldexp(1 + uniform(), (int)(next() % 41) - 20) * (next() & 1 ? -1 : 1); break;
@@ -191,6 +210,13 @@ static uint16_t operand(int range) {
 static float accumulator(int range, int withC) {
     if (!withC) return 0;
     switch (range) {
+    case 4:
+        if (next() % 4 == 0) {
+            uint16_t h = special();
+            uint32_t low = (h & 0x7f80) == 0x7f80 ? 0 : (uint32_t)(next() & 0xffff);
+            return fromBits((uint32_t)h << 16 | low);
+        }
+        return (float)(uniform() * 8 - 4);
     case 2: return (float)(ldexp(1 + uniform(), -126 + (int)(next() % 8)) * (next() & 1 ? -1 : 1));
     case 3: return (float)((uniform() * 2 - 1) * ldexp(1, (int)(next() % 50)));
     default: return (float)(uniform() * 8 - 4);
@@ -213,17 +239,20 @@ static const int Ks[] = {2, 4, 8, 16, 32};
 static int check(unsigned seed, long tiles) {
     static float C[16][16], R[16][16];
     static uint16_t A[16][32], B[32][16];
-    long sums = 0, differ[nModels] = {0};
-    long per[5][4][2] = {{{0}}}, perDiff[5][4][2] = {{{0}}};
+    long sums = 0, differ[nModels] = {0}, nans = 0, infs = 0, zeros = 0;
+    long per[5][5][2] = {{{0}}}, perDiff[5][5][2] = {{{0}}};
     rng = 0x9E3779B97F4A7C15ULL ^ seed;
     for (long t = 0; t < tiles; t++) {
-        int ki = t % 5, range = (t / 5) % 4, withC = (t / 20) % 2, K = Ks[ki];
+        int ki = t % 5, range = (t / 5) % 5, withC = (t / 25) % 2, K = Ks[ki];
         randomTile(C, A, B, K, range, withC);
         memcpy(R, C, sizeof R);
         amx(R, A, B, K);
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 16; j++) {
                 sums++;
+                nans += isnan(R[i][j]);
+                infs += isinf(R[i][j]);
+                zeros += R[i][j] == 0;
                 per[ki][range][withC]++;
                 for (int m = 0; m < nModels; m++) {
                     float want = modelOf(models[m].f, C[i][j], A, B, i, j, K);
@@ -231,21 +260,22 @@ static int check(unsigned seed, long tiles) {
                         differ[m]++;
                         if (m == 0) {
                             perDiff[ki][range][withC]++;
-                            if (differ[0] <= 5)
-                                printf("  chains differs: K=%d range %d C=%a: AMX %a, model %a\n",
-                                       K, range, C[i][j], R[i][j], want);
+                            if (differ[0] <= 8)
+                                printf("  chains differs: K=%d range %d C=%a (%08x): AMX %a (%08x), model %a (%08x)\n",
+                                       K, range, C[i][j], bits(C[i][j]), R[i][j], bits(R[i][j]), want, bits(want));
                         }
                     }
                 }
             }
     }
-    printf("seed %u: %ld tiles, %ld sums (K = 2, 4, 8, 16, 32; 4 operand ranges; C zero and not)\n", seed, tiles, sums);
+    printf("seed %u: %ld tiles, %ld sums (K = 2, 4, 8, 16, 32; 5 operand ranges; C zero and not)\n", seed, tiles, sums);
+    printf("  AMX's sums: %ld NaN, %ld infinite, %ld zero\n", nans, infs, zeros);
     for (int m = 0; m < nModels; m++)
         printf("  %8ld differ (%5.1f%%)  %s\n", differ[m], 100.0 * differ[m] / sums, models[m].name);
     printf("  chains, per K / range / C: sums tested (differing)\n");
     for (int ki = 0; ki < 5; ki++) {
         printf("    K=%2d:", Ks[ki]);
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 5; r++)
             for (int w = 0; w < 2; w++) printf(" r%d%s %ld(%ld)", r, w ? "+C" : "", per[ki][r][w], perDiff[ki][r][w]);
         printf("\n");
     }
@@ -260,7 +290,7 @@ static int golden(unsigned seed, long cases) {
     rng = 0x9E3779B97F4A7C15ULL ^ seed;
     printf("# bench/amx/amxnum golden %u %ld: K c a[0..K) b[0..K) amx, hex bits\n", seed, cases);
     for (long t = 0; t < cases; t++) {
-        int K = Ks[t % 5], range = (t / 5) % 4, withC = (t / 20) % 2;
+        int K = Ks[t % 5], range = (t / 5) % 5, withC = (t / 25) % 2;
         randomTile(C, A, B, K, range, withC);
         float c = C[0][0];
         amx(C, A, B, K);
@@ -302,7 +332,7 @@ static int crafted(void) {
         amx(C, A, B, 32);                                                                 \
         float m = modelOf(chains, (c), A, B, 0, 0, 32), s = modelOf(sdm, (c), A, B, 0, 0, 32); \
         if (bits(m) != bits(C[0][0])) mismatches++;                                       \
-        printf("%-58s AMX %-16a chains %-16a SDM %a\n", what, C[0][0], m, s);             \
+        printf("%-58s AMX %-15a %08x chains %-15a SDM %a\n", what, C[0][0], bits(C[0][0]), m, s); \
     } while (0)
     double u = 0x1p-24; // half an ulp of 1
     puts("# rounding and width, against C = 1 (u = 2^-24, half an ulp of 1)");
@@ -336,6 +366,28 @@ static int crafted(void) {
     CASE("2^-126 at k0 + 2^-140 at k1 (other chain: flushed)", 0, {put(0, 0x1p-126); put(1, 0x1p-140);});
     CASE("2^-125 at k0 - 1.5*2^-126 at k1 (chains' sum denormal)", 0, {put(0, 0x1p-125); put(1, -0x1.8p-126);});
     CASE("same, C = 2^-125", 0x1p-125, {put(0, 0x1p-125); put(1, -0x1.8p-126);});
+    CASE("2^-126 + 2^-149 - 1.25*2^-149 on one chain: rounds up to 2^-126", 0, {put(0, 0x1p-126); put(2, 0x1p-149); put(4, -0x1.4p-149);});
+    CASE("C = -0, no products", -0.0f, {});
+    CASE("C = -0, product -2^-140 (flushed)", -0.0f, put(0, -0x1p-140));
+    CASE("C = -0, products -1 at k0, +1 at k2", -0.0f, {put(0, -1); put(2, 1);});
+    CASE("C = -1, products 1 at k0", -1, put(0, 1));
+    CASE("C = 0, products -1 at k0 and -1 at k1, +2 at k2", 0, {put(0, -1); put(1, -1); put(2, 2);});
+    puts("# infinities and NaNs (bfloat16 7fc1 and 7fc2: quiet NaNs of two payloads)");
+    CASE("inf at k0, -inf at k2 (one chain)", 0, {ca[0] = 0x7f80; cb[0] = 0x3f80; ca[2] = 0xff80; cb[2] = 0x3f80;});
+    CASE("inf at k0, -inf at k1 (the chains' sum)", 0, {ca[0] = 0x7f80; cb[0] = 0x3f80; ca[1] = 0xff80; cb[1] = 0x3f80;});
+    CASE("C = -inf, inf at k0", -INFINITY, {ca[0] = 0x7f80; cb[0] = 0x3f80;});
+    CASE("inf times 0 at k0", 0, {ca[0] = 0x7f80; cb[0] = 0;});
+    CASE("2^127 * 2 * 1.5 at k0 (overflow)", 0, {ca[0] = 0x7f00; cb[0] = 0x4040;});
+    CASE("NaN 7fc1 at a0, NaN 7fc2 at b0", 0, {ca[0] = 0x7fc1; cb[0] = 0x7fc2;});
+    CASE("NaN 7fc1 at b0, NaN 7fc2 at a0", 0, {cb[0] = 0x7fc1; ca[0] = 0x7fc2;});
+    CASE("NaN 7fc1 at k0, NaN 7fc2 at k2 (one chain)", 0, {ca[0] = 0x7fc1; cb[0] = 0x3f80; ca[2] = 0x7fc2; cb[2] = 0x3f80;});
+    CASE("NaN 7fc1 at k0, NaN 7fc2 at k1 (two chains)", 0, {ca[0] = 0x7fc1; cb[0] = 0x3f80; ca[1] = 0x7fc2; cb[1] = 0x3f80;});
+    CASE("NaN 7fc1 at k1, NaN 7fc2 at k0 (two chains)", 0, {ca[1] = 0x7fc1; cb[1] = 0x3f80; ca[0] = 0x7fc2; cb[0] = 0x3f80;});
+    CASE("C = NaN 7fc10000, NaN 7fc2 at k0", fromBits(0x7fc10000), {ca[0] = 0x7fc2; cb[0] = 0x3f80;});
+    CASE("C = NaN 7fc10000, 1 at k0", fromBits(0x7fc10000), {ca[0] = 0x3f80; cb[0] = 0x3f80;});
+    CASE("signalling NaN 7f81 at a0", 0, {ca[0] = 0x7f81; cb[0] = 0x3f80;});
+    CASE("C = signalling NaN 7f810000", fromBits(0x7f810000), {});
+    CASE("C = NaN ffc12345 (low payload bits)", fromBits(0xffc12345), {});
     printf("%d crafted cases differ from the chains model\n", mismatches);
     return mismatches != 0;
 }
