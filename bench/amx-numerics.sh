@@ -15,8 +15,8 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 gcc -O2 -Wall -mamx-tile -mamx-bf16 -mavx512f -mavx512bf16 -o "$tmp/amxnum" bench/amx/amxnum.c -lm
 if [ "${1:-}" = golden ]; then
-  # 2000 cases: K = 2..32, four operand ranges, C zero and not.
-  "$tmp/amxnum" golden 7 2000 >"$tmp/golden.txt"
+  # 1000 cases: K = 2..32, four operand ranges, C zero and not.
+  "$tmp/amxnum" golden 7 1000 >"$tmp/golden.txt"
   mv "$tmp/golden.txt" bench/amxmodel/testdata/golden.txt
   exit 0
 fi
