@@ -251,7 +251,7 @@ static int check(unsigned seed, long tiles) {
             for (int j = 0; j < 16; j++) {
                 sums++;
                 nans += isnan(R[i][j]);
-                infs += isinf(R[i][j]);
+                infs += isinf(R[i][j]) != 0;
                 zeros += R[i][j] == 0;
                 per[ki][range][withC]++;
                 for (int m = 0; m < nModels; m++) {
@@ -279,7 +279,35 @@ static int check(unsigned seed, long tiles) {
             for (int w = 0; w < 2; w++) printf(" r%d%s %ld(%ld)", r, w ? "+C" : "", per[ki][r][w], perDiff[ki][r][w]);
         printf("\n");
     }
-    return differ[0] != 0;
+    // Long products, as a kernel runs them: k = 512 in 16 instructions of
+    // 32 steps, C carrying the sum from one to the next (the model applied
+    // per block, c its sum so far), operands uniform in (-1, 1).
+    long longSums = 0, longDiffer = 0;
+    for (long t = 0; t < tiles / 100 + 1; t++) {
+        static uint16_t LA[16][512], LB[512][16];
+        for (int i = 0; i < 16; i++)
+            for (int k = 0; k < 512; k++) LA[i][k] = operand(0);
+        for (int k = 0; k < 512; k++)
+            for (int j = 0; j < 16; j++) LB[k][j] = operand(0);
+        float want[16][16] = {{0}};
+        memset(R, 0, sizeof R);
+        for (int kk = 0; kk < 512; kk += 32) {
+            for (int i = 0; i < 16; i++)
+                for (int k = 0; k < 32; k++) A[i][k] = LA[i][kk + k];
+            for (int k = 0; k < 32; k++)
+                for (int j = 0; j < 16; j++) B[k][j] = LB[kk + k][j];
+            amx(R, A, B, 32);
+            for (int i = 0; i < 16; i++)
+                for (int j = 0; j < 16; j++) want[i][j] = modelOf(chains, want[i][j], A, B, i, j, 32);
+        }
+        for (int i = 0; i < 16; i++)
+            for (int j = 0; j < 16; j++) {
+                longSums++;
+                longDiffer += bits(want[i][j]) != bits(R[i][j]);
+            }
+    }
+    printf("  k = 512 in 16 instructions: %ld of %ld sums differ from chains\n", longDiffer, longSums);
+    return differ[0] != 0 || longDiffer != 0;
 }
 
 // golden prints one case a line: K, then C, the K a and K b of element
