@@ -16,7 +16,8 @@
 // far they are from the twin's, in float32 units in the last place.
 //
 // VDPBF16PS computes the twin's sums on the same operands (checked here
-// too), AMX does not.
+// too), AMX does not: amxnum.c finds the arithmetic AMX does (two float32
+// chains, even and odd steps of k, then C), bench/amxmodel its Go model.
 //
 // Build and run: bench/amx.sh (gcc -O2 -mamx-tile -mamx-bf16 -mavx512bf16).
 #include <immintrin.h>
