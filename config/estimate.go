@@ -192,54 +192,78 @@ func (c *Config) corpusBytes(d Corpus) float64 {
 // hold (CorpusOf); TrainMemoryOn once it is loaded.
 func (c *Config) TrainMemory() MemoryEstimate { return c.TrainMemoryOn(c.CorpusOf()) }
 
-// TrainMemoryOn estimates training c on corpus d: the training graph
-// (forward and backward), the evaluation graph sharing its weights,
-// AdamW's two moments and the corpus. c.Model.Vocab must be known
-// (0: the rest of the model is counted).
+// TrainMemoryOn estimates training c on corpus d: the weights, AdamW's
+// two moments, the sums of accumulated gradients, each shard's memory
+// (its activations and the gradients lent from the same memory), the
+// evaluation graph sharing the weights, and the corpus.
+// c.Model.Vocab must be known (0: the rest of the model is counted).
 //
 // Measured (peak RSS less the 25 MiB of a process that has not started
-// to train; /usr/bin/time -v, docs/architecture.md "Training"): the
-// estimate is 1.0–1.6 times it from the seed's 0.1M parameters to 43M.
+// to train; /usr/bin/time, docs/architecture.md "Training"): the estimate
+// is 1.0–1.4 times it from the seed's 0.1M parameters to GPT-2's 124M.
 func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 	m := c.Model
 	if m.EncoderDecoder() {
 		return c.translationTrainMemory(0, 0, []TranslationShape{{c.Data.SourceLen(), c.Data.TargetLen()}}, nil)
 	}
 	P, E := m.ParamCount(), m.elemSize()
-	rows := float64(c.Train.Batch) * float64(m.Context)
-	fwd := m.forwardValues(rows, float64(m.Context))
-	S := float64(TrainShards(m, c.Train.Batch))
-	// weights (E), gradients (E per shard: each sums its own), AdamW's
-	// moments (2×E, in the weights' dtype); and once, the weights drawn
-	// or read from a file (--init's model, a resumed run's checkpoint)
-	// before they are copied into the graph's: garbage of E, which the
-	// collector takes back under the soft limit main sets
-	weights := float64(P) * (E*(1+S) + 2*E + E)
+	// weights (E), AdamW's moments (2×E, in the weights' dtype); and
+	// once, the weights drawn or read from a file (--init's model, a
+	// resumed run's checkpoint) before they are copied into the graph's:
+	// garbage of E, which the collector takes back under the soft limit
+	// main sets
+	weights := float64(P) * (E + 2*E + E)
 	if c.Train.GradAccum > 1 {
 		weights += float64(P) * E // the sums of the accumulated gradients
 	}
-	// The attention weights' own backward (the softmax's gradient beside
-	// the weights) takes about 1.6 times their forward size, not the
-	// 1.25 of the rest: measured 12 MiB of RSS a head at T 256, C 128,
-	// batch 8, 2 blocks, float64 (heads 1 to 8), where 1.25 says 10.
-	attention := rows * float64(m.Blocks) * float64(m.Heads) * float64(m.Context)
-	// The output layer's backward holds a fourth vocabulary-wide row per
-	// position beside forwardValues' three (logits, probabilities, their
-	// gradient): measured, batch 4096 × context 32 at embedding 8 (where
-	// the logits are most of it) grew 318 MiB, which three rows put under.
-	logits := rows * float64(m.Vocab)
+	S := TrainShards(m, c.Train.Batch)
+	rows := float64(c.Train.Batch) * float64(m.Context)
 	return MemoryEstimate{
 		Params:  P,
 		Weights: weights,
-		// training: the forward values and a quarter more for the
-		// backward pass's transients; the batch's input and target ids
-		// (the trainer's and the graph's, 8 bytes each). Evaluation at the
+		// every shard's memory; the batch's input and target ids (the
+		// trainer's and the graph's, 8 bytes each). Evaluation at the
 		// training batch runs at the first shard's size and borrows its
 		// buffers; a larger evaluation batch (EvalBatch) has buffers of
 		// its own.
-		Activations: E*(1.25*(fwd+logits)+0.4*attention) + 24*rows + m.evalActivations(c.Train.Batch),
+		Activations: float64(S)*m.shardMemory(rows/float64(S)) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
 	}
+}
+
+// shardMemory is the most a training shard over rows positions holds at
+// once in its memory (graph/fused's Memory), where the backward pass's
+// gradients are borrowed as the activations they replace are given back.
+// Its activations are most at the start of the backward pass: per block
+// forwardValues' C-wide and hidden-width tensors and the attention weights
+// (counted a quarter above their size for the softmax's gradient beside
+// them: measured 1.04 times, T 256, C 128, batch 8, float64, 8 heads
+// against 1), with dropout its masks (the attention weights' and three
+// C-wide ones; measured 2,560 values a position a block at the 10.8M
+// shape, where this counts 2,688), and one vocabulary-wide row a position
+// (the logits, whose gradient is written over them). The output
+// layer's gradient is taken first, beside all of it; by the end of the
+// backward pass every gradient is alive and the activations are gone.
+// Between the two ends each block's activations give way to its
+// gradients, so what is alive stays below the larger end. Measured, per
+// shard: 124M (batch 4 × T 256, 2 shards, tied) 610 MiB alive; this says
+// 701 MiB. A chunk's part that no loan has touched takes no memory.
+func (m Model) shardMemory(rows float64) float64 {
+	E, C := m.elemSize(), float64(m.Embedding)
+	H := float64(m.FFMult) * C
+	attention := float64(m.Heads) * float64(m.Context)
+	block, once := 12*C+2*H+1.25*attention, 4*C+float64(m.Vocab)
+	if m.Dropout > 0 {
+		block += attention + 3*C
+		once += C
+	}
+	activations := E * rows * (float64(m.Blocks)*block + once)
+	bias := 0.0
+	if m.Bias {
+		bias = 1
+	}
+	output := E * float64(m.Vocab) * (C + bias)
+	return max(activations+output, E*float64(m.ParamCount()))
 }
 
 // TrainShards is how many graphs a fused training step splits its batch
