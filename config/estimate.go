@@ -91,6 +91,11 @@ type MemoryEstimate struct {
 	// token ids and the order of its training windows, a translation
 	// corpus's pairs.
 	Data float64
+	// Untouched is address space the graphs' memory takes and never
+	// writes (the part of a chunk of graph/fused's Memory that no loan
+	// reached): no memory, so not in Total, but counted against ulimit -v
+	// and -d, where reserving is what is limited.
+	Untouched float64
 }
 
 // Total is the estimate in bytes: what the command adds. The process
@@ -228,7 +233,21 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 		// its own.
 		Activations: float64(S)*m.shardMemory(rows/float64(S)) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
+		Untouched:   float64(S) * m.shardChunkTail(rows/float64(S)),
 	}
+}
+
+// shardChunkTail is the address space a shard's memory may reserve
+// beyond what it writes: the end of a chunk no loan reached. A chunk is
+// 64 of the request that made it, at most 64 MiB (or the request, when
+// larger): bounded here by 64 of the shard's widest tensor. Measured:
+// with it left out, a run at embedding 256, 4 blocks, 4 heads, context
+// 128, batch 16 (2 shards) was accepted at ulimit -v 2,125,000 KiB and
+// ran out of address space 2 runs of 3 (309 MiB of heap against an
+// estimate of 240 MiB).
+func (m Model) shardChunkTail(rows float64) float64 {
+	widest := max(float64(m.FFMult)*float64(m.Embedding), float64(m.Vocab), float64(m.Heads)*float64(m.Context))
+	return min(64<<20, 64*m.elemSize()*rows*widest)
 }
 
 // shardMemory is the most a training shard over rows positions holds at
@@ -410,10 +429,13 @@ func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) erro
 func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here bool) error {
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
-		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h) > h.Bytes {
+		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h, e) > h.Bytes {
 			slack := ""
-			if s := processSlack(h); s > 0 {
+			if s := processSlack(h, MemoryEstimate{}); s > 0 {
 				slack = fmt.Sprintf(" plus %s for the Go runtime", FormatBytes(s))
+			}
+			if h.AddressSpace && e.Untouched > 0 {
+				slack += fmt.Sprintf(" and %s of address space its graphs reserve unwritten", FormatBytes(e.Untouched))
 			}
 			return &MemoryError{fmt.Sprintf("%s needs %s%s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
 				what, e, slack, FormatBytes(h.Bytes), h.Limit)}
@@ -444,9 +466,12 @@ func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here
 // metadata, garbage the soft limit main sets lets stand). Measured, a
 // model command's use exceeded its values' estimate by up to 10 MiB (eval
 // of a 4.8M model).
-func processSlack(h memlimit.Headroom) float64 {
+//
+// Under an address-space limit the graphs' memory also reserves what it
+// never writes (e.Untouched).
+func processSlack(h memlimit.Headroom, e MemoryEstimate) float64 {
 	if h.AddressSpace {
-		return 64 << 20
+		return 64<<20 + e.Untouched
 	}
 	return 16 << 20
 }

@@ -109,8 +109,9 @@ func TestEvalBatch(t *testing.T) {
 	}
 }
 
-// TestTrainShardsMatchTape: the training estimate counts a gradient per
-// shard, as many as graph/tape splits a fused step into.
+// TestTrainShardsMatchTape: the training estimate counts the memory of
+// each shard (its activations, then its gradients), as many as graph/tape
+// splits a fused step into.
 func TestTrainShardsMatchTape(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for range 200 {

@@ -98,7 +98,7 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 	used := addressUsed(t, dir)
 	limit := used + 150<<10
 	r := underVM(t, dir, limit, "graph", "c.toml")
-	want := "data 446 MiB) plus 64 MiB for the Go runtime, more than this process may still use ("
+	want := "data 446 MiB) plus 64 MiB for the Go runtime and 256 KiB of address space its graphs reserve unwritten, more than this process may still use ("
 	if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, fmt.Sprintf("under ulimit -v %d KiB)", limit)) ||
 		strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("gptg graph c.toml under ulimit -v %d (150 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line with %q",
@@ -156,7 +156,7 @@ func memcapsInputs() []badInput {
 		{name: "pairs: more kept pairs than the process may still hold", headroomMB: 300, setup: pairs,
 			args: []string{"data", "pairs", "p.toml"}, code: 2, msg: "this process may still hold under ulimit -v"},
 		{name: "corpus: token ids larger than the process may still take", headroomMB: 150, setup: corpus,
-			args: []string{"graph", "c.toml"}, code: 2, msg: "data 446 MiB) plus 64 MiB for the Go runtime, more than this process may still use"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "data 446 MiB) plus 64 MiB for the Go runtime and 256 KiB of address space its graphs reserve unwritten, more than this process may still use"},
 		{name: "attention: a picture larger than the process may still draw", headroomMB: 300, setup: attModel,
 			args: []string{"attention", "att", "--text", strings.Repeat("To be, or not to be: that is the question. ", 3)[:128], "--out", "a.png"},
 			code: 2, msg: "a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v"},
