@@ -109,6 +109,35 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 	}
 }
 
+// TestChunkTailsCountUnderUlimit: the graphs' memory reserves chunks of up
+// to 64 MiB that a run may never write to the end; under ulimit -v that
+// reserve is what is limited (a training accepted without it ran out of
+// address space 2 runs of 3). A headroom that holds the estimate and the
+// runtime's 64 MiB but not the chunks' tails is refused, naming them; one
+// that holds the tails too is not.
+func TestChunkTailsCountUnderUlimit(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"c.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\ncontext = 128\nembedding = 256\nblocks = 4\nheads = 4\n[train]\nbatch = 16\n"})
+	used := addressUsed(t, dir)
+	r := underVM(t, dir, used+100<<10, "graph", "c.toml")
+	m := regexp.MustCompile(`needs about ([0-9]+) MiB .* plus 64 MiB for the Go runtime and ([0-9]+) MiB of address space its graphs reserve unwritten, more than`).FindStringSubmatch(r.stderr)
+	if r.code != 2 || m == nil {
+		t.Fatalf("gptg graph c.toml with 100 MiB of headroom: exit %d, stderr %.600q; want the estimate and the chunks' tails", r.code, r.stderr)
+	}
+	total, _ := strconv.ParseInt(m[1], 10, 64)
+	tails, _ := strconv.ParseInt(m[2], 10, 64)
+	if tails != 128 { // two shards, a 64 MiB chunk's tail each
+		t.Errorf("tails %d MiB, want 128", tails)
+	}
+	between := used + (total+64+tails/2)<<10
+	if r := underVM(t, dir, between, "graph", "c.toml"); r.code != 2 || !strings.Contains(r.stderr, "reserve unwritten, more than this process may still use") {
+		t.Errorf("gptg graph c.toml with the estimate and the runtime's room but half the tails: exit %d, stderr %.600q; want the refusal", r.code, r.stderr)
+	}
+	if r := underVM(t, dir, used+(total+64+tails+8)<<10, "graph", "c.toml"); r.code != 0 {
+		t.Errorf("gptg graph c.toml with room for the tails: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+}
+
 // TestPictureFitsTheProcess: an attention .png may hold 65,536 cells,
 // which take about 500 MB to draw (4 heads over 128 tokens); under a
 // tighter ulimit -v that ended in the runtime's out-of-memory trace. Now
