@@ -64,15 +64,14 @@ func (m Model) elemSize() float64 {
 // positions (batch × sequence length) keeps for the backward pass: per
 // block about twelve C-wide tensors (norms, q, k, v, the attention's
 // output, projections, residual sums), two of the feed-forward's hidden
-// width and the attention weights (heads × seqLen per position); then the
-// logits. That is what the fused graph holds at its peak, the start of the
-// backward pass: its other intermediates are lent and given back (see
-// graph.Memory). Measured: the 10.8M-parameter shape (prenorm, T 256,
-// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS, 1.05 GB since the
-// graphs' sums are fused ops whose operands are lent (docs/performance.md,
-// "Memory"); this estimate says 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
-// keeps every intermediate and takes several times more. It is a float64:
-// the largest configs validation lets through overflow an int64 here.
+// width and the attention weights (heads × seqLen per position); then
+// three vocabulary-wide rows. EvalBatch bounds an evaluation run by it;
+// a training shard's memory is shardMemory's, which counts the same
+// tensors a block but one vocabulary-wide row (the fused graph writes the
+// logits' gradient over them). The unfused graph (GPTG_UNFUSED=1, a
+// developer's comparison) keeps every intermediate and takes several
+// times more. It is a float64: the largest configs validation lets
+// through overflow an int64 here.
 func (m Model) forwardValues(rows, seqLen float64) float64 {
 	C := float64(m.Embedding)
 	H := float64(m.FFMult) * C
@@ -258,15 +257,17 @@ func (m Model) shardChunkTail(rows float64) float64 {
 // (counted a quarter above their size for the softmax's gradient beside
 // them: measured 1.04 times, T 256, C 128, batch 8, float64, 8 heads
 // against 1), with dropout its masks (the attention weights' and three
-// C-wide ones; measured 2,560 values a position a block at the 10.8M
-// shape, where this counts 2,688), and one vocabulary-wide row a position
+// C-wide ones; the 10.8M shape's peak RSS at dropout 0.2 against 0 says
+// 2,560 values a position a block, this counts 2,688), and one
+// vocabulary-wide row a position
 // (the logits, whose gradient is written over them). The output
 // layer's gradient is taken first, beside all of it; by the end of the
 // backward pass every gradient is alive and the activations are gone.
 // Between the two ends each block's activations give way to its
 // gradients, so what is alive stays below the larger end. Measured, per
-// shard: 124M (batch 4 × T 256, 2 shards, tied) 610 MiB alive; this says
-// 701 MiB. A chunk's part that no loan has touched takes no memory.
+// shard: 124M (batch 4 × T 256, 2 shards, tied) 610 MiB alive at once
+// (bench/NOTES.md, issue 35); this says 701 MiB. A chunk's part that no
+// loan has touched takes no memory (shardChunkTail).
 func (m Model) shardMemory(rows float64) float64 {
 	E, C := m.elemSize(), float64(m.Embedding)
 	H := float64(m.FFMult) * C
