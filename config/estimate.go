@@ -64,15 +64,14 @@ func (m Model) elemSize() float64 {
 // positions (batch × sequence length) keeps for the backward pass: per
 // block about twelve C-wide tensors (norms, q, k, v, the attention's
 // output, projections, residual sums), two of the feed-forward's hidden
-// width and the attention weights (heads × seqLen per position); then the
-// logits. That is what the fused graph holds at its peak, the start of the
-// backward pass: its other intermediates are lent and given back (see
-// graph.Memory). Measured: the 10.8M-parameter shape (prenorm, T 256,
-// C 384, 6 blocks, batch 16) peaks at 1.49 GB RSS, 1.05 GB since the
-// graphs' sums are fused ops whose operands are lent (docs/performance.md,
-// "Memory"); this estimate says 1.6 GB. The unfused graph (GPTG_UNFUSED=1, a developer's comparison)
-// keeps every intermediate and takes several times more. It is a float64:
-// the largest configs validation lets through overflow an int64 here.
+// width and the attention weights (heads × seqLen per position); then
+// three vocabulary-wide rows. EvalBatch bounds an evaluation run by it;
+// a training shard's memory is shardMemory's, which counts the same
+// tensors a block but one vocabulary-wide row (the fused graph writes the
+// logits' gradient over them). The unfused graph (GPTG_UNFUSED=1, a
+// developer's comparison) keeps every intermediate and takes several
+// times more. It is a float64: the largest configs validation lets
+// through overflow an int64 here.
 func (m Model) forwardValues(rows, seqLen float64) float64 {
 	C := float64(m.Embedding)
 	H := float64(m.FFMult) * C
@@ -91,6 +90,11 @@ type MemoryEstimate struct {
 	// token ids and the order of its training windows, a translation
 	// corpus's pairs.
 	Data float64
+	// Untouched is address space the graphs' memory takes and never
+	// writes (the part of a chunk of graph/fused's Memory that no loan
+	// reached): no memory, so not in Total, but counted against ulimit -v
+	// and -d, where reserving is what is limited.
+	Untouched float64
 }
 
 // Total is the estimate in bytes: what the command adds. The process
@@ -192,54 +196,94 @@ func (c *Config) corpusBytes(d Corpus) float64 {
 // hold (CorpusOf); TrainMemoryOn once it is loaded.
 func (c *Config) TrainMemory() MemoryEstimate { return c.TrainMemoryOn(c.CorpusOf()) }
 
-// TrainMemoryOn estimates training c on corpus d: the training graph
-// (forward and backward), the evaluation graph sharing its weights,
-// AdamW's two moments and the corpus. c.Model.Vocab must be known
-// (0: the rest of the model is counted).
+// TrainMemoryOn estimates training c on corpus d: the weights, AdamW's
+// two moments, the sums of accumulated gradients, each shard's memory
+// (its activations and the gradients lent from the same memory), the
+// evaluation graph sharing the weights, and the corpus.
+// c.Model.Vocab must be known (0: the rest of the model is counted).
 //
 // Measured (peak RSS less the 25 MiB of a process that has not started
-// to train; /usr/bin/time -v, docs/architecture.md "Training"): the
-// estimate is 1.0–1.6 times it from the seed's 0.1M parameters to 43M.
+// to train; /usr/bin/time, docs/architecture.md "Training"): the estimate
+// is 1.0–1.4 times it from the seed's 0.1M parameters to GPT-2's 124M.
 func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 	m := c.Model
 	if m.EncoderDecoder() {
 		return c.translationTrainMemory(0, 0, []TranslationShape{{c.Data.SourceLen(), c.Data.TargetLen()}}, nil)
 	}
 	P, E := m.ParamCount(), m.elemSize()
-	rows := float64(c.Train.Batch) * float64(m.Context)
-	fwd := m.forwardValues(rows, float64(m.Context))
-	S := float64(TrainShards(m, c.Train.Batch))
-	// weights (E), gradients (E per shard: each sums its own), AdamW's
-	// moments (2×E, in the weights' dtype); and once, the weights drawn
-	// or read from a file (--init's model, a resumed run's checkpoint)
-	// before they are copied into the graph's: garbage of E, which the
-	// collector takes back under the soft limit main sets
-	weights := float64(P) * (E*(1+S) + 2*E + E)
+	// weights (E), AdamW's moments (2×E, in the weights' dtype); and
+	// once, the weights drawn or read from a file (--init's model, a
+	// resumed run's checkpoint) before they are copied into the graph's:
+	// garbage of E, which the collector takes back under the soft limit
+	// main sets
+	weights := float64(P) * (E + 2*E + E)
 	if c.Train.GradAccum > 1 {
 		weights += float64(P) * E // the sums of the accumulated gradients
 	}
-	// The attention weights' own backward (the softmax's gradient beside
-	// the weights) takes about 1.6 times their forward size, not the
-	// 1.25 of the rest: measured 12 MiB of RSS a head at T 256, C 128,
-	// batch 8, 2 blocks, float64 (heads 1 to 8), where 1.25 says 10.
-	attention := rows * float64(m.Blocks) * float64(m.Heads) * float64(m.Context)
-	// The output layer's backward holds a fourth vocabulary-wide row per
-	// position beside forwardValues' three (logits, probabilities, their
-	// gradient): measured, batch 4096 × context 32 at embedding 8 (where
-	// the logits are most of it) grew 318 MiB, which three rows put under.
-	logits := rows * float64(m.Vocab)
+	S := TrainShards(m, c.Train.Batch)
+	rows := float64(c.Train.Batch) * float64(m.Context)
 	return MemoryEstimate{
 		Params:  P,
 		Weights: weights,
-		// training: the forward values and a quarter more for the
-		// backward pass's transients; the batch's input and target ids
-		// (the trainer's and the graph's, 8 bytes each). Evaluation at the
+		// every shard's memory; the batch's input and target ids (the
+		// trainer's and the graph's, 8 bytes each). Evaluation at the
 		// training batch runs at the first shard's size and borrows its
 		// buffers; a larger evaluation batch (EvalBatch) has buffers of
 		// its own.
-		Activations: E*(1.25*(fwd+logits)+0.4*attention) + 24*rows + m.evalActivations(c.Train.Batch),
+		Activations: float64(S)*m.shardMemory(rows/float64(S)) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
+		Untouched:   float64(S) * m.shardChunkTail(rows/float64(S)),
 	}
+}
+
+// shardChunkTail is the address space a shard's memory may reserve
+// beyond what it writes: the end of a chunk no loan reached. A chunk is
+// 64 of the request that made it, at most 64 MiB (or the request, when
+// larger): bounded here by 64 of the shard's widest tensor. Measured:
+// with it left out, a run at embedding 256, 4 blocks, 4 heads, context
+// 128, batch 16 (2 shards) was accepted at ulimit -v 2,125,000 KiB and
+// ran out of address space 2 runs of 3 (309 MiB of heap against an
+// estimate of 240 MiB).
+func (m Model) shardChunkTail(rows float64) float64 {
+	widest := max(float64(m.FFMult)*float64(m.Embedding), float64(m.Vocab), float64(m.Heads)*float64(m.Context))
+	return min(64<<20, 64*m.elemSize()*rows*widest)
+}
+
+// shardMemory is the most a training shard over rows positions holds at
+// once in its memory (graph/fused's Memory), where the backward pass's
+// gradients are borrowed as the activations they replace are given back.
+// Its activations are most at the start of the backward pass: per block
+// forwardValues' C-wide and hidden-width tensors and the attention weights
+// (counted a quarter above their size for the softmax's gradient beside
+// them: measured 1.04 times, T 256, C 128, batch 8, float64, 8 heads
+// against 1), with dropout its masks (the attention weights' and three
+// C-wide ones; the 10.8M shape's peak RSS at dropout 0.2 against 0 says
+// 2,560 values a position a block, this counts 2,688), and one
+// vocabulary-wide row a position
+// (the logits, whose gradient is written over them). The output
+// layer's gradient is taken first, beside all of it; by the end of the
+// backward pass every gradient is alive and the activations are gone.
+// Between the two ends each block's activations give way to its
+// gradients, so what is alive stays below the larger end. Measured, per
+// shard: 124M (batch 4 × T 256, 2 shards, tied) 610 MiB alive at once
+// (bench/NOTES.md, issue 35); this says 701 MiB. A chunk's part that no
+// loan has touched takes no memory (shardChunkTail).
+func (m Model) shardMemory(rows float64) float64 {
+	E, C := m.elemSize(), float64(m.Embedding)
+	H := float64(m.FFMult) * C
+	attention := float64(m.Heads) * float64(m.Context)
+	block, once := 12*C+2*H+1.25*attention, 4*C+float64(m.Vocab)
+	if m.Dropout > 0 {
+		block += attention + 3*C
+		once += C
+	}
+	activations := E * rows * (float64(m.Blocks)*block + once)
+	bias := 0.0
+	if m.Bias {
+		bias = 1
+	}
+	output := E * float64(m.Vocab) * (C + bias)
+	return max(activations+output, E*float64(m.ParamCount()))
 }
 
 // TrainShards is how many graphs a fused training step splits its batch
@@ -386,10 +430,13 @@ func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) erro
 func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here bool) error {
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
-		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h) > h.Bytes {
+		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h, e) > h.Bytes {
 			slack := ""
-			if s := processSlack(h); s > 0 {
+			if s := processSlack(h, MemoryEstimate{}); s > 0 {
 				slack = fmt.Sprintf(" plus %s for the Go runtime", FormatBytes(s))
+			}
+			if h.AddressSpace && e.Untouched > 0 {
+				slack += fmt.Sprintf(" and %s of address space its graphs reserve unwritten", FormatBytes(e.Untouched))
 			}
 			return &MemoryError{fmt.Sprintf("%s needs %s%s, more than this process may still use (%s, under %s): make the model smaller, or give the process more memory",
 				what, e, slack, FormatBytes(h.Bytes), h.Limit)}
@@ -420,9 +467,12 @@ func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here
 // metadata, garbage the soft limit main sets lets stand). Measured, a
 // model command's use exceeded its values' estimate by up to 10 MiB (eval
 // of a 4.8M model).
-func processSlack(h memlimit.Headroom) float64 {
+//
+// Under an address-space limit the graphs' memory also reserves what it
+// never writes (e.Untouched).
+func processSlack(h memlimit.Headroom, e MemoryEstimate) float64 {
 	if h.AddressSpace {
-		return 64 << 20
+		return 64<<20 + e.Untouched
 	}
 	return 16 << 20
 }

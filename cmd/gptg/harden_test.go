@@ -112,7 +112,7 @@ func hardenedInputs(t *testing.T) []badInput {
 		// Memory: refused from the config or the file's metadata, before
 		// anything sized by them is allocated.
 		{name: "graph: embedding 8192 and 64 blocks", files: map[string]string{"c.toml": "[model]\nvocab = 65\nembedding = 8192\nblocks = 64\n"},
-			args: []string{"graph", "c.toml"}, code: 2, maxMB: 100, msg: "c.toml: train.max_memory: training this model (batch 4 × context 32) needs about 1158.4 GiB"},
+			args: []string{"graph", "c.toml"}, code: 2, maxMB: 100, msg: "c.toml: train.max_memory: training this model (batch 4 × context 32) needs about 1152.1 GiB"},
 		{name: "train: every size at its maximum", files: map[string]string{"c.toml": cfg + "[model]\ncontext = 4096\nembedding = 8192\nblocks = 64\nff_mult = 64\nvocab = 1048576\n[train]\nbatch = 4096\n"},
 			args: []string{"train", "c.toml"}, code: 2, maxMB: 100, msg: "raise the limit with --set train.max_memory="},
 		{name: "train: a model too big for a lowered limit", files: withConfig(""),

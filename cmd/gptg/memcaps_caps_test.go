@@ -98,7 +98,7 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 	used := addressUsed(t, dir)
 	limit := used + 150<<10
 	r := underVM(t, dir, limit, "graph", "c.toml")
-	want := "data 446 MiB) plus 64 MiB for the Go runtime, more than this process may still use ("
+	want := "data 446 MiB) plus 64 MiB for the Go runtime and 256 KiB of address space its graphs reserve unwritten, more than this process may still use ("
 	if r.code != 2 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, fmt.Sprintf("under ulimit -v %d KiB)", limit)) ||
 		strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("gptg graph c.toml under ulimit -v %d (150 MiB of headroom): exit %d, stderr %.600q; want exit 2 and one line with %q",
@@ -106,6 +106,38 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 	}
 	if r := underVM(t, dir, used+640<<10, "graph", "c.toml"); r.code != 0 {
 		t.Errorf("gptg graph c.toml with 640 MiB of headroom: exit %d, stderr %.600q", r.code, r.stderr)
+	}
+}
+
+// TestChunkTailsCountUnderUlimit: the graphs' memory reserves chunks of up
+// to 64 MiB that a run may never write to the end; under ulimit -v that
+// reserve is what is limited (a training accepted without it ran out of
+// address space 2 runs of 3). A headroom that holds the estimate and the
+// runtime's 64 MiB but not the chunks' tails is refused, naming them; one
+// that holds the tails too is not.
+func TestChunkTailsCountUnderUlimit(t *testing.T) {
+	dir := t.TempDir()
+	// The vocabulary given: the check once the corpus is loaded adds only
+	// its window order (123 KiB) to the one before, whose figures the
+	// limits below are made of.
+	writeFiles(t, dir, map[string]string{"c.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\nvocab = 65\ncontext = 128\nembedding = 256\nblocks = 4\nheads = 4\n[train]\nbatch = 16\n"})
+	used := addressUsed(t, dir)
+	r := underVM(t, dir, used+100<<10, "graph", "c.toml")
+	m := regexp.MustCompile(`needs about ([0-9]+) MiB .* plus 64 MiB for the Go runtime and ([0-9]+) MiB of address space its graphs reserve unwritten, more than`).FindStringSubmatch(r.stderr)
+	if r.code != 2 || m == nil {
+		t.Fatalf("gptg graph c.toml with 100 MiB of headroom: exit %d, stderr %.600q; want the estimate and the chunks' tails", r.code, r.stderr)
+	}
+	total, _ := strconv.ParseInt(m[1], 10, 64)
+	tails, _ := strconv.ParseInt(m[2], 10, 64)
+	if tails != 128 { // two shards, a 64 MiB chunk's tail each
+		t.Errorf("tails %d MiB, want 128", tails)
+	}
+	between := used + (total+64+tails/2)<<10
+	if r := underVM(t, dir, between, "graph", "c.toml"); r.code != 2 || !strings.Contains(r.stderr, "reserve unwritten, more than this process may still use") {
+		t.Errorf("gptg graph c.toml with the estimate and the runtime's room but half the tails: exit %d, stderr %.600q; want the refusal", r.code, r.stderr)
+	}
+	if r := underVM(t, dir, used+(total+64+tails+8)<<10, "graph", "c.toml"); r.code != 0 {
+		t.Errorf("gptg graph c.toml with room for the tails: exit %d, stderr %.600q", r.code, r.stderr)
 	}
 }
 
@@ -156,7 +188,7 @@ func memcapsInputs() []badInput {
 		{name: "pairs: more kept pairs than the process may still hold", headroomMB: 300, setup: pairs,
 			args: []string{"data", "pairs", "p.toml"}, code: 2, msg: "this process may still hold under ulimit -v"},
 		{name: "corpus: token ids larger than the process may still take", headroomMB: 150, setup: corpus,
-			args: []string{"graph", "c.toml"}, code: 2, msg: "data 446 MiB) plus 64 MiB for the Go runtime, more than this process may still use"},
+			args: []string{"graph", "c.toml"}, code: 2, msg: "data 446 MiB) plus 64 MiB for the Go runtime and 256 KiB of address space its graphs reserve unwritten, more than this process may still use"},
 		{name: "attention: a picture larger than the process may still draw", headroomMB: 300, setup: attModel,
 			args: []string{"attention", "att", "--text", strings.Repeat("To be, or not to be: that is the question. ", 3)[:128], "--out", "a.png"},
 			code: 2, msg: "a png of 4 heatmaps holding 65536 cells takes about 512 MiB to draw, more than this process may still use (under ulimit -v"},

@@ -101,7 +101,7 @@ def probes(h):
         # A text corpus's ids: 2 bytes a token.
         # (Session 12: the training estimate counts the ids and the windows'
         # order from the file's size, so graph refuses it up front, exit 2.)
-        P("memcaps: corpus whose ids exceed the headroom (235 MiB, 150 MiB left)", [], 2, "data 446 MiB) plus 64 MiB for the Go runtime, more than this process may still use",
+        P("memcaps: corpus whose ids exceed the headroom (235 MiB, 150 MiB left)", [], 2, "data 446 MiB) plus 64 MiB for the Go runtime and 256 KiB of address space its graphs reserve unwritten, more than this process may still use",
           setup=corpus, shell=sh("ulimit -v $(lim 150); exec $G graph c.toml"), allow=("o",), timeout=180, max_mb=3000),
         P("memcaps: the same corpus with 640 MiB left", [], 0, setup=corpus,
           shell=sh("ulimit -v $(lim 640); exec $G graph c.toml"), allow=("o",), timeout=180, max_mb=3000),
