@@ -165,7 +165,15 @@ func (op *fusedOp) borrow() {
 // buf, the same slice.
 func sameBacking(v G.Value, buf any, shape tensor.Shape) bool {
 	d, ok := v.(*tensor.Dense)
-	if !ok || !d.Shape().Eq(shape) {
+	return ok && d.Shape().Eq(shape) && HoldsEntries(d, buf)
+}
+
+// HoldsEntries reports whether v is a dense tensor whose entries are buf
+// (a []float32 or []float64), the same slice: a lent buffer that comes
+// back as the same range need not be wrapped again.
+func HoldsEntries(v G.Value, buf any) bool {
+	d, ok := v.(*tensor.Dense)
+	if !ok {
 		return false
 	}
 	switch b := buf.(type) {

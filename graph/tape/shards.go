@@ -2,10 +2,8 @@ package tape
 
 import (
 	"fmt"
-	"unsafe"
 
 	G "gorgonia.org/gorgonia"
-	"gorgonia.org/tensor"
 
 	"github.com/gptg/gptg/config"
 	"github.com/gptg/gptg/graph"
@@ -195,25 +193,10 @@ func (p *Program) sumGrads() {
 // sameSlice returns v's entries: last, when it holds them already (a
 // gradient lent the same range as in the last run), else v.Data().
 func sameSlice(last any, v G.Value) any {
-	d, ok := v.(*tensor.Dense)
-	if !ok {
-		return v.Data()
+	if fused.HoldsEntries(v, last) {
+		return last
 	}
-	switch l := last.(type) {
-	case []float32:
-		if d.Dtype() == tensor.Float32 {
-			if f := d.Float32s(); len(f) == len(l) && unsafe.SliceData(f) == unsafe.SliceData(l) {
-				return last
-			}
-		}
-	case []float64:
-		if d.Dtype() == tensor.Float64 {
-			if f := d.Float64s(); len(f) == len(l) && unsafe.SliceData(f) == unsafe.SliceData(l) {
-				return last
-			}
-		}
-	}
-	return d.Data()
+	return v.Data()
 }
 
 // sumShards sets sum[j] = (sum[j] + shard 1's [j] + …) · scale for j in [a, b).
