@@ -96,30 +96,11 @@ func TestLogitsGradientTakesTheLogitsBuffer(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			xa, ya := graphtest.RandomBatch(rng, spec.Vocab, n)
 			xb, yb := graphtest.RandomBatch(rng, spec.Vocab, n)
-			compile := func(mem *fused.Memory) *tape.Program {
-				m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := tape.CompileLoss(m, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p
-			}
+			compile := func(mem *fused.Memory) *tape.Program { return compileTraining(t, spec, batch, mem) }
 			mem := fused.NewMemory()
 			lending, owning := compile(mem), compile(fused.NewMemory())
 			fused.StopLending(owning.G)
-			run := func(p *tape.Program, x, y []int) [][]float64 {
-				if err := p.Run(x, y); err != nil {
-					t.Fatal(err)
-				}
-				out := [][]float64{{p.Loss()}}
-				for _, g := range p.Grads {
-					out = append(out, graph.Float64s(g.Value()))
-				}
-				return out
-			}
+			run := func(p *tape.Program, x, y []int) [][]float64 { return lossAndGrads(t, p, x, y) }
 			for i, b := range [][2][]int{{xa, ya}, {xb, yb}, {xa, ya}} {
 				want := run(owning, b[0], b[1])
 				if got := run(lending, b[0], b[1]); !graphtest.SameBits(got, want) {
@@ -154,33 +135,14 @@ func TestGradientsLentUntilReleased(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			xa, ya := graphtest.RandomBatch(rng, spec.Vocab, n)
 			xb, yb := graphtest.RandomBatch(rng, spec.Vocab, n)
-			compile := func(mem *fused.Memory) *tape.Program {
-				m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := tape.CompileLoss(m, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p
-			}
+			compile := func(mem *fused.Memory) *tape.Program { return compileTraining(t, spec, batch, mem) }
 			mem, actsMem := fused.NewMemory(), fused.NewMemory()
 			lending, owning, actsOnly := compile(mem), compile(fused.NewMemory()), compile(actsMem)
 			fused.StopLending(owning.G)
 			if fused.KeepGradients(actsOnly.G) != len(actsOnly.Grads) {
 				t.Fatalf("%s, tied %v: not every gradient is lent", dtype, tied)
 			}
-			run := func(p *tape.Program, x, y []int) [][]float64 {
-				if err := p.Run(x, y); err != nil {
-					t.Fatal(err)
-				}
-				out := [][]float64{{p.Loss()}}
-				for _, g := range p.Grads {
-					out = append(out, graph.Float64s(g.Value()))
-				}
-				return out
-			}
+			run := func(p *tape.Program, x, y []int) [][]float64 { return lossAndGrads(t, p, x, y) }
 			made := 0
 			for i, b := range [][2][]int{{xa, ya}, {xb, yb}, {xa, ya}} {
 				want := run(owning, b[0], b[1])
@@ -213,4 +175,33 @@ func TestGradientsLentUntilReleased(t *testing.T) {
 			t.Logf("%s, tied %v: %d entries with the gradients lent, %d for the activations alone and %d of gradients", dtype, tied, fused.MemoryEntries(mem), acts, grads)
 		}
 	}
+}
+
+// compileTraining compiles spec's training graph at batch on mem, as a
+// training shard is (tape.CompileLoss: the loss and the gradients read
+// after a run).
+func compileTraining(t *testing.T, spec config.Model, batch int, mem *fused.Memory) *tape.Program {
+	t.Helper()
+	m, err := graph.Build(spec, graph.Options{Batch: batch, Loss: true, Seed: 3, Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tape.CompileLoss(m, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lossAndGrads runs p on a batch and returns its loss and every gradient.
+func lossAndGrads(t *testing.T, p *tape.Program, x, y []int) [][]float64 {
+	t.Helper()
+	if err := p.Run(x, y); err != nil {
+		t.Fatal(err)
+	}
+	out := [][]float64{{p.Loss()}}
+	for _, g := range p.Grads {
+		out = append(out, graph.Float64s(g.Value()))
+	}
+	return out
 }
