@@ -430,7 +430,7 @@ func CheckMemory(e MemoryEstimate, limitGiB float64, what, override string) erro
 func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here bool) error {
 	limit := limitGiB * GiB
 	if e.Total() <= limit {
-		if h, ok := memlimit.Find(); here && ok && e.Total()+processSlack(h, e) > h.Bytes {
+		if h, ok := findHeadroom(); here && ok && e.Total()+processSlack(h, e) > h.Bytes {
 			slack := ""
 			if s := processSlack(h, MemoryEstimate{}); s > 0 {
 				slack = fmt.Sprintf(" plus %s for the Go runtime", FormatBytes(s))
@@ -446,6 +446,11 @@ func checkMemory(e MemoryEstimate, limitGiB float64, what, override string, here
 	return &MemoryError{fmt.Sprintf("%s needs %s, more than the limit of %s: make the model smaller, or raise the limit with %s%s",
 		what, e, FormatBytes(limit), override, formatFloat(math.Ceil(e.Total()/GiB*10)/10))}
 }
+
+// findHeadroom is memlimit.Find; a test gives checkMemory a headroom of
+// its choosing, exact where a process's own address space under a real
+// ulimit -v varies from run to run by a heap arena.
+var findHeadroom = memlimit.Find
 
 // processSlack is what the process takes under limit h beyond an
 // estimate's values, the same for every command. A fixed allowance for

@@ -112,14 +112,15 @@ func TestCorpusFitsTheProcess(t *testing.T) {
 // TestChunkTailsCountUnderUlimit: the graphs' memory reserves chunks of up
 // to 64 MiB that a run may never write to the end; under ulimit -v that
 // reserve is what is limited (a training accepted without it ran out of
-// address space 2 runs of 3). A headroom that holds the estimate and the
-// runtime's 64 MiB but not the chunks' tails is refused, naming them; one
-// that holds the tails too is not.
+// address space 2 runs of 3). Under a real ulimit -v the refusal names
+// the tails. Where the line between refused and accepted falls is
+// config's TestChunkTailsCountUnderAddressSpace: a process's own address
+// space at its check varies from run to run by up to a heap arena
+// (64 MiB), as much as half the tails, so a test of that line through a
+// real limit failed about 1 run in 12.
 func TestChunkTailsCountUnderUlimit(t *testing.T) {
 	dir := t.TempDir()
-	// The vocabulary given: the check once the corpus is loaded adds only
-	// its window order (123 KiB) to the one before, whose figures the
-	// limits below are made of.
+	// The vocabulary given: the estimate is whole before the corpus loads.
 	writeFiles(t, dir, map[string]string{"c.toml": "[data]\npath = \"builtin:tinyshakespeare\"\n[model]\nvocab = 65\ncontext = 128\nembedding = 256\nblocks = 4\nheads = 4\n[train]\nbatch = 16\n"})
 	used := addressUsed(t, dir)
 	r := underVM(t, dir, used+100<<10, "graph", "c.toml")
@@ -127,17 +128,8 @@ func TestChunkTailsCountUnderUlimit(t *testing.T) {
 	if r.code != 2 || m == nil {
 		t.Fatalf("gptg graph c.toml with 100 MiB of headroom: exit %d, stderr %.600q; want the estimate and the chunks' tails", r.code, r.stderr)
 	}
-	total, _ := strconv.ParseInt(m[1], 10, 64)
-	tails, _ := strconv.ParseInt(m[2], 10, 64)
-	if tails != 128 { // two shards, a 64 MiB chunk's tail each
+	if tails, _ := strconv.ParseInt(m[2], 10, 64); tails != 128 { // two shards, a 64 MiB chunk's tail each
 		t.Errorf("tails %d MiB, want 128", tails)
-	}
-	between := used + (total+64+tails/2)<<10
-	if r := underVM(t, dir, between, "graph", "c.toml"); r.code != 2 || !strings.Contains(r.stderr, "reserve unwritten, more than this process may still use") {
-		t.Errorf("gptg graph c.toml with the estimate and the runtime's room but half the tails: exit %d, stderr %.600q; want the refusal", r.code, r.stderr)
-	}
-	if r := underVM(t, dir, used+(total+64+tails+8)<<10, "graph", "c.toml"); r.code != 0 {
-		t.Errorf("gptg graph c.toml with room for the tails: exit %d, stderr %.600q", r.code, r.stderr)
 	}
 }
 
