@@ -232,19 +232,20 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 		// its own.
 		Activations: float64(S)*m.shardMemory(rows/float64(S)) + 24*rows + m.evalActivations(c.Train.Batch),
 		Data:        c.corpusBytes(d),
-		Untouched:   float64(S) * m.shardChunkTail(rows/float64(S)),
+		Untouched:   float64(S) * m.chunkTail(rows/float64(S)),
 	}
 }
 
-// shardChunkTail is the address space a shard's memory may reserve
-// beyond what it writes: the end of a chunk no loan reached. A chunk is
+// chunkTail is the address space a graph's memory over rows positions
+// (a training shard's, a forward-only graph's) may reserve beyond what it
+// writes: the end of a chunk no loan reached. A chunk is
 // 64 of the request that made it, at most 64 MiB (or the request, when
 // larger): bounded here by 64 of the shard's widest tensor. Measured:
 // with it left out, a run at embedding 256, 4 blocks, 4 heads, context
 // 128, batch 16 (2 shards) was accepted at ulimit -v 2,125,000 KiB and
 // ran out of address space 2 runs of 3 (309 MiB of heap against an
 // estimate of 240 MiB).
-func (m Model) shardChunkTail(rows float64) float64 {
+func (m Model) chunkTail(rows float64) float64 {
 	widest := max(float64(m.FFMult)*float64(m.Embedding), float64(m.Vocab), float64(m.Heads)*float64(m.Context))
 	return min(64<<20, 64*m.elemSize()*rows*widest)
 }
@@ -267,7 +268,7 @@ func (m Model) shardChunkTail(rows float64) float64 {
 // gradients, so what is alive stays below the larger end. Measured, per
 // shard: 124M (batch 4 × T 256, 2 shards, tied) 610 MiB alive at once
 // (bench/NOTES.md, issue 35); this says 701 MiB. A chunk's part that no
-// loan has touched takes no memory (shardChunkTail).
+// loan has touched takes no memory (chunkTail).
 func (m Model) shardMemory(rows float64) float64 {
 	E, C := m.elemSize(), float64(m.Embedding)
 	H := float64(m.FFMult) * C
@@ -403,6 +404,7 @@ func (m Model) ForwardGraphs(batch, seqLen, graphs, pools int) MemoryEstimate {
 		Params:      P,
 		Weights:     float64(P) * E * float64(1+graphs), // the file's copy and each graph's
 		Activations: E * float64(pools) * m.forwardOnlyValues(rows, float64(seqLen)),
+		Untouched:   float64(pools) * m.chunkTail(rows),
 	}
 }
 
