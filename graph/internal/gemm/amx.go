@@ -1,0 +1,168 @@
+package gemm
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// # bfloat16 products on AMX tiles
+//
+// On a CPU with AMX-BF16 (Intel Sapphire Rapids and later), where Linux
+// grants the tile state, bfloat16 products run TDPBF16PS on tiles: 32×32
+// blocks of C, each four 16×16 tiles of float32 sums, from two tiles of
+// A (16 rows × 32 steps) and two of B (16 pairs of steps × 16 columns) a
+// chunk of 32 steps. TDPBF16PS computes the sum model of bf16.go exactly:
+// per chunk, from zero, the even and the odd steps in two chains, then
+// their sum added to the block's sum, each add rounded to nearest even
+// and denormals flushed (bench/NOTES.md, "AMX TDPBF16PS numerics"). So a
+// block of kc steps starts its tiles at zero, takes one instruction a
+// chunk, and its sums are added to C (or the bias) by a plain float32
+// add, as the other bfloat16 kernels do: the same bits.
+//
+// The packing is bf16.go's with k padded to whole chunks (zero pairs):
+// A's block row after row (a row's kpPad words of pairs in order, a tile
+// reading 16 rows of 16 words, kpPad·4 bytes apart); B's panels of 32
+// columns, per pair 32 words (a tile reading 16 pairs of 16 words, 128
+// bytes apart). A transposed A (dyᵀ·x) is transposed into scratch first,
+// a strip of 32 rows at a time, then rounded as rows.
+
+// amxKernels is the AMX kernel's block and its blocks of A and B. kc is
+// bf16Kernels' (the blocks of k are part of the sums' model); A's block of
+// mc·kc halves is 512 KiB, a quarter of Sapphire Rapids' 2 MiB L2 (mcFor
+// keeps it within half of any L2), B's panel of kc·32 halves 32 KiB.
+var amxKernels = kernels{path: pathAVX512, mr: 32, nr: 32, mc: 512, kc: bf16Kernels.kc, kcRows: bf16Kernels.kc, nc: 4096}
+
+// amxOff, which only the tests set, keeps bfloat16 products off AMX.
+var amxOff = false
+
+// amxWhyNot is why bfloat16 products do not use AMX on this machine, or
+// "" where they do: asked once (amxPermit requests the tile state from
+// the OS, for the whole process).
+var amxWhyNot = sync.OnceValue(amxPermit)
+
+// bf16AMX reports whether bfloat16 products run the AMX kernel: the
+// assembly kernels are active (bf16Asm) and the CPU and OS let AMX run.
+func bf16AMX() bool {
+	return bf16Asm() && !amxOff && amxWhyNot() == ""
+}
+
+// amxChunk is the steps of k one TDPBF16PS sums: 16 pairs.
+const amxChunk = 32
+
+// runAMX is runBF16 on AMX tiles (job.ks is amxKernels): the loops of
+// the package comment, each whole 32×32 block computed by amxKernel, the
+// blocks of a panel that C's edge cuts computed whole into an edge tile
+// and stored by storeEdge.
+func runAMX(j *job[float32], wk *worker) {
+	ks := j.ks
+	const mr, nr = 32, 32
+	kBlock := min(ks.kc, j.k)
+	padMax := roundUp((kBlock+1)/2, amxChunk/2) // words of pairs a row of A's block, a pair of B's panel
+	mcMax := mcFor(ks, kBlock, 2)
+	wk.aBF = growWords(wk.aBF, min(mcMax, roundUp(j.i1-j.i0, mr))*padMax)
+	wk.bBF = growWords(wk.bBF, min(ks.nc, roundUp(j.j1-j.j0, nr))*padMax)
+	wk.amxT = grow(wk.amxT, 2*mr*nr)
+	tile, tmp := wk.amxT[:mr*nr], wk.amxT[mr*nr:]
+	if j.transA {
+		wk.scratch = grow(wk.scratch, mr*kBlock)
+	}
+	for jc := j.j0; jc < j.j1; jc += ks.nc {
+		nc := min(ks.nc, j.j1-jc)
+		for pc := 0; pc < j.k; pc += ks.kc {
+			kc := min(ks.kc, j.k-pc)
+			kp := (kc + 1) / 2
+			pad := roundUp(kp, amxChunk/2)
+			acc := j.accumulate || pc > 0
+			for jr := 0; jr < nc; jr += nr {
+				panel := wk.bBF[jr*pad : (jr+nr)*pad]
+				packBF16(wk, true, panel[:kp*nr], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
+				clear(panel[kp*nr:])
+			}
+			for ic := j.i0; ic < j.i1; ic += mcMax {
+				mc := min(mcMax, j.i1-ic)
+				packAMXRows(wk, wk.aBF[:roundUp(mc, mr)*pad], pad, j, pc, kc, ic, mc)
+				for jr := 0; jr < nc; jr += nr {
+					cols := min(nr, nc-jr)
+					panel := wk.bBF[jr*pad : (jr+nr)*pad]
+					first := 0 // under lower, the strips wholly above the diagonal are skipped
+					if j.lower {
+						first = max(0, (jc+jr-ic)/mr)
+					}
+					whole := first
+					if cols == nr {
+						whole = max(first, mc/mr)
+					}
+					if whole > first {
+						c0 := (ic+first*mr)*j.ldc + jc + jr
+						var add []float32
+						ldAdd := 0
+						switch {
+						case acc:
+							add, ldAdd = j.c[c0:], j.ldc
+						case j.bias != nil:
+							add = j.bias[jc+jr:]
+						}
+						amxKernel(pad/16, whole-first, wk.aBF[first*mr*pad:], pad, panel, j.c[c0:], j.ldc, add, ldAdd, tmp)
+					}
+					for ir := whole * mr; ir < mc; ir += mr {
+						rows := min(mr, mc-ir)
+						if j.lower && ic+ir+rows <= jc+jr {
+							continue
+						}
+						c0 := (ic+ir)*j.ldc + jc + jr
+						amxKernel(pad/16, 1, wk.aBF[ir*pad:], pad, panel, tile, nr, nil, 0, tmp)
+						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
+					}
+				}
+			}
+		}
+	}
+}
+
+// packAMXRows packs rows ic … ic+mc−1 of op(A), steps pc … pc+kc−1, into
+// dst row after row, pad words a row (bf16Rows: pairs of steps, the even
+// step in the low half), the words past the row's ⌈kc/2⌉ and the rows
+// past mc up to a whole strip zero. A transposed A is transposed into
+// wk.scratch a strip of 32 rows at a time first (packTrans), so that each
+// row's steps are neighbours.
+func packAMXRows(wk *worker, dst []uint32, pad int, j *job[float32], pc, kc, ic, mc int) {
+	const mr = 32
+	kp := (kc + 1) / 2
+	if j.transA {
+		for ir := 0; ir < mc; ir += mr {
+			rows := min(mr, mc-ir)
+			s := wk.scratch[:rows*kc]
+			packTrans(s, kc, j.a, j.lda, ic+ir, rows, pc, kc) // s[i·kc + p] = op(A)(ic+ir+i, pc+p)
+			_ = dst[(ir+rows-1)*pad+kp-1]
+			bf16Rows(unsafe.Pointer(&dst[ir*pad]), pad, unsafe.Pointer(&s[0]), kc, kc, rows)
+		}
+	} else {
+		_ = j.a[(ic+mc-1)*j.lda+pc+kc-1] // the last element read
+		_ = dst[(mc-1)*pad+kp-1]         // and written
+		bf16Rows(unsafe.Pointer(&dst[0]), pad, unsafe.Pointer(&j.a[ic*j.lda+pc]), j.lda, kc, mc)
+	}
+	if kp < pad {
+		for r := 0; r < mc; r++ {
+			clear(dst[r*pad+kp : (r+1)*pad])
+		}
+	}
+	clear(dst[mc*pad:])
+}
+
+// amxKernel checks the bounds of strips whole 32×32 blocks, one below the
+// other (A's rows pad words apart, chunks·16 words of pairs each; B's
+// panel of chunks·16 pairs of 32 words), and runs the assembly kernel on
+// them, the sums added to add (ldAdd apart) when it is not nil; tmp holds
+// a block's sums before that add.
+func amxKernel(chunks, strips int, a []uint32, pad int, b []uint32, c []float32, ldc int, add []float32, ldAdd int, tmp []float32) {
+	_ = a[(strips*32-1)*pad+chunks*16-1]
+	_ = b[chunks*16*32-1]
+	_ = c[(strips*32-1)*ldc+31]
+	_ = tmp[32*32-1]
+	addPtr := unsafe.Pointer(nil)
+	if add != nil {
+		_ = add[(strips*32-1)*ldAdd+31]
+		addPtr = unsafe.Pointer(&add[0])
+	}
+	amxBF16(chunks, unsafe.Pointer(&a[0]), pad*4, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, strips, unsafe.Pointer(&tmp[0]))
+}
