@@ -33,7 +33,7 @@ import (
 var amxKernels = kernels{path: pathAVX512, mr: 32, nr: 32, mc: 512, kc: bf16Kernels.kc, kcRows: bf16Kernels.kc, nc: 4096}
 
 // amxOff, which only the tests set, keeps bfloat16 products off AMX.
-var amxOff = false
+var amxOff = true
 
 // amxWhyNot is why bfloat16 products do not use AMX on this machine, or
 // "" where they do: asked once (amxPermit requests the tile state from

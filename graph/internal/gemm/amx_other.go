@@ -12,5 +12,5 @@ func amxBF16(chunks int, a unsafe.Pointer, aStride int, b, c unsafe.Pointer, ldc
 	panic("unreachable")
 }
 
-func amxPeak(n int) { panic("unreachable") }
+func amxPeak(n int)  { panic("unreachable") }
 func amxCPU() string { return "no AMX kernel in this build" }
