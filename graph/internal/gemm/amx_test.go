@@ -1,10 +1,16 @@
 package gemm
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // needAMX skips a test of the AMX kernel where it does not run, naming
@@ -185,5 +191,73 @@ func TestAMXModelBits(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAMXUnderPreemption: AMX products give the same bits while the
+// process takes signals and switches goroutines around them — many
+// goroutines of products, others allocating and collecting (runtime.GC:
+// stop-the-world preemption requests, SIGURG to every running thread), a
+// CPU profile (SIGPROF, 1 kHz) — so that the tile state survives the
+// kernel saving it in signal frames on Go's signal stacks, and no
+// goroutine sees another's tiles.
+func TestAMXUnderPreemption(t *testing.T) {
+	needAMX(t)
+	rng := rand.New(rand.NewPCG(53, 54))
+	const m, n, k = 96, 70, 600
+	a, b := to32(randoms(rng, m*k)), to32(randoms(rng, k*n))
+	var want []float32
+	withAMX(true, func() {
+		want = make([]float32, m*n)
+		Mul(&Workspace{BF16: true}, false, true, m, n, k, a, k, b, k, want, n, false)
+	})
+	var prof bytes.Buffer
+	if err := pprof.StartCPUProfile(&prof); err == nil {
+		defer pprof.StopCPUProfile()
+	}
+	stop := make(chan struct{})
+	var churn sync.WaitGroup
+	for range 2 {
+		churn.Go(func() {
+			var sink [][]byte
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sink = append(sink, make([]byte, 64<<10))
+				if i%64 == 0 {
+					sink = nil
+					runtime.GC()
+				}
+			}
+		})
+	}
+	var bad atomic.Int64
+	start := time.Now()
+	withAMX(true, func() {
+		var products sync.WaitGroup
+		for g := range 16 {
+			products.Go(func() {
+				got := make([]float32, m*n)
+				w := &Workspace{BF16: true, Threads: 1 + g%2}
+				for time.Since(start) < 2*time.Second {
+					Mul(w, false, true, m, n, k, a, k, b, k, got, n, false)
+					for x := range got {
+						if math.Float32bits(got[x]) != math.Float32bits(want[x]) {
+							bad.Add(1)
+						}
+					}
+					runtime.Gosched()
+				}
+			})
+		}
+		products.Wait()
+	})
+	close(stop)
+	churn.Wait()
+	if bad.Load() != 0 {
+		t.Fatalf("%d elements differed from the first product's", bad.Load())
 	}
 }
