@@ -19,7 +19,7 @@ import (
 // chunk, and its sums are added to C (or the bias) by a plain float32
 // add, as the other bfloat16 kernels do: the same bits.
 //
-// The packing is bf16.go's with k padded to whole chunks (zero pairs):
+// The packing is bf16.go's in pairs order, k padded to whole chunks:
 // A's block row after row (a row's kpPad words of pairs in order, a tile
 // reading 16 rows of 16 words, kpPad·4 bytes apart); B's panels of 32
 // columns, per pair 32 words (a tile reading 16 pairs of 16 words, 128
@@ -33,7 +33,7 @@ import (
 var amxKernels = kernels{path: pathAVX512, mr: 32, nr: 32, mc: 512, kc: bf16Kernels.kc, kcRows: bf16Kernels.kc, nc: 4096}
 
 // amxOff, which only the tests set, keeps bfloat16 products off AMX.
-var amxOff = true
+var amxOff = false
 
 // amxWhyNot is why bfloat16 products do not use AMX on this machine, or
 // "" where they do: asked once (amxPermit requests the tile state from
@@ -75,8 +75,7 @@ func runAMX(j *job[float32], wk *worker) {
 			acc := j.accumulate || pc > 0
 			for jr := 0; jr < nc; jr += nr {
 				panel := wk.bBF[jr*pad : (jr+nr)*pad]
-				packBF16(wk, true, panel[:kp*nr], nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
-				clear(panel[kp*nr:])
+				packBF16(wk, true, false, panel, pad, nr, j.b, j.ldb, j.transB, pc, kc, jc+jr, min(nr, nc-jr))
 			}
 			for ic := j.i0; ic < j.i1; ic += mcMax {
 				mc := min(mcMax, j.i1-ic)
@@ -120,33 +119,22 @@ func runAMX(j *job[float32], wk *worker) {
 }
 
 // packAMXRows packs rows ic … ic+mc−1 of op(A), steps pc … pc+kc−1, into
-// dst row after row, pad words a row (bf16Rows: pairs of steps, the even
-// step in the low half), the words past the row's ⌈kc/2⌉ and the rows
-// past mc up to a whole strip zero. A transposed A is transposed into
-// wk.scratch a strip of 32 rows at a time first (packTrans), so that each
-// row's steps are neighbours.
+// dst row after row in pairs order, pad words a row (packBF16Rows), the
+// words past the row's steps and the rows past mc up to a whole strip
+// zero. A transposed A is transposed into wk.scratch a strip of 32 rows at
+// a time first (packTrans), so that each row's steps are neighbours.
 func packAMXRows(wk *worker, dst []uint32, pad int, j *job[float32], pc, kc, ic, mc int) {
 	const mr = 32
-	kp := (kc + 1) / 2
-	if j.transA {
-		for ir := 0; ir < mc; ir += mr {
-			rows := min(mr, mc-ir)
-			s := wk.scratch[:rows*kc]
-			packTrans(s, kc, j.a, j.lda, ic+ir, rows, pc, kc) // s[i·kc + p] = op(A)(ic+ir+i, pc+p)
-			_ = dst[(ir+rows-1)*pad+kp-1]
-			bf16Rows(unsafe.Pointer(&dst[ir*pad]), pad, unsafe.Pointer(&s[0]), kc, kc, rows)
-		}
-	} else {
-		_ = j.a[(ic+mc-1)*j.lda+pc+kc-1] // the last element read
-		_ = dst[(mc-1)*pad+kp-1]         // and written
-		bf16Rows(unsafe.Pointer(&dst[0]), pad, unsafe.Pointer(&j.a[ic*j.lda+pc]), j.lda, kc, mc)
+	if !j.transA {
+		packBF16Rows(true, false, dst, pad, roundUp(mc, mr), j.a, j.lda, pc, kc, ic, mc)
+		return
 	}
-	if kp < pad {
-		for r := 0; r < mc; r++ {
-			clear(dst[r*pad+kp : (r+1)*pad])
-		}
+	for ir := 0; ir < mc; ir += mr {
+		rows := min(mr, mc-ir)
+		s := wk.scratch[:rows*kc]
+		packTrans(s, kc, j.a, j.lda, ic+ir, rows, pc, kc) // s[i·kc + p] = op(A)(ic+ir+i, pc+p)
+		packBF16Rows(true, false, dst[ir*pad:(ir+mr)*pad], pad, mr, s, kc, 0, kc, 0, rows)
 	}
-	clear(dst[mc*pad:])
 }
 
 // amxKernel checks the bounds of strips whole 32×32 blocks, one below the

@@ -15,23 +15,23 @@ import (
 // used.)
 var haveBF16 = cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
-// bf16Avx512 is microKernelBF16's kernel: strips 12×32 tiles, see
-// bf16_amd64.s.
+// bf16Avx512 is microKernelBF16's kernel: strips 6×32 tiles, sums a
+// scratch of 6×32 floats for the sums of the chunks; see bf16_amd64.s.
 //
 //go:noescape
-func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)
 
-// bf16Pack packs pairs of rows of float32 into words of two bfloat16 (see
-// packBF16 and bf16_amd64.s).
+// bf16Pack packs two steps' rows of float32 into words of two bfloat16
+// (see packBF16 and bf16_amd64.s).
 //
 //go:noescape
-func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, ld, n, pairs int)
+func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, step, n, pairs int)
 
-// bf16Rows rounds rows of float32 to bfloat16, two to a word (see
-// packBF16Rows and bf16_amd64.s).
+// bf16Rows rounds rows of float32 to bfloat16, two to a word, in pairs
+// or chains order (see packBF16Rows and bf16_amd64.s).
 //
 //go:noescape
-func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
+func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int, chains bool)
 
 // dot4BF16 is gemvBF16's assembly: four rows' lane sums (see
 // bf16_amd64.s).

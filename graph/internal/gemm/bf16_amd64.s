@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+
 #include "avx.h"
 
 // The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
@@ -10,143 +11,300 @@
 // disassembles the test binary with objdump and checks every one. This
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
-// bf16Avx512 is microKernelBF16's kernel: a 12×32 tile of C from a packed
-// strip of A (word (r, q), two bfloat16 of row r at steps 2q and 2q+1, at
-// a[r·aRow + q·aStep]) and a packed panel of B (per pair, 32 words), as
-// avx512F32 is for float32
-// (kernel_amd64.s): each row of the tile is two zmm registers of 16
-// float32 sums, Z0–Z23. Each pair of steps loads B's 32 words into
-// Z24/Z25, broadcasts A's twelve words in turn into Z26–Z29, and does two
-// VDPBF16PS per row (2 + 12 loads, 24 instructions of 32 multiply-adds:
-// twice avx512F32's work per instruction). VDPBF16PS zmm_acc, zmm_a, zmm_b
-// adds to each float32 lane i the products of the high bfloat16 of word i
-// of zmm_a and zmm_b, then those of the low ones (bf16.go: dpbf16).
+// bf16Avx512 is microKernelBF16's kernel: a 6×32 tile of C summed as the
+// model of bf16.go (AMX's order), from a packed strip of A (word (r, q) of
+// row r at a[r·aRow + q·aStep]) and a packed panel of B (32 words a word
+// of k), both in chains order: word 2i holds two steps of the even chain
+// (4i in the high half, 4i+2 in the low), word 2i+1 two of the odd chain
+// (4i+1, 4i+3). VDPBF16PS zmm_acc, zmm_a, zmm_b adds to each float32
+// lane the product of the high halves, then that of the low halves, each
+// add rounded once, a denormal flushed: so each word adds its chain's two
+// steps in order. Each 16 sums of the tile have two accumulators, the
+// even chain's (Z0–Z11: row r in Z2r, Z2r+1) and the odd one's (Z12–Z23:
+// Z12+2r, Z13+2r). Per two words (an even and an odd) B's 2 × 32 words
+// load into Z24–Z27 and A's words broadcast in turn into Z28–Z31: 24
+// VDPBF16PS, each of 32 multiply-adds. After each chunk of 32 steps (8
+// such), s = s + (even + odd) per lane, s in the 6×32 floats at sums,
+// with MXCSR's FTZ and DAZ set, so that VADDPS flushes a denormal sum as
+// the model does (VDPBF16PS flushes whatever MXCSR says); the
+// accumulators start the next chunk from zero. After the last chunk the
+// even accumulators hold s, MXCSR is restored, and the epilogue adds s to
+// the rows at add when accumulate is set (C, or a bias row with ldAdd =
+// 0; a plain float32 add), then stores; after each tile a moves by aNext
+// words, c and add by 6 rows.
 //
-// The epilogue, the strips and the prefetch of C's tile are avx512F32's:
-// the sums are added to the rows at add when accumulate is set (C, or a
-// bias row with ldAdd = 0), then stored; after each tile a moves by aNext
-// words and c and add by 12 rows.
-//
-// Registers: CX = pairs left; SI, R11, R12 = &a[r·aRow + q·aStep] of rows
-// 0, 4, 8, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[q·32]; DX = &c's
-// current row, R8 = ldc (strides in bytes); in the epilogue SI = the
-// current row at add, R9 = ldAdd.
+// Registers: BX = chunks left, CX = word pairs left in the chunk; SI, R11
+// = &a[r·aRow + q·aStep] of rows 0 and 4 at the even word q, R12, R13 the
+// same at the odd word q+1; R9 = aRow, R10 = 3·aRow, R14 = 2·aStep; DI =
+// &b[q·32]; AX = sums; DX = &c's current row, R8 = ldc (strides in bytes);
+// in the epilogue SI = the current row at add, R9 = ldAdd.
 
-// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
-TEXT ·bf16Avx512(SB), NOSPLIT, $0-96
+// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)
+TEXT ·bf16Avx512(SB), NOSPLIT, $8-104
+	STMXCSR mxcsr-8(SP)
+	MOVL mxcsr-8(SP), AX
+	ORL $0x8040, AX          // FTZ, DAZ
+	MOVL AX, ftz-4(SP)
+
 bf16strip:
-	MOVQ kp+0(FP), CX
+	LDMXCSR ftz-4(SP)
+	MOVQ kp+0(FP), BX
+	SHRQ $4, BX              // chunks
 	MOVQ a+8(FP), SI
 	MOVQ aRow+16(FP), R9
 	SHLQ $2, R9
 	LEAQ (R9)(R9*2), R10
 	MOVQ aStep+24(FP), R14
 	SHLQ $2, R14
+	LEAQ (SI)(R9*4), R11
+	LEAQ (SI)(R14*1), R12
+	LEAQ (R11)(R14*1), R13
+	SHLQ $1, R14
 	MOVQ b+32(FP), DI
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	LEAQ (SI)(R9*4), R11
-	LEAQ (R11)(R9*4), R12
+	MOVQ sums+96(FP), AX
+	VPXORD Z24, Z24, Z24
+	VMOVUPS Z24, 0(AX)
+	VMOVUPS Z24, 64(AX)
+	VMOVUPS Z24, 128(AX)
+	VMOVUPS Z24, 192(AX)
+	VMOVUPS Z24, 256(AX)
+	VMOVUPS Z24, 320(AX)
+	VMOVUPS Z24, 384(AX)
+	VMOVUPS Z24, 448(AX)
+	VMOVUPS Z24, 512(AX)
+	VMOVUPS Z24, 576(AX)
+	VMOVUPS Z24, 640(AX)
+	VMOVUPS Z24, 704(AX)
+	MOVQ DX, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ R8, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ R8, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ R8, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ R8, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	ADDQ R8, CX
+	PREFETCHT0 (CX)
+	PREFETCHT0 64(CX)
+	TESTQ BX, BX
+	JNZ   bf16chunk
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	JMP   bf16sums
+
+bf16chunk:
 	ZERO_Z24
-	PREFETCH_C12
-	TESTQ CX, CX
-	JZ    bf16sums
+	MOVQ $8, CX
 
 bf16loop:
 	VMOVUPS (DI), Z24
 	VMOVUPS 64(DI), Z25
-	VBROADCASTSS (SI), Z26
-	BYTE $0x62; BYTE $0x92; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm26, zmm24
-	BYTE $0x62; BYTE $0x92; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm26, zmm25
-	VBROADCASTSS (SI)(R9*1), Z27
-	BYTE $0x62; BYTE $0x92; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm27, zmm24
-	BYTE $0x62; BYTE $0x92; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm27, zmm25
+	VMOVUPS 128(DI), Z26
+	VMOVUPS 192(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
 	VBROADCASTSS (SI)(R9*2), Z28
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
-	VBROADCASTSS (SI)(R10*1), Z29
-	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm29, zmm24
-	BYTE $0x62; BYTE $0x92; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm29, zmm25
-	VBROADCASTSS (R11), Z26
-	BYTE $0x62; BYTE $0x12; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm8, zmm26, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm9, zmm26, zmm25
-	VBROADCASTSS (R11)(R9*1), Z27
-	BYTE $0x62; BYTE $0x12; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm10, zmm27, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm11, zmm27, zmm25
-	VBROADCASTSS (R11)(R9*2), Z28
-	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm12, zmm28, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm13, zmm28, zmm25
-	VBROADCASTSS (R11)(R10*1), Z29
-	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm14, zmm29, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm15, zmm29, zmm25
-	VBROADCASTSS (R12), Z26
-	BYTE $0x62; BYTE $0x82; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm16, zmm26, zmm24
-	BYTE $0x62; BYTE $0x82; BYTE $0x2e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm17, zmm26, zmm25
-	VBROADCASTSS (R12)(R9*1), Z27
-	BYTE $0x62; BYTE $0x82; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm18, zmm27, zmm24
-	BYTE $0x62; BYTE $0x82; BYTE $0x26; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm19, zmm27, zmm25
-	VBROADCASTSS (R12)(R9*2), Z28
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm20, zmm28, zmm24
-	BYTE $0x62; BYTE $0x82; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm21, zmm28, zmm25
-	VBROADCASTSS (R12)(R10*1), Z29
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm22, zmm29, zmm24
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm23, zmm29, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm16, zmm29, zmm26
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm17, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm18, zmm31, zmm26
+	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm19, zmm31, zmm27
+	VBROADCASTSS (R11), Z28
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm8, zmm28, zmm24
+	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm9, zmm28, zmm25
+	VBROADCASTSS (R13), Z29
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm20, zmm29, zmm26
+	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm21, zmm29, zmm27
+	VBROADCASTSS (R11)(R9*1), Z30
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm10, zmm30, zmm24
+	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm11, zmm30, zmm25
+	VBROADCASTSS (R13)(R9*1), Z31
+	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm22, zmm31, zmm26
+	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm23, zmm31, zmm27
 	ADDQ R14, SI
 	ADDQ R14, R11
 	ADDQ R14, R12
-	SUBQ $-128, DI
+	ADDQ R14, R13
+	ADDQ $256, DI
 	DECQ CX
 	JNZ  bf16loop
+	VADDPS Z12, Z0, Z0
+	VADDPS Z13, Z1, Z1
+	VADDPS Z14, Z2, Z2
+	VADDPS Z15, Z3, Z3
+	VADDPS Z16, Z4, Z4
+	VADDPS Z17, Z5, Z5
+	VADDPS Z18, Z6, Z6
+	VADDPS Z19, Z7, Z7
+	VADDPS Z20, Z8, Z8
+	VADDPS Z21, Z9, Z9
+	VADDPS Z22, Z10, Z10
+	VADDPS Z23, Z11, Z11
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	VADDPS 256(AX), Z4, Z4
+	VADDPS 320(AX), Z5, Z5
+	VADDPS 384(AX), Z6, Z6
+	VADDPS 448(AX), Z7, Z7
+	VADDPS 512(AX), Z8, Z8
+	VADDPS 576(AX), Z9, Z9
+	VADDPS 640(AX), Z10, Z10
+	VADDPS 704(AX), Z11, Z11
+	DECQ BX
+	JZ   bf16sums
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	JMP  bf16chunk
 
 bf16sums:
-	MOVBLZX accumulate+72(FP), AX
-	TESTL   AX, AX
+	LDMXCSR mxcsr-8(SP)
+	MOVBLZX accumulate+72(FP), CX
+	TESTL   CX, CX
 	JZ      bf16write
 	MOVQ add+56(FP), SI
 	MOVQ ldAdd+64(FP), R9
 	SHLQ $2, R9
-	ADD_STORE_C12
+	VADDPS (SI), Z0, Z0
+	VADDPS 64(SI), Z1, Z1
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z2, Z2
+	VADDPS 64(SI), Z3, Z3
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z4, Z4
+	VADDPS 64(SI), Z5, Z5
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z6, Z6
+	VADDPS 64(SI), Z7, Z7
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z8, Z8
+	VADDPS 64(SI), Z9, Z9
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
+	VADDPS (SI), Z10, Z10
+	VADDPS 64(SI), Z11, Z11
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	ADDQ R9, SI
 	JMP  bf16next
 
 bf16write:
-	STORE_C12
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
 
 bf16next:
 	DECQ strips+88(FP)
 	JZ   bf16done
-	MOVQ aNext+80(FP), AX
-	SHLQ $2, AX
-	ADDQ AX, a+8(FP)
-	MOVQ ldc+48(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, c+40(FP)
-	MOVQ ldAdd+64(FP), AX
-	IMUL3Q $48, AX, AX
-	ADDQ AX, add+56(FP)
+	MOVQ aNext+80(FP), CX
+	SHLQ $2, CX
+	ADDQ CX, a+8(FP)
+	MOVQ ldc+48(FP), CX
+	IMUL3Q $24, CX, CX
+	ADDQ CX, c+40(FP)
+	MOVQ ldAdd+64(FP), CX
+	IMUL3Q $24, CX, CX
+	ADDQ CX, add+56(FP)
 	JMP  bf16strip
 
 bf16done:
 	VZEROUPPER
 	RET
 
-// func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, ld, n, pairs int)
+// func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, step, n, pairs int)
 //
 // For q < pairs: the n words at dst + q·w·4 get, word i, bfloat16 of
-// float32 i of row0 + 2q·ld·4 in the low half and of row1 + 2q·ld·4 in
-// the high half (packBF16's pairs of steps). 16 words at a time:
-// VCVTNE2PS2BF16 rounds both rows' 16 numbers into one register (row0's
-// in the low 16 words), VPERMW interleaves them; n mod 16 words under a
-// mask (loads and stores), so that nothing past the rows is read and
-// nothing past n written.
+// float32 i of row0 + q·step·4 in the low half and of row1 + q·step·4 in
+// the high half (packBF16's words: two steps' rows, step floats on to the
+// next word's). 16 words at a time: VCVTNE2PS2BF16 rounds both rows' 16
+// numbers into one register (row0's in the low 16 words), VPERMW
+// interleaves them; n mod 16 words under a mask (loads and stores), so
+// that nothing past the rows is read and nothing past n written.
 TEXT ·bf16Pack(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ w+8(FP), R8
 	SHLQ $2, R8
 	MOVQ row0+16(FP), SI
 	MOVQ row1+24(FP), DX
-	MOVQ ld+32(FP), R9
-	SHLQ $3, R9              // two rows
+	MOVQ step+32(FP), R9
+	SHLQ $2, R9
 	MOVQ n+40(FP), R10
 	MOVQ pairs+48(FP), R11
 	MOVQ R10, CX
@@ -195,16 +353,20 @@ packdone:
 	VZEROUPPER
 	RET
 
-// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
+// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int, chains bool)
 //
 // For each of rows rows (ldSrc float32 apart in src, ldDst words apart in
-// dst): the row's n numbers rounded to bfloat16, in order, two to a word
-// (the last word's high half zero for an odd n). A row of A is packed so
-// (packBF16): its pairs of steps are neighbours already, and
-// VCVTNE2PS2BF16 rounds 32 numbers into 16 words in order (its second
-// source into the low half). The last n mod 32 numbers under masks: K1 and
-// K2 for the loads, K3 for the words stored.
-TEXT ·bf16Rows(SB), NOSPLIT, $0-48
+// dst): the row's n numbers rounded to bfloat16, two to a word, in pairs
+// order (the last word's high half zero for an odd n) or, with chains, in
+// chains order (bf16.go: bf16Steps; the last group of four steps padded
+// with zeros). A row of A is packed so (packBF16Rows): its steps are
+// neighbours already, and VCVTNE2PS2BF16 rounds 32 numbers into 16 words
+// in order (its second source into the low half); for chains order
+// VPSHUFB then reorders the halves of each four steps (in place in a
+// 128-bit lane), and in pairs order shuffles nothing (bf16Shuffle's
+// identity). The last n mod 32 numbers under masks: K1 and K2 for the
+// loads, K3 for the words stored.
+TEXT ·bf16Rows(SB), NOSPLIT, $0-49
 	MOVQ dst+0(FP), DI
 	MOVQ ldDst+8(FP), R8
 	SHLQ $2, R8
@@ -213,6 +375,11 @@ TEXT ·bf16Rows(SB), NOSPLIT, $0-48
 	SHLQ $2, R9
 	MOVQ n+32(FP), R10
 	MOVQ rows+40(FP), R11
+	MOVBLZX chains+48(FP), DX
+	MOVQ DX, CX
+	SHLQ $6, CX
+	LEAQ ·bf16Shuffle(SB), AX
+	VMOVDQU8 (AX)(CX*1), Z31
 	MOVQ R10, CX
 	ANDQ $31, CX
 	MOVQ $1, AX
@@ -221,6 +388,12 @@ TEXT ·bf16Rows(SB), NOSPLIT, $0-48
 	KMOVW AX, K1              // the first 16 numbers of the tail
 	SHRQ $16, AX
 	KMOVW AX, K2              // its next 16
+	TESTQ DX, DX
+	JZ    rowsmask
+	ADDQ $3, CX              // chains: whole groups of four steps
+	ANDQ $-4, CX
+
+rowsmask:
 	INCQ CX
 	SHRQ $1, CX
 	MOVQ $1, AX
@@ -241,6 +414,7 @@ rows32:
 	VMOVUPS (SI)(BX*1), Z0
 	VMOVUPS 64(SI)(BX*1), Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm2, zmm1, zmm0
+	VPSHUFB Z31, Z2, Z2
 	VMOVDQU32 Z2, (DI)(DX*1)
 	SUBQ $-128, BX
 	ADDQ $64, DX
@@ -253,6 +427,7 @@ rowstail:
 	VMOVUPS.Z (SI)(BX*1), K1, Z0
 	VMOVUPS.Z 64(SI)(BX*1), K2, Z1
 	BYTE $0x62; BYTE $0xf2; BYTE $0x77; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // vcvtne2ps2bf16 zmm2, zmm1, zmm0
+	VPSHUFB Z31, Z2, Z2
 	VMOVDQU32 Z2, K3, (DI)(DX*1)
 
 rowsnext:
@@ -264,6 +439,139 @@ rowsnext:
 rowsdone:
 	VZEROUPPER
 	RET
+
+// bf16Shuffle: VPSHUFB's byte indices (per 128-bit lane) for bf16Rows,
+// the identity for pairs order, then for chains order: per four steps s0
+// … s3 (four 16-bit words, in order), the words s2, s0, s3, s1.
+DATA ·bf16Shuffle+0(SB)/1, $0
+DATA ·bf16Shuffle+1(SB)/1, $1
+DATA ·bf16Shuffle+2(SB)/1, $2
+DATA ·bf16Shuffle+3(SB)/1, $3
+DATA ·bf16Shuffle+4(SB)/1, $4
+DATA ·bf16Shuffle+5(SB)/1, $5
+DATA ·bf16Shuffle+6(SB)/1, $6
+DATA ·bf16Shuffle+7(SB)/1, $7
+DATA ·bf16Shuffle+8(SB)/1, $8
+DATA ·bf16Shuffle+9(SB)/1, $9
+DATA ·bf16Shuffle+10(SB)/1, $10
+DATA ·bf16Shuffle+11(SB)/1, $11
+DATA ·bf16Shuffle+12(SB)/1, $12
+DATA ·bf16Shuffle+13(SB)/1, $13
+DATA ·bf16Shuffle+14(SB)/1, $14
+DATA ·bf16Shuffle+15(SB)/1, $15
+DATA ·bf16Shuffle+16(SB)/1, $0
+DATA ·bf16Shuffle+17(SB)/1, $1
+DATA ·bf16Shuffle+18(SB)/1, $2
+DATA ·bf16Shuffle+19(SB)/1, $3
+DATA ·bf16Shuffle+20(SB)/1, $4
+DATA ·bf16Shuffle+21(SB)/1, $5
+DATA ·bf16Shuffle+22(SB)/1, $6
+DATA ·bf16Shuffle+23(SB)/1, $7
+DATA ·bf16Shuffle+24(SB)/1, $8
+DATA ·bf16Shuffle+25(SB)/1, $9
+DATA ·bf16Shuffle+26(SB)/1, $10
+DATA ·bf16Shuffle+27(SB)/1, $11
+DATA ·bf16Shuffle+28(SB)/1, $12
+DATA ·bf16Shuffle+29(SB)/1, $13
+DATA ·bf16Shuffle+30(SB)/1, $14
+DATA ·bf16Shuffle+31(SB)/1, $15
+DATA ·bf16Shuffle+32(SB)/1, $0
+DATA ·bf16Shuffle+33(SB)/1, $1
+DATA ·bf16Shuffle+34(SB)/1, $2
+DATA ·bf16Shuffle+35(SB)/1, $3
+DATA ·bf16Shuffle+36(SB)/1, $4
+DATA ·bf16Shuffle+37(SB)/1, $5
+DATA ·bf16Shuffle+38(SB)/1, $6
+DATA ·bf16Shuffle+39(SB)/1, $7
+DATA ·bf16Shuffle+40(SB)/1, $8
+DATA ·bf16Shuffle+41(SB)/1, $9
+DATA ·bf16Shuffle+42(SB)/1, $10
+DATA ·bf16Shuffle+43(SB)/1, $11
+DATA ·bf16Shuffle+44(SB)/1, $12
+DATA ·bf16Shuffle+45(SB)/1, $13
+DATA ·bf16Shuffle+46(SB)/1, $14
+DATA ·bf16Shuffle+47(SB)/1, $15
+DATA ·bf16Shuffle+48(SB)/1, $0
+DATA ·bf16Shuffle+49(SB)/1, $1
+DATA ·bf16Shuffle+50(SB)/1, $2
+DATA ·bf16Shuffle+51(SB)/1, $3
+DATA ·bf16Shuffle+52(SB)/1, $4
+DATA ·bf16Shuffle+53(SB)/1, $5
+DATA ·bf16Shuffle+54(SB)/1, $6
+DATA ·bf16Shuffle+55(SB)/1, $7
+DATA ·bf16Shuffle+56(SB)/1, $8
+DATA ·bf16Shuffle+57(SB)/1, $9
+DATA ·bf16Shuffle+58(SB)/1, $10
+DATA ·bf16Shuffle+59(SB)/1, $11
+DATA ·bf16Shuffle+60(SB)/1, $12
+DATA ·bf16Shuffle+61(SB)/1, $13
+DATA ·bf16Shuffle+62(SB)/1, $14
+DATA ·bf16Shuffle+63(SB)/1, $15
+DATA ·bf16Shuffle+64(SB)/1, $4
+DATA ·bf16Shuffle+65(SB)/1, $5
+DATA ·bf16Shuffle+66(SB)/1, $0
+DATA ·bf16Shuffle+67(SB)/1, $1
+DATA ·bf16Shuffle+68(SB)/1, $6
+DATA ·bf16Shuffle+69(SB)/1, $7
+DATA ·bf16Shuffle+70(SB)/1, $2
+DATA ·bf16Shuffle+71(SB)/1, $3
+DATA ·bf16Shuffle+72(SB)/1, $12
+DATA ·bf16Shuffle+73(SB)/1, $13
+DATA ·bf16Shuffle+74(SB)/1, $8
+DATA ·bf16Shuffle+75(SB)/1, $9
+DATA ·bf16Shuffle+76(SB)/1, $14
+DATA ·bf16Shuffle+77(SB)/1, $15
+DATA ·bf16Shuffle+78(SB)/1, $10
+DATA ·bf16Shuffle+79(SB)/1, $11
+DATA ·bf16Shuffle+80(SB)/1, $4
+DATA ·bf16Shuffle+81(SB)/1, $5
+DATA ·bf16Shuffle+82(SB)/1, $0
+DATA ·bf16Shuffle+83(SB)/1, $1
+DATA ·bf16Shuffle+84(SB)/1, $6
+DATA ·bf16Shuffle+85(SB)/1, $7
+DATA ·bf16Shuffle+86(SB)/1, $2
+DATA ·bf16Shuffle+87(SB)/1, $3
+DATA ·bf16Shuffle+88(SB)/1, $12
+DATA ·bf16Shuffle+89(SB)/1, $13
+DATA ·bf16Shuffle+90(SB)/1, $8
+DATA ·bf16Shuffle+91(SB)/1, $9
+DATA ·bf16Shuffle+92(SB)/1, $14
+DATA ·bf16Shuffle+93(SB)/1, $15
+DATA ·bf16Shuffle+94(SB)/1, $10
+DATA ·bf16Shuffle+95(SB)/1, $11
+DATA ·bf16Shuffle+96(SB)/1, $4
+DATA ·bf16Shuffle+97(SB)/1, $5
+DATA ·bf16Shuffle+98(SB)/1, $0
+DATA ·bf16Shuffle+99(SB)/1, $1
+DATA ·bf16Shuffle+100(SB)/1, $6
+DATA ·bf16Shuffle+101(SB)/1, $7
+DATA ·bf16Shuffle+102(SB)/1, $2
+DATA ·bf16Shuffle+103(SB)/1, $3
+DATA ·bf16Shuffle+104(SB)/1, $12
+DATA ·bf16Shuffle+105(SB)/1, $13
+DATA ·bf16Shuffle+106(SB)/1, $8
+DATA ·bf16Shuffle+107(SB)/1, $9
+DATA ·bf16Shuffle+108(SB)/1, $14
+DATA ·bf16Shuffle+109(SB)/1, $15
+DATA ·bf16Shuffle+110(SB)/1, $10
+DATA ·bf16Shuffle+111(SB)/1, $11
+DATA ·bf16Shuffle+112(SB)/1, $4
+DATA ·bf16Shuffle+113(SB)/1, $5
+DATA ·bf16Shuffle+114(SB)/1, $0
+DATA ·bf16Shuffle+115(SB)/1, $1
+DATA ·bf16Shuffle+116(SB)/1, $6
+DATA ·bf16Shuffle+117(SB)/1, $7
+DATA ·bf16Shuffle+118(SB)/1, $2
+DATA ·bf16Shuffle+119(SB)/1, $3
+DATA ·bf16Shuffle+120(SB)/1, $12
+DATA ·bf16Shuffle+121(SB)/1, $13
+DATA ·bf16Shuffle+122(SB)/1, $8
+DATA ·bf16Shuffle+123(SB)/1, $9
+DATA ·bf16Shuffle+124(SB)/1, $14
+DATA ·bf16Shuffle+125(SB)/1, $15
+DATA ·bf16Shuffle+126(SB)/1, $10
+DATA ·bf16Shuffle+127(SB)/1, $11
+GLOBL ·bf16Shuffle(SB), RODATA|NOPTR, $128
 
 // bf16Interleave: VPERMW's word indices that interleave the low 16 words
 // of a register with its high 16 (word 2i from word i, 2i+1 from 16+i).

@@ -54,25 +54,44 @@ func bf16Words(rng *rand.Rand, n int) []uint32 {
 	return w
 }
 
-// TestBF16KernelBits: the assembly kernel gives the Go twin's bits
-// (dpbf16, the lane of Intel's pseudocode: the high products added first,
-// each add rounded once, denormal sums flushed) on packed pairs with hard
+// chainsOf returns words in pairs order (word (r, q) at r·rowStride +
+// q·qStride, q < kp, kp even) reordered into chains order (bf16Steps).
+func chainsOf(words []uint32, rows, kp, rowStride, qStride int) []uint32 {
+	out := append([]uint32(nil), words...)
+	for r := range rows {
+		for q := 0; q < kp; q += 2 {
+			i0, i1 := r*rowStride+q*qStride, r*rowStride+(q+1)*qStride
+			w0, w1 := words[i0], words[i1] // steps 0, 1 | 2, 3 (low, high)
+			out[i0] = w1&0xffff | w0<<16
+			out[i1] = w1>>16 | w0&0xffff0000
+		}
+	}
+	return out
+}
+
+// TestBF16KernelBits: the assembly kernel, on words in chains order, gives
+// the Go twin's bits on the same words in pairs order (the model: two
+// chains a chunk, each add rounded once, denormal sums flushed), on hard
 // cases, for one strip and several, from zero and added to C or a bias,
-// for both layouts of A's strips.
+// for both layouts of A's strips, one chunk and many.
 // This is the measurement of the hardware against the model: any
-// difference in the order of the two adds, a fused pair, or no flush
-// fails here.
+// difference in the order of the adds, a fused pair, or no flush fails
+// here.
 func TestBF16KernelBits(t *testing.T) {
 	needBF16(t)
-	const mr, nr = 12, 32
+	mr, nr := bf16Kernels.mr, bf16Kernels.nr
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, kp := range []int{1, 2, 3, 8, 64, 256} {
+	for _, kp := range []int{16, 32, 64, 256} {
 		for _, strips := range []int{1, 3} {
 			for _, addKind := range []string{"none", "c", "bias"} {
 				for trial := range 20 {
 					aRow, aStep := kp, 1
 					if trial%2 == 1 {
-						aRow, aStep = 1, mr
+						aRow, aStep = 1, mr*strips
+					}
+					aNext := kp * mr
+					if trial%2 == 1 {
+						aNext = mr
 					}
 					a, b := bf16Words(rng, strips*kp*mr), bf16Words(rng, kp*nr)
 					ldc := nr + 3
@@ -86,17 +105,18 @@ func TestBF16KernelBits(t *testing.T) {
 					case "bias":
 						add = to32(randoms(rng, nr))
 					}
-					microKernelBF16(kp, strips, a, aRow, aStep, kp*mr, b, got, ldc, add, ldAdd)
+					ac := chainsOf(a, strips*mr, kp, aRow, aStep)
+					microKernelBF16(kp, strips, ac, aRow, aStep, aNext, chainsOf(b, nr, kp, 1, nr), got, ldc, add, ldAdd)
 					for s := range strips {
 						var addS []float32
 						if add != nil {
 							addS = add[s*mr*ldAdd:]
 						}
-						kernelBF16Go(mr, nr, mr, nr, kp, a[s*kp*mr:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
+						kernelBF16Go(mr, nr, mr, nr, kp, a[s*aNext:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
 					}
 					for x := range got {
 						g, w := got[x], want[x]
-						if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+						if !sameBits(g, w) {
 							t.Fatalf("kp %d strips %d add %s trial %d: element (%d, %d) = %g (%#08x), twin %g (%#08x)",
 								kp, strips, addKind, trial, x/ldc, x%ldc, g, math.Float32bits(g), w, math.Float32bits(w))
 						}
@@ -107,43 +127,46 @@ func TestBF16KernelBits(t *testing.T) {
 	}
 }
 
-// TestBF16PackBits: bf16Pack and bf16Rows (VCVTNE2PS2BF16) round as
-// RoundBF16 does, on random bit patterns (NaN, infinities, denormals
-// included) and ties, for every layout, edges (cnt < w), odd and even k,
-// widths up to the widest block (a transposed A's mc rows, whose odd k
-// pads with as many zeros), and write nothing past their strip.
+// TestBF16PackBits: bf16Pack and bf16Rows (VCVTNE2PS2BF16) give the Go
+// packers' words, in pairs and in chains order, rounding as RoundBF16
+// does, on random bit patterns (NaN, infinities, denormals included) and
+// ties, for every layout, edges (cnt < w), every k mod 4 and k past a
+// chunk, widths up to the widest block (a transposed A's mc rows, whose
+// padding reads as many zeros), and write nothing past their strip.
 func TestBF16PackBits(t *testing.T) {
 	needBF16(t)
 	rng := rand.New(rand.NewPCG(23, 24))
 	var wk worker
-	for _, w := range []int{12, 32, 41, bf16Kernels.mc} {
-		for _, kc := range []int{1, 2, 7, 64, 513} {
+	for _, w := range []int{6, 32, 41, bf16Kernels.mc} {
+		for _, kc := range []int{1, 2, 3, 7, 64, 66, 513} {
 			for _, cnt := range []int{w, w - 1, 1} {
 				for _, layout := range []string{"pairs", "pairs along rows", "rows"} {
-					ld := w + 5 + kc
-					src := make([]float32, (w+kc+2)*ld)
-					for i := range src {
-						u := rng.Uint32()
-						if rng.IntN(2) == 0 {
-							u = u&^0xffff | 0x8000 // a tie
+					for _, chains := range []bool{false, true} {
+						ld := w + 5 + kc
+						src := make([]float32, (w+kc+2)*ld)
+						for i := range src {
+							u := rng.Uint32()
+							if rng.IntN(2) == 0 {
+								u = u&^0xffff | 0x8000 // a tie
+							}
+							src[i] = math.Float32frombits(u)
 						}
-						src[i] = math.Float32frombits(u)
-					}
-					kp := (kc + 1) / 2
-					got, want := make([]uint32, kp*w+1), make([]uint32, kp*w+1)
-					for i := range got {
-						got[i], want[i] = 0xdeadbeef, 0xdeadbeef
-					}
-					if layout == "rows" {
-						packBF16Rows(true, got[:kp*w], w, src, ld, 2, kc, 1, cnt)
-						packBF16Rows(false, want[:kp*w], w, src, ld, 2, kc, 1, cnt)
-					} else {
-						packBF16(&wk, true, got[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
-						packBF16Go(want[:kp*w], w, src, ld, layout != "pairs", 2, kc, 1, cnt)
-					}
-					for i := range got {
-						if got[i] != want[i] {
-							t.Fatalf("w %d kc %d cnt %d %s: word %d = %#08x, want %#08x", w, kc, cnt, layout, i, got[i], want[i])
+						kp := bf16BlockWords(kc)
+						got, want := make([]uint32, kp*w+1), make([]uint32, kp*w+1)
+						for i := range got {
+							got[i], want[i] = 0xdeadbeef, 0xdeadbeef
+						}
+						if layout == "rows" {
+							packBF16Rows(true, chains, got[:kp*w], kp, w, src, ld, 2, kc, 1, cnt)
+							packBF16Rows(false, chains, want[:kp*w], kp, w, src, ld, 2, kc, 1, cnt)
+						} else {
+							packBF16(&wk, true, chains, got[:kp*w], kp, w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+							packBF16Go(chains, want[:kp*w], kp, w, src, ld, layout != "pairs", 2, kc, 1, cnt)
+						}
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("w %d kc %d cnt %d %s chains %v: word %d = %#08x, want %#08x", w, kc, cnt, layout, chains, i, got[i], want[i])
+							}
 						}
 					}
 				}
@@ -263,12 +286,24 @@ func checkBYTEs(t *testing.T, file string, funcs int, mnemonics ...string) {
 	}
 }
 
-// TestBF16KernelName: BF16Kernel names the kernel the products run.
+// TestBF16KernelName: BF16Kernel names the kernel the products run:
+// "amx" where AMX runs (on this project's Xeon), "avx512bf16" with AMX
+// kept off, "go" under Use("Go").
 func TestBF16KernelName(t *testing.T) {
 	want := map[bool]string{true: "avx512bf16", false: "go"}[haveBF16]
-	if got := BF16Kernel(); got != want {
-		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v)", got, want, haveBF16)
+	if haveBF16 && amxWhyNot() == "" {
+		want = "amx"
+	} else if haveBF16 && amxCPU() == "" {
+		want = "avx512bf16 (AMX unused: " + amxWhyNot() + ")"
 	}
+	if got := BF16Kernel(); got != want {
+		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v, AMX: %q)", got, want, haveBF16, amxWhyNot())
+	}
+	withAMX(false, func() {
+		if got := BF16Kernel(); haveBF16 && got != "avx512bf16" {
+			t.Errorf("with AMX off: BF16Kernel() = %q, want \"avx512bf16\"", got)
+		}
+	})
 	restore := Use("Go")
 	defer restore()
 	if got := BF16Kernel(); got != "go" {

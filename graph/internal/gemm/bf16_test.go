@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -131,7 +134,8 @@ func mulBF16(w *Workspace, mc mulCase) []float32 {
 }
 
 // TestMulBF16 checks bfloat16 products in every setting (each kernel
-// family forced, its assembly or the Go twin, real and tiny blocks, one
+// family forced, its assembly or the Go twin, on the AVX-512 family AMX
+// tiles and VDPBF16PS where AMX runs, real and tiny blocks, one
 // thread and three) on every transpose combination, with accumulation,
 // edges in both directions, odd k, k = 0 and one-row products (gemvBF16
 // where B is transposed, split over threads at 1×601×700): each against
@@ -151,7 +155,7 @@ func TestMulBF16(t *testing.T) {
 				for _, acc := range []bool{false, true} {
 					mc := newCase(rng, tA, tB, acc, s[0], s[1], s[2])
 					var twin []float32
-					setting{pathGo, true, false, 1}.run(func(w *Workspace) { twin = mulBF16(w, mc) })
+					setting{pathGo, true, false, 1, false}.run(func(w *Workspace) { twin = mulBF16(w, mc) })
 					checkBF16(t, fmt.Sprintf("%v/Go twin", mc), mc, twin)
 					for _, st := range settings() {
 						var got []float32
@@ -233,6 +237,184 @@ func TestBF16NoAllocations(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("threads %d: %v allocations per product after warm-up, want 0", threads, allocs)
+		}
+	}
+}
+
+// goldenSum is one sum TDPBF16PS computed on a Sapphire Rapids core: c +
+// the products of a and b (bfloat16 bits, an even number of them, at most
+// 32: one instruction), and its result.
+type goldenSum struct {
+	line    int
+	c, want float32
+	a, b    []uint16
+}
+
+// readAMXGolden reads bench/amxmodel/testdata/golden.txt (made by
+// bench/amx-numerics.sh golden from bench/amx/amxnum.c; see
+// bench/NOTES.md, "AMX TDPBF16PS numerics"): a line a sum, "K c a… b…
+// result" in hex bits.
+func readAMXGolden(t *testing.T) []goldenSum {
+	t.Helper()
+	const path = "../../../bench/amxmodel/testdata/golden.txt"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sums []goldenSum
+	for n, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		w := strings.Fields(line)
+		k, err := strconv.Atoi(w[0])
+		if err != nil || k < 2 || k > 32 || k%2 != 0 || len(w) != 3+2*k {
+			t.Fatalf("%s:%d: want K (even, 2..32), c, K a, K b and the result", path, n+1)
+		}
+		hex := func(s string) uint32 {
+			v, err := strconv.ParseUint(s, 16, 32)
+			if err != nil {
+				t.Fatalf("%s:%d: %v", path, n+1, err)
+			}
+			return uint32(v)
+		}
+		g := goldenSum{line: n + 1, c: math.Float32frombits(hex(w[1])), want: math.Float32frombits(hex(w[2+2*k]))}
+		for i := range k {
+			g.a = append(g.a, uint16(hex(w[2+i])))
+			g.b = append(g.b, uint16(hex(w[2+k+i])))
+		}
+		sums = append(sums, g)
+	}
+	if len(sums) < 1000 {
+		t.Fatalf("%s holds %d sums, want 1000", path, len(sums))
+	}
+	return sums
+}
+
+// pairWords packs bfloat16 bits into words in pairs order.
+func pairWords(h []uint16) []uint32 {
+	w := make([]uint32, len(h)/2)
+	for q := range w {
+		w[q] = uint32(h[2*q]) | uint32(h[2*q+1])<<16
+	}
+	return w
+}
+
+// TestChunkGivesAMXBits checks chunkBF16, the twin's arithmetic for one
+// chunk, bit for bit against 1000 sums AMX's TDPBF16PS computed (hard
+// cases: ties, cancellation, denormal products and operands, overflow;
+// a NaN need only stay a NaN). A chunk's s is the instruction's C, its
+// words the instruction's steps (K of them, not padded to 32, as the
+// hardware summed them). The sums tell the model's order from
+// VDPBF16PS's (dpbf16 pair after pair from C): that order must differ
+// from the hardware in a tenth of them or more, so that this test fails
+// if chunkBF16's order changes.
+func TestChunkGivesAMXBits(t *testing.T) {
+	bad, sdm := 0, 0
+	sums := readAMXGolden(t)
+	for _, g := range sums {
+		a, b := pairWords(g.a), pairWords(g.b)
+		got := chunkBF16(g.c, a, 1, b, 1, len(a))
+		if !sameBits(got, g.want) {
+			if bad++; bad <= 10 {
+				t.Errorf("golden.txt:%d (K=%d, c=%08x): chunkBF16 %08x, AMX %08x", g.line, len(g.a),
+					math.Float32bits(g.c), math.Float32bits(got), math.Float32bits(g.want))
+			}
+		}
+		s := flushDenormal(g.c)
+		for q := range a {
+			s = dpbf16(s, a[q], b[q])
+		}
+		if !sameBits(s, g.want) {
+			sdm++
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d sums differ from AMX's", bad, len(sums))
+	}
+	if sdm < len(sums)/10 {
+		t.Errorf("VDPBF16PS's order differs from AMX in %d of %d golden sums, want a tenth or more", sdm, len(sums))
+	}
+}
+
+// sameBits reports whether x and y have the same bits, or are both NaN.
+func sameBits(x, y float32) bool {
+	return math.Float32bits(x) == math.Float32bits(y) || x != x && y != y
+}
+
+// TestKernelBF16GoChunks checks the twin's blocks against a
+// sum of its own: from +0, chunk after chunk of 16 words, then the plain
+// add.
+func TestKernelBF16GoChunks(t *testing.T) {
+	const mr, nr, kp = 3, 4, 32
+	rng := rand.New(rand.NewPCG(25, 26))
+	a, b := make([]uint32, mr*kp), make([]uint32, kp*nr)
+	for i := range a {
+		a[i] = bf16Bits(float32(rng.NormFloat64())) | bf16Bits(float32(rng.NormFloat64()))<<16
+	}
+	for i := range b {
+		b[i] = bf16Bits(float32(rng.NormFloat64())) | bf16Bits(float32(rng.NormFloat64()))<<16
+	}
+	add := to32(randoms(rng, mr*nr))
+	c := make([]float32, mr*nr)
+	kernelBF16Go(mr, nr, mr, nr, kp, a, kp, 1, b, c, nr, add, nr)
+	for r := range mr {
+		for j := range nr {
+			var s float32
+			for q0 := 0; q0 < kp; q0 += 16 {
+				var even, odd float64
+				for q := q0; q < q0+16; q++ {
+					x, y := a[r*kp+q], b[q*nr+j]
+					even = float64(float32(even + float64(math.Float32frombits(x<<16))*float64(math.Float32frombits(y<<16))))
+					odd = float64(float32(odd + float64(math.Float32frombits(x&0xffff0000))*float64(math.Float32frombits(y&0xffff0000))))
+				}
+				s += float32(even) + float32(odd)
+			}
+			if want := add[r*nr+j] + s; !sameBits(c[r*nr+j], want) {
+				t.Fatalf("(%d, %d) = %v, want %v", r, j, c[r*nr+j], want)
+			}
+		}
+	}
+}
+
+// TestPackBF16Layouts checks the Go packers' words against bf16Steps's
+// steps, in both orders, every k mod 4 and past kc, and that bf16Steps
+// visits each step once.
+func TestPackBF16Layouts(t *testing.T) {
+	for _, chains := range []bool{false, true} {
+		seen := map[int]bool{}
+		for q := range 16 {
+			lo, hi := bf16Steps(chains, q)
+			seen[lo], seen[hi] = true, true
+			if chains && (lo%2 != q%2 || hi%2 != q%2 || lo != hi+2) {
+				t.Errorf("chains: word %d holds steps %d (low), %d (high), want two of chain %d, the later low", q, lo, hi, q%2)
+			}
+		}
+		if len(seen) != 32 {
+			t.Errorf("chains %v: 16 words hold %d distinct steps, want 32", chains, len(seen))
+		}
+		for _, kc := range []int{1, 2, 3, 4, 5, 6, 7, 33} {
+			kp := bf16BlockWords(kc)
+			src := make([]float32, kc) // step p is p+1: exact in bfloat16
+			for p := range src {
+				src[p] = float32(p + 1)
+			}
+			rows, cols := make([]uint32, kp), make([]uint32, kp)
+			packBF16Rows(false, chains, rows, kp, 1, src, kc, 0, kc, 0, 1)
+			packBF16Go(chains, cols, kp, 1, src, 1, false, 0, kc, 0, 1)
+			for q := range kp {
+				lo, hi := bf16Steps(chains, q)
+				step := func(p int) uint32 {
+					if p >= kc {
+						return 0
+					}
+					return bf16Bits(float32(p + 1))
+				}
+				want := step(lo) | step(hi)<<16
+				if rows[q] != want || cols[q] != want {
+					t.Fatalf("chains %v kc %d: word %d = %#08x (rows), %#08x (columns), want %#08x", chains, kc, q, rows[q], cols[q], want)
+				}
+			}
 		}
 	}
 }

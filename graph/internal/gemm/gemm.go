@@ -262,7 +262,7 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 		if bf16 {
 			w.gemvX = growWords(w.gemvX, (k+1)/2)
 			xw = w.gemvX
-			packBF16Rows(asm, xw, 1, x, k, 0, k, 0, 1)
+			packBF16Rows(asm, false, xw, (k+1)/2, 1, x, k, 0, k, 0, 1)
 		}
 		if w.Threads > 1 && n >= 8 && 2*float64(n)*float64(k) >= parallelMinGemv {
 			w.gemvSplit(n, k, x, xw, asm, bt, ldb, ct, accumulate)

@@ -13,6 +13,8 @@ e('//go:build amd64 && !purego')
 e()
 e('#include "textflag.h"')
 e()
+e('#include "avx.h"')
+e()
 e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 // VDPBF16PS and VCVTNE2PS2BF16: they are written as their bytes (EVEX
 // encodings as GNU as emits them), each line commented with its
@@ -20,76 +22,109 @@ e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 // disassembles the test binary with objdump and checks every one. This
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
-// bf16Avx512 is microKernelBF16's kernel: a 12×32 tile of C from a packed
-// strip of A (word (r, q), two bfloat16 of row r at steps 2q and 2q+1, at
-// a[r·aRow + q·aStep]) and a packed panel of B (per pair, 32 words), as
-// avx512F32 is for float32
-// (kernel_amd64.s): each row of the tile is two zmm registers of 16
-// float32 sums, Z0–Z23. Each pair of steps loads B's 32 words into
-// Z24/Z25, broadcasts A's twelve words in turn into Z26–Z29, and does two
-// VDPBF16PS per row (2 + 12 loads, 24 instructions of 32 multiply-adds:
-// twice avx512F32's work per instruction). VDPBF16PS zmm_acc, zmm_a, zmm_b
-// adds to each float32 lane i the products of the high bfloat16 of word i
-// of zmm_a and zmm_b, then those of the low ones (bf16.go: dpbf16).
+// bf16Avx512 is microKernelBF16's kernel: a 6×32 tile of C summed as the
+// model of bf16.go (AMX's order), from a packed strip of A (word (r, q) of
+// row r at a[r·aRow + q·aStep]) and a packed panel of B (32 words a word
+// of k), both in chains order: word 2i holds two steps of the even chain
+// (4i in the high half, 4i+2 in the low), word 2i+1 two of the odd chain
+// (4i+1, 4i+3). VDPBF16PS zmm_acc, zmm_a, zmm_b adds to each float32
+// lane the product of the high halves, then that of the low halves, each
+// add rounded once, a denormal flushed: so each word adds its chain's two
+// steps in order. Each 16 sums of the tile have two accumulators, the
+// even chain's (Z0–Z11: row r in Z2r, Z2r+1) and the odd one's (Z12–Z23:
+// Z12+2r, Z13+2r). Per two words (an even and an odd) B's 2 × 32 words
+// load into Z24–Z27 and A's words broadcast in turn into Z28–Z31: 24
+// VDPBF16PS, each of 32 multiply-adds. After each chunk of 32 steps (8
+// such), s = s + (even + odd) per lane, s in the 6×32 floats at sums,
+// with MXCSR's FTZ and DAZ set, so that VADDPS flushes a denormal sum as
+// the model does (VDPBF16PS flushes whatever MXCSR says); the
+// accumulators start the next chunk from zero. After the last chunk the
+// even accumulators hold s, MXCSR is restored, and the epilogue adds s to
+// the rows at add when accumulate is set (C, or a bias row with ldAdd =
+// 0; a plain float32 add), then stores; after each tile a moves by aNext
+// words, c and add by 6 rows.
 //
-// The epilogue, the strips and the prefetch of C's tile are avx512F32's:
-// the sums are added to the rows at add when accumulate is set (C, or a
-// bias row with ldAdd = 0), then stored; after each tile a moves by aNext
-// words and c and add by 12 rows.
-//
-// Registers: CX = pairs left; SI, R11, R12 = &a[r·aRow + q·aStep] of rows
-// 0, 4, 8, R9 = aRow, R10 = 3·aRow, R14 = aStep; DI = &b[q·32]; DX = &c's
-// current row, R8 = ldc (strides in bytes); in the epilogue SI = the
-// current row at add, R9 = ldAdd.''')
+// Registers: BX = chunks left, CX = word pairs left in the chunk; SI, R11
+// = &a[r·aRow + q·aStep] of rows 0 and 4 at the even word q, R12, R13 the
+// same at the odd word q+1; R9 = aRow, R10 = 3·aRow, R14 = 2·aStep; DI =
+// &b[q·32]; AX = sums; DX = &c's current row, R8 = ldc (strides in bytes);
+// in the epilogue SI = the current row at add, R9 = ldAdd.''')
 e()
-e('// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)')
-e('TEXT ·bf16Avx512(SB), NOSPLIT, $0-96')
+e('// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)')
+e('TEXT ·bf16Avx512(SB), NOSPLIT, $8-104')
+e('\tSTMXCSR mxcsr-8(SP)')
+e('\tMOVL mxcsr-8(SP), AX')
+e('\tORL $0x8040, AX          // FTZ, DAZ')
+e('\tMOVL AX, ftz-4(SP)')
+e()
 e('bf16strip:')
-e('\tMOVQ kp+0(FP), CX')
+e('\tLDMXCSR ftz-4(SP)')
+e('\tMOVQ kp+0(FP), BX')
+e('\tSHRQ $4, BX              // chunks')
 e('\tMOVQ a+8(FP), SI')
 e('\tMOVQ aRow+16(FP), R9')
 e('\tSHLQ $2, R9')
 e('\tLEAQ (R9)(R9*2), R10')
 e('\tMOVQ aStep+24(FP), R14')
 e('\tSHLQ $2, R14')
+e('\tLEAQ (SI)(R9*4), R11')
+e('\tLEAQ (SI)(R14*1), R12')
+e('\tLEAQ (R11)(R14*1), R13')
+e('\tSHLQ $1, R14')
 e('\tMOVQ b+32(FP), DI')
 e('\tMOVQ c+40(FP), DX')
 e('\tMOVQ ldc+48(FP), R8')
 e('\tSHLQ $2, R8')
-e('\tLEAQ (SI)(R9*4), R11')
-e('\tLEAQ (R11)(R9*4), R12')
-for i in range(24): e('\tVPXORD Z%d, Z%d, Z%d' % (i, i, i))
-e('\tMOVQ DX, AX')
-for r in range(12):
-    e('\tPREFETCHT0 (AX)'); e('\tPREFETCHT0 64(AX)')
-    if r < 11: e('\tADDQ R8, AX')
-e('\tTESTQ CX, CX')
-e('\tJZ    bf16sums')
+e('\tMOVQ sums+96(FP), AX')
+e('\tVPXORD Z24, Z24, Z24')
+for v in range(12): e('\tVMOVUPS Z24, %d(AX)' % (64*v))
+e('\tMOVQ DX, CX')
+for r in range(6):
+    e('\tPREFETCHT0 (CX)'); e('\tPREFETCHT0 64(CX)')
+    if r < 5: e('\tADDQ R8, CX')
+e('\tTESTQ BX, BX')
+e('\tJNZ   bf16chunk')
+for v in range(12): e('\tVPXORD Z%d, Z%d, Z%d' % (v, v, v))
+e('\tJMP   bf16sums')
+e()
+e('bf16chunk:')
+e('\tZERO_Z24')
+e('\tMOVQ $8, CX')
 e()
 e('bf16loop:')
 e('\tVMOVUPS (DI), Z24')
 e('\tVMOVUPS 64(DI), Z25')
-for r in range(12):
-    z = 26 + r % 4
-    base = ['SI', 'R11', 'R12'][r // 4]
-    e('\tVBROADCASTSS ' + ['(%s)', '(%s)(R9*1)', '(%s)(R9*2)', '(%s)(R10*1)'][r % 4] % base + ', Z%d' % z)
-    e('\t@ vdpbf16ps zmm%d, zmm%d, zmm24' % (2*r, z))
-    e('\t@ vdpbf16ps zmm%d, zmm%d, zmm25' % (2*r+1, z))
-e('\tADDQ R14, SI')
-e('\tADDQ R14, R11')
-e('\tADDQ R14, R12')
-e('\tSUBQ $-128, DI')
+e('\tVMOVUPS 128(DI), Z26')
+e('\tVMOVUPS 192(DI), Z27')
+addr = ['(%s)', '(%s)(R9*1)', '(%s)(R9*2)', '(%s)(R10*1)']
+for r in range(6):
+    for chain in range(2):
+        base = [['SI', 'R11'], ['R12', 'R13']][chain][r // 4]
+        z = 28 + (2*r + chain) % 4
+        acc = 12*chain + 2*r
+        e('\tVBROADCASTSS ' + addr[r % 4] % base + ', Z%d' % z)
+        e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc, z, 24 + 2*chain))
+        e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc + 1, z, 25 + 2*chain))
+for p in ['SI', 'R11', 'R12', 'R13']: e('\tADDQ R14, %s' % p)
+e('\tADDQ $256, DI')
 e('\tDECQ CX')
 e('\tJNZ  bf16loop')
+for v in range(12): e('\tVADDPS Z%d, Z%d, Z%d' % (12 + v, v, v))
+for v in range(12): e('\tVADDPS %d(AX), Z%d, Z%d' % (64*v, v, v))
+e('\tDECQ BX')
+e('\tJZ   bf16sums')
+for v in range(12): e('\tVMOVUPS Z%d, %d(AX)' % (v, 64*v))
+e('\tJMP  bf16chunk')
 e()
 e('bf16sums:')
-e('\tMOVBLZX accumulate+72(FP), AX')
-e('\tTESTL   AX, AX')
+e('\tLDMXCSR mxcsr-8(SP)')
+e('\tMOVBLZX accumulate+72(FP), CX')
+e('\tTESTL   CX, CX')
 e('\tJZ      bf16write')
 e('\tMOVQ add+56(FP), SI')
 e('\tMOVQ ldAdd+64(FP), R9')
 e('\tSHLQ $2, R9')
-for r in range(12):
+for r in range(6):
     e('\tVADDPS (SI), Z%d, Z%d' % (2*r, 2*r))
     e('\tVADDPS 64(SI), Z%d, Z%d' % (2*r+1, 2*r+1))
     e('\tVMOVUPS Z%d, (DX)' % (2*r))
@@ -99,7 +134,7 @@ for r in range(12):
 e('\tJMP  bf16next')
 e()
 e('bf16write:')
-for r in range(12):
+for r in range(6):
     e('\tVMOVUPS Z%d, (DX)' % (2*r))
     e('\tVMOVUPS Z%d, 64(DX)' % (2*r+1))
     e('\tADDQ R8, DX')
@@ -107,38 +142,38 @@ e()
 e('bf16next:')
 e('\tDECQ strips+88(FP)')
 e('\tJZ   bf16done')
-e('\tMOVQ aNext+80(FP), AX')
-e('\tSHLQ $2, AX')
-e('\tADDQ AX, a+8(FP)')
-e('\tMOVQ ldc+48(FP), AX')
-e('\tIMUL3Q $48, AX, AX')
-e('\tADDQ AX, c+40(FP)')
-e('\tMOVQ ldAdd+64(FP), AX')
-e('\tIMUL3Q $48, AX, AX')
-e('\tADDQ AX, add+56(FP)')
+e('\tMOVQ aNext+80(FP), CX')
+e('\tSHLQ $2, CX')
+e('\tADDQ CX, a+8(FP)')
+e('\tMOVQ ldc+48(FP), CX')
+e('\tIMUL3Q $24, CX, CX')
+e('\tADDQ CX, c+40(FP)')
+e('\tMOVQ ldAdd+64(FP), CX')
+e('\tIMUL3Q $24, CX, CX')
+e('\tADDQ CX, add+56(FP)')
 e('\tJMP  bf16strip')
 e()
 e('bf16done:')
 e('\tVZEROUPPER')
 e('\tRET')
 e()
-e('''// func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, ld, n, pairs int)
+e('''// func bf16Pack(dst unsafe.Pointer, w int, row0, row1 unsafe.Pointer, step, n, pairs int)
 //
 // For q < pairs: the n words at dst + q·w·4 get, word i, bfloat16 of
-// float32 i of row0 + 2q·ld·4 in the low half and of row1 + 2q·ld·4 in
-// the high half (packBF16's pairs of steps). 16 words at a time:
-// VCVTNE2PS2BF16 rounds both rows' 16 numbers into one register (row0's
-// in the low 16 words), VPERMW interleaves them; n mod 16 words under a
-// mask (loads and stores), so that nothing past the rows is read and
-// nothing past n written.''')
+// float32 i of row0 + q·step·4 in the low half and of row1 + q·step·4 in
+// the high half (packBF16's words: two steps' rows, step floats on to the
+// next word's). 16 words at a time: VCVTNE2PS2BF16 rounds both rows' 16
+// numbers into one register (row0's in the low 16 words), VPERMW
+// interleaves them; n mod 16 words under a mask (loads and stores), so
+// that nothing past the rows is read and nothing past n written.''')
 e('TEXT ·bf16Pack(SB), NOSPLIT, $0-56')
 e('\tMOVQ dst+0(FP), DI')
 e('\tMOVQ w+8(FP), R8')
 e('\tSHLQ $2, R8')
 e('\tMOVQ row0+16(FP), SI')
 e('\tMOVQ row1+24(FP), DX')
-e('\tMOVQ ld+32(FP), R9')
-e('\tSHLQ $3, R9              // two rows')
+e('\tMOVQ step+32(FP), R9')
+e('\tSHLQ $2, R9')
 e('\tMOVQ n+40(FP), R10')
 e('\tMOVQ pairs+48(FP), R11')
 e('\tMOVQ R10, CX')
@@ -187,16 +222,20 @@ e('packdone:')
 e('\tVZEROUPPER')
 e('\tRET')
 e()
-e("""// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int)
+e("""// func bf16Rows(dst unsafe.Pointer, ldDst int, src unsafe.Pointer, ldSrc, n, rows int, chains bool)
 //
 // For each of rows rows (ldSrc float32 apart in src, ldDst words apart in
-// dst): the row's n numbers rounded to bfloat16, in order, two to a word
-// (the last word's high half zero for an odd n). A row of A is packed so
-// (packBF16): its pairs of steps are neighbours already, and
-// VCVTNE2PS2BF16 rounds 32 numbers into 16 words in order (its second
-// source into the low half). The last n mod 32 numbers under masks: K1 and
-// K2 for the loads, K3 for the words stored.""")
-e('TEXT ·bf16Rows(SB), NOSPLIT, $0-48')
+// dst): the row's n numbers rounded to bfloat16, two to a word, in pairs
+// order (the last word's high half zero for an odd n) or, with chains, in
+// chains order (bf16.go: bf16Steps; the last group of four steps padded
+// with zeros). A row of A is packed so (packBF16Rows): its steps are
+// neighbours already, and VCVTNE2PS2BF16 rounds 32 numbers into 16 words
+// in order (its second source into the low half); for chains order
+// VPSHUFB then reorders the halves of each four steps (in place in a
+// 128-bit lane), and in pairs order shuffles nothing (bf16Shuffle's
+// identity). The last n mod 32 numbers under masks: K1 and K2 for the
+// loads, K3 for the words stored.""")
+e('TEXT ·bf16Rows(SB), NOSPLIT, $0-49')
 e('\tMOVQ dst+0(FP), DI')
 e('\tMOVQ ldDst+8(FP), R8')
 e('\tSHLQ $2, R8')
@@ -205,6 +244,11 @@ e('\tMOVQ ldSrc+24(FP), R9')
 e('\tSHLQ $2, R9')
 e('\tMOVQ n+32(FP), R10')
 e('\tMOVQ rows+40(FP), R11')
+e('\tMOVBLZX chains+48(FP), DX')
+e('\tMOVQ DX, CX')
+e('\tSHLQ $6, CX')
+e('\tLEAQ ·bf16Shuffle(SB), AX')
+e('\tVMOVDQU8 (AX)(CX*1), Z31')
 e('\tMOVQ R10, CX')
 e('\tANDQ $31, CX')
 e('\tMOVQ $1, AX')
@@ -213,6 +257,12 @@ e('\tDECQ AX')
 e('\tKMOVW AX, K1              // the first 16 numbers of the tail')
 e('\tSHRQ $16, AX')
 e('\tKMOVW AX, K2              // its next 16')
+e('\tTESTQ DX, DX')
+e('\tJZ    rowsmask')
+e('\tADDQ $3, CX              // chains: whole groups of four steps')
+e('\tANDQ $-4, CX')
+e()
+e('rowsmask:')
 e('\tINCQ CX')
 e('\tSHRQ $1, CX')
 e('\tMOVQ $1, AX')
@@ -233,6 +283,7 @@ e('\tJLT  rowstail')
 e('\tVMOVUPS (SI)(BX*1), Z0')
 e('\tVMOVUPS 64(SI)(BX*1), Z1')
 e('\t@ vcvtne2ps2bf16 zmm2, zmm1, zmm0')
+e('\tVPSHUFB Z31, Z2, Z2')
 e('\tVMOVDQU32 Z2, (DI)(DX*1)')
 e('\tSUBQ $-128, BX')
 e('\tADDQ $64, DX')
@@ -245,6 +296,7 @@ e('\tJZ    rowsnext')
 e('\tVMOVUPS.Z (SI)(BX*1), K1, Z0')
 e('\tVMOVUPS.Z 64(SI)(BX*1), K2, Z1')
 e('\t@ vcvtne2ps2bf16 zmm2, zmm1, zmm0')
+e('\tVPSHUFB Z31, Z2, Z2')
 e('\tVMOVDQU32 Z2, K3, (DI)(DX*1)')
 e()
 e('rowsnext:')
@@ -256,6 +308,19 @@ e()
 e('rowsdone:')
 e('\tVZEROUPPER')
 e('\tRET')
+e()
+e('// bf16Shuffle: VPSHUFB\'s byte indices (per 128-bit lane) for bf16Rows,')
+e('// the identity for pairs order, then for chains order: per four steps s0')
+e('// … s3 (four 16-bit words, in order), the words s2, s0, s3, s1.')
+for lane in range(4):
+    for i in range(16): e('DATA ·bf16Shuffle+%d(SB)/1, $%d' % (16*lane + i, i))
+chain = []
+for g in range(2):
+    for w in [2, 0, 3, 1]:
+        chain += [8*g + 2*w, 8*g + 2*w + 1]
+for lane in range(4):
+    for i in range(16): e('DATA ·bf16Shuffle+%d(SB)/1, $%d' % (64 + 16*lane + i, chain[i]))
+e('GLOBL ·bf16Shuffle(SB), RODATA|NOPTR, $128')
 e()
 e('// bf16Interleave: VPERMW\'s word indices that interleave the low 16 words')
 e('// of a register with its high 16 (word 2i from word i, 2i+1 from 16+i).')
@@ -310,7 +375,9 @@ e('''// func peakBF16(n int)
 // the bfloat16 peak, as peakAVX512 (peak_amd64.s) is float32's.''')
 e('TEXT ·peakBF16(SB), NOSPLIT, $0-8')
 e('\tMOVQ n+0(FP), CX')
-for i in range(18): e('\tVPXORD Z%d, Z%d, Z%d' % (i, i, i))
+e('\tZERO_Z16')
+e('\tVPXORD Z16, Z16, Z16')
+e('\tVPXORD Z17, Z17, Z17')
 e()
 e('peakbf16loop:')
 for i in range(16): e('\t@ vdpbf16ps zmm%d, zmm16, zmm17' % i)

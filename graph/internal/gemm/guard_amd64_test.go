@@ -20,20 +20,21 @@ func TestPackChecksWidth(t *testing.T) {
 	var wk worker
 	const w = 12
 	for _, kc := range []int{7, 8} {
-		kp := (kc + 1) / 2
+		kp := bf16BlockWords(kc)
 		cnt := w + 1
 		src := to32(randoms(rng, (cnt+kc)*(cnt+kc)))
 		for _, layout := range []string{"pairs", "pairs along rows", "rows"} {
+			chains := layout != "pairs"
 			dst := guardmem.End[uint32](t, kp*w)
 			fault, msg := guardmem.Catch(func() {
 				switch layout {
 				case "rows":
-					packBF16Rows(true, dst, w, src, cnt+kc, 0, kc, 0, cnt)
+					packBF16Rows(true, chains, dst, kp, w, src, cnt+kc, 0, kc, 0, cnt)
 				default:
-					packBF16(&wk, true, dst, w, src, cnt+kc, layout == "pairs along rows", 0, kc, 0, cnt)
+					packBF16(&wk, true, chains, dst, kp, w, src, cnt+kc, layout == "pairs along rows", 0, kc, 0, cnt)
 				}
 			})
-			label := fmt.Sprintf("%s, k %d, %d of %d", layout, kc, cnt, w)
+			label := fmt.Sprintf("%s (chains %v), k %d, %d of %d", layout, chains, kc, cnt, w)
 			if fault {
 				t.Errorf("%s: the assembly wrote past dst: %s", label, msg)
 			} else if msg == "" {

@@ -222,7 +222,7 @@ func TestGuardPagesFixedOutputs(t *testing.T) {
 		}
 		const chunks = k / 32
 		xw := guardmem.Copy(t, place, make([]uint32, k/2))
-		packBF16Rows(false, xw, 1, x, k, 0, k, 0, 1)
+		packBF16Rows(false, false, xw, k/2, 1, x, k, 0, k, 0, 1)
 		lanes := guardmem.Copy(t, place, make([]float32, 64))
 		guardmem.Run(t, fmt.Sprintf("dot4BF16, %v", place), func() {
 			dot4BF16(chunks, unsafe.Pointer(&xw[0]), unsafe.Pointer(&b[0]), ldb, unsafe.Pointer(&lanes[0]))

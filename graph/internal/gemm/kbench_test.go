@@ -37,8 +37,8 @@ func BenchmarkKernelBF16(b *testing.B) {
 	if !haveBF16 {
 		b.Skip("no AVX512_BF16 on this CPU")
 	}
-	const mr, nr = 12, 32
-	for _, kp := range []int{8, 32, 128, 256} {
+	mr, nr := bf16Kernels.mr, bf16Kernels.nr
+	for _, kp := range []int{16, 32, 128, 256} {
 		a, bb := make([]uint32, mr*kp), make([]uint32, nr*kp)
 		c := make([]float32, mr*nr)
 		b.Run(fmt.Sprintf("k%d", 2*kp), func(b *testing.B) {
