@@ -20,11 +20,13 @@ import (
 // add, as the other bfloat16 kernels do: the same bits.
 //
 // The packing is bf16.go's in pairs order, k padded to whole chunks:
-// A's block row after row (a row's kpPad words of pairs in order, a tile
-// reading 16 rows of 16 words, kpPad·4 bytes apart); B's panels of 32
-// columns, per pair 32 words (a tile reading 16 pairs of 16 words, 128
-// bytes apart). A transposed A (dyᵀ·x) is transposed into scratch first,
-// a strip of 32 rows at a time, then rounded as rows.
+// A's block in tiles (per strip of 32 rows and chunk, 32 rows of 16
+// words, 2 KiB: packAMXRows); B's panels of 32 columns, per pair 32 words
+// (a tile reading 16 pairs of 16 words, 128 bytes apart: 2 KiB a chunk).
+// Both are read as runs of 2 KiB in order, which the caches' prefetchers
+// follow: A laid out row after row, each tile 16 rows a row's length
+// apart, ran the products at half the speed. A transposed A (dyᵀ·x) is
+// transposed into scratch first, a strip of 32 rows at a time.
 
 // amxKernels is the AMX kernel's block and its blocks of A and B. kc is
 // bf16Kernels' (the blocks of k are part of the sums' model); A's block of
@@ -101,7 +103,7 @@ func runAMX(j *job[float32], wk *worker) {
 						case j.bias != nil:
 							add = j.bias[jc+jr:]
 						}
-						amxKernel(pad/16, whole-first, wk.aBF[first*mr*pad:], pad, panel, j.c[c0:], j.ldc, add, ldAdd, tmp)
+						amxKernel(pad/16, whole-first, wk.aBF[first*mr*pad:], panel, j.c[c0:], j.ldc, add, ldAdd, tmp)
 					}
 					for ir := whole * mr; ir < mc; ir += mr {
 						rows := min(mr, mc-ir)
@@ -109,7 +111,7 @@ func runAMX(j *job[float32], wk *worker) {
 							continue
 						}
 						c0 := (ic+ir)*j.ldc + jc + jr
-						amxKernel(pad/16, 1, wk.aBF[ir*pad:], pad, panel, tile, nr, nil, 0, tmp)
+						amxKernel(pad/16, 1, wk.aBF[ir*pad:], panel, tile, nr, nil, 0, tmp)
 						storeEdge(j.c[c0:], j.ldc, tile, nr, rows, cols, acc, from(j.bias, jc+jr))
 					}
 				}
@@ -119,31 +121,44 @@ func runAMX(j *job[float32], wk *worker) {
 }
 
 // packAMXRows packs rows ic … ic+mc−1 of op(A), steps pc … pc+kc−1, into
-// dst row after row in pairs order, pad words a row (packBF16Rows), the
-// words past the row's steps and the rows past mc up to a whole strip
-// zero. A transposed A is transposed into wk.scratch a strip of 32 rows at
-// a time first (packTrans), so that each row's steps are neighbours.
+// dst in tiles, in pairs order: per strip of 32 rows, per chunk of 32
+// steps, the strip's 32 rows of 16 words (2 KiB), so that the kernel
+// reads A as runs of 2 KiB in order. The words past kc and the rows past
+// mc up to a whole strip are zero. bf16Rows packs a whole chunk of a
+// whole strip, packBF16Rows the chunks cut by kc or mc (and clears what
+// they leave). A transposed A is transposed into wk.scratch a strip at a
+// time first (packTrans), so that each row's steps are neighbours.
 func packAMXRows(wk *worker, dst []uint32, pad int, j *job[float32], pc, kc, ic, mc int) {
-	const mr = 32
-	if !j.transA {
-		packBF16Rows(true, false, dst, pad, roundUp(mc, mr), j.a, j.lda, pc, kc, ic, mc)
-		return
-	}
+	const mr, words = 32, amxChunk / 2
+	chunks := pad / words
 	for ir := 0; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
-		s := wk.scratch[:rows*kc]
-		packTrans(s, kc, j.a, j.lda, ic+ir, rows, pc, kc) // s[i·kc + p] = op(A)(ic+ir+i, pc+p)
-		packBF16Rows(true, false, dst[ir*pad:(ir+mr)*pad], pad, mr, s, kc, 0, kc, 0, rows)
+		src, ld, p0, c0 := j.a, j.lda, pc, ic+ir
+		if j.transA {
+			s := wk.scratch[:rows*kc]
+			packTrans(s, kc, j.a, j.lda, ic+ir, rows, pc, kc) // s[i·kc + p] = op(A)(ic+ir+i, pc+p)
+			src, ld, p0, c0 = s, kc, 0, 0
+		}
+		for c := range chunks {
+			tile := dst[(ir/mr*chunks+c)*mr*words : (ir/mr*chunks+c+1)*mr*words]
+			steps := min(amxChunk, kc-c*amxChunk)
+			if rows < mr || steps < amxChunk {
+				packBF16Rows(true, false, tile, words, mr, src, ld, p0+c*amxChunk, steps, c0, rows)
+				continue
+			}
+			_ = src[(c0+mr-1)*ld+p0+(c+1)*amxChunk-1] // the last element read
+			bf16Rows(unsafe.Pointer(&tile[0]), words, unsafe.Pointer(&src[c0*ld+p0+c*amxChunk]), ld, amxChunk, mr, false)
+		}
 	}
 }
 
 // amxKernel checks the bounds of strips whole 32×32 blocks, one below the
-// other (A's rows pad words apart, chunks·16 words of pairs each; B's
-// panel of chunks·16 pairs of 32 words), and runs the assembly kernel on
-// them, the sums added to add (ldAdd apart) when it is not nil; tmp holds
-// a block's sums before that add.
-func amxKernel(chunks, strips int, a []uint32, pad int, b []uint32, c []float32, ldc int, add []float32, ldAdd int, tmp []float32) {
-	_ = a[(strips*32-1)*pad+chunks*16-1]
+// other (A in tiles, chunks·512 words a strip, packAMXRows; B's panel of
+// chunks·16 pairs of 32 words), and runs the assembly kernel on them, the
+// sums added to add (ldAdd apart) when it is not nil; tmp holds a block's
+// sums before that add.
+func amxKernel(chunks, strips int, a []uint32, b []uint32, c []float32, ldc int, add []float32, ldAdd int, tmp []float32) {
+	_ = a[strips*chunks*512-1]
 	_ = b[chunks*16*32-1]
 	_ = c[(strips*32-1)*ldc+31]
 	_ = tmp[32*32-1]
@@ -152,5 +167,5 @@ func amxKernel(chunks, strips int, a []uint32, pad int, b []uint32, c []float32,
 		_ = add[(strips*32-1)*ldAdd+31]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	amxBF16(chunks, unsafe.Pointer(&a[0]), pad*4, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, strips, unsafe.Pointer(&tmp[0]))
+	amxBF16(chunks, unsafe.Pointer(&a[0]), unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, strips, unsafe.Pointer(&tmp[0]))
 }

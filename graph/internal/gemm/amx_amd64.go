@@ -8,7 +8,7 @@ import "unsafe"
 // see amx_amd64.s.
 //
 //go:noescape
-func amxBF16(chunks int, a unsafe.Pointer, aStride int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer)
+func amxBF16(chunks int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer)
 
 // amxPeak runs n iterations of four independent TDPBF16PS on tiles.
 //

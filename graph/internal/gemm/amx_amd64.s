@@ -19,65 +19,83 @@
 // amxModel computes it (two chains, even and odd steps, then their sum,
 // then tmm_c; bench/NOTES.md "AMX TDPBF16PS numerics").
 
-// func amxBF16(chunks int, a unsafe.Pointer, aStride int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer)
+// PREFETCH_C32(label) prefetches the 32 rows of a block of C at AX (two lines
+// each, R8 bytes apart): the next strip's while this one is computed, so
+// that its stores do not wait for C's lines to come from memory (C is
+// often far larger than the caches). Uses AX and CX; a prefetch past C's
+// end does not fault.
+#define PREFETCH_C32(label) \
+	MOVQ $32, CX; \
+	label: \
+	PREFETCHT0 (AX); \
+	PREFETCHT0 64(AX); \
+	ADDQ R8, AX; \
+	DECQ CX; \
+	JNZ label
+
+// func amxBF16(chunks int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer)
 //
 // strips 32×32 blocks of C, one below the other, from a packed block of
-// A (row r of strip s at a + (32s + r)·aStride bytes: chunks·16 words of
-// pairs) and one packed panel of B (per pair of steps 32 words, chunk
-// after chunk: 16 pairs of 128 bytes). Each block's sums start at zero
-// (TILEZERO) and take one TDPBF16PS per chunk and tile; then they are
-// stored into C (row stride ldc float32) or, when accumulate is set,
-// stored into tmp (32×32 float32) and added to the rows at add (ldAdd
-// apart; 0 for a bias row) with a plain float32 add (VADDPS), the sums
-// into C. The tiles are released before it returns, so that no tile state
-// outlives the call (the goroutine may move to another thread).
+// A in tiles (per strip, per chunk, its 32 rows of 16 words: 2 KiB, rows
+// 64 bytes apart, the tiles of rows 0–15 and 16–31 one after the other;
+// the strips one after the other) and one packed panel of B (per pair of
+// steps 32 words, chunk after chunk: 16 pairs of 128 bytes, 2 KiB). So
+// both operands are read as runs of 2 KiB, in order. Each block's sums
+// start at zero (TILEZERO) and take one TDPBF16PS per chunk and tile;
+// then they are stored into C (row stride ldc float32) or, when
+// accumulate is set, stored into tmp (32×32 float32) and added to the
+// rows at add (ldAdd apart; 0 for a bias row) with a plain float32 add
+// (VADDPS), the sums into C. The tiles are released before it returns,
+// so that no tile state outlives the call (the goroutine may move to
+// another thread).
 //
-// Registers: AX = the strip's A, DX = the strip's C, R13 = the strip's
-// add; CX = chunks left; SI, R11 = A's rows 0 and 16 at the chunk, R9 =
-// aStride; DI = B at the chunk, R10 = 128, B's row stride; R8 = ldc and
-// R15 = ldAdd in bytes; BX = tmp; R12 = C's row 16.
-TEXT ·amxBF16(SB), NOSPLIT, $0-88
+// Registers: SI = A at the chunk (it runs on through the strips), R9 = 64,
+// A's row stride; DX = the strip's C, R13 = the strip's add; CX = chunks
+// left; DI = B at the chunk, R10 = 128, B's row stride; R8 = ldc and R15 =
+// ldAdd in bytes; BX = tmp; R11, R12 = rows in the epilogue.
+TEXT ·amxBF16(SB), NOSPLIT, $0-80
 	LEAQ ·amxTileConfig(SB), AX
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0x00 // ldtilecfg [rax]
-	MOVQ aStride+16(FP), R9
+	MOVQ $64, R9
 	MOVQ $128, R10
-	MOVQ ldc+40(FP), R8
+	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
-	MOVQ add+48(FP), R13
-	MOVQ ldAdd+56(FP), R15
+	MOVQ add+40(FP), R13
+	MOVQ ldAdd+48(FP), R15
 	SHLQ $2, R15
-	MOVQ tmp+80(FP), BX
-	MOVQ a+8(FP), AX
-	MOVQ c+32(FP), DX
+	MOVQ tmp+72(FP), BX
+	MOVQ a+8(FP), SI
+	MOVQ c+24(FP), DX
+	MOVQ DX, AX
+	PREFETCH_C32(amxpf0)
 
 amxstrip:
+	MOVQ R8, AX
+	SHLQ $5, AX
+	ADDQ DX, AX
+	PREFETCH_C32(amxpf1)
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc0 // tilezero tmm0
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xc8 // tilezero tmm1
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd0 // tilezero tmm2
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x7b; BYTE $0x49; BYTE $0xd8 // tilezero tmm3
 	MOVQ chunks+0(FP), CX
-	MOVQ AX, SI
-	MOVQ R9, R11
-	SHLQ $4, R11
-	ADDQ SI, R11
-	MOVQ b+24(FP), DI
+	MOVQ b+16(FP), DI
 
 amxloop:
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x0e              // tileloadd tmm4, [rsi+r9*1]
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x17              // tileloadd tmm6, [rdi+r10*1]
-	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x17; BYTE $0x40 // tileloadd tmm7, [rdi+r10*1+0x40]
-	BYTE $0xc4; BYTE $0x82; BYTE $0x7b; BYTE $0x4b; BYTE $0x2c; BYTE $0x0b              // tileloadd tmm5, [r11+r9*1]
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4                          // tdpbf16ps tmm0, tmm4, tmm6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc                          // tdpbf16ps tmm1, tmm4, tmm7
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5                          // tdpbf16ps tmm2, tmm5, tmm6
-	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd                          // tdpbf16ps tmm3, tmm5, tmm7
-	ADDQ $64, SI
-	ADDQ $64, R11
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x24; BYTE $0x0e                                           // tileloadd tmm4, [rsi+r9*1]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x34; BYTE $0x17                                           // tileloadd tmm6, [rdi+r10*1]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0x7c; BYTE $0x17; BYTE $0x40                              // tileloadd tmm7, [rdi+r10*1+0x40]
+	BYTE $0xc4; BYTE $0xa2; BYTE $0x7b; BYTE $0x4b; BYTE $0xac; BYTE $0x0e; BYTE $0x00; BYTE $0x04; BYTE $0x00; BYTE $0x00 // tileloadd tmm5, [rsi+r9*1+0x400]
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xc4                                                       // tdpbf16ps tmm0, tmm4, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xcc                                                       // tdpbf16ps tmm1, tmm4, tmm7
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x4a; BYTE $0x5c; BYTE $0xd5                                                       // tdpbf16ps tmm2, tmm5, tmm6
+	BYTE $0xc4; BYTE $0xe2; BYTE $0x42; BYTE $0x5c; BYTE $0xdd                                                       // tdpbf16ps tmm3, tmm5, tmm7
+	ADDQ $2048, SI
 	ADDQ $2048, DI
 	DECQ CX
 	JNZ  amxloop
 
-	MOVBLZX accumulate+64(FP), CX
+	MOVBLZX accumulate+56(FP), CX
 	TESTL   CX, CX
 	JNZ     amxadd
 	MOVQ    R8, R12
@@ -94,19 +112,19 @@ amxadd:
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x4c; BYTE $0x13; BYTE $0x40                              // tilestored [rbx+r10*1+0x40], tmm1
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x94; BYTE $0x13; BYTE $0x00; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored [rbx+r10*1+0x800], tmm2
 	BYTE $0xc4; BYTE $0xa2; BYTE $0x7a; BYTE $0x4b; BYTE $0x9c; BYTE $0x13; BYTE $0x40; BYTE $0x08; BYTE $0x00; BYTE $0x00 // tilestored [rbx+r10*1+0x840], tmm3
-	MOVQ BX, SI
+	MOVQ BX, AX
 	MOVQ R13, R11
 	MOVQ DX, R12
 	MOVQ $32, CX
 
 amxaddrow:
-	VMOVUPS (SI), Z0
-	VMOVUPS 64(SI), Z1
+	VMOVUPS (AX), Z0
+	VMOVUPS 64(AX), Z1
 	VADDPS  (R11), Z0, Z0
 	VADDPS  64(R11), Z1, Z1
 	VMOVUPS Z0, (R12)
 	VMOVUPS Z1, 64(R12)
-	ADDQ    $128, SI
+	ADDQ    $128, AX
 	ADDQ    R15, R11
 	ADDQ    R8, R12
 	DECQ    CX
@@ -116,13 +134,10 @@ amxaddrow:
 	ADDQ    CX, R13
 
 amxnext:
-	MOVQ R9, CX
-	SHLQ $5, CX
-	ADDQ CX, AX
 	MOVQ R8, CX
 	SHLQ $5, CX
 	ADDQ CX, DX
-	DECQ strips+72(FP)
+	DECQ strips+64(FP)
 	JNZ  amxstrip
 	BYTE $0xc4; BYTE $0xe2; BYTE $0x78; BYTE $0x49; BYTE $0xc0 // tilerelease
 	VZEROUPPER

@@ -16,7 +16,7 @@ func TestAMXEncodings(t *testing.T) {
 
 // TestAMXKernelBits: the AMX kernel gives the Go twin's bits
 // (kernelBF16Go: the model, chunk after chunk) on the same words in pairs
-// order, on hard cases (bf16Words: any exponent, ties, products near
+// order (A rows laid out in tiles by amxTiles), on hard cases (bf16Words: any exponent, ties, products near
 // float32's smallest normal), one block and several down a panel, from
 // zero and added to C or a bias, one chunk and many. TDPBF16PS against
 // the model, as TestBF16KernelBits is VDPBF16PS.
@@ -41,7 +41,7 @@ func TestAMXKernelBits(t *testing.T) {
 					case "bias":
 						add = to32(randoms(rng, nr))
 					}
-					amxKernel(kp/16, strips, a, kp, b, got, ldc, add, ldAdd, tmp)
+					amxKernel(kp/16, strips, amxTiles(a, strips*mr, kp), b, got, ldc, add, ldAdd, tmp)
 					for s := range strips {
 						var addS []float32
 						if add != nil {
@@ -59,4 +59,20 @@ func TestAMXKernelBits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// amxTiles lays out rows of A (kp words each, row after row) in the AMX
+// kernel's tiles: per strip of 32 rows, per chunk of 16 words, the
+// strip's 32 rows of the chunk.
+func amxTiles(a []uint32, rows, kp int) []uint32 {
+	const mr, words = 32, 16
+	out := make([]uint32, len(a))
+	chunks := kp / words
+	for r := range rows {
+		for q := range kp {
+			s, c := r/mr, q/words
+			out[((s*chunks+c)*mr+r%mr)*words+q%words] = a[r*kp+q]
+		}
+	}
+	return out
 }

@@ -8,7 +8,7 @@ import "unsafe"
 // never called.
 func amxPermit() string { return "no AMX kernel in this build" }
 
-func amxBF16(chunks int, a unsafe.Pointer, aStride int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer) {
+func amxBF16(chunks int, a, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, strips int, tmp unsafe.Pointer) {
 	panic("unreachable")
 }
 
