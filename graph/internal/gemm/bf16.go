@@ -128,12 +128,12 @@ func bf16Steps(chains bool, q int) (lo, hi int) {
 	return g + 2 + odd, g + odd
 }
 
-// bf16Kernels is the bfloat16 kernel's tile and blocks: 6×32, two zmm
-// accumulators per 16 sums (the even and the odd chain), 24 in all.
-// Blocks of kc = 512 steps keep a panel of B (kc/2 × 32 words) at
+// bf16Kernels is the bfloat16 kernel's tile and blocks: 4×32, three zmm
+// registers per 16 sums (the even chain, the odd one and the chunks' sum
+// s), 24 in all (see bf16_amd64.s). Blocks of kc = 512 steps keep a panel of B (kc/2 × 32 words) at
 // 32 KiB, as the float32 kernel's 256 × 32 floats; A's block mc·kc halves
 // of 2 bytes stays in L2 (mcFor).
-var bf16Kernels = kernels{path: pathAVX512, mr: 6, nr: 32, mc: 252, kc: 512, kcRows: 512, nc: 4096}
+var bf16Kernels = kernels{path: pathAVX512, mr: 4, nr: 32, mc: 252, kc: 512, kcRows: 512, nc: 4096}
 
 // runBF16 is job.run for a bfloat16 product (job.bf16): both operands
 // packed, rounded, into wk's word buffers (chains order for the
@@ -166,7 +166,7 @@ func runBF16(j *job[float32], wk *worker) {
 				// where A is read along its rows; a transposed A's block
 				// word after word across its whole height, so that each
 				// word of k packs as one long run (a strip at a time
-				// would fill 6 of 16 lanes and read each source line
+				// would fill 4 of 16 lanes and read each source line
 				// more than once, once per strip that shares it).
 				aRow, aStep, aNext := kp, 1, mr*kp
 				if j.transA {
@@ -221,12 +221,12 @@ func runBF16(j *job[float32], wk *worker) {
 	}
 }
 
-// microKernelBF16 checks the bounds of strips whole 6×32 tiles, one
+// microKernelBF16 checks the bounds of strips whole 4×32 tiles, one
 // below the other (strip s at a[s·aNext …], word (r, q) at r·aRow +
 // q·aStep, in chains order; kp a multiple of 16, whole chunks), and runs
 // the assembly kernel on them.
 func microKernelBF16(kp, strips int, a []uint32, aRow, aStep, aNext int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) {
-	const mr, nr = 6, 32
+	const mr, nr = 4, 32
 	if kp%(bf16Chunk/2) != 0 {
 		panic("gemm: a bfloat16 block not padded to whole chunks")
 	}
@@ -238,8 +238,7 @@ func microKernelBF16(kp, strips int, a []uint32, aRow, aStep, aNext int, b []uin
 		_ = add[(strips*mr-1)*ldAdd+nr-1]
 		addPtr = unsafe.Pointer(&add[0])
 	}
-	var sums [mr * nr]float32 // the kernel's s, the chunks' sum so far
-	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips, unsafe.Pointer(&sums[0]))
+	bf16Avx512(kp, unsafe.Pointer(&a[0]), aRow, aStep, unsafe.Pointer(&b[0]), unsafe.Pointer(&c[0]), ldc, addPtr, ldAdd, add != nil, aNext, strips)
 }
 
 // packBF16Rows packs cnt ≤ w rows of kc steps of a row-major float32

@@ -15,11 +15,11 @@ import (
 // used.)
 var haveBF16 = cpu.X86.HasAVX512BF16 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW
 
-// bf16Avx512 is microKernelBF16's kernel: strips 6×32 tiles, sums a
-// scratch of 6×32 floats for the sums of the chunks; see bf16_amd64.s.
+// bf16Avx512 is microKernelBF16's kernel: strips 4×32 tiles, see
+// bf16_amd64.s.
 //
 //go:noescape
-func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)
+func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
 
 // bf16Pack packs two steps' rows of float32 into words of two bfloat16
 // (see packBF16 and bf16_amd64.s).

@@ -11,36 +11,39 @@
 // disassembles the test binary with objdump and checks every one. This
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
-// bf16Avx512 is microKernelBF16's kernel: a 6×32 tile of C summed as the
+// bf16Avx512 is microKernelBF16's kernel: a 4×32 tile of C summed as the
 // model of bf16.go (AMX's order), from a packed strip of A (word (r, q) of
 // row r at a[r·aRow + q·aStep]) and a packed panel of B (32 words a word
 // of k), both in chains order: word 2i holds two steps of the even chain
 // (4i in the high half, 4i+2 in the low), word 2i+1 two of the odd chain
 // (4i+1, 4i+3). VDPBF16PS zmm_acc, zmm_a, zmm_b adds to each float32
 // lane the product of the high halves, then that of the low halves, each
-// add rounded once, a denormal flushed: so each word adds its chain's two
-// steps in order. Each 16 sums of the tile have two accumulators, the
-// even chain's (Z0–Z11: row r in Z2r, Z2r+1) and the odd one's (Z12–Z23:
-// Z12+2r, Z13+2r). Per two words (an even and an odd) B's 2 × 32 words
-// load into Z24–Z27 and A's words broadcast in turn into Z28–Z31: 24
-// VDPBF16PS, each of 32 multiply-adds. After each chunk of 32 steps (8
-// such), s = s + (even + odd) per lane, s in the 6×32 floats at sums,
-// with MXCSR's FTZ and DAZ set, so that VADDPS flushes a denormal sum as
-// the model does (VDPBF16PS flushes whatever MXCSR says); the
-// accumulators start the next chunk from zero. After the last chunk the
-// even accumulators hold s, MXCSR is restored, and the epilogue adds s to
-// the rows at add when accumulate is set (C, or a bias row with ldAdd =
-// 0; a plain float32 add), then stores; after each tile a moves by aNext
-// words, c and add by 6 rows.
+// add rounded once, a denormal result flushed: so each word adds its
+// chain's two steps in the model's order.
 //
-// Registers: BX = chunks left, CX = word pairs left in the chunk; SI, R11
-// = &a[r·aRow + q·aStep] of rows 0 and 4 at the even word q, R12, R13 the
-// same at the odd word q+1; R9 = aRow, R10 = 3·aRow, R14 = 2·aStep; DI =
-// &b[q·32]; AX = sums; DX = &c's current row, R8 = ldc (strides in bytes);
-// in the epilogue SI = the current row at add, R9 = ldAdd.
+// Each 16 sums of the tile have three registers: the even chain's
+// accumulator (Z0–Z7: row r in Z2r, Z2r+1), the odd one's (Z8–Z15:
+// Z8+2r, Z9+2r) and s (Z16–Z23: Z16+2r, Z17+2r). A chunk of 32 steps is 8
+// even and 8 odd words, unrolled: per word pair B's 2 × 32 words load into
+// Z24–Z27 and A's 4 + 4 words broadcast in turn into Z28–Z31, 16
+// VDPBF16PS of 32 multiply-adds. At the chunk's end s = s + (even + odd),
+// with MXCSR's FTZ and DAZ set so that VADDPS flushes a denormal sum as
+// the model does (VDPBF16PS flushes whatever MXCSR says), and the
+// accumulators start the next chunk from zero. Two adds per 8 VDPBF16PS
+// take the ports VDPBF16PS runs on; 6×32 with s in memory (more adds
+// between loads and stores) measured slower, 12×32 needs 72 registers.
+// After the last chunk MXCSR is restored and the epilogue adds s to the
+// rows at add when accumulate is set (C, or a bias row with ldAdd = 0; a
+// plain float32 add), then stores; after each tile a moves by aNext
+// words, c and add by 4 rows.
+//
+// Registers: BX = chunks left; SI, R12 = &a[q·aStep] (row 0) at the even
+// word q and the odd word q+1, R9 = aRow, R10 = 3·aRow, R14 = 2·aStep;
+// DI = &b[q·32]; DX = &c's current row, R8 = ldc (strides in bytes); in
+// the epilogue SI = the current row at add, R9 = ldAdd.
 
-// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)
-TEXT ·bf16Avx512(SB), NOSPLIT, $8-104
+// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)
+TEXT ·bf16Avx512(SB), NOSPLIT, $8-96
 	STMXCSR mxcsr-8(SP)
 	MOVL mxcsr-8(SP), AX
 	ORL $0x8040, AX          // FTZ, DAZ
@@ -56,28 +59,20 @@ bf16strip:
 	LEAQ (R9)(R9*2), R10
 	MOVQ aStep+24(FP), R14
 	SHLQ $2, R14
-	LEAQ (SI)(R9*4), R11
 	LEAQ (SI)(R14*1), R12
-	LEAQ (R11)(R14*1), R13
 	SHLQ $1, R14
 	MOVQ b+32(FP), DI
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	MOVQ sums+96(FP), AX
-	VPXORD Z24, Z24, Z24
-	VMOVUPS Z24, 0(AX)
-	VMOVUPS Z24, 64(AX)
-	VMOVUPS Z24, 128(AX)
-	VMOVUPS Z24, 192(AX)
-	VMOVUPS Z24, 256(AX)
-	VMOVUPS Z24, 320(AX)
-	VMOVUPS Z24, 384(AX)
-	VMOVUPS Z24, 448(AX)
-	VMOVUPS Z24, 512(AX)
-	VMOVUPS Z24, 576(AX)
-	VMOVUPS Z24, 640(AX)
-	VMOVUPS Z24, 704(AX)
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
 	MOVQ DX, CX
 	PREFETCHT0 (CX)
 	PREFETCHT0 64(CX)
@@ -90,34 +85,12 @@ bf16strip:
 	ADDQ R8, CX
 	PREFETCHT0 (CX)
 	PREFETCHT0 64(CX)
-	ADDQ R8, CX
-	PREFETCHT0 (CX)
-	PREFETCHT0 64(CX)
-	ADDQ R8, CX
-	PREFETCHT0 (CX)
-	PREFETCHT0 64(CX)
 	TESTQ BX, BX
-	JNZ   bf16chunk
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	JMP   bf16sums
+	JZ    bf16sums
 
 bf16chunk:
-	ZERO_Z24
-	MOVQ $8, CX
-
-bf16loop:
-	VMOVUPS (DI), Z24
+	ZERO_Z16
+	VMOVUPS 0(DI), Z24
 	VMOVUPS 64(DI), Z25
 	VMOVUPS 128(DI), Z26
 	VMOVUPS 192(DI), Z27
@@ -125,84 +98,257 @@ bf16loop:
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
 	VBROADCASTSS (R12), Z29
-	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
-	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
 	VBROADCASTSS (SI)(R9*1), Z30
 	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
 	VBROADCASTSS (R12)(R9*1), Z31
-	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
-	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
 	VBROADCASTSS (SI)(R9*2), Z28
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
 	VBROADCASTSS (R12)(R9*2), Z29
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm16, zmm29, zmm26
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm17, zmm29, zmm27
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
 	VBROADCASTSS (SI)(R10*1), Z30
 	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
 	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
 	VBROADCASTSS (R12)(R10*1), Z31
-	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm18, zmm31, zmm26
-	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm19, zmm31, zmm27
-	VBROADCASTSS (R11), Z28
-	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm8, zmm28, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm9, zmm28, zmm25
-	VBROADCASTSS (R13), Z29
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm20, zmm29, zmm26
-	BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm21, zmm29, zmm27
-	VBROADCASTSS (R11)(R9*1), Z30
-	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm10, zmm30, zmm24
-	BYTE $0x62; BYTE $0x12; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm11, zmm30, zmm25
-	VBROADCASTSS (R13)(R9*1), Z31
-	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm22, zmm31, zmm26
-	BYTE $0x62; BYTE $0x82; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm23, zmm31, zmm27
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
 	ADDQ R14, SI
-	ADDQ R14, R11
 	ADDQ R14, R12
-	ADDQ R14, R13
-	ADDQ $256, DI
-	DECQ CX
-	JNZ  bf16loop
-	VADDPS Z12, Z0, Z0
-	VADDPS Z13, Z1, Z1
-	VADDPS Z14, Z2, Z2
-	VADDPS Z15, Z3, Z3
-	VADDPS Z16, Z4, Z4
-	VADDPS Z17, Z5, Z5
-	VADDPS Z18, Z6, Z6
-	VADDPS Z19, Z7, Z7
-	VADDPS Z20, Z8, Z8
-	VADDPS Z21, Z9, Z9
-	VADDPS Z22, Z10, Z10
-	VADDPS Z23, Z11, Z11
-	VADDPS 0(AX), Z0, Z0
-	VADDPS 64(AX), Z1, Z1
-	VADDPS 128(AX), Z2, Z2
-	VADDPS 192(AX), Z3, Z3
-	VADDPS 256(AX), Z4, Z4
-	VADDPS 320(AX), Z5, Z5
-	VADDPS 384(AX), Z6, Z6
-	VADDPS 448(AX), Z7, Z7
-	VADDPS 512(AX), Z8, Z8
-	VADDPS 576(AX), Z9, Z9
-	VADDPS 640(AX), Z10, Z10
-	VADDPS 704(AX), Z11, Z11
+	VMOVUPS 256(DI), Z24
+	VMOVUPS 320(DI), Z25
+	VMOVUPS 384(DI), Z26
+	VMOVUPS 448(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 512(DI), Z24
+	VMOVUPS 576(DI), Z25
+	VMOVUPS 640(DI), Z26
+	VMOVUPS 704(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 768(DI), Z24
+	VMOVUPS 832(DI), Z25
+	VMOVUPS 896(DI), Z26
+	VMOVUPS 960(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 1024(DI), Z24
+	VMOVUPS 1088(DI), Z25
+	VMOVUPS 1152(DI), Z26
+	VMOVUPS 1216(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 1280(DI), Z24
+	VMOVUPS 1344(DI), Z25
+	VMOVUPS 1408(DI), Z26
+	VMOVUPS 1472(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 1536(DI), Z24
+	VMOVUPS 1600(DI), Z25
+	VMOVUPS 1664(DI), Z26
+	VMOVUPS 1728(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	VMOVUPS 1792(DI), Z24
+	VMOVUPS 1856(DI), Z25
+	VMOVUPS 1920(DI), Z26
+	VMOVUPS 1984(DI), Z27
+	VBROADCASTSS (SI), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc0 // vdpbf16ps zmm0, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xc9 // vdpbf16ps zmm1, zmm28, zmm25
+	VBROADCASTSS (R12), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xc2 // vdpbf16ps zmm8, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xcb // vdpbf16ps zmm9, zmm29, zmm27
+	VBROADCASTSS (SI)(R9*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd0 // vdpbf16ps zmm2, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xd9 // vdpbf16ps zmm3, zmm30, zmm25
+	VBROADCASTSS (R12)(R9*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xd2 // vdpbf16ps zmm10, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xdb // vdpbf16ps zmm11, zmm31, zmm27
+	VBROADCASTSS (SI)(R9*2), Z28
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe0 // vdpbf16ps zmm4, zmm28, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x1e; BYTE $0x40; BYTE $0x52; BYTE $0xe9 // vdpbf16ps zmm5, zmm28, zmm25
+	VBROADCASTSS (R12)(R9*2), Z29
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xe2 // vdpbf16ps zmm12, zmm29, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xeb // vdpbf16ps zmm13, zmm29, zmm27
+	VBROADCASTSS (SI)(R10*1), Z30
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf0 // vdpbf16ps zmm6, zmm30, zmm24
+	BYTE $0x62; BYTE $0x92; BYTE $0x0e; BYTE $0x40; BYTE $0x52; BYTE $0xf9 // vdpbf16ps zmm7, zmm30, zmm25
+	VBROADCASTSS (R12)(R10*1), Z31
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xf2 // vdpbf16ps zmm14, zmm31, zmm26
+	BYTE $0x62; BYTE $0x12; BYTE $0x06; BYTE $0x40; BYTE $0x52; BYTE $0xfb // vdpbf16ps zmm15, zmm31, zmm27
+	ADDQ R14, SI
+	ADDQ R14, R12
+	ADDQ $2048, DI
+	VADDPS Z8, Z0, Z0
+	VADDPS Z9, Z1, Z1
+	VADDPS Z10, Z2, Z2
+	VADDPS Z11, Z3, Z3
+	VADDPS Z12, Z4, Z4
+	VADDPS Z13, Z5, Z5
+	VADDPS Z14, Z6, Z6
+	VADDPS Z15, Z7, Z7
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z2, Z18, Z18
+	VADDPS Z3, Z19, Z19
+	VADDPS Z4, Z20, Z20
+	VADDPS Z5, Z21, Z21
+	VADDPS Z6, Z22, Z22
+	VADDPS Z7, Z23, Z23
 	DECQ BX
-	JZ   bf16sums
-	VMOVUPS Z0, 0(AX)
-	VMOVUPS Z1, 64(AX)
-	VMOVUPS Z2, 128(AX)
-	VMOVUPS Z3, 192(AX)
-	VMOVUPS Z4, 256(AX)
-	VMOVUPS Z5, 320(AX)
-	VMOVUPS Z6, 384(AX)
-	VMOVUPS Z7, 448(AX)
-	VMOVUPS Z8, 512(AX)
-	VMOVUPS Z9, 576(AX)
-	VMOVUPS Z10, 640(AX)
-	VMOVUPS Z11, 704(AX)
-	JMP  bf16chunk
+	JNZ  bf16chunk
 
 bf16sums:
 	LDMXCSR mxcsr-8(SP)
@@ -212,62 +358,44 @@ bf16sums:
 	MOVQ add+56(FP), SI
 	MOVQ ldAdd+64(FP), R9
 	SHLQ $2, R9
-	VADDPS (SI), Z0, Z0
-	VADDPS 64(SI), Z1, Z1
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
+	VADDPS (SI), Z16, Z16
+	VADDPS 64(SI), Z17, Z17
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VADDPS (SI), Z2, Z2
-	VADDPS 64(SI), Z3, Z3
-	VMOVUPS Z2, (DX)
-	VMOVUPS Z3, 64(DX)
+	VADDPS (SI), Z18, Z18
+	VADDPS 64(SI), Z19, Z19
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VADDPS (SI), Z4, Z4
-	VADDPS 64(SI), Z5, Z5
-	VMOVUPS Z4, (DX)
-	VMOVUPS Z5, 64(DX)
+	VADDPS (SI), Z20, Z20
+	VADDPS 64(SI), Z21, Z21
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
-	VADDPS (SI), Z6, Z6
-	VADDPS 64(SI), Z7, Z7
-	VMOVUPS Z6, (DX)
-	VMOVUPS Z7, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z8, Z8
-	VADDPS 64(SI), Z9, Z9
-	VMOVUPS Z8, (DX)
-	VMOVUPS Z9, 64(DX)
-	ADDQ R8, DX
-	ADDQ R9, SI
-	VADDPS (SI), Z10, Z10
-	VADDPS 64(SI), Z11, Z11
-	VMOVUPS Z10, (DX)
-	VMOVUPS Z11, 64(DX)
+	VADDPS (SI), Z22, Z22
+	VADDPS 64(SI), Z23, Z23
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
 	ADDQ R8, DX
 	ADDQ R9, SI
 	JMP  bf16next
 
 bf16write:
-	VMOVUPS Z0, (DX)
-	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
 	ADDQ R8, DX
-	VMOVUPS Z2, (DX)
-	VMOVUPS Z3, 64(DX)
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
 	ADDQ R8, DX
-	VMOVUPS Z4, (DX)
-	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
 	ADDQ R8, DX
-	VMOVUPS Z6, (DX)
-	VMOVUPS Z7, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z8, (DX)
-	VMOVUPS Z9, 64(DX)
-	ADDQ R8, DX
-	VMOVUPS Z10, (DX)
-	VMOVUPS Z11, 64(DX)
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
 	ADDQ R8, DX
 
 bf16next:
@@ -277,10 +405,10 @@ bf16next:
 	SHLQ $2, CX
 	ADDQ CX, a+8(FP)
 	MOVQ ldc+48(FP), CX
-	IMUL3Q $24, CX, CX
+	IMUL3Q $16, CX, CX
 	ADDQ CX, c+40(FP)
 	MOVQ ldAdd+64(FP), CX
-	IMUL3Q $24, CX, CX
+	IMUL3Q $16, CX, CX
 	ADDQ CX, add+56(FP)
 	JMP  bf16strip
 

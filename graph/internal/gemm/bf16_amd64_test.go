@@ -29,10 +29,16 @@ func needBF16(t *testing.T) {
 // a share of hard cases — random bit patterns over the whole exponent
 // range (overflow, sums that cancel, results in the denormal range, which
 // the instruction flushes), tiny numbers whose products are denormal, and
-// numbers that differ in the last bits so that adds round to ties.
-func bf16Words(rng *rand.Rand, n int) []uint32 {
+// numbers that differ in the last bits so that adds round to ties. With
+// tiny, every number is tiny (2⁻⁶⁵ to 2⁻⁶², either sign): the chains'
+// sums then lie near 2⁻¹²⁶, and even + odd and s + (even + odd) are often
+// denormal, which the model flushes.
+func bf16Words(rng *rand.Rand, n int, tiny bool) []uint32 {
 	w := make([]uint32, n)
 	half := func() uint32 {
+		if tiny {
+			return bf16Bits(float32(math.Ldexp(1+rng.Float64(), -65+rng.IntN(3)) * float64(1-2*rng.IntN(2))))
+		}
 		switch rng.IntN(6) {
 		case 0: // any finite bfloat16 (no NaN, no denormal: packing never makes them)
 			for {
@@ -73,7 +79,8 @@ func chainsOf(words []uint32, rows, kp, rowStride, qStride int) []uint32 {
 // the Go twin's bits on the same words in pairs order (the model: two
 // chains a chunk, each add rounded once, denormal sums flushed), on hard
 // cases, for one strip and several, from zero and added to C or a bias,
-// for both layouts of A's strips, one chunk and many.
+// for both layouts of A's strips, one chunk and many, and on tiny numbers
+// whose sums the chunks' adds flush.
 // This is the measurement of the hardware against the model: any
 // difference in the order of the adds, a fused pair, or no flush fails
 // here.
@@ -93,9 +100,15 @@ func TestBF16KernelBits(t *testing.T) {
 					if trial%2 == 1 {
 						aNext = mr
 					}
-					a, b := bf16Words(rng, strips*kp*mr), bf16Words(rng, kp*nr)
+					tiny := trial%4 >= 2
+					a, b := bf16Words(rng, strips*kp*mr, tiny), bf16Words(rng, kp*nr, tiny)
 					ldc := nr + 3
 					c0 := to32(randoms(rng, strips*mr*ldc))
+					if tiny {
+						for i := range c0 {
+							c0[i] *= 0x1p-126
+						}
+					}
 					got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
 					var add []float32
 					ldAdd := 0

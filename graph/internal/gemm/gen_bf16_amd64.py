@@ -22,36 +22,40 @@ e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 // disassembles the test binary with objdump and checks every one. This
 // file is written by gen_bf16_amd64.py: edit that, and run it.
 //
-// bf16Avx512 is microKernelBF16's kernel: a 6×32 tile of C summed as the
+// bf16Avx512 is microKernelBF16's kernel: a 4×32 tile of C summed as the
 // model of bf16.go (AMX's order), from a packed strip of A (word (r, q) of
 // row r at a[r·aRow + q·aStep]) and a packed panel of B (32 words a word
 // of k), both in chains order: word 2i holds two steps of the even chain
 // (4i in the high half, 4i+2 in the low), word 2i+1 two of the odd chain
 // (4i+1, 4i+3). VDPBF16PS zmm_acc, zmm_a, zmm_b adds to each float32
 // lane the product of the high halves, then that of the low halves, each
-// add rounded once, a denormal flushed: so each word adds its chain's two
-// steps in order. Each 16 sums of the tile have two accumulators, the
-// even chain's (Z0–Z11: row r in Z2r, Z2r+1) and the odd one's (Z12–Z23:
-// Z12+2r, Z13+2r). Per two words (an even and an odd) B's 2 × 32 words
-// load into Z24–Z27 and A's words broadcast in turn into Z28–Z31: 24
-// VDPBF16PS, each of 32 multiply-adds. After each chunk of 32 steps (8
-// such), s = s + (even + odd) per lane, s in the 6×32 floats at sums,
-// with MXCSR's FTZ and DAZ set, so that VADDPS flushes a denormal sum as
-// the model does (VDPBF16PS flushes whatever MXCSR says); the
-// accumulators start the next chunk from zero. After the last chunk the
-// even accumulators hold s, MXCSR is restored, and the epilogue adds s to
-// the rows at add when accumulate is set (C, or a bias row with ldAdd =
-// 0; a plain float32 add), then stores; after each tile a moves by aNext
-// words, c and add by 6 rows.
+// add rounded once, a denormal result flushed: so each word adds its
+// chain's two steps in the model's order.
 //
-// Registers: BX = chunks left, CX = word pairs left in the chunk; SI, R11
-// = &a[r·aRow + q·aStep] of rows 0 and 4 at the even word q, R12, R13 the
-// same at the odd word q+1; R9 = aRow, R10 = 3·aRow, R14 = 2·aStep; DI =
-// &b[q·32]; AX = sums; DX = &c's current row, R8 = ldc (strides in bytes);
-// in the epilogue SI = the current row at add, R9 = ldAdd.''')
+// Each 16 sums of the tile have three registers: the even chain's
+// accumulator (Z0–Z7: row r in Z2r, Z2r+1), the odd one's (Z8–Z15:
+// Z8+2r, Z9+2r) and s (Z16–Z23: Z16+2r, Z17+2r). A chunk of 32 steps is 8
+// even and 8 odd words, unrolled: per word pair B's 2 × 32 words load into
+// Z24–Z27 and A's 4 + 4 words broadcast in turn into Z28–Z31, 16
+// VDPBF16PS of 32 multiply-adds. At the chunk's end s = s + (even + odd),
+// with MXCSR's FTZ and DAZ set so that VADDPS flushes a denormal sum as
+// the model does (VDPBF16PS flushes whatever MXCSR says), and the
+// accumulators start the next chunk from zero. Two adds per 8 VDPBF16PS
+// take the ports VDPBF16PS runs on; 6×32 with s in memory (more adds
+// between loads and stores) measured slower, 12×32 needs 72 registers.
+// After the last chunk MXCSR is restored and the epilogue adds s to the
+// rows at add when accumulate is set (C, or a bias row with ldAdd = 0; a
+// plain float32 add), then stores; after each tile a moves by aNext
+// words, c and add by 4 rows.
+//
+// Registers: BX = chunks left; SI, R12 = &a[q·aStep] (row 0) at the even
+// word q and the odd word q+1, R9 = aRow, R10 = 3·aRow, R14 = 2·aStep;
+// DI = &b[q·32]; DX = &c's current row, R8 = ldc (strides in bytes); in
+// the epilogue SI = the current row at add, R9 = ldAdd.''')
 e()
-e('// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int, sums unsafe.Pointer)')
-e('TEXT ·bf16Avx512(SB), NOSPLIT, $8-104')
+MR = 4  # rows of the tile
+e('// func bf16Avx512(kp int, a unsafe.Pointer, aRow, aStep int, b, c unsafe.Pointer, ldc int, add unsafe.Pointer, ldAdd int, accumulate bool, aNext, strips int)')
+e('TEXT ·bf16Avx512(SB), NOSPLIT, $8-96')
 e('\tSTMXCSR mxcsr-8(SP)')
 e('\tMOVL mxcsr-8(SP), AX')
 e('\tORL $0x8040, AX          // FTZ, DAZ')
@@ -67,54 +71,42 @@ e('\tSHLQ $2, R9')
 e('\tLEAQ (R9)(R9*2), R10')
 e('\tMOVQ aStep+24(FP), R14')
 e('\tSHLQ $2, R14')
-e('\tLEAQ (SI)(R9*4), R11')
 e('\tLEAQ (SI)(R14*1), R12')
-e('\tLEAQ (R11)(R14*1), R13')
 e('\tSHLQ $1, R14')
 e('\tMOVQ b+32(FP), DI')
 e('\tMOVQ c+40(FP), DX')
 e('\tMOVQ ldc+48(FP), R8')
 e('\tSHLQ $2, R8')
-e('\tMOVQ sums+96(FP), AX')
-e('\tVPXORD Z24, Z24, Z24')
-for v in range(12): e('\tVMOVUPS Z24, %d(AX)' % (64*v))
+NV = 2*MR  # output vectors
+S = [16 + v for v in range(NV)]  # s registers
+for v in range(NV): e('\tVPXORD Z%d, Z%d, Z%d' % (S[v], S[v], S[v]))
 e('\tMOVQ DX, CX')
-for r in range(6):
+for r in range(MR):
     e('\tPREFETCHT0 (CX)'); e('\tPREFETCHT0 64(CX)')
-    if r < 5: e('\tADDQ R8, CX')
+    if r < MR-1: e('\tADDQ R8, CX')
 e('\tTESTQ BX, BX')
-e('\tJNZ   bf16chunk')
-for v in range(12): e('\tVPXORD Z%d, Z%d, Z%d' % (v, v, v))
-e('\tJMP   bf16sums')
+e('\tJZ    bf16sums')
 e()
 e('bf16chunk:')
-e('\tZERO_Z24')
-e('\tMOVQ $8, CX')
-e()
-e('bf16loop:')
-e('\tVMOVUPS (DI), Z24')
-e('\tVMOVUPS 64(DI), Z25')
-e('\tVMOVUPS 128(DI), Z26')
-e('\tVMOVUPS 192(DI), Z27')
-addr = ['(%s)', '(%s)(R9*1)', '(%s)(R9*2)', '(%s)(R10*1)']
-for r in range(6):
-    for chain in range(2):
-        base = [['SI', 'R11'], ['R12', 'R13']][chain][r // 4]
-        z = 28 + (2*r + chain) % 4
-        acc = 12*chain + 2*r
-        e('\tVBROADCASTSS ' + addr[r % 4] % base + ', Z%d' % z)
-        e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc, z, 24 + 2*chain))
-        e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc + 1, z, 25 + 2*chain))
-for p in ['SI', 'R11', 'R12', 'R13']: e('\tADDQ R14, %s' % p)
-e('\tADDQ $256, DI')
-e('\tDECQ CX')
-e('\tJNZ  bf16loop')
-for v in range(12): e('\tVADDPS Z%d, Z%d, Z%d' % (12 + v, v, v))
-for v in range(12): e('\tVADDPS %d(AX), Z%d, Z%d' % (64*v, v, v))
+e('\tZERO_Z16')
+for u in range(8):
+    for i in range(4): e('\tVMOVUPS %d(DI), Z%d' % (256*u + 64*i, 24 + i))
+    addr = ['(%s)', '(%s)(R9*1)', '(%s)(R9*2)', '(%s)(R10*1)']
+    for r in range(MR):
+        for chain in range(2):
+            base = ['SI', 'R12'][chain]
+            z = 28 + (2*r + chain) % 4
+            acc = NV*chain + 2*r
+            e('\tVBROADCASTSS ' + addr[r % 4] % base + ', Z%d' % z)
+            e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc, z, 24 + 2*chain))
+            e('\t@ vdpbf16ps zmm%d, zmm%d, zmm%d' % (acc + 1, z, 25 + 2*chain))
+    e('\tADDQ R14, SI')
+    e('\tADDQ R14, R12')
+e('\tADDQ $2048, DI')
+for v in range(NV): e('\tVADDPS Z%d, Z%d, Z%d' % (NV + v, v, v))
+for v in range(NV): e('\tVADDPS Z%d, Z%d, Z%d' % (v, S[v], S[v]))
 e('\tDECQ BX')
-e('\tJZ   bf16sums')
-for v in range(12): e('\tVMOVUPS Z%d, %d(AX)' % (v, 64*v))
-e('\tJMP  bf16chunk')
+e('\tJNZ  bf16chunk')
 e()
 e('bf16sums:')
 e('\tLDMXCSR mxcsr-8(SP)')
@@ -124,19 +116,19 @@ e('\tJZ      bf16write')
 e('\tMOVQ add+56(FP), SI')
 e('\tMOVQ ldAdd+64(FP), R9')
 e('\tSHLQ $2, R9')
-for r in range(6):
-    e('\tVADDPS (SI), Z%d, Z%d' % (2*r, 2*r))
-    e('\tVADDPS 64(SI), Z%d, Z%d' % (2*r+1, 2*r+1))
-    e('\tVMOVUPS Z%d, (DX)' % (2*r))
-    e('\tVMOVUPS Z%d, 64(DX)' % (2*r+1))
+for r in range(MR):
+    e('\tVADDPS (SI), Z%d, Z%d' % (S[2*r], S[2*r]))
+    e('\tVADDPS 64(SI), Z%d, Z%d' % (S[2*r+1], S[2*r+1]))
+    e('\tVMOVUPS Z%d, (DX)' % S[2*r])
+    e('\tVMOVUPS Z%d, 64(DX)' % S[2*r+1])
     e('\tADDQ R8, DX')
     e('\tADDQ R9, SI')
 e('\tJMP  bf16next')
 e()
 e('bf16write:')
-for r in range(6):
-    e('\tVMOVUPS Z%d, (DX)' % (2*r))
-    e('\tVMOVUPS Z%d, 64(DX)' % (2*r+1))
+for r in range(MR):
+    e('\tVMOVUPS Z%d, (DX)' % S[2*r])
+    e('\tVMOVUPS Z%d, 64(DX)' % S[2*r+1])
     e('\tADDQ R8, DX')
 e()
 e('bf16next:')
@@ -146,10 +138,10 @@ e('\tMOVQ aNext+80(FP), CX')
 e('\tSHLQ $2, CX')
 e('\tADDQ CX, a+8(FP)')
 e('\tMOVQ ldc+48(FP), CX')
-e('\tIMUL3Q $24, CX, CX')
+e('\tIMUL3Q $%d, CX, CX' % (4*MR))
 e('\tADDQ CX, c+40(FP)')
 e('\tMOVQ ldAdd+64(FP), CX')
-e('\tIMUL3Q $24, CX, CX')
+e('\tIMUL3Q $%d, CX, CX' % (4*MR))
 e('\tADDQ CX, add+56(FP)')
 e('\tJMP  bf16strip')
 e()
