@@ -301,7 +301,8 @@ func checkBYTEs(t *testing.T, file string, funcs int, mnemonics ...string) {
 
 // TestBF16KernelName: BF16Kernel names the kernel the products run:
 // "amx" where AMX runs (on this project's Xeon), "avx512bf16" with AMX
-// kept off, "go" under Use("Go").
+// kept off, "avx512bf16 (AMX unused: why)" where the OS refuses it, "go"
+// under Use("Go").
 func TestBF16KernelName(t *testing.T) {
 	want := map[bool]string{true: "avx512bf16", false: "go"}[haveBF16]
 	if haveBF16 && amxWhyNot() == "" {
@@ -311,6 +312,15 @@ func TestBF16KernelName(t *testing.T) {
 	}
 	if got := BF16Kernel(); got != want {
 		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v, AMX: %q)", got, want, haveBF16, amxWhyNot())
+	}
+	if haveBF16 && amxCPU() == "" { // the OS refusing the tile state: VDPBF16PS, and the name says why
+		saved := amxWhyNot
+		amxWhyNot = func() string { return "arch_prctl(ARCH_REQ_XCOMP_PERM) refused: a test" }
+		got, on := BF16Kernel(), bf16AMX()
+		amxWhyNot = saved
+		if want := "avx512bf16 (AMX unused: arch_prctl(ARCH_REQ_XCOMP_PERM) refused: a test)"; got != want || on {
+			t.Errorf("AMX refused: BF16Kernel() = %q, want %q; products on AMX: %v", got, want, on)
+		}
 	}
 	withAMX(false, func() {
 		if got := BF16Kernel(); haveBF16 && got != "avx512bf16" {
