@@ -63,8 +63,8 @@ model.dtype = "bfloat16" is mixed precision: the model's matrix products
 round their operands to bfloat16 and sum in float32; weights, AdamW, norms,
 softmax and loss stay float32 (docs/configs.md). It helps on Intel CPUs
 with AMX (Sapphire Rapids and later, on Linux), whose tiles do 14x
-float32's multiply-add peak: a whole step of nanoGPT's 10.8M shape 2.5x
-faster, its 0.8M CPU shape 1.5x; and on AMD Zen 4 and Zen 5, whose
+float32's multiply-add peak: a whole step of nanoGPT's 10.8M shape 2.8x
+faster, its 0.8M CPU shape 1.6x; and on AMD Zen 4 and Zen 5, whose
 VDPBF16PS (AVX512_BF16) does twice an FMA's multiply-adds at the FMA's
 rate, the more the larger the products (docs/performance.md). It does
 not help on Intel CPUs without AMX (or where the OS refuses it), whose
