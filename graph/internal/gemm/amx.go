@@ -51,9 +51,6 @@ func bf16AMX() bool {
 	return bf16Asm() && !amxOff && amxWhyNot() == ""
 }
 
-// amxChunk is the steps of k one TDPBF16PS sums: 16 pairs.
-const amxChunk = 32
-
 // runAMX is runBF16 on AMX tiles (job.ks is amxKernels): the loops of
 // the package comment, each whole 32×32 block computed by amxKernel, the
 // blocks of a panel that C's edge cuts computed whole into an edge tile
@@ -66,7 +63,7 @@ func runAMX(j *job[float32], wk *worker) {
 	ks := j.ks
 	const mr, nr = 32, 32
 	kBlock := min(ks.kc, j.k)
-	padMax := roundUp((kBlock+1)/2, amxChunk/2) // words of pairs a row of A's block, a pair of B's panel
+	padMax := bf16BlockWords(kBlock) // words a row of A's block, a pair of B's panel
 	mcMax := mcFor(ks, kBlock, 2)
 	wk.aBF = growWords(wk.aBF, min(mcMax, roundUp(j.i1-j.i0, mr))*padMax)
 	wk.bBF = growWords(wk.bBF, min(ks.nc, roundUp(j.j1-j.j0, nr))*padMax)
@@ -79,8 +76,7 @@ func runAMX(j *job[float32], wk *worker) {
 		nc := min(ks.nc, j.j1-jc)
 		for pc := 0; pc < j.k; pc += ks.kc {
 			kc := min(ks.kc, j.k-pc)
-			kp := (kc + 1) / 2
-			pad := roundUp(kp, amxChunk/2)
+			pad := bf16BlockWords(kc)
 			acc := j.accumulate || pc > 0
 			for jr := 0; jr < nc; jr += nr {
 				panel := wk.bBF[jr*pad : (jr+nr)*pad]
@@ -136,7 +132,7 @@ func runAMX(j *job[float32], wk *worker) {
 // they leave). A transposed A is transposed into wk.scratch a strip at a
 // time first (packTrans), so that each row's steps are neighbours.
 func packAMXRows(wk *worker, dst []uint32, pad int, j *job[float32], pc, kc, ic, mc int) {
-	const mr, words = 32, amxChunk / 2
+	const mr, words = 32, bf16Chunk / 2
 	chunks := pad / words
 	for ir := 0; ir < mc; ir += mr {
 		rows := min(mr, mc-ir)
@@ -148,13 +144,13 @@ func packAMXRows(wk *worker, dst []uint32, pad int, j *job[float32], pc, kc, ic,
 		}
 		for c := range chunks {
 			tile := dst[(ir/mr*chunks+c)*mr*words : (ir/mr*chunks+c+1)*mr*words]
-			steps := min(amxChunk, kc-c*amxChunk)
-			if rows < mr || steps < amxChunk {
-				packBF16Rows(true, false, tile, words, mr, src, ld, p0+c*amxChunk, steps, c0, rows)
+			steps := min(bf16Chunk, kc-c*bf16Chunk)
+			if rows < mr || steps < bf16Chunk {
+				packBF16Rows(true, false, tile, words, mr, src, ld, p0+c*bf16Chunk, steps, c0, rows)
 				continue
 			}
-			_ = src[(c0+mr-1)*ld+p0+(c+1)*amxChunk-1] // the last element read
-			bf16Rows(unsafe.Pointer(&tile[0]), words, unsafe.Pointer(&src[c0*ld+p0+c*amxChunk]), ld, amxChunk, mr, false)
+			_ = src[(c0+mr-1)*ld+p0+(c+1)*bf16Chunk-1] // the last element read
+			bf16Rows(unsafe.Pointer(&tile[0]), words, unsafe.Pointer(&src[c0*ld+p0+c*bf16Chunk]), ld, bf16Chunk, mr, false)
 		}
 	}
 }
