@@ -17,10 +17,14 @@ import (
 //
 // Every element of C is summed as Intel AMX's TDPBF16PS sums one element
 // of its tile (measured on Sapphire Rapids: bench/NOTES.md, "AMX
-// TDPBF16PS numerics"), whichever kernel runs, so that the AMX kernel, the
-// VDPBF16PS kernel and the plain-Go twin give the same bits. Over each
-// block of kc steps (kc a multiple of 32, blocks at multiples of kc), the
-// block padded with zero steps to whole chunks of 32:
+// TDPBF16PS numerics"), whichever kernel runs: AMX's order is fixed by
+// the hardware, and the VDPBF16PS kernel and the plain-Go twin can follow
+// it, so that an AMX kernel, the VDPBF16PS kernel and the twin give the
+// same bits. (gemvBF16's one-row products keep an order of their own.)
+// Over each block of kc steps (kc a multiple of 32, blocks at multiples
+// of kc), the block padded with zero steps to whole chunks of 32 (a tile
+// of AMX is 32 steps deep; every kernel does the padding's adds, so that
+// even the signs of zero sums agree):
 //
 //	s = +0
 //	for each chunk of 32 steps, in order:

@@ -41,8 +41,9 @@ e('''// The AVX512_BF16 kernels of bf16.go. Go's assembler has no mnemonics for
 // with MXCSR's FTZ and DAZ set so that VADDPS flushes a denormal sum as
 // the model does (VDPBF16PS flushes whatever MXCSR says), and the
 // accumulators start the next chunk from zero. Two adds per 8 VDPBF16PS
-// take the ports VDPBF16PS runs on; 6×32 with s in memory (more adds
-// between loads and stores) measured slower, 12×32 needs 72 registers.
+// take the ports VDPBF16PS runs on; 6×32 with s in memory (loaded and
+// stored at each chunk's end) measured no faster, 12×32 would need 72
+// registers.
 // After the last chunk MXCSR is restored and the epilogue adds s to the
 // rows at add when accumulate is set (C, or a bias row with ldAdd = 0; a
 // plain float32 add), then stores; after each tile a moves by aNext

@@ -29,24 +29,27 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
-// BenchmarkKernelBF16 times the bfloat16 kernel alone on packed pairs in
-// L1 (kp pairs of steps, 2·kp steps of k; A row after row, as a product
-// packs it when A is not transposed), as BenchmarkKernel does the float32
-// ones.
+// BenchmarkKernelBF16 times the bfloat16 kernel alone on packed words in
+// L1 (kp words, 2·kp steps of k; A row after row, as a product packs it
+// when A is not transposed), as BenchmarkKernel does the float32 ones: 12
+// rows × 32 columns of C a call (three 4×32 strips, as a product runs
+// the strips of a block in one call).
 func BenchmarkKernelBF16(b *testing.B) {
 	if !haveBF16 {
 		b.Skip("no AVX512_BF16 on this CPU")
 	}
 	mr, nr := bf16Kernels.mr, bf16Kernels.nr
+	const rows = 12
+	strips := rows / mr
 	for _, kp := range []int{16, 32, 128, 256} {
-		a, bb := make([]uint32, mr*kp), make([]uint32, nr*kp)
-		c := make([]float32, mr*nr)
+		a, bb := make([]uint32, rows*kp), make([]uint32, nr*kp)
+		c := make([]float32, rows*nr)
 		b.Run(fmt.Sprintf("k%d", 2*kp), func(b *testing.B) {
 			cpu0 := cpuTime()
 			for range b.N {
-				microKernelBF16(kp, 1, a, kp, 1, kp*mr, bb, c, nr, c, nr)
+				microKernelBF16(kp, strips, a, kp, 1, kp*mr, bb, c, nr, c, nr)
 			}
-			f := 4 * float64(mr*nr*kp*b.N)
+			f := 4 * float64(rows*nr*kp*b.N)
 			b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(f/(cpuTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
 		})
