@@ -67,10 +67,11 @@ float32's multiply-add peak: a whole step of nanoGPT's 10.8M shape 2.8x
 faster, its 0.8M CPU shape 1.6x; and on AMD Zen 4 and Zen 5, whose
 VDPBF16PS (AVX512_BF16) does twice an FMA's multiply-adds at the FMA's
 rate, the more the larger the products (docs/performance.md). It does
-not help on Intel CPUs without AMX (or where the OS refuses it), whose
-VDPBF16PS runs at half float32's rate: a step there is slower; training
-measures the two peaks at its start (0.2 s) and says so in one line
-where bfloat16's is not the higher. Nor on CPUs without AVX512_BF16,
+not help on Intel CPUs where AMX is missing or refused by the OS: there
+VDPBF16PS runs at half float32's rate (measured on Sapphire Rapids with
+AMX off) and a step is slower; training measures the two peaks at its
+start (0.2 s) and says so in one line where bfloat16's is not the
+higher. Nor on CPUs without AVX512_BF16,
 where it runs the plain-Go kernel (the same numbers, far slower; training
 says so in one line). Every kernel gives the same bits.
 
