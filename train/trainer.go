@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gptg/gptg/config"
@@ -104,10 +105,11 @@ func newTrainer(ctx context.Context, cfg *config.Config, dataPath, valPath strin
 }
 
 // noteBF16 says, once, when bfloat16's products are slower here than
-// float32's: on the plain-Go kernel, or where the CPU's VDPBF16PS runs
-// at or under float32's multiply-add rate (measured at the start, about
-// 0.2 s). Either kernel computes the bits an AVX512_BF16 CPU computes, so
-// the run is the same run, resumable on any machine, only slower: a note
+// float32's: on the plain-Go kernel, or where the CPU's bfloat16
+// instruction (AMX's TDPBF16PS where the products run on AMX tiles, else
+// VDPBF16PS) runs at or under float32's multiply-add rate (measured at
+// the start, about 0.2 s). Every kernel computes the same bits, so the
+// run is the same run, resumable on any machine, only slower: a note
 // rather than a refusal.
 func noteBF16(m config.Model, opts Options) {
 	if m.Dtype != config.DtypeBF16 || opts.Backend.Unfused {
@@ -118,16 +120,24 @@ func noteBF16(m config.Model, opts Options) {
 	}
 }
 
-// bf16Note is noteBF16's line for a kernel and a measure of its peak
-// over float32's ("" when bfloat16 is the faster here).
+// bf16Note is noteBF16's line for a kernel (fused.BF16Kernel's name) and
+// a measure of its peak over float32's ("" when bfloat16 is the faster
+// here). Where the CPU has AMX but the OS refused it, the line says why.
 func bf16Note(kernel string, peakRatio func() float64) string {
 	if kernel == "go" {
 		return "model.dtype bfloat16: this CPU has no AVX512_BF16, so the products run on the plain-Go kernel, far slower than float32 (the same numbers)"
 	}
-	if r := peakRatio(); r > 0 && r <= 1 {
-		return fmt.Sprintf("model.dtype bfloat16: this CPU's VDPBF16PS measures %.2f× float32's multiply-add rate, so the products run slower than float32 (the same numbers; float32 is faster here: docs/configs.md)", r)
+	r := peakRatio()
+	if r <= 0 || r > 1 {
+		return ""
 	}
-	return ""
+	unit, why := "VDPBF16PS measures", ""
+	if kernel == "amx" {
+		unit = "AMX tiles (TDPBF16PS) measure"
+	} else if _, reason, ok := strings.Cut(kernel, " ("); ok {
+		why = "; " + strings.TrimSuffix(reason, ")")
+	}
+	return fmt.Sprintf("model.dtype bfloat16: this CPU's %s %.2f× float32's multiply-add rate, so the products run slower than float32 (the same numbers; float32 is faster here: docs/configs.md%s)", unit, r, why)
 }
 
 // withDefaults fills in what opts leaves unset: no log, and the config's

@@ -61,17 +61,19 @@ for the new length.
 
 model.dtype = "bfloat16" is mixed precision: the model's matrix products
 round their operands to bfloat16 and sum in float32; weights, AdamW, norms,
-softmax and loss stay float32 (docs/configs.md). It helps on AMD Zen 4
-and Zen 5, whose VDPBF16PS (AVX512_BF16) does twice an FMA's multiply-adds
-at the FMA's rate, the more the larger the products: on a Zen 5 a whole
-step of nanoGPT's 10.8M shape 1.6-1.8x faster, its 0.8M CPU shape 1.4x,
-small models less. It does not help on Intel Xeons of the Sapphire
-Rapids kind, whose VDPBF16PS runs at half float32's rate: a step there is
-1.3-1.4x slower (docs/performance.md); training measures the two peaks
-at its start (0.2 s) and says so in one line where bfloat16's is not the
+softmax and loss stay float32 (docs/configs.md). It helps on Intel CPUs
+with AMX (Sapphire Rapids and later, on Linux), whose tiles do 14x
+float32's multiply-add peak: a whole step of nanoGPT's 10.8M shape 2.8x
+faster, its 0.8M CPU shape 1.6x; and on AMD Zen 4 and Zen 5, whose
+VDPBF16PS (AVX512_BF16) does twice an FMA's multiply-adds at the FMA's
+rate, the more the larger the products (docs/performance.md). It does
+not help on Intel CPUs where AMX is missing or refused by the OS: there
+VDPBF16PS runs at half float32's rate (measured on Sapphire Rapids with
+AMX off) and a step is slower; training measures the two peaks at its
+start (0.2 s) and says so in one line where bfloat16's is not the
 higher. Nor on CPUs without AVX512_BF16,
 where it runs the plain-Go kernel (the same numbers, far slower; training
-says so in one line).
+says so in one line). Every kernel gives the same bits.
 
 Flags:
   --set section.key=value  override a config value (repeatable), e.g.

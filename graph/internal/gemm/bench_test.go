@@ -93,7 +93,7 @@ func BenchmarkMul(b *testing.B) {
 	bf16 := os.Getenv("GEMM_BF16") == "1"
 	pk, kind := peak(), "float32 on one core (register-only FMA loop)"
 	if bf16 {
-		pk, kind = peakBF16Once(), "bfloat16 on one core (register-only VDPBF16PS loop), kernel "+BF16Kernel()
+		pk, kind = peakBF16Once(), "bfloat16 on one core (register-only loop of its kernel: TDPBF16PS or VDPBF16PS), kernel "+BF16Kernel()
 	}
 	printPeak.Do(func() {
 		fmt.Printf("peak: %.1f GFLOP/s %s; products on %d thread(s)\n", pk, kind, max(threads, 1))

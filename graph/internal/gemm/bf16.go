@@ -83,14 +83,22 @@ func bf16Bits(x float32) uint32 {
 	return (u + 0x7fff + u>>16&1) >> 16
 }
 
-// BF16Kernel names the kernel that bfloat16 products run here:
+// BF16Kernel names the kernel that bfloat16 products run here: "amx"
+// (TDPBF16PS on AMX tiles: Intel Sapphire Rapids and later, on Linux),
 // "avx512bf16" (VDPBF16PS, on CPUs with AVX512_BF16: AMD Zen 4 and later,
 // Intel Cooper Lake and Sapphire Rapids and later) or "go", the plain-Go
 // twin (same bits, a fraction of the speed), where the CPU lacks it, with
 // -tags purego, on other architectures, or when the tests force the Go
-// kernels (Use("Go")) or the AVX2 ones.
+// kernels (Use("Go")) or the AVX2 ones. Where the CPU has AMX but it is not
+// used (the OS refused the tile state), the name says why, in parentheses
+// after "avx512bf16".
 func BF16Kernel() string {
-	if bf16Asm() {
+	switch {
+	case bf16AMX():
+		return "amx"
+	case bf16Asm() && amxCPU() == "" && !amxOff:
+		return "avx512bf16 (AMX unused: " + amxWhyNot() + ")"
+	case bf16Asm():
 		return "avx512bf16"
 	}
 	return "go"

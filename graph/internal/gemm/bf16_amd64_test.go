@@ -193,7 +193,18 @@ func TestBF16PackBits(t *testing.T) {
 // BYTEs in bf16_amd64.s decodes, at its place in its function, to the
 // instruction its comment names.
 func TestBF16Encodings(t *testing.T) {
-	src, err := os.ReadFile("bf16_amd64.s")
+	checkBYTEs(t, "bf16_amd64.s", 5, "vdpbf16ps", "vcvtne2ps2bf16")
+}
+
+// checkBYTEs disassembles this test binary (objdump, GNU binutils) and
+// checks that each instruction written as BYTEs in the assembly file
+// decodes, at its place in its function, to the instruction its comment
+// names: funcs functions have BYTE lines, and the instructions of the
+// binary whose mnemonic starts with one of mnemonics are those lines, in
+// order. Each function is found by the bytes of its first BYTE line.
+func checkBYTEs(t *testing.T, file string, funcs int, mnemonics ...string) {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +225,8 @@ func TestBF16Encodings(t *testing.T) {
 			want[fn] = append(want[fn], insn{hex, m[2]})
 		}
 	}
-	if len(want) != 5 {
-		t.Fatalf("BYTE-encoded instructions in %d functions of bf16_amd64.s, want 5", len(want))
+	if len(want) != funcs {
+		t.Fatalf("BYTE-encoded instructions in %d functions of %s, want %d", len(want), file, funcs)
 	}
 	// go test links without a symbol table: each function is found by
 	// the bytes of its first BYTE-encoded instruction in .text and
@@ -236,6 +247,9 @@ func TestBF16Encodings(t *testing.T) {
 	}
 	norm := func(s string) string { return strings.Join(strings.Fields(strings.ReplaceAll(s, ",", ", ")), " ") }
 	for _, fn := range order {
+		if len(want[fn]) == 0 {
+			continue // no BYTE lines
+		}
 		first := make([]byte, 0, 8)
 		for _, h := range strings.Fields(want[fn][0].hex) {
 			var b byte
@@ -247,7 +261,7 @@ func TestBF16Encodings(t *testing.T) {
 			t.Fatalf("%s: its first instruction's bytes %s are not in .text", fn, want[fn][0].hex)
 		}
 		start := text.Addr + uint64(at)
-		out, err := exec.Command("objdump", "-d", "-M", "intel",
+		out, err := exec.Command("objdump", "-d", "-M", "intel", "--insn-width=16",
 			fmt.Sprintf("--start-address=%#x", start), fmt.Sprintf("--stop-address=%#x", start+8192), exe).Output()
 		if err != nil {
 			t.Fatalf("objdump %s: %v (objdump from GNU binutils is needed)", fn, err)
@@ -267,12 +281,15 @@ func TestBF16Encodings(t *testing.T) {
 			if strings.Contains(text, "(bad)") {
 				t.Fatalf("%s: objdump cannot decode %q", fn, m[1])
 			}
-			if strings.HasPrefix(text, "vdpbf16ps") || strings.HasPrefix(text, "vcvtne2ps2bf16") {
-				got = append(got, insn{strings.TrimSpace(m[1]), text})
+			for _, mn := range mnemonics {
+				if strings.HasPrefix(text, mn) {
+					got = append(got, insn{strings.TrimSpace(m[1]), text})
+					break
+				}
 			}
 		}
 		if len(got) != len(want[fn]) {
-			t.Fatalf("%s: %d bfloat16 instructions in the binary, %d BYTE-encoded in bf16_amd64.s", fn, len(got), len(want[fn]))
+			t.Fatalf("%s: %d instructions %v in the binary, %d BYTE-encoded in %s", fn, len(got), mnemonics, len(want[fn]), file)
 		}
 		for i, w := range want[fn] {
 			if got[i].hex != w.hex || norm(got[i].text) != norm(w.text) {
@@ -282,12 +299,34 @@ func TestBF16Encodings(t *testing.T) {
 	}
 }
 
-// TestBF16KernelName: BF16Kernel names the kernel the products run.
+// TestBF16KernelName: BF16Kernel names the kernel the products run:
+// "amx" where AMX runs (on this project's Xeon), "avx512bf16" with AMX
+// kept off, "avx512bf16 (AMX unused: why)" where the OS refuses it, "go"
+// under Use("Go").
 func TestBF16KernelName(t *testing.T) {
 	want := map[bool]string{true: "avx512bf16", false: "go"}[haveBF16]
-	if got := BF16Kernel(); got != want {
-		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v)", got, want, haveBF16)
+	if haveBF16 && amxWhyNot() == "" {
+		want = "amx"
+	} else if haveBF16 && amxCPU() == "" {
+		want = "avx512bf16 (AMX unused: " + amxWhyNot() + ")"
 	}
+	if got := BF16Kernel(); got != want {
+		t.Errorf("BF16Kernel() = %q, want %q (AVX512_BF16 %v, AMX: %q)", got, want, haveBF16, amxWhyNot())
+	}
+	if haveBF16 && amxCPU() == "" { // the OS refusing the tile state: VDPBF16PS, and the name says why
+		saved := amxWhyNot
+		amxWhyNot = func() string { return "arch_prctl(ARCH_REQ_XCOMP_PERM) refused: a test" }
+		got, on := BF16Kernel(), bf16AMX()
+		amxWhyNot = saved
+		if want := "avx512bf16 (AMX unused: arch_prctl(ARCH_REQ_XCOMP_PERM) refused: a test)"; got != want || on {
+			t.Errorf("AMX refused: BF16Kernel() = %q, want %q; products on AMX: %v", got, want, on)
+		}
+	}
+	withAMX(false, func() {
+		if got := BF16Kernel(); haveBF16 && got != "avx512bf16" {
+			t.Errorf("with AMX off: BF16Kernel() = %q, want \"avx512bf16\"", got)
+		}
+	})
 	restore := Use("Go")
 	defer restore()
 	if got := BF16Kernel(); got != "go" {

@@ -134,7 +134,8 @@ func mulBF16(w *Workspace, mc mulCase) []float32 {
 }
 
 // TestMulBF16 checks bfloat16 products in every setting (each kernel
-// family forced, its assembly or the Go twin, real and tiny blocks, one
+// family forced, its assembly or the Go twin, on the AVX-512 family AMX
+// tiles and VDPBF16PS where AMX runs, real and tiny blocks, one
 // thread and three) on every transpose combination, with accumulation,
 // edges in both directions, odd k, k = 0 and one-row products (gemvBF16
 // where B is transposed, split over threads at 1×601×700): each against
@@ -154,7 +155,7 @@ func TestMulBF16(t *testing.T) {
 				for _, acc := range []bool{false, true} {
 					mc := newCase(rng, tA, tB, acc, s[0], s[1], s[2])
 					var twin []float32
-					setting{pathGo, true, false, 1}.run(func(w *Workspace) { twin = mulBF16(w, mc) })
+					setting{pathGo, true, false, 1, false}.run(func(w *Workspace) { twin = mulBF16(w, mc) })
 					checkBF16(t, fmt.Sprintf("%v/Go twin", mc), mc, twin)
 					for _, st := range settings() {
 						var got []float32

@@ -134,6 +134,7 @@ type worker struct {
 	t64      [maxTile]float64
 	aBF, bBF []uint32  // packed bfloat16 pairs (runBF16)
 	scratch  []float32 // a strip or panel transposed before it is packed (packBF16)
+	amxT     []float32 // runAMX's edge tile and a block's sums before they are added
 	job32    job[float32]
 	job64    job[float64]
 	// crowdsL1's last answer, for rows of crowdRows numbers crowdStride
@@ -236,6 +237,9 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 	bf16 := w.BF16 && unsafe.Sizeof(F(0)) == 4
 	if bf16 {
 		ks, asm = &bf16Kernels, bf16Asm()
+		if bf16AMX() {
+			ks = &amxKernels
+		}
 	}
 	if bias != nil && (k <= 0 || m == 1) {
 		// Nothing to fuse the bias with (one row goes to gemvT): copy it.
@@ -317,7 +321,11 @@ func mul[F Float](w *Workspace, transA, transB bool, m, n, k int, a []F, lda int
 // pass it through calls at every tile.
 func (j *job[F]) run(wk *worker) {
 	if j.bf16 {
-		runBF16(any(j).(*job[float32]), wk)
+		if j.ks == &amxKernels {
+			runAMX(any(j).(*job[float32]), wk)
+		} else {
+			runBF16(any(j).(*job[float32]), wk)
+		}
 		return
 	}
 	ks := j.ks

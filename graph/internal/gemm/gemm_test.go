@@ -334,17 +334,19 @@ func TestUseSwitchesPaths(t *testing.T) {
 // kernel path and its Go twin, with 1 and 3 threads, across block
 // boundaries (tiny blocks) and edge tiles.
 // setting is one way of running products: a kernel path, its assembly or
-// its Go twin, normal or tiny blocks, and a thread count at which every
-// product is split.
+// its Go twin, normal or tiny blocks, a thread count at which every
+// product is split, and for bfloat16 products on the AVX-512 path
+// VDPBF16PS instead of AMX tiles (noAMX, where AMX runs).
 type setting struct {
 	path    kernelPath
 	twin    bool
 	tiny    bool
 	threads int
+	noAMX   bool
 }
 
 func (st setting) String() string {
-	return fmt.Sprintf("%v twin %v tiny %v threads %d", st.path, st.twin, st.tiny, st.threads)
+	return fmt.Sprintf("%v twin %v tiny %v threads %d noAMX %v", st.path, st.twin, st.tiny, st.threads, st.noAMX)
 }
 
 // settings lists every setting this machine runs.
@@ -354,7 +356,10 @@ func settings() []setting {
 		for _, p := range paths() {
 			for _, twin := range []bool{false, true} {
 				for _, threads := range []int{1, 3} {
-					all = append(all, setting{p, twin, tiny, threads})
+					all = append(all, setting{p, twin, tiny, threads, false})
+					if p == pathAVX512 && !twin && haveBF16 && amxWhyNot() == "" {
+						all = append(all, setting{p, twin, tiny, threads, true})
+					}
 				}
 			}
 		}
@@ -364,8 +369,8 @@ func settings() []setting {
 
 // run calls f with a workspace of st's threads, under st's path and blocks.
 func (st setting) run(f func(w *Workspace)) {
-	defer func(v float64) { parallelMinFlops = v }(parallelMinFlops)
-	parallelMinFlops = 0
+	defer func(v float64, o bool) { parallelMinFlops, amxOff = v, o }(parallelMinFlops, amxOff)
+	parallelMinFlops, amxOff = 0, st.noAMX
 	w := &Workspace{Threads: st.threads}
 	withPath(st.path, st.twin, func() {
 		if st.tiny {

@@ -15,13 +15,13 @@ import (
 // rest, a split gemv), tiles and their edges (cnt < w) for every tile
 // shape, odd k, k crossing the depth of a block (kc 256, bfloat16's 512,
 // kcRows 1536), rows crossing the highest blocks (mc 252, 144, 128: a
-// transposed A's widest bfloat16 pack), a product of at most 8 rows (the
+// transposed A's widest bfloat16 pack; AMX's 512), a product of at most 8 rows (the
 // AVX2 tile on an AVX-512 machine), columns past nc, and a few at random.
 var guardShapes = [][3]int{
 	{1, 1, 1}, {1, 37, 33}, {1, 64, 64}, {1, 9, 700}, {1, 41, 97}, {1, 4, 17},
 	{5, 17, 3}, {12, 32, 16}, {13, 33, 17}, {41, 40, 7}, {6, 16, 8}, {16, 8, 5},
 	{8, 16, 9}, {7, 9, 33}, {3, 20, 0}, {253, 40, 31}, {145, 20, 9}, {129, 9, 3},
-	{13, 33, 515}, {9, 35, 1537}, {2, 4097, 3},
+	{13, 33, 515}, {9, 35, 1537}, {2, 4097, 3}, {513, 33, 5},
 }
 
 func init() { // and a few at random
@@ -151,12 +151,22 @@ func guardProducts(t *testing.T, label string, mc mulCase, bias []float64, threa
 	}
 	plain32 := func(s []float64) []float32 { return to32(s) }
 	plain64 := func(s []float64) []float64 { return append([]float64(nil), s...) }
-	for _, bf16 := range []bool{false, true} {
+	// The bfloat16 products run on AMX tiles where they can, and on
+	// VDPBF16PS too there.
+	type mode struct{ bf16, amx bool }
+	modes := []mode{{false, false}, {true, false}}
+	if bf16Asm() && amxWhyNot() == "" {
+		modes = append(modes, mode{true, true})
+	}
+	defer func(o bool) { amxOff = o }(amxOff)
+	for _, md := range modes {
+		bf16 := md.bf16
+		amxOff = !md.amx
 		for _, name := range []string{"Mul", "MulBias", "MulLower", "SumRows"} {
 			cl := calls[name]
 			want, want64 := cl(&Workspace{Threads: threads, BF16: bf16}, plain32, plain64)
 			for _, place := range guardmem.Placements {
-				label := fmt.Sprintf("%s/%s bf16 %v/%v", label, name, bf16, place)
+				label := fmt.Sprintf("%s/%s bf16 %v AMX %v/%v", label, name, bf16, md.amx, place)
 				p32 := func(s []float64) []float32 { return guardmem.Copy(t, place, to32(s)) }
 				p64 := func(s []float64) []float64 { return guardmem.Copy(t, place, s) }
 				var got []float32

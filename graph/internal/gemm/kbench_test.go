@@ -76,3 +76,35 @@ func BenchmarkThreads(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKernelAMX times the AMX kernel alone on packed pairs (k steps,
+// whole chunks of 32): one 32×32 block and a strip of 8 blocks down one
+// panel of B, as runAMX calls it, the sums stored (k512/add: added to C).
+func BenchmarkKernelAMX(b *testing.B) {
+	if amxWhyNot() != "" || !haveBF16 {
+		b.Skip("no AMX kernel here: " + amxWhyNot())
+	}
+	for _, k := range []int{64, 256, 512} {
+		for _, strips := range []int{1, 8} {
+			for _, add := range []bool{false, true} {
+				pad := k / 2
+				a, bb := make([]uint32, strips*32*pad), make([]uint32, 32*pad)
+				c, tmp := make([]float32, strips*32*32), make([]float32, 32*32)
+				name := fmt.Sprintf("k%d/blocks%d", k, strips)
+				var addTo []float32
+				if add {
+					name, addTo = name+"/add", c
+				}
+				b.Run(name, func(b *testing.B) {
+					cpu0 := cpuTime()
+					for range b.N {
+						amxKernel(pad/16, strips, a, bb, c, 32, addTo, 32, tmp)
+					}
+					f := 2 * float64(strips*32*32*k*b.N)
+					b.ReportMetric(f/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+					b.ReportMetric(f/(cpuTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
+				})
+			}
+		}
+	}
+}

@@ -20,21 +20,27 @@ type peakLoop struct {
 // takes about 0.1 s.
 func PeakGFLOPS() float64 { return bestOf(peakLoops()) }
 
-// PeakBF16GFLOPS is PeakGFLOPS for bfloat16 products: a register-only
-// VDPBF16PS loop (32 multiply-adds an instruction on 512-bit registers),
-// where the CPU has AVX512_BF16; else 0.
+// PeakBF16GFLOPS is PeakGFLOPS for bfloat16 products, on the kernel
+// they run: a register-only TDPBF16PS loop on AMX tiles (four
+// instructions of 16·16·32 multiply-adds an iteration) where they run on
+// AMX, else a register-only VDPBF16PS loop (32 multiply-adds an
+// instruction on 512-bit registers) where the CPU has AVX512_BF16; else 0.
 func PeakBF16GFLOPS() float64 {
-	if !haveBF16 {
-		return 0
+	switch {
+	case bf16AMX():
+		return bestOf([]peakLoop{{"AMX-BF16", amxPeak, 4 * 16 * 16 * 32 * 2}})
+	case haveBF16:
+		return bestOf([]peakLoop{{"AVX512_BF16", peakBF16, 16 * 16 * 2 * 2}})
 	}
-	return bestOf([]peakLoop{{"AVX512_BF16", peakBF16, 16 * 16 * 2 * 2}})
+	return 0
 }
 
 // BF16PeakRatio is PeakBF16GFLOPS over PeakGFLOPS on the core it runs
-// on, where bfloat16 products run the assembly kernel; else 0. Above 1 a
+// on, where bfloat16 products run an assembly kernel; else 0. Above 1 a
 // bfloat16 product can beat float32's; at or below it cannot (an Intel
-// core of the Sapphire Rapids kind measures 0.5: it starts one VDPBF16PS
-// every two cycles and two FMAs a cycle). It takes about 0.2 s.
+// core of the Sapphire Rapids kind measures 0.5 for VDPBF16PS: it starts
+// one every two cycles and two FMAs a cycle; its AMX tiles measure about
+// 16 times float32's peak). It takes about 0.2 s.
 func BF16PeakRatio() float64 {
 	if !bf16Asm() {
 		return 0
