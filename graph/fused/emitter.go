@@ -71,8 +71,10 @@ func New(dt tensor.Dtype, s Sizes, threads int, mem *Memory) *Emitter {
 func (f *Emitter) BF16() { f.team.bf16() }
 
 // BF16Kernel names the kernel that bfloat16 products run on this CPU:
-// "go" where it lacks AVX512_BF16 (the plain-Go twin: the same bits, two
-// orders of magnitude slower than the float32 products).
+// "amx" (AMX tiles), "avx512bf16" (VDPBF16PS; with the reason in
+// parentheses where the CPU has AMX but the OS refused it), or "go" where
+// it lacks AVX512_BF16 (the plain-Go twin: the same bits, two orders of
+// magnitude slower than the float32 products).
 func BF16Kernel() string { return gemm.BF16Kernel() }
 
 // BF16PeakRatio measures, on this core, the bfloat16 kernel's peak over
