@@ -51,7 +51,7 @@ func runCase(t *testing.T, c *golden.Case, build func(config.Model, graph.Option
 // of products of bfloat16 numbers, few significant bits, which lands
 // exactly on a bfloat16 tie often enough that sums in another order (or
 // exact ones) split a few operands: those cases are held to one step,
-// 2^-7 (measured: up to 5.2e-3 in nanoGPT's untied_nobias gradients).
+// 2^-7 (measured: up to 5.1e-3 in nanoGPT's untied_nobias gradients).
 // With biases every operand has gone through a float32 add of an
 // arbitrary number first, a split is about 2^-24/2^-8 = 2^-16 likely, and
 // the golden cases, a few thousand operands each, hold to 1e-4 (measured:
