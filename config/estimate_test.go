@@ -234,3 +234,57 @@ func TestBF16EstimateIsFloat32s(t *testing.T) {
 		t.Errorf("forward: bfloat16 %s, float32 %s", bf, f32)
 	}
 }
+
+// TestTranslationTrainMemoryMeasured holds the translation training
+// estimate to measured peaks as TestTrainMemoryMeasured does the GPT's:
+// at least the growth of peak RSS over a process that has not read the
+// pairs (17 MiB: the same command refused by train.max_memory before it
+// reads them, 16.9–17.1 MiB over three runs), at most 1.4 times it.
+// Measured with /usr/bin/time -f %M over `gptg train CONFIG --set
+// train.max_steps=2 --set train.eval_batches=1 --set …` (the higher of two
+// runs), four buckets over 30 steps and the whole test split so that
+// every shape's graphs ran; the vocabularies, shapes and pairs are what
+// those runs read from the built-in bible-en-es; Intel Xeon (Sapphire
+// Rapids kind), 2 cores, shared (load 5–6); docs/architecture.md
+// "Training".
+func TestTranslationTrainMemoryMeasured(t *testing.T) {
+	const base = 17 // MiB of peak RSS a process has before it reads the pairs
+	load := func(path string) *config.Config {
+		c, err := config.Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	enes := config.TranslationPairs{Pairs: 13064, IDs: 457100, TextBytes: 2097463}
+	one := []config.TranslationShape{{S: 25, T: 33}}
+	for _, tc := range []struct {
+		name     string
+		c        *config.Config
+		src, tgt int
+		shapes   []config.TranslationShape
+		pairs    config.TranslationPairs
+		rss      float64 // peak RSS, MiB
+	}{
+		{"en-es-seed.toml (0.6M)", load("../configs/translate/en-es-seed.toml"), 2600, 2753,
+			[]config.TranslationShape{{S: 17, T: 25}}, config.TranslationPairs{Pairs: 4296, IDs: 117159, TextBytes: 542660}, 68.3},
+		{"en-es.toml (3.4M)", load("../configs/translate/en-es.toml"), 5193, 6912, one, enes, 198.3},
+		{"en-es, batch 128", translation(load, func(c *config.Config) { c.Train.Batch = 128 }), 5193, 6912, one, enes, 466.3},
+		{"en-es, float64", translation(load, func(c *config.Config) { c.Model.Dtype = "float64" }), 5193, 6912, one, enes, 347.9},
+		{"en-es, 4 buckets", translation(load, func(c *config.Config) { c.Data.Buckets = 4 }), 5193, 6912,
+			[]config.TranslationShape{{S: 16, T: 21}, {S: 19, T: 25}, {S: 22, T: 29}, {S: 25, T: 33}}, enes, 402.7},
+		{"en-es, embedding 512, 8 heads, ff_hidden 2048, 6+6 blocks (53.9M)", translation(load, func(c *config.Config) {
+			c.Model.Embedding, c.Model.Heads, c.Model.FFHidden, c.Model.EncoderBlocks, c.Model.DecoderBlocks = 512, 8, 2048, 6, 6
+		}), 5193, 6912, one, enes, 1747.2},
+	} {
+		e := tc.c.TranslationTrainMemory(tc.src, tc.tgt, tc.shapes, tc.pairs).Total() / (1 << 20)
+		checkMeasured(t, tc.name, e, tc.rss-base)
+	}
+}
+
+// translation is configs/translate/en-es.toml changed by set.
+func translation(load func(string) *config.Config, set func(*config.Config)) *config.Config {
+	c := load("../configs/translate/en-es.toml")
+	set(c)
+	return c
+}

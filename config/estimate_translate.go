@@ -132,38 +132,85 @@ func (c *Config) CheckTranslationTrainMemory(srcVocab, tgtVocab int, shapes []Tr
 	return c.checkTrain(c.TranslationTrainMemory(srcVocab, tgtVocab, shapes, p), true)
 }
 
-// translationTrainMemory: the parameters (E), each training graph's
-// gradients (E), AdamW's moments (2×E), and once the weights another
-// graph draws before it is given the first one's (E); each shape's
-// training activations — the whole model's forward values
-// (TranslationMemory's count, the loss's log-probabilities included) and
-// a quarter more for the backward pass, its attention maps 1.6 times
-// (the evaluation graph of a shape shares the training graph's buffers,
-// its logits too: fused.Memory); the corpus: each
-// pair's struct and text, 8 bytes an id, an int in the batcher's buckets
-// and in an epoch's order.
+// translationTrainMemory counts, in the model's dtype (E bytes a value):
+//
+//   - the weights, AdamW's two moments, each training graph's gradients
+//     (one graph per shape; a translation step keeps its gradients in
+//     buffers of their own, not lent), and once the weights another graph
+//     draws before it is given the first one's (garbage);
+//   - per shape, what its training and evaluation graphs keep in buffers
+//     of their own (graph/tape.CompileTranslation keeps every attention
+//     map, and an output Gorgonia's residual sum reads cannot be lent):
+//     counted in C-wide rows from the built graphs, post-norm, per block
+//     — the training graph 16 a source position of each encoder block
+//     and 4 of each decoder block (its cross-attention's keys and values
+//     and their gradients), 22 a target position of each decoder block;
+//     the evaluation graph 6 and 9, and one each for the embeddings;
+//     dropout's masks, 2 and 3 a block and the embeddings'; the attention
+//     maps of both graphs. Pre-norm keeps fewer (measured 86 % of them);
+//   - per shape, the output layer's logits over every target position,
+//     one buffer its training and evaluation graphs share (fused's
+//     OutputLoss);
+//   - the lent intermediates (graph/fused's Memory, one for every graph):
+//     at most what the largest shape's training graph borrows at once,
+//     per position and block 5 C-wide values and 2.3 of the feed-forward's
+//     width in the encoder, 8 and 2.3 in the decoder (its peak, measured
+//     from 1.0 to 1.09 times this: embedding 64 to 512, ff_hidden 256 to
+//     2048, 1 to 6 blocks a side);
+//   - the pairs held (each pair's struct and text, 8 bytes an id, an int in
+//     the batcher's buckets and in an epoch's order), and runSlack.
+//
+// Measured (peak RSS less the 17 MiB of a process refused before it reads
+// the pairs; docs/architecture.md "Training", TestTranslationTrainMemory
+// Measured): 1.05–1.26 times, from the seed's 0.6M parameters to 53.9M.
 func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p *TranslationPairs) MemoryEstimate {
 	m := c.Model
 	P, E := m.TranslationParams(srcVocab, tgtVocab), m.elemSize()
 	C, F, H := float64(m.Embedding), float64(m.FFHidden), float64(m.Heads)
 	Be, Bd := float64(m.EncoderBlocks), float64(m.DecoderBlocks)
 	B, V := float64(c.Train.Batch), float64(tgtVocab)
-	var values, attention float64
+	var kept, logits, lent, tail float64
 	for _, s := range shapes {
 		S, T := float64(s.S), float64(s.T)
-		enc := B * S * (Be*(12*C+2*F+H*S) + 4*C)
-		dec := B * T * (Bd*(18*C+2*F+H*(T+S)) + 4*C)
-		logits := B * T * V
-		values += 1.25 * (enc + dec + 2*logits)
-		attention += B * (Be*H*S*S + Bd*H*T*(T+S))
+		src, tgt := B*S, B*T // positions
+		maps := B * H * (Be*S*S + Bd*T*(T+S))
+		kept += src*C*(16*Be+4*Bd) + tgt*C*22*Bd + maps // training graph
+		kept += src*C*(6*Be+1) + tgt*C*9*Bd + maps      // evaluation graph
+		if m.Dropout > 0 {
+			kept += src*C*(2*Be+1) + tgt*C*(3*Bd+1)
+		}
+		logits += tgt * V
+		lent = max(lent, src*Be*(5*C+2.3*F)+tgt*Bd*(8*C+2.3*F))
+		tail = max(tail, m.translationChunkTail(max(src, tgt), max(S, T)))
 	}
 	e := MemoryEstimate{
 		Params:      P,
-		Weights:     float64(P) * (E*float64(1+len(shapes)) + 2*E + E),
-		Activations: E * (values + 0.4*attention),
+		Weights:     float64(P) * E * float64(1+len(shapes)+2+1),
+		Activations: E * (kept + logits + lent),
+		Data:        runSlack,
+		Untouched:   tail,
 	}
 	if p != nil {
-		e.Data = float64(p.TextBytes) + 8*float64(p.IDs) + (88+16)*float64(p.Pairs)
+		e.Data += float64(p.TextBytes) + 8*float64(p.IDs) + (88+16)*float64(p.Pairs)
 	}
 	return e
+}
+
+// runSlack is what a translation training adds beyond its tensors and
+// the pairs it holds, whatever the model: the pairs reader's garbage
+// (every line of the file tokenized, the vocabularies counted, the lines
+// the length filter drops), the code its kernels run and the collector's
+// slack. Measured: the seed's training (0.6M parameters) grows 13.6 MiB
+// past its tensors and pairs, and a process refused once it has read the
+// pairs 18 MiB past one refused before (en-es: 36 MiB).
+const runSlack = 16 << 20
+
+// translationChunkTail is what a translation graph's Memory may reserve
+// and never write over rows positions of sequences of length L (as
+// chunkTail is the GPT's): the end of a chunk, at most 64 MiB or 64 of
+// the graph's widest lent tensor — the feed-forward's hidden values, a
+// few C-wide ones side by side, a row of attention scores per head.
+func (m Model) translationChunkTail(rows, L float64) float64 {
+	widest := max(float64(m.FFHidden), 4*float64(m.Embedding), float64(m.Heads)*L)
+	return min(64<<20, 64*m.elemSize()*rows*widest)
 }
