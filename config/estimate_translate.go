@@ -105,7 +105,26 @@ func (m Model) TranslationMemory(srcVocab, tgtVocab int, fileBytes int64, g Tran
 		whole := encoder(B, false) + n*(Bd*(18*C+2*F+H*(T+S))+4*C) + logits
 		values += float64(g.Wholes) * whole
 	}
-	return MemoryEstimate{Params: P, Weights: weights, Activations: E*values + float64s}
+	return MemoryEstimate{Params: P, Weights: weights, Activations: E*values + float64s, Untouched: m.translationTails(g)}
+}
+
+// translationTails is the address space the graphs g reserve and never
+// write: the end of a chunk of each graph's own Memory (the encoder
+// graphs' and the whole ones'; a step graph lends nothing).
+func (m Model) translationTails(g TranslationGraphs) float64 {
+	S, T := float64(g.SrcLen), float64(g.TgtLen)
+	var tails float64
+	if g.Decoders > 0 {
+		rows := float64(g.DecodeRows)
+		if g.EncodeRows > 0 {
+			rows = float64(g.EncodeRows)
+		}
+		tails += float64(g.Decoders) * m.translationChunkTail(rows*S, S)
+	}
+	if g.Wholes > 0 {
+		tails += float64(g.Wholes) * m.translationChunkTail(float64(g.WholeBatch)*max(S, T), max(S, T))
+	}
+	return tails
 }
 
 // TranslationShape is one batch shape of translation training: S source

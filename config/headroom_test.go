@@ -8,13 +8,18 @@ import (
 )
 
 // TestChunkTailsCountUnderAddressSpace: under ulimit -v (an address-space
-// limit) a training or forward-only estimate's untouched chunk tails count beside the
+// limit) a training or forward-only estimate's untouched chunk tails (a GPT's or a
+// translation's) count beside the
 // estimate and the runtime's 64 MiB: a headroom with half the tails is
 // refused, naming them, and one with room for all of them is accepted;
 // under a cgroup (memory in use) the tails do not count.
 func TestChunkTailsCountUnderAddressSpace(t *testing.T) {
 	c := Default()
 	c.Model.Vocab, c.Model.Context, c.Model.Embedding, c.Model.Blocks, c.Model.Heads, c.Train.Batch = 65, 128, 256, 4, 4, 16
+	tr, err := Load("../configs/translate/en-es.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func(f func() (memlimit.Headroom, bool)) { findHeadroom = f }(findHeadroom)
 	for _, tc := range []struct {
 		what string
@@ -23,6 +28,9 @@ func TestChunkTailsCountUnderAddressSpace(t *testing.T) {
 		{"training", c.TrainMemoryOn(Corpus{Tokens: 1115394, IDBytes: 2})},
 		{"sampling", c.Model.ForwardMemory(1, c.Model.Context, 1)},
 		{"evaluating", c.Model.ForwardGraphs(64, c.Model.Context, 2, 1)},
+		{"translation training", tr.TranslationTrainMemory(5193, 6912, []TranslationShape{{S: 25, T: 33}}, TranslationPairs{Pairs: 13064, IDs: 457100, TextBytes: 2097463})},
+		{"translating (beam 4)", tr.Model.TranslationMemory(5193, 6912, 0, TranslationGraphs{SrcLen: 25, TgtLen: 33, Decoders: 1, DecodeRows: 4, EncodeRows: 1})},
+		{"evaluating a translation", tr.Model.TranslationMemory(5193, 6912, 0, TranslationGraphs{SrcLen: 25, TgtLen: 33, Wholes: 2, WholeBatch: 32, Loss: true})},
 	} {
 		e := tc.e
 		if e.Untouched <= 0 {
