@@ -164,24 +164,26 @@ func (c *Config) CheckTranslationTrainMemory(srcVocab, tgtVocab int, shapes []Tr
 //     — the training graph 16 a source position of each encoder block
 //     and 4 of each decoder block (its cross-attention's keys and values
 //     and their gradients), 22 a target position of each decoder block;
-//     the evaluation graph 6 and 9, and one each for the embeddings;
+//     the evaluation graph 6 and 9, and one for the source's embedding;
 //     dropout's masks, 2 and 3 a block and the embeddings'; the attention
-//     maps of both graphs. Pre-norm keeps fewer (measured 86 % of them);
+//     maps of both graphs;
 //   - per shape, the output layer's logits over every target position,
 //     one buffer its training and evaluation graphs share (fused's
 //     OutputLoss);
 //   - the lent intermediates (graph/fused's Memory, one for every graph):
 //     at most what the largest shape's training graph borrows at once,
 //     per position and block 5 C-wide values and 2.3 of the feed-forward's
-//     width in the encoder, 8 and 2.3 in the decoder (its peak, measured
-//     from 1.0 to 1.09 times this: embedding 64 to 512, ff_hidden 256 to
-//     2048, 1 to 6 blocks a side);
+//     width in the encoder, 8 and 2.3 in the decoder (0.95–1.09 times
+//     the measured peak: embedding 64 to 512, ff_hidden 256 to 2048, 1 to
+//     6 blocks a side). Pre-norm borrows 15 % more than this and keeps
+//     14 % less than the post-norm count above, less in all;
 //   - the pairs held (each pair's struct and text, 8 bytes an id, an int in
 //     the batcher's buckets and in an epoch's order), and runSlack.
 //
 // Measured (peak RSS less the 17 MiB of a process refused before it reads
-// the pairs; docs/architecture.md "Training", TestTranslationTrainMemory
-// Measured): 1.05–1.26 times, from the seed's 0.6M parameters to 53.9M.
+// the pairs; docs/architecture.md "Training",
+// TestTranslationTrainMemoryMeasured): 1.05–1.26 times, from the seed's
+// 0.6M parameters to 53.9M.
 func (c *Config) translationTrainMemory(srcVocab, tgtVocab int, shapes []TranslationShape, p *TranslationPairs) MemoryEstimate {
 	m := c.Model
 	P, E := m.TranslationParams(srcVocab, tgtVocab), m.elemSize()
