@@ -273,6 +273,11 @@ func TestTranslationTrainMemoryMeasured(t *testing.T) {
 		{"en-es, float64", translation(load, func(c *config.Config) { c.Model.Dtype = "float64" }), 5193, 6912, one, enes, 347.9},
 		{"en-es, 4 buckets", translation(load, func(c *config.Config) { c.Data.Buckets = 4 }), 5193, 6912,
 			[]config.TranslationShape{{S: 16, T: 21}, {S: 19, T: 25}, {S: 22, T: 29}, {S: 25, T: 33}}, enes, 402.7},
+		{"ablation/2-prenorm.toml (norm pre)", translation(load, func(c *config.Config) { c.Model.Norm = "pre" }), 5193, 6912, one, enes, 193.9},
+		{"the same, batch 128", translation(load, func(c *config.Config) { c.Model.Norm, c.Train.Batch = "pre", 128 }), 5193, 6912, one, enes, 449.9},
+		{"en-es, positions learned, tied embeddings", translation(load, func(c *config.Config) {
+			c.Model.Positions, c.Model.TieEmbeddings = "learned", true
+		}), 5193, 6912, one, enes, 187.5},
 		{"en-es, embedding 512, 8 heads, ff_hidden 2048, 6+6 blocks (53.9M)", translation(load, func(c *config.Config) {
 			c.Model.Embedding, c.Model.Heads, c.Model.FFHidden, c.Model.EncoderBlocks, c.Model.DecoderBlocks = 512, 8, 2048, 6, 6
 		}), 5193, 6912, one, enes, 1747.2},
