@@ -4,7 +4,8 @@
 # (VDPBF16PS, VCVTNE2PS2BF16) as BYTEs of their encodings, which it takes
 # from GNU as and objdump (binutils), each commented with its mnemonic.
 # The template lines "@ <instruction in Intel syntax>" become those BYTEs.
-# TestBF16Encodings checks the result in the compiled test binary.
+# TestBF16Encodings checks the result in the compiled test binary; .ci/run
+# checks that bf16_amd64.s is what this writes.
 import re, subprocess, sys, tempfile
 
 L = []
