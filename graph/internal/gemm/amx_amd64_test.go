@@ -41,29 +41,11 @@ func TestAMXKernelBits(t *testing.T) {
 					a, b := bf16Words(rng, strips*mr*kp, tiny), bf16Words(rng, kp*nr, tiny)
 					ldc := nr + 3
 					c0 := to32(randoms(rng, strips*mr*ldc))
-					got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-					var add []float32
-					ldAdd := 0
-					switch addKind {
-					case "c":
-						add, ldAdd = c0, ldc
-					case "bias":
-						add = to32(randoms(rng, nr))
-					}
+					got := append([]float32(nil), c0...)
+					add, ldAdd := kernelAdd(rng, addKind, c0, ldc, nr)
 					amxKernel(kp/16, strips, amxTiles(a, strips*mr, kp), b, got, ldc, add, ldAdd, tmp)
-					for s := range strips {
-						var addS []float32
-						if add != nil {
-							addS = add[s*mr*ldAdd:]
-						}
-						kernelBF16Go(mr, nr, mr, nr, kp, a[s*mr*kp:], kp, 1, b, want[s*mr*ldc:], ldc, addS, ldAdd)
-					}
-					for x := range got {
-						if g, w := got[x], want[x]; !sameBits(g, w) {
-							t.Fatalf("kp %d strips %d add %s trial %d: element (%d, %d) = %g (%#08x), twin %g (%#08x)",
-								kp, strips, addKind, trial, x/ldc, x%ldc, g, math.Float32bits(g), w, math.Float32bits(w))
-						}
-					}
+					want := twinStrips(mr, nr, kp, strips, a, kp, 1, mr*kp, b, c0, ldc, add, ldAdd)
+					checkKernelBits(t, fmt.Sprintf("kp %d strips %d add %s trial %d", kp, strips, addKind, trial), got, want, ldc)
 				}
 			}
 		}

@@ -109,33 +109,53 @@ func TestBF16KernelBits(t *testing.T) {
 							c0[i] *= 0x1p-126
 						}
 					}
-					got, want := append([]float32(nil), c0...), append([]float32(nil), c0...)
-					var add []float32
-					ldAdd := 0
-					switch addKind {
-					case "c":
-						add, ldAdd = c0, ldc
-					case "bias":
-						add = to32(randoms(rng, nr))
-					}
+					got := append([]float32(nil), c0...)
+					add, ldAdd := kernelAdd(rng, addKind, c0, ldc, nr)
 					ac := chainsOf(a, strips*mr, kp, aRow, aStep)
 					microKernelBF16(kp, strips, ac, aRow, aStep, aNext, chainsOf(b, nr, kp, 1, nr), got, ldc, add, ldAdd)
-					for s := range strips {
-						var addS []float32
-						if add != nil {
-							addS = add[s*mr*ldAdd:]
-						}
-						kernelBF16Go(mr, nr, mr, nr, kp, a[s*aNext:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
-					}
-					for x := range got {
-						g, w := got[x], want[x]
-						if !sameBits(g, w) {
-							t.Fatalf("kp %d strips %d add %s trial %d: element (%d, %d) = %g (%#08x), twin %g (%#08x)",
-								kp, strips, addKind, trial, x/ldc, x%ldc, g, math.Float32bits(g), w, math.Float32bits(w))
-						}
-					}
+					want := twinStrips(mr, nr, kp, strips, a, aRow, aStep, aNext, b, c0, ldc, add, ldAdd)
+					checkKernelBits(t, fmt.Sprintf("kp %d strips %d add %s trial %d", kp, strips, addKind, trial), got, want, ldc)
 				}
 			}
+		}
+	}
+}
+
+// kernelAdd is what a kernel test adds the sums to: nothing ("none"), C
+// itself ("c", ldc apart) or a random bias row of nr ("bias").
+func kernelAdd(rng *rand.Rand, addKind string, c []float32, ldc, nr int) (add []float32, ldAdd int) {
+	switch addKind {
+	case "c":
+		return c, ldc
+	case "bias":
+		return to32(randoms(rng, nr)), 0
+	}
+	return nil, 0
+}
+
+// twinStrips is what the Go twin (kernelBF16Go) gives for strips whole
+// mr×nr tiles one below the other (strip s at a[s·aNext …], word (r, q)
+// at r·aRow + q·aStep, pairs order), into a copy of c.
+func twinStrips(mr, nr, kp, strips int, a []uint32, aRow, aStep, aNext int, b []uint32, c []float32, ldc int, add []float32, ldAdd int) []float32 {
+	want := append([]float32(nil), c...)
+	for s := range strips {
+		var addS []float32
+		if add != nil {
+			addS = add[s*mr*ldAdd:]
+		}
+		kernelBF16Go(mr, nr, mr, nr, kp, a[s*aNext:], aRow, aStep, b, want[s*mr*ldc:], ldc, addS, ldAdd)
+	}
+	return want
+}
+
+// checkKernelBits fails the test at the first element of got (rows ldc
+// apart) whose bits are not the twin's.
+func checkKernelBits(t *testing.T, trial string, got, want []float32, ldc int) {
+	t.Helper()
+	for x := range got {
+		if g, w := got[x], want[x]; !sameBits(g, w) {
+			t.Fatalf("%s: element (%d, %d) = %g (%#08x), twin %g (%#08x)",
+				trial, x/ldc, x%ldc, g, math.Float32bits(g), w, math.Float32bits(w))
 		}
 	}
 }
