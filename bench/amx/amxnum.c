@@ -25,17 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
-
-struct tilecfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
+#include "tiles.h"
 
 // configure sets tile 0 to C (16×16 float32), tile 1 to A (16 rows of K
 // bfloat16) and tile 2 to B (K/2 rows of 16 pairs).
@@ -430,7 +422,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: amxnum crafted | amxnum check SEED TILES | amxnum golden SEED CASES\n");
         return 2;
     }
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)) {
+    if (request_tiles()) {
         perror("amxnum: arch_prctl(ARCH_REQ_XCOMP_PERM): no AMX here");
         return 2;
     }

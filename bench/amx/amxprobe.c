@@ -26,20 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#define ARCH_REQ_XCOMP_PERM 0x1023
-#define XFEATURE_XTILEDATA 18
-
-// The tile configuration of LDTILECFG (palette 1): per tile its rows and
-// bytes a row.
-struct tilecfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-};
+#include "tiles.h"
 
 static void configure(void) {
     struct tilecfg c;
@@ -93,7 +83,7 @@ enum { M = 16, N = 16, K = 512 };
 int main(int argc, char **argv) {
     long iters = argc > 1 ? atol(argv[1]) : 20000000;
     unsigned seed = argc > 2 ? (unsigned)atoi(argv[2]) : 1;
-    if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)) {
+    if (request_tiles()) {
         perror("arch_prctl(ARCH_REQ_XCOMP_PERM): no AMX here");
         return 1;
     }
