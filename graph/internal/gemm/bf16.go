@@ -421,10 +421,7 @@ func chunkBF16(s float32, a []uint32, aStep int, b []uint32, bStep int, words in
 // bf16Operand is the bfloat16 in the high half of u (the low half zero),
 // a denormal read as a zero of its sign.
 func bf16Operand(u uint32) float64 {
-	if u&0x7f800000 == 0 {
-		u &= 0x80000000
-	}
-	return float64(math.Float32frombits(u))
+	return float64(flushDenormal(math.Float32frombits(u)))
 }
 
 // dpbf16 is one float32 lane of VDPBF16PS (gemvBF16's lanes): s plus the
