@@ -238,16 +238,21 @@ func (c *Config) TrainMemoryOn(d Corpus) MemoryEstimate {
 
 // chunkTail is the address space a graph's memory over rows positions
 // (a training shard's, a forward-only graph's) may reserve beyond what it
-// writes: the end of a chunk no loan reached. A chunk is
-// 64 of the request that made it, at most 64 MiB (or the request, when
-// larger): bounded here by 64 of the shard's widest tensor. Measured:
+// writes: the end of a chunk no loan reached, bounded by the graph's
+// widest tensor (tailOf). Measured:
 // with it left out, a run at embedding 256, 4 blocks, 4 heads, context
 // 128, batch 16 (2 shards) was accepted at ulimit -v 2,125,000 KiB and
 // ran out of address space 2 runs of 3 (309 MiB of heap against an
 // estimate of 240 MiB).
 func (m Model) chunkTail(rows float64) float64 {
-	widest := max(float64(m.FFMult)*float64(m.Embedding), float64(m.Vocab), float64(m.Heads)*float64(m.Context))
-	return min(64<<20, 64*m.elemSize()*rows*widest)
+	return m.tailOf(rows * max(float64(m.FFMult)*float64(m.Embedding), float64(m.Vocab), float64(m.Heads)*float64(m.Context)))
+}
+
+// tailOf is the most a chunk of graph/fused's Memory may leave unwritten
+// when its widest request is widest values: the chunk is 64 requests of
+// that size, at most 64 MiB (arena.go's chunkBytes).
+func (m Model) tailOf(widest float64) float64 {
+	return min(64<<20, 64*m.elemSize()*widest)
 }
 
 // shardMemory is the most a training shard over rows positions holds at

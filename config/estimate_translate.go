@@ -232,6 +232,5 @@ const runSlack = 16 << 20
 // the graph's widest lent tensor — the feed-forward's hidden values, a
 // few C-wide ones side by side, a row of attention scores per head.
 func (m Model) translationChunkTail(rows, L float64) float64 {
-	widest := max(float64(m.FFHidden), 4*float64(m.Embedding), float64(m.Heads)*L)
-	return min(64<<20, 64*m.elemSize()*rows*widest)
+	return m.tailOf(rows * max(float64(m.FFHidden), 4*float64(m.Embedding), float64(m.Heads)*L))
 }
